@@ -1,0 +1,1 @@
+"""compiler/latency_hiding package."""

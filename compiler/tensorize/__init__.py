@@ -1,0 +1,1 @@
+"""compiler/tensorize package."""

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything the project needs on a fresh Debian machine (run as root or with sudo):
+# system packages, a virtual environment in .venv, the pinned Python packages and the project.
+# Idempotent: a second run only checks. Used by the README's two commands and by .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+# System packages: qemu-user + lld for the ARM (Cortex-A9) fallback kernels checked under qemu-arm.
+APT_PACKAGES=(python3-venv qemu-user lld)
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing system packages: ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv"
+    "$PY" -m venv .venv
+fi
+stamp=.venv/.vdla-requirements
+want="$(cat requirements/*.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo "setup: installing pinned Python packages into .venv"
+    .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install -q -r requirements/base.txt
+    .venv/bin/python -m pip install -q --no-deps -e .
+    echo "$want" > "$stamp"
+fi
+echo "setup: ready (.venv/bin/vdla)"

@@ -1,0 +1,5 @@
+import sys
+
+from vdla.cli import main
+
+sys.exit(main())

@@ -1,0 +1,240 @@
+"""The program bundle every backend runs, and the builder that lays one out.
+
+A bundle is a DRAM image, the byte offset and count of the instruction stream inside it, and
+the configuration. Inputs, weights, uops, bias and outputs live in the image at element
+indices recorded as named symbols, so nobody computes addresses by hand.
+
+On disk (``.npz``; keys documented in the README):
+
+=============  ===============================================================================
+key            contents
+=============  ===============================================================================
+format         ``"vdla-bundle"`` (str)
+version        bundle format version (int)
+dram           the DRAM image (uint8, 1-D)
+insn_offset    byte offset of the first instruction in ``dram`` (multiple of 16)
+insn_count     number of 16-byte instructions
+config         the configuration as JSON (``Config.to_json``)
+fingerprint    the configuration fingerprint (checked against ``config`` on load)
+symbols        JSON: name -> {"mem", "index" (element index), "count", "shape"}
+meta           JSON: free-form description written by the producer (compiler, assembler)
+=============  ===============================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from vdla_hw import isa
+from vdla_hw.config import MEM_TYPES, Config, load_config
+from vdla_hw.errors import BundleError, VdlaError
+
+FORMAT = "vdla-bundle"
+FORMAT_VERSION = 1
+KEYS = ("format", "version", "dram", "insn_offset", "insn_count", "config", "fingerprint", "symbols", "meta")
+# Every allocation starts on this byte boundary: a multiple of every element size up to 256 B
+# would waste space for big weights, so allocations align to max(element bytes, ALIGN).
+ALIGN = 64
+
+
+@dataclass
+class Symbol:
+    """A named array in the DRAM image: ``count`` elements of memory type ``mem`` from ``index``."""
+
+    mem: str
+    index: int
+    count: int
+    shape: tuple[int, ...]
+
+    def byte_range(self, config: Config) -> tuple[int, int]:
+        size = config.elem_bytes(self.mem)
+        return self.index * size, (self.index + self.count) * size
+
+
+@dataclass
+class Bundle:
+    """A program ready to run: DRAM image, instruction stream location, configuration."""
+
+    dram: np.ndarray
+    insn_offset: int
+    insn_count: int
+    config: Config
+    symbols: dict[str, Symbol] = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.dram = np.ascontiguousarray(self.dram, dtype=np.uint8).reshape(-1)
+        self.check()
+
+    def check(self, where: str = "bundle") -> None:
+        """Raise BundleError unless the instruction stream and symbols lie inside the image."""
+        if self.insn_offset < 0 or self.insn_offset % self.config.insn_bytes:
+            raise BundleError(where, f"insn_offset {self.insn_offset} is not a non-negative multiple of 16")
+        if self.insn_count < 1:
+            raise BundleError(where, f"insn_count {self.insn_count}: a program has at least its FINISH")
+        end = self.insn_offset + self.insn_count * self.config.insn_bytes
+        if end > self.dram.size:
+            raise BundleError(where, f"instructions end at byte {end}, past the {self.dram.size}-byte DRAM image")
+        for name, sym in self.symbols.items():
+            lo, hi = sym.byte_range(self.config)
+            if sym.mem not in MEM_TYPES or lo < 0 or hi > self.dram.size:
+                raise BundleError(where, f"symbol {name!r} ({sym.mem} {sym.index}+{sym.count}) lies outside the image")
+
+    @property
+    def insn_bytes(self) -> bytes:
+        start = self.insn_offset
+        return self.dram[start:start + self.insn_count * self.config.insn_bytes].tobytes()
+
+    def insns(self) -> list[isa.Insn]:
+        """The decoded instruction stream (EncodingError names the bad instruction)."""
+        return isa.decode_program(self.insn_bytes, self.config)
+
+    def read(self, name: str, dram: np.ndarray | None = None) -> np.ndarray:
+        """The symbol ``name`` as a typed array of its shape, from ``dram`` (default: this image)."""
+        if name not in self.symbols:
+            raise VdlaError(f"bundle has no symbol {name!r} (symbols: {', '.join(self.symbols) or 'none'})")
+        sym = self.symbols[name]
+        lo, hi = sym.byte_range(self.config)
+        image = self.dram if dram is None else dram
+        return image[lo:hi].view(self.config.elem_dtype(sym.mem)).reshape(sym.shape).copy()
+
+    # --- files ----------------------------------------------------------------------------
+    def save(self, path: str | Path) -> None:
+        symbols = {k: {"mem": s.mem, "index": s.index, "count": s.count, "shape": list(s.shape)}
+                   for k, s in self.symbols.items()}
+        with open(path, "wb") as fh:
+            np.savez_compressed(
+                fh, format=np.array(FORMAT), version=np.array(FORMAT_VERSION), dram=self.dram,
+                insn_offset=np.array(self.insn_offset, dtype=np.int64),
+                insn_count=np.array(self.insn_count, dtype=np.int64),
+                config=np.array(self.config.to_json()), fingerprint=np.array(self.config.fingerprint),
+                symbols=np.array(json.dumps(symbols)), meta=np.array(json.dumps(self.meta)))
+
+    @classmethod
+    def load(cls, path: str | Path, config: str | Config | None = None) -> Bundle:
+        """Read a bundle file; every defect is a BundleError naming the file and the key.
+
+        ``config`` (optional) must match the bundle's own configuration fingerprint.
+        """
+        where = str(path)
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                data = {key: npz[key] for key in npz.files}
+        except FileNotFoundError:
+            raise BundleError(where, "no such file") from None
+        except IsADirectoryError:
+            raise BundleError(where, "is a directory, not a bundle file") from None
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as err:
+            raise BundleError(where, f"not a readable .npz bundle (corrupt or truncated: {err})") from None
+        for key in ("dram", "insn_offset", "insn_count", "config"):
+            if key not in data:
+                raise BundleError(where, f"missing key {key!r} (a bundle has {', '.join(KEYS)})")
+        dram = data["dram"]
+        if dram.dtype != np.uint8 or dram.ndim != 1:
+            raise BundleError(where, f"key 'dram' must be a 1-D uint8 array, got {dram.dtype} {dram.shape}")
+        try:
+            own = load_config(str(data["config"]))
+        except VdlaError as err:
+            raise BundleError(where, f"key 'config': {err}") from None
+        if "fingerprint" in data and str(data["fingerprint"]) != own.fingerprint:
+            raise BundleError(where, f"fingerprint {data['fingerprint']} does not match its config ({own.fingerprint})")
+        if config is not None:
+            wanted = load_config(config)
+            if wanted.fingerprint != own.fingerprint:
+                raise BundleError(where, f"bundle was built for configuration {own.fingerprint} ({own.name}), "
+                                  f"not {wanted.fingerprint} ({wanted.name}); recompile it for this configuration")
+        try:
+            symbols = {k: Symbol(v["mem"], int(v["index"]), int(v["count"]), tuple(v["shape"]))
+                       for k, v in json.loads(str(data.get("symbols", "{}"))).items()}
+            meta = json.loads(str(data.get("meta", "{}")))
+        except (ValueError, KeyError, TypeError) as err:
+            raise BundleError(where, f"keys 'symbols'/'meta' are not valid bundle JSON ({err})") from None
+        for key in ("insn_offset", "insn_count"):
+            if data[key].shape != () or data[key].dtype.kind not in "iu":
+                raise BundleError(where, f"key {key!r} must be a scalar integer")
+        bundle = cls.__new__(cls)
+        bundle.dram, bundle.config, bundle.symbols, bundle.meta = dram.copy(), own, symbols, meta
+        bundle.insn_offset, bundle.insn_count = int(data["insn_offset"]), int(data["insn_count"])
+        bundle.check(where)
+        return bundle
+
+
+class BundleBuilder:
+    """Lays out arrays, micro-op tables and an instruction stream into a :class:`Bundle`.
+
+    ``alloc``/``array``/``uops`` return the element index to put in instructions' ``dram_base``;
+    ``emit`` appends an instruction and returns its index. ``build`` places the instructions
+    after the data and encodes them.
+    """
+
+    def __init__(self, config: Config | str | None = None):
+        self.config = load_config(config)
+        self._chunks: list[tuple[int, bytes]] = []
+        self._size = 0
+        self.symbols: dict[str, Symbol] = {}
+        self.insns: list[isa.Insn] = []
+        self.meta: dict = {}
+
+    def _place(self, name: str, mem: str, count: int, shape: tuple[int, ...], payload: bytes | None) -> int:
+        if mem not in MEM_TYPES:
+            raise VdlaError(f"symbol {name!r}: unknown memory type {mem!r} (known: {', '.join(MEM_TYPES)})")
+        if name in self.symbols:
+            raise VdlaError(f"symbol {name!r} is defined twice")
+        size = self.config.elem_bytes(mem)
+        align = max(size, ALIGN)
+        start = -(-self._size // align) * align
+        self._size = start + count * size
+        if payload is not None:
+            self._chunks.append((start, payload))
+        self.symbols[name] = Symbol(mem, start // size, count, shape)
+        return start // size
+
+    def alloc(self, name: str, mem: str, count: int) -> int:
+        """Reserve ``count`` zeroed elements of ``mem``; returns their element index."""
+        return self._place(name, mem, int(count), (int(count), *self.config.elem_shape(mem)), None)
+
+    def array(self, name: str, mem: str, data) -> int:
+        """Place ``data`` as elements of ``mem`` (shape (n, *element shape) or anything of n*size values)."""
+        elem_shape = self.config.elem_shape(mem)
+        dtype = np.dtype(self.config.elem_dtype(mem))
+        arr = np.asarray(data)
+        per = int(np.prod(elem_shape))
+        if arr.size % per:
+            raise VdlaError(f"symbol {name!r}: {arr.size} values are not whole {mem} elements of {per}")
+        info = np.iinfo(dtype)
+        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+            raise VdlaError(f"symbol {name!r}: values outside {dtype.name} range for {mem}")
+        typed = arr.astype(dtype).reshape(-1, *elem_shape)
+        return self._place(name, mem, typed.shape[0], arr.shape if arr.ndim > 1 else typed.shape, typed.tobytes())
+
+    def uops(self, name: str, rows) -> int:
+        """Place a micro-op table given as (dst_idx, src_idx, wgt_idx) rows; returns its uop index."""
+        words = isa.encode_uops(rows, self.config)
+        return self._place(name, "uop", len(words), (len(words), 1), words.tobytes())
+
+    def emit(self, kind: str | isa.Insn, **fields: int) -> int:
+        """Append an instruction (an Insn, or a kind and its fields); returns its index."""
+        insn = kind if isinstance(kind, isa.Insn) else isa.Insn(kind, **fields)
+        isa.encode(insn, self.config, len(self.insns))  # fail now, naming the instruction and field
+        self.insns.append(insn)
+        return len(self.insns) - 1
+
+    def build(self, add_finish: bool = True) -> Bundle:
+        """The bundle; appends FINISH unless the stream ends with one or ``add_finish`` is False."""
+        if add_finish and (not self.insns or self.insns[-1].kind != "FINISH"):
+            self.emit("FINISH")
+        if not self.insns:
+            raise VdlaError("the program has no instructions (it needs at least FINISH)")
+        insn_offset = -(-self._size // ALIGN) * ALIGN
+        stream = isa.encode_program(self.insns, self.config)
+        dram = np.zeros(insn_offset + len(stream), dtype=np.uint8)
+        for start, payload in self._chunks:
+            dram[start:start + len(payload)] = np.frombuffer(payload, dtype=np.uint8)
+        dram[insn_offset:] = np.frombuffer(stream, dtype=np.uint8)
+        return Bundle(dram=dram, insn_offset=insn_offset, insn_count=len(self.insns), config=self.config,
+                      symbols=dict(self.symbols), meta=dict(self.meta))

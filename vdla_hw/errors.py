@@ -1,0 +1,54 @@
+"""Errors for people: every error names what was wrong and where.
+
+All project errors derive from :class:`VdlaError`; the CLI prints ``str(error)`` on one line
+and exits with status 2, so the message must stand on its own.
+"""
+
+from __future__ import annotations
+
+
+class VdlaError(Exception):
+    """Base class of every user-facing error of the project."""
+
+
+class ConfigError(VdlaError):
+    """A configuration parameter is missing, unknown or out of range."""
+
+    def __init__(self, param: str, value: object, why: str, source: str = ""):
+        self.param, self.value, self.why, self.source = param, value, why, source
+        where = f"{source}: " if source else ""
+        super().__init__(f"{where}configuration parameter {param}={value!r}: {why}")
+
+
+class EncodingError(VdlaError):
+    """An instruction or micro-op cannot be encoded or decoded."""
+
+    def __init__(self, what: str, field: str, why: str, index: int | None = None):
+        self.what, self.field, self.why, self.index = what, field, why, index
+        at = f"instruction {index} " if index is not None else ""
+        super().__init__(f"{at}{what}: field {field}: {why}")
+
+
+class ProgramError(VdlaError):
+    """A program does something the accelerator forbids (bad access, bad flag, token misuse)."""
+
+    def __init__(self, index: int | None, kind: str, field: str, why: str):
+        self.index, self.kind, self.field, self.why = index, kind, field, why
+        at = f"instruction {index} ({kind})" if index is not None else f"program ({kind})"
+        super().__init__(f"{at}: {field}: {why}")
+
+
+class AsmError(VdlaError):
+    """A line of assembly text cannot be parsed."""
+
+    def __init__(self, source: str, line: int, why: str):
+        self.source, self.line, self.why = source, line, why
+        super().__init__(f"{source}:{line}: {why}")
+
+
+class BundleError(VdlaError):
+    """A program bundle file is missing, corrupt, truncated or inconsistent."""
+
+    def __init__(self, path: str, why: str):
+        self.path, self.why = path, why
+        super().__init__(f"{path}: {why}")

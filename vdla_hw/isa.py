@@ -1,0 +1,296 @@
+"""The instruction set: one field table per instruction kind, and everything derived from it.
+
+Each kind's fields are listed once in :func:`field_table` (SPEC.md sections 3-4, VTA's packing:
+fields packed from bit 0 upward; a field that would cross bit 64 starts at bit 64). The bit
+layout, encoding, decoding, the rules of :func:`check_insn`, the assembler's text form
+(``vdla_hw.asm``) and the RTL's field slices all come from this table.
+
+An instruction is an :class:`Insn`: its kind and a value for every field of the kind except
+``opcode``. Unused bits of a 128-bit instruction are ignored on decode.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from vdla_hw.config import MEM_TYPES, Config
+from vdla_hw.errors import ConfigError, EncodingError, ProgramError
+
+INSN_BITS = 128
+WORD_BITS = 64
+OPCODES = {"LOAD": 0, "STORE": 1, "GEMM": 2, "FINISH": 3, "ALU": 4}
+KINDS = {code: kind for kind, code in OPCODES.items()}
+ALU_OPS = ("min", "max", "add", "shr", "mul")
+FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
+ITER_BITS = 14
+
+# Token queues named by (module, flag): which FIFO a flag pops or pushes (SPEC.md section 1).
+TOKEN_QUEUES = ("l2c", "c2l", "c2s", "s2c")
+FLAG_QUEUE = {
+    ("load", "pop_next"): "c2l", ("load", "push_next"): "l2c",
+    ("compute", "pop_prev"): "l2c", ("compute", "pop_next"): "s2c",
+    ("compute", "push_prev"): "c2l", ("compute", "push_next"): "c2s",
+    ("store", "pop_prev"): "c2s", ("store", "push_prev"): "s2c",
+}
+MODULES = ("fetch", "load", "compute", "store")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of an instruction: ``width`` bits at bit ``lo`` of the 128-bit word."""
+
+    name: str
+    width: int
+    lo: int = 0
+    signed: bool = False
+
+    @property
+    def low(self) -> int:
+        return -(1 << (self.width - 1)) if self.signed else 0
+
+    @property
+    def high(self) -> int:
+        return (1 << (self.width - 1)) - 1 if self.signed else (1 << self.width) - 1
+
+
+def field_table(kind: str, config: Config) -> list[tuple[str, int, bool]]:
+    """The fields of ``kind`` in encoding order as (name, bits, signed): the one source of the ISA."""
+    header = [("opcode", 3, False)] + [(flag, 1, False) for flag in FLAGS]
+    uop_bits = config.index_bits("uop")
+    acc, inp, wgt = config.index_bits("acc"), config.index_bits("inp"), config.index_bits("wgt")
+    loops = [("reset", 1, False), ("uop_bgn", uop_bits, False), ("uop_end", uop_bits + 1, False),
+             ("iter_out", ITER_BITS, False), ("iter_in", ITER_BITS, False)]
+    if kind in ("LOAD", "STORE"):
+        return header + [
+            ("memory_type", 3, False), ("sram_base", 16, False), ("dram_base", 32, False),
+            ("y_size", 16, False), ("x_size", 16, False), ("x_stride", 16, False),
+            ("y_pad_top", 4, False), ("y_pad_bottom", 4, False),
+            ("x_pad_left", 4, False), ("x_pad_right", 4, False)]
+    if kind == "GEMM":
+        return header + loops + [
+            ("dst_factor_out", acc, False), ("dst_factor_in", acc, False),
+            ("src_factor_out", inp, False), ("src_factor_in", inp, False),
+            ("wgt_factor_out", wgt, False), ("wgt_factor_in", wgt, False)]
+    if kind == "ALU":
+        return header + loops + [
+            ("dst_factor_out", acc, False), ("dst_factor_in", acc, False),
+            ("src_factor_out", acc, False), ("src_factor_in", acc, False),
+            ("alu_opcode", 3, False), ("use_imm", 1, False), ("imm", 16, True)]
+    if kind == "FINISH":
+        return header
+    raise ValueError(f"unknown instruction kind {kind!r}")
+
+
+def uop_table(config: Config) -> list[tuple[str, int, bool]]:
+    """Fields of a 32-bit micro-op: dst (ACC index), src (INP or ACC index), wgt (WGT index)."""
+    acc, inp, wgt = config.index_bits("acc"), config.index_bits("inp"), config.index_bits("wgt")
+    return [("dst_idx", acc, False), ("src_idx", max(acc, inp), False), ("wgt_idx", wgt, False)]
+
+
+def _place(table, total_bits: int, what: str, config: Config) -> dict[str, Field]:
+    """Lay fields out from bit 0; a field crossing a 64-bit word boundary moves to the next word."""
+    fields, pos = {}, 0
+    for name, width, signed in table:
+        if pos // WORD_BITS != (pos + width - 1) // WORD_BITS:
+            pos = (pos // WORD_BITS + 1) * WORD_BITS
+        fields[name] = Field(name, width, pos, signed)
+        pos += width
+    if pos > total_bits:
+        raise ConfigError("LOG_*_BUFF_SIZE", config.name,
+                          f"{what} fields need {pos} bits but the format has {total_bits}")
+    return fields
+
+
+@functools.lru_cache(maxsize=64)
+def layout(kind: str, config: Config) -> dict[str, Field]:
+    """Field name -> :class:`Field` with bit positions, for one instruction kind."""
+    return _place(field_table(kind, config), INSN_BITS, f"{kind} instruction", config)
+
+
+@functools.lru_cache(maxsize=64)
+def uop_layout(config: Config) -> dict[str, Field]:
+    return _place(uop_table(config), 32, "micro-op", config)
+
+
+def check_layout(config: Config) -> None:
+    """Raise ConfigError unless every instruction kind and the micro-op fit their widths."""
+    for kind in OPCODES:
+        _place(field_table(kind, config), INSN_BITS, f"{kind} instruction", config)
+    _place(uop_table(config), 32, "micro-op", config)
+
+
+class Insn:
+    """One decoded instruction: ``kind`` and a value per field (flags and fields default to 0)."""
+
+    __slots__ = ("kind", "fields")
+
+    def __init__(self, kind: str, **fields: int):
+        if kind not in OPCODES:
+            raise EncodingError(str(kind), "opcode", f"unknown instruction kind (known: {', '.join(OPCODES)})")
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "fields", dict(fields))
+
+    def __getattr__(self, name):
+        try:
+            return self.fields.get(name, 0) if name in _ALL_FIELDS else self.fields[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Insn is immutable; use replace()")
+
+    def replace(self, **changes: int) -> Insn:
+        return Insn(self.kind, **{**self.fields, **changes})
+
+    def __eq__(self, other):
+        if not isinstance(other, Insn) or other.kind != self.kind:
+            return False
+        names = set(self.fields) | set(other.fields)
+        return all(self.fields.get(n, 0) == other.fields.get(n, 0) for n in names)
+
+    def __hash__(self):
+        return hash((self.kind, tuple(sorted((k, v) for k, v in self.fields.items() if v))))
+
+    def __repr__(self):
+        body = ", ".join(f"{k}={v}" for k, v in self.fields.items() if v)
+        return f"Insn({self.kind}{', ' if body else ''}{body})"
+
+    @property
+    def mem(self) -> str:
+        """Memory type name of a LOAD or STORE ('uop', 'wgt', 'inp', 'acc', 'out')."""
+        return MEM_TYPES[self.fields.get("memory_type", 0)]
+
+    @property
+    def module(self) -> str:
+        """The module that executes this instruction (fetch routes it to that module's queue)."""
+        if self.kind == "STORE":
+            return "store"
+        if self.kind == "LOAD" and self.mem in ("inp", "wgt"):
+            return "load"
+        return "compute"
+
+
+_ALL_FIELDS = {"memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_top",
+               "y_pad_bottom", "x_pad_left", "x_pad_right", "reset", "uop_bgn", "uop_end", "iter_out",
+               "iter_in", "dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
+               "wgt_factor_out", "wgt_factor_in", "alu_opcode", "use_imm", "imm", *FLAGS}
+
+
+def encode(insn: Insn, config: Config, index: int | None = None) -> bytes:
+    """16 little-endian bytes of ``insn``; a value that does not fit its field is an EncodingError."""
+    fields = layout(insn.kind, config)
+    for name in insn.fields:
+        if name not in fields:
+            raise EncodingError(insn.kind, name, f"not a field of {insn.kind} (fields: {', '.join(list(fields)[1:])})", index)
+    word = OPCODES[insn.kind]
+    for name, f in fields.items():
+        if name == "opcode":
+            continue
+        value = insn.fields.get(name, 0)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise EncodingError(insn.kind, name, f"value {value!r} is not an integer", index)
+        if not f.low <= value <= f.high:
+            raise EncodingError(insn.kind, name, f"value {value} does not fit {f.width} bits "
+                                f"({'signed ' if f.signed else ''}range {f.low}..{f.high})", index)
+        word |= (int(value) & ((1 << f.width) - 1)) << f.lo
+    return word.to_bytes(16, "little")
+
+
+def decode(data: bytes, config: Config, index: int | None = None) -> Insn:
+    """The instruction in 16 little-endian bytes; an unknown opcode or memory type is an error."""
+    if len(data) != 16:
+        raise EncodingError("instruction", "length", f"{len(data)} bytes, expected 16", index)
+    word = int.from_bytes(data, "little")
+    opcode = word & 0b111
+    if opcode not in KINDS:
+        raise EncodingError("instruction", "opcode", f"unknown opcode {opcode} (known: "
+                            + ", ".join(f"{k}={v}" for k, v in OPCODES.items()) + ")", index)
+    kind = KINDS[opcode]
+    values = {}
+    for name, f in layout(kind, config).items():
+        if name == "opcode":
+            continue
+        value = (word >> f.lo) & ((1 << f.width) - 1)
+        if f.signed and value >> (f.width - 1):
+            value -= 1 << f.width
+        values[name] = value
+    if kind in ("LOAD", "STORE") and values["memory_type"] >= len(MEM_TYPES):
+        raise EncodingError(kind, "memory_type", f"unknown memory type {values['memory_type']} "
+                            f"(known: {', '.join(f'{m}={i}' for i, m in enumerate(MEM_TYPES))})", index)
+    if kind == "ALU" and values["alu_opcode"] >= len(ALU_OPS):
+        raise EncodingError(kind, "alu_opcode", f"unknown ALU opcode {values['alu_opcode']} "
+                            f"(known: {', '.join(f'{m}={i}' for i, m in enumerate(ALU_OPS))})", index)
+    return Insn(kind, **values)
+
+
+def encode_program(insns: list[Insn], config: Config) -> bytes:
+    return b"".join(encode(insn, config, i) for i, insn in enumerate(insns))
+
+
+def decode_program(data: bytes, config: Config) -> list[Insn]:
+    if len(data) % 16:
+        raise EncodingError("instruction stream", "length", f"{len(data)} bytes is not a multiple of 16")
+    return [decode(data[i:i + 16], config, i // 16) for i in range(0, len(data), 16)]
+
+
+def encode_uops(uops, config: Config) -> np.ndarray:
+    """uint32 words of micro-ops given as rows (dst_idx, src_idx, wgt_idx); checks each field."""
+    arr = np.asarray(uops, dtype=np.int64).reshape(-1, 3)
+    words = np.zeros(len(arr), dtype=np.uint64)
+    for col, f in enumerate(uop_layout(config).values()):
+        bad = np.flatnonzero((arr[:, col] < 0) | (arr[:, col] > f.high))
+        if bad.size:
+            raise EncodingError("micro-op", f.name, f"uop {bad[0]}: value {arr[bad[0], col]} does not fit "
+                                f"{f.width} bits (range 0..{f.high})")
+        words |= arr[:, col].astype(np.uint64) << np.uint64(f.lo)
+    return words.astype(np.uint32)
+
+
+def decode_uops(words, config: Config) -> np.ndarray:
+    """(n, 3) int64 array of (dst_idx, src_idx, wgt_idx) from uint32 micro-op words."""
+    w = np.asarray(words, dtype=np.uint32).astype(np.int64)
+    return np.stack([(w >> f.lo) & f.high for f in uop_layout(config).values()], axis=1).reshape(-1, 3)
+
+
+def check_insn(insn: Insn, config: Config, index: int) -> None:
+    """Static rules of SPEC.md section 4 that do not depend on memory contents.
+
+    Flags a module cannot use, memory types an instruction cannot address, padding where none
+    is allowed, a 2-D UOP load, an empty uop range bound. Raises ProgramError naming the field.
+    """
+    kind, module = insn.kind, insn.module
+    if kind in ("LOAD", "STORE"):
+        mem = insn.mem
+        if kind == "STORE" and mem != "out":
+            raise ProgramError(index, kind, "memory_type", f"STORE must use memory type out, not {mem}")
+        if kind == "LOAD" and mem == "out":
+            raise ProgramError(index, kind, "memory_type", "LOAD cannot write the out buffer")
+        pads = ("y_pad_top", "y_pad_bottom", "x_pad_left", "x_pad_right")
+        if mem not in ("inp", "acc"):
+            for pad in pads:
+                if insn.fields.get(pad, 0):
+                    raise ProgramError(index, kind, pad, f"padding is allowed only for inp and acc, not {mem}")
+        if mem == "uop" and insn.y_size > 1:
+            raise ProgramError(index, kind, "y_size", f"uop loads are 1-D (y_size 1), got {insn.y_size}")
+        if insn.x_size and insn.y_size > 1 and insn.x_stride < insn.x_size:
+            raise ProgramError(index, kind, "x_stride", f"stride {insn.x_stride} is smaller than x_size {insn.x_size}")
+    if kind in ("GEMM", "ALU") and insn.uop_end < insn.uop_bgn:
+        raise ProgramError(index, kind, "uop_end", f"uop range {insn.uop_bgn}:{insn.uop_end} is reversed")
+    for flag in FLAGS:
+        if insn.fields.get(flag, 0) and (module, flag) not in FLAG_QUEUE:
+            raise ProgramError(index, kind, flag, f"the {module} module cannot use {flag}")
+    if kind == "FINISH" and (insn.push_prev or insn.push_next):
+        raise ProgramError(index, kind, "push_prev" if insn.push_prev else "push_next", "FINISH may pop but not push")
+
+
+def pops(insn: Insn) -> list[str]:
+    """Token queues this instruction pops before it starts."""
+    return [FLAG_QUEUE[(insn.module, f)] for f in ("pop_prev", "pop_next") if insn.fields.get(f, 0)]
+
+
+def pushes(insn: Insn) -> list[str]:
+    """Token queues this instruction pushes when it completes."""
+    return [FLAG_QUEUE[(insn.module, f)] for f in ("push_prev", "push_next") if insn.fields.get(f, 0)]

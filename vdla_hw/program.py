@@ -1,0 +1,94 @@
+"""Program-level rules shared by every model: decoding a bundle's stream, FINISH placement, and
+the SRAM/DRAM ranges an instruction touches (SPEC.md section 4).
+
+The reference semantics, the simulator and the driver all call these, so a malformed program
+gets the same error, naming the same instruction and field, wherever it runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vdla_hw import isa
+from vdla_hw.bundle import Bundle
+from vdla_hw.config import Config
+from vdla_hw.errors import ProgramError
+
+
+def decode_checked(bundle: Bundle) -> list[isa.Insn]:
+    """The bundle's instructions, each statically checked; FINISH must be the last and only one."""
+    insns = bundle.insns()
+    for index, insn in enumerate(insns):
+        isa.check_insn(insn, bundle.config, index)
+        if insn.kind == "FINISH" and index != len(insns) - 1:
+            raise ProgramError(index, "FINISH", "opcode", f"FINISH must be the last instruction, "
+                               f"but {len(insns) - 1 - index} instruction(s) follow it")
+    if insns[-1].kind != "FINISH":
+        raise ProgramError(len(insns) - 1, insns[-1].kind, "opcode",
+                           "the stream ends without FINISH (a program ends with exactly one FINISH)")
+    return insns
+
+
+def moves_data(insn: isa.Insn) -> bool:
+    """A LOAD/STORE with x_size 0 or y_size 0 moves nothing (no padding either): a flag carrier."""
+    return insn.x_size > 0 and insn.y_size > 0
+
+
+def footprint(insn: isa.Insn) -> tuple[int, int]:
+    """(rows, columns) of SRAM elements a LOAD writes, padding included (a STORE: y_size, x_size)."""
+    if not moves_data(insn):
+        return 0, 0
+    return (insn.y_pad_top + insn.y_size + insn.y_pad_bottom,
+            insn.x_pad_left + insn.x_size + insn.x_pad_right)
+
+
+def check_transfer(insn: isa.Insn, config: Config, dram_bytes: int, index: int) -> None:
+    """A LOAD/STORE's SRAM footprint and DRAM rows must lie inside the SRAM and the image."""
+    if not moves_data(insn):
+        return
+    mem = insn.mem
+    rows, cols = footprint(insn)
+    depth = config.depth(mem)
+    if insn.sram_base + rows * cols > depth:
+        raise ProgramError(index, insn.kind, "sram_base", f"{mem} SRAM elements {insn.sram_base}.."
+                           f"{insn.sram_base + rows * cols - 1} exceed its depth {depth}")
+    elems = dram_bytes // config.elem_bytes(mem)
+    last = insn.dram_base + (insn.y_size - 1) * insn.x_stride + insn.x_size
+    if last > elems:
+        raise ProgramError(index, insn.kind, "dram_base", f"{mem} DRAM elements {insn.dram_base}..{last - 1} "
+                           f"exceed the image ({elems} {mem} elements)")
+
+
+def loop_indices(insn: isa.Insn, uops: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dst, src, wgt) index arrays of a GEMM/ALU in execution order: i over iter_out, j over
+    iter_in, u over [uop_bgn, uop_end). ``uops`` is the decoded (n, 3) table of the range."""
+    i = np.arange(insn.iter_out, dtype=np.int64)[:, None, None]
+    j = np.arange(insn.iter_in, dtype=np.int64)[None, :, None]
+    shape = (insn.iter_out, insn.iter_in, len(uops))
+    dst = np.broadcast_to(uops[None, None, :, 0] + i * insn.dst_factor_out + j * insn.dst_factor_in, shape)
+    src = np.broadcast_to(uops[None, None, :, 1] + i * insn.src_factor_out + j * insn.src_factor_in, shape)
+    wgt = np.broadcast_to(uops[None, None, :, 2] + i * insn.wgt_factor_out + j * insn.wgt_factor_in, shape)
+    return dst.reshape(-1), src.reshape(-1), wgt.reshape(-1)
+
+
+def check_uop_range(insn: isa.Insn, config: Config, index: int) -> None:
+    if insn.uop_end > config.depth("uop"):
+        raise ProgramError(index, insn.kind, "uop_end", f"uop range {insn.uop_bgn}:{insn.uop_end} exceeds "
+                           f"the uop SRAM depth {config.depth('uop')}")
+
+
+def check_loop_ranges(insn: isa.Insn, uops: np.ndarray, config: Config, index: int) -> None:
+    """Every index a GEMM/ALU loop reaches must lie inside its SRAM (factors are non-negative,
+    so the largest index is the largest uop field plus the last iteration's offsets)."""
+    if len(uops) == 0 or insn.iter_out == 0 or insn.iter_in == 0:
+        return
+    io, ii = insn.iter_out - 1, insn.iter_in - 1
+    targets = [("dst_idx", "dst_factor", 0, "acc"),
+               ("src_idx", "src_factor", 1, "inp" if insn.kind == "GEMM" else "acc")]
+    if insn.kind == "GEMM":
+        targets.append(("wgt_idx", "wgt_factor", 2, "wgt"))
+    for name, factor, col, mem in targets:
+        top = int(uops[:, col].max()) + io * insn.fields.get(factor + "_out", 0) + ii * insn.fields.get(factor + "_in", 0)
+        if top >= config.depth(mem):
+            raise ProgramError(index, insn.kind, f"uop.{name}/{factor}_*", f"reaches {mem} element {top}, "
+                               f"past the {mem} SRAM depth {config.depth(mem)}")

@@ -1,0 +1,171 @@
+"""Reference semantics: a plain numpy interpreter that runs a bundle in program order.
+
+This is the living definition of what a program computes (SPEC.md section 4). It is short and
+slow on purpose; the simulator, the RTL and the board are all checked against it.
+
+Token rule: each instruction first takes its pops (a pop from an empty queue is an error: the
+token is produced later in program order or never), executes, then makes its pushes. Tokens
+left when FINISH retires are reported, not an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vdla_hw import isa, program
+from vdla_hw.bundle import Bundle
+from vdla_hw.config import Config
+from vdla_hw.errors import ProgramError
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+@dataclass
+class Counters:
+    """VTA-style counters: DRAM bytes moved per memory type, micro-ops executed, instructions."""
+
+    load_bytes: dict = field(default_factory=lambda: {m: 0 for m in ("uop", "wgt", "inp", "acc")})
+    store_bytes: int = 0
+    gemm_uops: int = 0
+    alu_uops: int = 0
+    insns: dict = field(default_factory=lambda: {k: 0 for k in isa.OPCODES})
+
+    def as_dict(self) -> dict:
+        return {"load_bytes": dict(self.load_bytes), "store_bytes": self.store_bytes,
+                "gemm_uops": self.gemm_uops, "alu_uops": self.alu_uops, "insns": dict(self.insns)}
+
+
+@dataclass
+class ExecResult:
+    dram: np.ndarray
+    counters: Counters
+    tokens_left: dict
+
+
+class Srams:
+    """The on-chip buffers, one numpy array per memory type, indexed by element."""
+
+    def __init__(self, config: Config):
+        self.uop = np.zeros(config.depth("uop"), dtype=np.uint32)
+        self.inp = np.zeros((config.depth("inp"), *config.elem_shape("inp")), dtype=np.int8)
+        self.wgt = np.zeros((config.depth("wgt"), *config.elem_shape("wgt")), dtype=np.int8)
+        self.acc = np.zeros((config.depth("acc"), *config.elem_shape("acc")), dtype=np.int32)
+        self.out = np.zeros((config.depth("out"), *config.elem_shape("out")), dtype=np.int8)
+
+    def of(self, mem: str) -> np.ndarray:
+        return getattr(self, mem)
+
+
+def wrap32(values: np.ndarray) -> np.ndarray:
+    """int64 values wrapped to int32 (two's complement)."""
+    return ((values.astype(np.int64) - INT32_MIN) % (1 << 32) + INT32_MIN).astype(np.int32)
+
+
+def alu_op(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One ALU operation on int32 arrays ``a`` (accumulator) and ``b`` (operand), SPEC.md section 4."""
+    a64, b64 = a.astype(np.int64), b.astype(np.int64)
+    if op == "min":
+        return np.minimum(a64, b64).astype(np.int32)
+    if op == "max":
+        return np.maximum(a64, b64).astype(np.int32)
+    if op == "add":
+        return wrap32(a64 + b64)
+    if op == "mul":
+        low8 = ((b64 & 0xFF) ^ 0x80) - 0x80
+        return wrap32(a64 * low8)
+    if op == "shr":
+        amount = np.clip(b64, -31, 31)
+        right = a64 >> np.maximum(amount, 0)
+        left = a64 << np.maximum(-amount, 0)
+        return wrap32(np.where(amount >= 0, right, left))
+    raise ValueError(f"unknown ALU op {op!r}")
+
+
+def execute(bundle: Bundle) -> ExecResult:
+    """Run ``bundle`` in program order; returns the final DRAM image, counters and leftover tokens."""
+    config = bundle.config
+    insns = program.decode_checked(bundle)
+    dram = bundle.dram.copy()
+    srams = Srams(config)
+    counters = Counters()
+    tokens = {q: 0 for q in isa.TOKEN_QUEUES}
+    for index, insn in enumerate(insns):
+        for flag in ("pop_prev", "pop_next"):
+            if insn.fields.get(flag, 0):
+                queue = isa.FLAG_QUEUE[(insn.module, flag)]
+                if tokens[queue] == 0:
+                    raise ProgramError(index, insn.kind, flag, f"pops the empty {queue} token queue: its token "
+                                       "is produced later in program order or never (deadlock)")
+                tokens[queue] -= 1
+        counters.insns[insn.kind] += 1
+        if insn.kind == "LOAD":
+            _load(insn, config, dram, srams, counters, index)
+        elif insn.kind == "STORE":
+            _store(insn, config, dram, srams, counters, index)
+        elif insn.kind in ("GEMM", "ALU"):
+            _compute(insn, config, srams, counters, index)
+        for queue in isa.pushes(insn):
+            tokens[queue] += 1
+    return ExecResult(dram=dram, counters=counters, tokens_left=tokens)
+
+
+def _dram_view(dram: np.ndarray, config: Config, mem: str) -> np.ndarray:
+    """The image as an array of whole ``mem`` elements (trailing partial element dropped)."""
+    size = config.elem_bytes(mem)
+    usable = dram[: dram.size // size * size]
+    return usable.view(config.elem_dtype(mem)).reshape(-1, *config.elem_shape(mem))
+
+
+def _load(insn, config, dram, srams, counters, index):
+    program.check_transfer(insn, config, dram.size, index)
+    if not program.moves_data(insn):
+        return
+    mem, src = insn.mem, _dram_view(dram, config, insn.mem)
+    rows, cols = program.footprint(insn)
+    tile = np.zeros((rows, cols, *config.elem_shape(mem)), dtype=config.elem_dtype(mem))
+    for r in range(insn.y_size):
+        start = insn.dram_base + r * insn.x_stride
+        tile[insn.y_pad_top + r, insn.x_pad_left:insn.x_pad_left + insn.x_size] = src[start:start + insn.x_size]
+    target = srams.of(mem)
+    target[insn.sram_base:insn.sram_base + rows * cols] = tile.reshape(target[:rows * cols].shape)
+    counters.load_bytes[mem] += insn.y_size * insn.x_size * config.elem_bytes(mem)
+
+
+def _store(insn, config, dram, srams, counters, index):
+    program.check_transfer(insn, config, dram.size, index)
+    if not program.moves_data(insn):
+        return
+    dst = _dram_view(dram, config, "out")
+    for r in range(insn.y_size):
+        start = insn.dram_base + r * insn.x_stride
+        first = insn.sram_base + r * insn.x_size
+        dst[start:start + insn.x_size] = srams.out[first:first + insn.x_size]
+    counters.store_bytes += insn.y_size * insn.x_size * config.elem_bytes("out")
+
+
+def _compute(insn, config, srams, counters, index):
+    program.check_uop_range(insn, config, index)
+    uops = isa.decode_uops(srams.uop[insn.uop_bgn:insn.uop_end], config)
+    program.check_loop_ranges(insn, uops, config, index)
+    op = isa.ALU_OPS[insn.alu_opcode] if insn.kind == "ALU" else None
+    for i in range(insn.iter_out):
+        for j in range(insn.iter_in):
+            for dst0, src0, wgt0 in uops:
+                dst = dst0 + i * insn.dst_factor_out + j * insn.dst_factor_in
+                src = src0 + i * insn.src_factor_out + j * insn.src_factor_in
+                if insn.reset:
+                    srams.acc[dst] = 0
+                elif insn.kind == "GEMM":
+                    w = wgt0 + i * insn.wgt_factor_out + j * insn.wgt_factor_in
+                    product = srams.inp[src].astype(np.int64) @ srams.wgt[w].astype(np.int64).T
+                    srams.acc[dst] = wrap32(srams.acc[dst].astype(np.int64) + product)
+                else:
+                    operand = np.full_like(srams.acc[dst], insn.imm) if insn.use_imm else srams.acc[src]
+                    srams.acc[dst] = alu_op(op, srams.acc[dst], operand)
+                srams.out[dst] = srams.acc[dst].astype(np.int8)  # low 8 bits, two's complement
+                if insn.kind == "GEMM":
+                    counters.gemm_uops += 1
+                else:
+                    counters.alu_uops += 1

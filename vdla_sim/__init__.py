@@ -1,0 +1,1 @@
+"""vdla_sim package."""
