@@ -8,6 +8,7 @@ exit with status 2; no tracebacks. Each subcommand lives in a ``cmd_*`` function
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -15,6 +16,8 @@ from pathlib import Path
 from vdla_hw.errors import VdlaError
 
 EXIT_USER_ERROR = 2
+# Modules that each add subcommands through ``add_parser(subparsers)``; one per package area.
+EXTENSIONS = ("vdla.cmd_sim", "vdla.cmd_compile")
 
 
 def _print_json(data) -> None:
@@ -133,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     exe.add_argument("--config", default=None, help="require this configuration")
     exe.add_argument("--json", action="store_true", help="machine-readable output")
     exe.set_defaults(func=cmd_exec)
+    for name in EXTENSIONS:
+        importlib.import_module(name).add_parser(sub)
     return parser
 
 

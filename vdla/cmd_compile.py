@@ -1,0 +1,7 @@
+"""Subcommands of `vdla compile` (compiler); registered by vdla.cli through add_parser."""
+
+from __future__ import annotations
+
+
+def add_parser(sub) -> None:
+    """Add this module's subcommands to the ``vdla`` argument parser."""
