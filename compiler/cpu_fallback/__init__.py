@@ -1,0 +1,33 @@
+"""CPU fallback: LLVM kernels (llvmlite) for the operators that stay on the ARM CPU.
+
+Operators (numpy in, numpy out, compiled on first use and cached by shape)::
+
+    conv2d, max_pool2d, global_avg_pool, add, relu, dense, quantize, dequantize, pack, unpack
+
+Lower level: kernel specs (``Conv2dSpec``, ...), ``HostJit``/``host_jit`` (host MCJIT),
+``arm.build_arm_library`` (Cortex-A9 shared library), ``call.load_library`` (ctypes loader for
+the board) and ``a9_model`` (modelled Cortex-A9 seconds). See docs/cpu_fallback.md.
+Importing this package does no work: LLVM is initialised by the first compilation.
+"""
+
+from .call import CompiledKernel, load_library
+from .conv import Conv2dSpec
+from .dense import DenseSpec
+from .elementwise import AddSpec, DequantizeSpec, QuantizeSpec, ReluSpec
+from .errors import (KernelDtypeError, KernelError, KernelParamError, KernelShapeError,
+                     ToolchainError)
+from .jit import HostJit, host_jit
+from .layout import PackSpec, UnpackSpec
+from .ops import (add, conv2d, dense, dequantize, global_avg_pool, max_pool2d, pack, quantize,
+                  relu, unpack)
+from .pool import GlobalAvgPoolSpec, MaxPool2dSpec
+from .spec import ArgSpec, KernelSpec, Work
+
+__all__ = [
+    "AddSpec", "ArgSpec", "CompiledKernel", "Conv2dSpec", "DenseSpec", "DequantizeSpec",
+    "GlobalAvgPoolSpec", "HostJit", "KernelDtypeError", "KernelError", "KernelParamError",
+    "KernelShapeError", "KernelSpec", "MaxPool2dSpec", "PackSpec", "QuantizeSpec", "ReluSpec",
+    "ToolchainError", "UnpackSpec", "Work", "add", "conv2d", "dense", "dequantize",
+    "global_avg_pool", "host_jit", "load_library", "max_pool2d", "pack", "quantize", "relu",
+    "unpack",
+]

@@ -1,0 +1,136 @@
+"""Small helpers for writing kernels as LLVM IR with ``llvmlite.ir``.
+
+Conventions every kernel follows (they are what lets LLVM vectorise the loops):
+
+- All index arithmetic is ``i32``; a kernel's spec checks that every buffer has fewer than
+  2**31 elements, so increments carry ``nsw``. The same IR therefore serves the 64-bit host and
+  the 32-bit Cortex-A9.
+- Loops are counted ``for`` loops with an ``i32`` induction variable, unit step in the innermost
+  loop over a contiguous (or constant-stride) axis, and bounds known at code-generation time
+  whenever the shape allows, so the vectoriser sees a known trip count.
+- Pointer arguments are ``noalias`` (callers pass distinct numpy buffers) and inputs are
+  ``readonly``; scalar accumulators live in entry-block allocas that SROA turns into registers.
+"""
+
+from contextlib import contextmanager
+
+from llvmlite import ir
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I32 = ir.IntType(32)
+F32 = ir.FloatType()
+PTR = ir.PointerType()
+
+# numpy dtype name -> LLVM element type, for buffers.
+ELEMENT_TYPES = {"int8": I8, "int32": I32, "float32": F32}
+
+
+def const(value, ty=I32):
+    """An LLVM constant of type ``ty`` (default i32)."""
+    return ir.Constant(ty, value)
+
+
+def as_value(value):
+    """Python ints become i32 constants; LLVM values pass through."""
+    return const(value) if isinstance(value, int) else value
+
+
+def entry_alloca(builder, ty, name, count=None):
+    """Allocate ``ty`` (or ``count`` of them) in the entry block so SROA can promote it."""
+    fn = builder.function
+    with builder.goto_block(fn.entry_basic_block):
+        if fn.entry_basic_block.instructions:
+            builder.position_before(fn.entry_basic_block.instructions[0])
+        size = None if count is None else const(count)
+        slot = builder.alloca(ty, size=size, name=name)
+    return slot
+
+
+@contextmanager
+def loop(builder, start, stop, name, step=1):
+    """Emit ``for i in range(start, stop, step)`` (i32, step > 0); yield ``i`` inside the body.
+
+    ``start`` and ``stop`` are ints or i32 values. Code emitted inside the ``with`` block is the
+    body; on exit the builder is positioned after the loop.
+    """
+    start, stop = as_value(start), as_value(stop)
+    pre = builder.block
+    header = builder.append_basic_block(f"{name}.head")
+    body = builder.append_basic_block(f"{name}.body")
+    done = builder.append_basic_block(f"{name}.done")
+    builder.branch(header)
+    builder.position_at_end(header)
+    index = builder.phi(I32, name=name)
+    index.add_incoming(start, pre)
+    builder.cbranch(builder.icmp_signed("<", index, stop), body, done)
+    builder.position_at_end(body)
+    yield index
+    index.add_incoming(builder.add(index, const(step), flags=["nsw"]), builder.block)
+    builder.branch(header)
+    builder.position_at_end(done)
+
+
+@contextmanager
+def when(builder, condition):
+    """Emit ``if condition:``; the ``with`` body is the then-branch."""
+    with builder.if_then(condition):
+        yield
+
+
+def in_range(builder, value, lo, hi):
+    """i1: ``lo <= value < hi`` (signed)."""
+    return builder.and_(builder.icmp_signed(">=", value, as_value(lo)),
+                        builder.icmp_signed("<", value, as_value(hi)))
+
+
+def element_ptr(builder, base, index, ty):
+    """Address of element ``index`` of a buffer of ``ty`` elements starting at ``base``."""
+    return builder.gep(base, [as_value(index)], inbounds=True, source_etype=ty)
+
+
+def load(builder, base, index, ty):
+    """Load element ``index`` of a buffer of ``ty``."""
+    return builder.load(element_ptr(builder, base, index, ty), typ=ty)
+
+
+def store(builder, value, base, index, ty):
+    """Store ``value`` into element ``index`` of a buffer of ``ty``."""
+    builder.store(value, element_ptr(builder, base, index, ty))
+
+
+def madd(builder, *terms):
+    """Affine index: ``terms`` are (value, int factor) pairs or plain values/ints, summed (nsw)."""
+    total = None
+    for term in terms:
+        if isinstance(term, tuple):
+            value, factor = term
+            value = as_value(value)
+            if factor == 0:
+                continue
+            if factor != 1:
+                value = builder.mul(value, const(factor), flags=["nsw"])
+        else:
+            value = as_value(term)
+        total = value if total is None else builder.add(total, value, flags=["nsw"])
+    return const(0) if total is None else total
+
+
+def smax(builder, a, b):
+    return builder.select(builder.icmp_signed(">", a, b), a, b)
+
+
+def smin(builder, a, b):
+    return builder.select(builder.icmp_signed("<", a, b), a, b)
+
+
+def requantize(builder, acc, shift, relu):
+    """int32 -> int8: ``clip(acc >> shift, 0 if relu else -128, 127)``, arithmetic shift.
+
+    The caller has already added the bias to ``acc`` (int32, wrapping).
+    """
+    if shift:
+        acc = builder.ashr(acc, const(shift))
+    acc = smax(builder, acc, const(0 if relu else -128))
+    acc = smin(builder, acc, const(127))
+    return builder.trunc(acc, I8)

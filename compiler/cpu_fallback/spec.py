@@ -1,0 +1,137 @@
+"""What every kernel is: a frozen, validated spec that knows its buffers, its IR and its work.
+
+A kernel spec is a frozen dataclass of ints/bools/strings (shapes and parameters), so it is
+hashable and serves as the cache key of compiled kernels. It describes:
+
+- ``args()``: the buffers of the generated function ``void @symbol(ptr, ptr, ...)``, in order,
+  each with dtype, shape and whether the kernel writes it. Inputs come first, the output last.
+- ``emit(builder, ptrs)``: the body of the function, as LLVM IR.
+- ``work()``: what the kernel does (MACs, element operations, bytes), for the Cortex-A9 model.
+
+The generated function has no other parameters: shapes, strides, shifts and flags are
+constants baked into the code, which is what lets LLVM unroll and vectorise with known bounds.
+"""
+
+import dataclasses
+import hashlib
+from typing import ClassVar
+
+import numpy as np
+
+from .errors import KernelParamError
+
+INT32_MAX = 2**31 - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgSpec:
+    """One buffer argument: its name, numpy dtype name, shape, and whether the kernel writes it."""
+
+    name: str
+    dtype: str
+    shape: tuple
+    output: bool = False
+
+    @property
+    def nbytes(self):
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+
+@dataclasses.dataclass(frozen=True)
+class Work:
+    """What one call of a kernel does, for the time model.
+
+    ``macs``: int8 x int8 -> int32 multiply-accumulates. ``elem_ops``: other 32-bit lane
+    operations (adds, shifts, compares, conversions), counted per output or input element as
+    documented by each kernel. ``bytes_read``/``bytes_written``: compulsory traffic, each buffer
+    once.
+    """
+
+    macs: int = 0
+    elem_ops: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelSpec:
+    """Base of all kernel specs; subclasses are frozen dataclasses with keyword-only fields."""
+
+    family: ClassVar[str] = "kernel"
+
+    def __post_init__(self):
+        for arg in self.args():
+            count = int(np.prod(arg.shape, dtype=np.int64))
+            if any(int(d) <= 0 for d in arg.shape):
+                raise KernelParamError(
+                    f"{self.family}: buffer '{arg.name}' would have shape {arg.shape}; "
+                    f"every dimension must be positive ({self.describe()})")
+            if count > INT32_MAX:
+                raise KernelParamError(
+                    f"{self.family}: buffer '{arg.name}' has {count} elements, more than the "
+                    f"2**31-1 that the kernels' i32 indexing supports ({self.describe()})")
+
+    def describe(self):
+        """Human-readable parameters, for error messages and reports."""
+        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+        return f"{type(self).__name__}({fields})"
+
+    @property
+    def symbol(self):
+        """Exported function name: family plus a digest of the parameters (stable across runs)."""
+        digest = hashlib.sha1(self.describe().encode()).hexdigest()[:12]
+        return f"vdla_cpu_{self.family}_{digest}"
+
+    def args(self):
+        raise NotImplementedError
+
+    def emit(self, builder, ptrs):
+        raise NotImplementedError
+
+    def work(self):
+        raise NotImplementedError
+
+    def io_bytes(self):
+        """(bytes read, bytes written) over all buffers, each once."""
+        read = sum(a.nbytes for a in self.args() if not a.output)
+        written = sum(a.nbytes for a in self.args() if a.output)
+        return read, written
+
+
+def check_range(family, name, value, lo, hi):
+    """Raise KernelParamError unless ``lo <= value <= hi`` (ints; bools rejected)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise KernelParamError(f"{family}: parameter {name} must be an int, got {value!r}")
+    if not lo <= value <= hi:
+        raise KernelParamError(
+            f"{family}: parameter {name}={value} is out of range [{lo}, {hi}]")
+
+
+def check_positive(family, **values):
+    for name, value in values.items():
+        check_range(family, name, value, 1, INT32_MAX)
+
+
+def out_size(size, kernel, stride, pad):
+    """Output length of a window of ``kernel`` with ``stride``/``pad`` over ``size`` (floor)."""
+    return (size + 2 * pad - kernel) // stride + 1
+
+
+def valid_range(kernel_offset, stride, pad, in_size, out_len):
+    """Outputs ``[lo, hi)`` whose input ``o*stride + kernel_offset - pad`` lies in ``[0, in_size)``."""
+    lo = max(0, -(-(pad - kernel_offset) // stride))
+    hi = min(out_len, (in_size - 1 + pad - kernel_offset) // stride + 1)
+    return lo, max(lo, hi)
+
+
+def check_bool(family, name, value):
+    if not isinstance(value, bool):
+        raise KernelParamError(f"{family}: parameter {name} must be a bool, got {value!r}")
+
+
+def check_window(spec, h, w, kh, kw, stride, pad):
+    """Raise unless a kh x kw window (stride, pad) gives at least one output on an h x w input."""
+    if out_size(h, kh, stride, pad) < 1 or out_size(w, kw, stride, pad) < 1:
+        raise KernelParamError(
+            f"{spec.family}: a {kh}x{kw} window with stride {stride} and pad {pad} does not fit "
+            f"a {h}x{w} input ({spec.describe()})")
