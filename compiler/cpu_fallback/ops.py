@@ -29,7 +29,7 @@ def _check(op, name, array, dtypes, ndim=None):
 
 
 def _run(spec, *inputs, jit=None):
-    return (jit or host_jit()).kernel(spec)(*inputs)
+    return (host_jit() if jit is None else jit).kernel(spec)(*inputs)
 
 
 def _pair(op, name, value):

@@ -1,0 +1,75 @@
+"""conv2d: host JIT vs the plain numpy convolution, on ResNet-18 layers and generated shapes."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings, strategies as st
+
+import compiler.cpu_fallback as cf
+from compiler.cpu_fallback import resnet18
+
+from . import numpy_ref as ref
+
+RESNET_CONVS = [r for r in resnet18.layer_table() if r["name"] != "fc"]
+
+
+def run_both(spec, rng, **bias_range):
+    inp, wgt, bias = ref.random_inputs(spec, rng, **bias_range)
+    got = cf.conv2d(inp, wgt, bias, stride=spec.stride, pad=spec.pad, shift=spec.shift,
+                    relu=spec.relu)
+    want = ref.conv2d(inp, wgt, bias, spec.stride, spec.pad, spec.shift, spec.relu)
+    return got, want
+
+
+@pytest.mark.parametrize("relu", [True, False])
+def test_conv2d_stem_full_size_jit_vs_numpy(relu):
+    spec = dataclasses.replace(resnet18.stem_spec(), relu=relu)
+    got, want = run_both(spec, np.random.default_rng(1))
+    assert got.shape == (1, 64, 112, 112)
+    np.testing.assert_array_equal(got, want)
+    # The test is only meaningful if requantization does not saturate everything.
+    assert 0.05 < np.mean((got > -128) & (got < 127)) <= 1
+
+
+@pytest.mark.parametrize("row", RESNET_CONVS[1:], ids=[r["name"] for r in RESNET_CONVS[1:]])
+def test_conv2d_resnet18_layers_jit_vs_numpy(row):
+    spec = dataclasses.replace(resnet18.conv_spec(row), shift=11)
+    got, want = run_both(spec, np.random.default_rng(2))
+    np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=25, deadline=None)
+@given(c=st.integers(1, 5), oc=st.integers(1, 6), h=st.integers(1, 13), w=st.integers(1, 13),
+       kh=st.integers(1, 5), kw=st.integers(1, 5), stride=st.integers(1, 3), data=st.data())
+def test_conv2d_generated_shapes_jit_vs_numpy(c, oc, h, w, kh, kw, stride, data):
+    pad = data.draw(st.integers(0, max(kh, kw) - 1))
+    assume((h + 2 * pad - kh) // stride + 1 >= 1 and (w + 2 * pad - kw) // stride + 1 >= 1)
+    spec = cf.Conv2dSpec(n=data.draw(st.integers(1, 2)), c=c, h=h, w=w, oc=oc, kh=kh, kw=kw,
+                         stride=stride, pad=pad, shift=data.draw(st.integers(0, 12)),
+                         relu=data.draw(st.booleans()))
+    got, want = run_both(spec, np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_conv2d_int32_wraparound_jit_vs_numpy():
+    """acc + bias wraps in int32 like the accelerator (bias near the int32 limits)."""
+    spec = cf.Conv2dSpec(n=1, c=2, h=5, w=5, oc=3, kh=3, kw=3, pad=1, shift=20)
+    got, want = run_both(spec, np.random.default_rng(3), int32_range=(2**31 - 3000, 2**31 - 1))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_conv2d_rejects_bad_shapes_and_params():
+    x = np.zeros((1, 3, 8, 8), np.int8)
+    w = np.zeros((4, 3, 3, 3), np.int8)
+    b = np.zeros(4, np.int32)
+    with pytest.raises(cf.KernelDtypeError, match="conv2d: 'inp' must be int8, got float32"):
+        cf.conv2d(x.astype(np.float32), w, b)
+    with pytest.raises(cf.KernelShapeError, match="conv2d: input .* disagree"):
+        cf.conv2d(x, w[:, :2], b)
+    with pytest.raises(cf.KernelParamError, match="conv2d: parameter shift=40"):
+        cf.conv2d(x, w, b, shift=40)
+    with pytest.raises(cf.KernelParamError, match="does not fit"):
+        cf.conv2d(x[:, :, :2, :2], w, b)
+    with pytest.raises(ValueError):
+        cf.conv2d(x, w, b, stride=0)
