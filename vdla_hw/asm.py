@@ -30,7 +30,7 @@ import numpy as np
 from vdla_hw import isa
 from vdla_hw.bundle import Bundle, BundleBuilder
 from vdla_hw.config import MEM_TYPES, Config, load_config
-from vdla_hw.errors import AsmError, VdlaError
+from vdla_hw.errors import AsmError, EncodingError, VdlaError
 
 # key -> (fields, separator): multi-field groups printed and parsed together.
 GROUPS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -206,8 +206,8 @@ class _Parser:
         insn = isa.Insn(kind, **fields)
         try:
             isa.encode(insn, config)
-        except VdlaError as err:
-            raise self.error(line, f"{kind}: {err.why if hasattr(err, 'why') else err}") from None
+        except EncodingError as err:
+            raise self.error(line, f"{kind}: field {err.field}: {err.why}") from None
         return insn
 
 

@@ -99,8 +99,11 @@ def _place(table, total_bits: int, what: str, config: Config) -> dict[str, Field
         fields[name] = Field(name, width, pos, signed)
         pos += width
     if pos > total_bits:
-        raise ConfigError("LOG_*_BUFF_SIZE", config.name,
-                          f"{what} fields need {pos} bits but the format has {total_bits}")
+        keys = ("LOG_UOP_BUFF_SIZE", "LOG_INP_BUFF_SIZE", "LOG_WGT_BUFF_SIZE", "LOG_ACC_BUFF_SIZE")
+        widths = " + ".join(f"{name} {width}" for name, width, _ in table if width > 1)
+        raise ConfigError("/".join(keys), "/".join(str(config.params[k]) for k in keys),
+                          f"{what} needs {pos} bits ({widths}) but has {total_bits}; "
+                          "smaller buffers give narrower index fields", config.name)
     return fields
 
 
@@ -117,9 +120,9 @@ def uop_layout(config: Config) -> dict[str, Field]:
 
 def check_layout(config: Config) -> None:
     """Raise ConfigError unless every instruction kind and the micro-op fit their widths."""
+    _place(uop_table(config), 32, "micro-op", config)
     for kind in OPCODES:
         _place(field_table(kind, config), INSN_BITS, f"{kind} instruction", config)
-    _place(uop_table(config), 32, "micro-op", config)
 
 
 class Insn:

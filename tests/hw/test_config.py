@@ -1,0 +1,96 @@
+"""Configuration: presets, derived sizes, fingerprints, JSON files and bad values."""
+
+import json
+import re
+
+import pytest
+
+from vdla_hw.config import PARAMETERS, Config, load_config
+from vdla_hw.errors import ConfigError
+from vdla_hw.presets import PRESETS
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_every_preset_parameter_has_a_source(name):
+    config = load_config(name)
+    assert set(config.params) == set(PARAMETERS)
+    assert all(config.sources[key] for key in PARAMETERS)
+
+
+def test_osdi18_sizes_match_spec_section_2():
+    c = load_config("osdi18")
+    assert (c.batch, c.block_in, c.block_out) == (1, 16, 16)
+    assert [c.elem_bytes(m) for m in ("inp", "wgt", "acc", "out", "uop")] == [16, 256, 64, 16, 4]
+    assert [c.depth(m) for m in ("uop", "inp", "wgt", "acc", "out")] == [8192, 2048, 128, 2048, 2048]
+    assert c.depth("out") * c.elem_bytes("out") == 32 * 1024
+    assert c.peak_ops_per_s == pytest.approx(102.4e9)
+    assert [c.index_bits(m) for m in ("uop", "inp", "wgt", "acc")] == [13, 11, 7, 11]
+
+
+def test_vta_pynq_sizes_match_spec_section_2():
+    c = load_config("vta-pynq")
+    assert c.depth("wgt") == 1024 and c.index_bits("wgt") == 10
+    assert c.peak_ops_per_s == pytest.approx(51.2e9)
+    assert c.mem_bytes_per_s == pytest.approx(0.8e9)
+
+
+def test_fingerprint_is_readable_and_distinguishes_presets():
+    prints = {name: load_config(name).fingerprint for name in PRESETS}
+    assert re.fullmatch(r"1x16_i8w8a32_15_15_15_17-[0-9a-f]{8}", prints["osdi18"])
+    assert len(set(prints.values())) == len(prints)
+    assert load_config("osdi18").fingerprint == Config.from_preset("osdi18").fingerprint
+    assert Config.from_preset("osdi18", CLOCK_MHZ=100.0).fingerprint != prints["osdi18"]
+
+
+def test_config_is_frozen():
+    config = load_config("tiny")
+    with pytest.raises(AttributeError):
+        config.name = "other"
+
+
+def test_json_file_overrides_a_preset_and_names_its_source(tmp_path):
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"preset": "vta-pynq", "CLOCK_MHZ": 150}))
+    config = load_config(str(path))
+    assert config.CLOCK_MHZ == 150.0 and config.LOG_WGT_BUFF_SIZE == 18
+    assert config.sources["CLOCK_MHZ"] == str(path)
+
+
+def test_to_json_round_trips():
+    for name in PRESETS:
+        config = load_config(name)
+        again = Config.from_json_text(config.to_json())
+        assert again == config and again.fingerprint == config.fingerprint
+
+
+@pytest.mark.parametrize("key,value,words", [
+    ("LOG_BLOCK", 9, "LOG_BLOCK=9"),
+    ("LOG_INP_WIDTH", 4, "LOG_INP_WIDTH=4"),
+    ("CLOCK_MHZ", "fast", "CLOCK_MHZ='fast'"),
+    ("MEM_BYTES_PER_BEAT", 12, "MEM_BYTES_PER_BEAT=12"),
+    ("LOG_ACC_BUFF_SIZE", 5, "LOG_ACC_BUFF_SIZE=5"),
+    ("NOT_A_KEY", 1, "NOT_A_KEY"),
+])
+def test_bad_value_names_the_parameter(key, value, words):
+    with pytest.raises(ConfigError) as err:
+        Config.from_preset("osdi18", **{key: value})
+    assert words in str(err.value)
+
+
+def test_micro_op_that_does_not_fit_32_bits_is_rejected():
+    with pytest.raises(ConfigError, match=r"micro-op needs 34 bits.*but has 32"):
+        Config.from_preset("vta-pynq", LOG_ACC_BUFF_SIZE=18)
+
+
+def test_unknown_preset_and_missing_file():
+    with pytest.raises(ConfigError, match="neither a preset"):
+        load_config("no-such-preset")
+    with pytest.raises(ConfigError, match="unknown preset"):
+        Config.from_preset("nope")
+
+
+def test_malformed_json(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text("{ not json")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        load_config(str(path))
