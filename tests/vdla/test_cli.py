@@ -109,3 +109,9 @@ def test_usage_errors_exit_2(argv):
     with pytest.raises(SystemExit) as err:
         main(argv)
     assert err.value.code == 2
+
+
+def test_config_whose_micro_op_does_not_fit_is_a_one_line_error(capsys, tmp_path):
+    path = tmp_path / "wide.json"
+    path.write_text('{"preset": "vta-pynq", "LOG_ACC_BUFF_SIZE": 18}')
+    one_line_error(capsys, "config", "show", path, words="micro-op needs 34 bits")
