@@ -32,7 +32,13 @@ def build_ir(specs):
         builder = ir.IRBuilder(fn.append_basic_block("entry"))
         spec.emit(builder, fn.args)
         builder.ret_void()
-    return str(module)
+    # "no-builtins" stops LLVM from turning fill/copy loops into memset/memcpy calls, so the
+    # Cortex-A9 library needs no libc (it is linked with --no-undefined).
+    text, marker = str(module), ") nounwind\n{"
+    if text.count(marker) != len(seen):
+        raise RuntimeError("codegen: cannot place the no-builtins attribute; llvmlite's IR "
+                           "printing changed")
+    return text.replace(marker, ") nounwind \"no-builtins\"\n{")
 
 
 def optimise(ir_text, target_machine, speed_level=3):

@@ -1,0 +1,77 @@
+"""The Cortex-A9 build of every kernel under qemu-arm returns the host JIT's bytes."""
+
+import numpy as np
+import pytest
+
+import compiler.cpu_fallback as cf
+from compiler.cpu_fallback.qemu import run_kernel_qemu
+
+from . import numpy_ref as ref
+from .arm_cases import arm_specs, case_id
+
+SPECS = arm_specs()
+
+
+def _by_family(*families):
+    specs = [s for s in SPECS if s.family in families]
+    assert specs, families
+    return pytest.mark.parametrize("spec", specs, ids=case_id)
+
+
+def _check_arm_vs_host(arm_build, spec, seed=0):
+    harness, library, work = arm_build
+    rng = np.random.default_rng(seed)
+    inputs = ref.random_inputs(spec, rng)
+    if spec.family == "quantize":  # include the special values
+        inputs[0][:4] = [np.nan, np.inf, -np.inf, 2.5 * 2.0 ** -spec.frac]
+    arm = run_kernel_qemu(harness, library, spec, inputs, work)
+    host = cf.host_jit().kernel(spec)(*inputs)
+    assert arm.dtype == host.dtype and arm.shape == host.shape
+    assert arm.tobytes() == host.tobytes(), f"{spec.describe()}: ARM and host outputs differ"
+
+
+@_by_family("conv2d")
+def test_conv2d_arm_qemu_vs_host(arm_build, spec):
+    _check_arm_vs_host(arm_build, spec)
+
+
+@_by_family("maxpool2d", "global_avgpool")
+def test_pool_arm_qemu_vs_host(arm_build, spec):
+    _check_arm_vs_host(arm_build, spec)
+
+
+@_by_family("add", "relu")
+def test_add_relu_arm_qemu_vs_host(arm_build, spec):
+    _check_arm_vs_host(arm_build, spec)
+
+
+@_by_family("dense")
+def test_dense_arm_qemu_vs_host(arm_build, spec):
+    _check_arm_vs_host(arm_build, spec)
+
+
+@_by_family("quantize", "dequantize")
+def test_quantize_arm_qemu_vs_host(arm_build, spec):
+    _check_arm_vs_host(arm_build, spec)
+
+
+@_by_family("pack", "unpack")
+def test_layout_arm_qemu_vs_host(arm_build, spec):
+    _check_arm_vs_host(arm_build, spec)
+
+
+def test_stem_conv_arm_qemu_vs_numpy(arm_build):
+    """Closes the loop: the board build of the full-size stem conv equals plain numpy."""
+    spec = SPECS[0]
+    assert (spec.c, spec.h, spec.oc, spec.kh, spec.stride, spec.pad) == (3, 224, 64, 7, 2, 3)
+    harness, library, work = arm_build
+    inputs = ref.random_inputs(spec, np.random.default_rng(5))
+    arm = run_kernel_qemu(harness, library, spec, inputs, work)
+    np.testing.assert_array_equal(arm, ref.conv2d(*inputs, spec.stride, spec.pad, spec.shift,
+                                                  spec.relu))
+
+
+def test_every_kernel_family_runs_under_arm_qemu():
+    families = {s.family for s in SPECS}
+    assert families == {"conv2d", "maxpool2d", "global_avgpool", "add", "relu", "dense",
+                        "quantize", "dequantize", "pack", "unpack"}
