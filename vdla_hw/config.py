@@ -36,6 +36,7 @@ PARAMETERS: dict[str, tuple[type, float, float, str]] = {
     "MEM_MAX_BURST": (int, 1, 256, "maximum beats per burst"),
     "MEM_LATENCY": (int, 1, 10_000, "cycles from a read request to its first data beat"),
     "MEM_WRITE_LATENCY": (int, 0, 10_000, "cycles from the last write beat to the write response"),
+    "MEM_BURST_GAP": (int, 0, 1_000, "idle port cycles between consecutive bursts of one transaction"),
     "DDR_BYTES_PER_CYCLE_CAP": (float, 0.0, 1024.0, "shared-DDR bandwidth cap in bytes/cycle, 0 = none"),
     "CMD_QUEUE_DEPTH": (int, 1, 1 << 16, "entries of each command queue"),
     "TOKEN_QUEUE_DEPTH": (int, 1, 1 << 16, "tokens each dependency FIFO holds"),

@@ -15,6 +15,7 @@ _PYNQ_PORT = {
     "MEM_MAX_BURST": (16, "AXI3 bursts of at most 16 beats (SPEC.md section 5)"),
     "MEM_LATENCY": (32, "first-beat latency of 'tens of cycles' on Zynq HP ports (SPEC.md section 5)"),
     "MEM_WRITE_LATENCY": (16, "write response after the last beat; Zynq HP write path (assumed)"),
+    "MEM_BURST_GAP": (0, "HP ports accept outstanding bursts: address phases overlap data (docs/timing.md)"),
     "DDR_BYTES_PER_CYCLE_CAP": (0, "0 = no cap; set to model DDR3 shared with the CPU (SPEC.md section 5)"),
     "CMD_QUEUE_DEPTH": (512, "VTA block design command queues (SPEC.md section 5)"),
     "TOKEN_QUEUE_DEPTH": (1024, "VTA block design token FIFOs (SPEC.md section 5)"),

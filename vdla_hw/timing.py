@@ -1,0 +1,183 @@
+"""The timing contract: how many cycles each module spends on each instruction, how queues hand
+work over, and how the one memory port serves its masters (SPEC.md section 5, docs/timing.md).
+
+Every function here is a pure function of the configuration (and the instruction, its uops or
+its DRAM rows). The simulator (``vdla_sim``) schedules with these numbers and the RTL
+implements them; the two are compared cycle for cycle. Time is counted in fabric cycles from
+START (cycle 0); an activity "from t for d cycles" occupies cycles t .. t+d-1 and its effect
+(a retire, a push) happens at cycle t+d.
+
+Rules that are not a cost function, stated once here (docs/timing.md repeats them with examples):
+
+* **Modules.** fetch, load, compute and store each run one instruction at a time, in the order
+  of their command queue. An instruction taken at cycle t first waits for its pops (all at
+  once), starts at the cycle every popped token is visible, spends ``INSN_OVERHEAD`` cycles on
+  decode, then its work, and retires at the end: its pushes happen at the retire cycle and the
+  module takes its next instruction in that same cycle.
+* **Queues.** A command-queue entry or a token pushed at cycle t is visible to the consumer at
+  t + ``QUEUE_LATENCY``; a slot freed by the consumer at cycle t is visible to the producer at
+  t + ``QUEUE_LATENCY``. Command queues hold ``CMD_QUEUE_DEPTH`` entries: fetch waits while the
+  target queue looks full. Token FIFOs hold ``TOKEN_QUEUE_DEPTH`` tokens: a push that would
+  exceed the depth (counting pops up to the cycle before) is an error (``token_overflow``).
+* **Memory port.** One port shared by the four masters. A master requests the port for the
+  whole memory work of one instruction (one transaction: all rows of a LOAD/STORE, or one fetch
+  chunk) and holds it for :func:`read_cycles` / :func:`write_cycles`. When the port is free,
+  the highest-priority master of :data:`ARBITRATION_ORDER` among those requesting in that cycle
+  is granted (a request waits until the port is free; a grant never preempts). Padding is
+  written after the port is released, one element per cycle.
+* **Compute.** GEMM issues one uop per cycle and drains its pipeline at the end of each
+  instruction; ALU issues one uop every ``ALU_CYCLES_PER_UOP`` cycles. A non-reset GEMM uop may
+  not write an accumulator written by either of the two previous uops of the same instruction
+  (:func:`gemm_hazard`); ALU and reset GEMMs have no such rule (the RTL forwards).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from vdla_hw import isa, program
+from vdla_hw.config import Config
+
+# Fixed priority of the memory port, highest first: store frees OUT (unblocking compute's
+# writes), compute's uop/acc loads sit on the compute critical path, load prefetches, and fetch
+# runs ahead of everything through the command queues.
+ARBITRATION_ORDER = ("store", "compute", "load", "fetch")
+# AXI bursts never cross a 4 KB address boundary.
+BURST_BOUNDARY = 4096
+# A GEMM uop's accumulator write lands this many uops after its read (SPEC.md section 5).
+GEMM_HAZARD_DISTANCE = 2
+
+
+def fetch_chunk(config: Config) -> int:
+    """Instructions fetch reads per memory transaction: one maximal burst of 16-byte
+    instructions (at least one). The last chunk holds the remainder."""
+    return max(1, config.MEM_MAX_BURST * config.MEM_BYTES_PER_BEAT // config.insn_bytes)
+
+
+def row_beats(config: Config, starts: np.ndarray, nbytes: int) -> tuple[int, int]:
+    """(beats, bursts) to move rows of ``nbytes`` bytes starting at byte addresses ``starts``.
+
+    Each row is its own sequence of bursts. Beats are counted from byte addresses: a row covers
+    beats floor(start/B) .. floor((start+nbytes-1)/B) of B = MEM_BYTES_PER_BEAT bytes, so an
+    unaligned row can cost one more beat. A row splits into bursts at every 4 KB boundary and
+    then into pieces of at most MEM_MAX_BURST beats.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    if nbytes <= 0 or starts.size == 0:
+        return 0, 0
+    bpb, burst = config.MEM_BYTES_PER_BEAT, config.MEM_MAX_BURST
+    page = BURST_BOUNDARY // bpb  # beats per 4 KB page (bpb is a power of two <= 128)
+    first = starts // bpb
+    last = (starts + nbytes - 1) // bpb
+    beats = int((last - first + 1).sum())
+    pf, pl = first // page, last // page
+    same = pf == pl
+    head = np.where(same, last - first + 1, (pf + 1) * page - first)
+    tail = np.where(same, 0, last - pl * page + 1)
+    middle = np.where(same, 0, pl - pf - 1)
+    bursts = (-(-head // burst) + -(-tail // burst) + middle * -(-page // burst)).sum()
+    return beats, int(bursts)
+
+
+def data_cycles(config: Config, beats: int) -> int:
+    """Cycles of the data phase: one beat per cycle, slowed to ceil(beats*B / cap) cycles when
+    DDR_BYTES_PER_CYCLE_CAP (the DDR shared with the CPU) is set (> 0)."""
+    cap = config.DDR_BYTES_PER_CYCLE_CAP
+    if cap > 0:
+        return max(beats, math.ceil(beats * config.MEM_BYTES_PER_BEAT / cap))
+    return beats
+
+
+def read_cycles(config: Config, beats: int, bursts: int) -> int:
+    """Port cycles of a read transaction: MEM_LATENCY once (bursts are issued back to back with
+    outstanding requests), the data phase, and MEM_BURST_GAP idle cycles between bursts."""
+    if beats == 0:
+        return 0
+    return config.MEM_LATENCY + data_cycles(config, beats) + config.MEM_BURST_GAP * (bursts - 1)
+
+
+def write_cycles(config: Config, beats: int, bursts: int) -> int:
+    """Port cycles of a write transaction: the data phase, MEM_BURST_GAP between bursts, then
+    MEM_WRITE_LATENCY until the last write response (the port is held until then)."""
+    if beats == 0:
+        return 0
+    return data_cycles(config, beats) + config.MEM_BURST_GAP * (bursts - 1) + config.MEM_WRITE_LATENCY
+
+
+def fetch_cycles(config: Config, insn_offset: int, count: int) -> int:
+    """Port cycles to read ``count`` instructions starting at byte ``insn_offset`` (one row)."""
+    beats, bursts = row_beats(config, np.array([insn_offset]), count * config.insn_bytes)
+    return read_cycles(config, beats, bursts)
+
+
+def transfer_rows(config: Config, insn: isa.Insn) -> tuple[np.ndarray, int]:
+    """(byte address of each DRAM row, bytes per row) a LOAD reads or a STORE writes."""
+    if not program.moves_data(insn):
+        return np.zeros(0, dtype=np.int64), 0
+    size = config.elem_bytes(insn.mem)
+    rows = insn.dram_base + np.arange(insn.y_size, dtype=np.int64) * insn.x_stride
+    return rows * size, insn.x_size * size
+
+
+def transfer_beats(config: Config, insn: isa.Insn) -> tuple[int, int]:
+    """(beats, bursts) of a LOAD or STORE (0, 0 when it moves nothing)."""
+    starts, nbytes = transfer_rows(config, insn)
+    return row_beats(config, starts, nbytes)
+
+
+def port_cycles(config: Config, insn: isa.Insn) -> int:
+    """Cycles a LOAD or STORE holds the memory port (0 when it moves nothing: no request)."""
+    beats, bursts = transfer_beats(config, insn)
+    return (write_cycles if insn.kind == "STORE" else read_cycles)(config, beats, bursts)
+
+
+def pad_cycles(insn: isa.Insn) -> int:
+    """Cycles a LOAD spends writing zero padding after its transaction: one per padded element."""
+    rows, cols = program.footprint(insn)
+    return rows * cols - insn.y_size * insn.x_size if rows else 0
+
+
+def uop_count(insn: isa.Insn) -> int:
+    """Micro-ops a GEMM or ALU issues: iter_out * iter_in * (uop_end - uop_bgn)."""
+    return insn.iter_out * insn.iter_in * max(0, insn.uop_end - insn.uop_bgn)
+
+
+def gemm_cycles(config: Config, insn: isa.Insn) -> int:
+    """INSN_OVERHEAD + n + GEMM_PIPELINE_DEPTH for n uops issued one per cycle (n = 0: overhead only)."""
+    n = uop_count(insn)
+    return config.INSN_OVERHEAD + (n + config.GEMM_PIPELINE_DEPTH if n else 0)
+
+
+def alu_cycles(config: Config, insn: isa.Insn) -> int:
+    """INSN_OVERHEAD + ALU_CYCLES_PER_UOP * n + ALU_PIPELINE_DEPTH (n = 0: overhead only)."""
+    n = uop_count(insn)
+    return config.INSN_OVERHEAD + (config.ALU_CYCLES_PER_UOP * n + config.ALU_PIPELINE_DEPTH if n else 0)
+
+
+def exec_cycles(config: Config, insn: isa.Insn) -> tuple[int, int, int]:
+    """(cycles before the port request, port cycles, cycles after the port) of one instruction
+    on its module, from its start (tokens popped). The module is busy for their sum plus any
+    wait for the port grant between the first and second part. GEMM/ALU/FINISH never use the
+    port; a LOAD/STORE that moves nothing costs INSN_OVERHEAD only and makes no request."""
+    if insn.kind == "GEMM":
+        return gemm_cycles(config, insn), 0, 0
+    if insn.kind == "ALU":
+        return alu_cycles(config, insn), 0, 0
+    if insn.kind == "FINISH":
+        return config.INSN_OVERHEAD, 0, 0
+    after = pad_cycles(insn) if insn.kind == "LOAD" else 0
+    return config.INSN_OVERHEAD, port_cycles(config, insn), after
+
+
+def gemm_hazard(dst: np.ndarray) -> int:
+    """Position n of the first uop (flattened loop order) whose accumulator equals one written
+    by uop n-1 or n-2 of the same instruction, or -1 if there is none."""
+    dst = np.asarray(dst)
+    bad = []
+    for d in range(1, GEMM_HAZARD_DISTANCE + 1):
+        hits = np.flatnonzero(dst[d:] == dst[:-d])
+        if hits.size:
+            bad.append(int(hits[0]) + d)
+    return min(bad) if bad else -1

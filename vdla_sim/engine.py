@@ -1,0 +1,295 @@
+"""The event loop: fetch, load, compute and store running concurrently under the timing
+contract of ``vdla_hw.timing``, with one event per step of an instruction (never per cycle or
+per uop).
+
+Events are processed in cycle order; within a cycle every module event comes before the memory
+arbitration of that cycle (phase 0, then phase 1), so a fixed-priority grant sees every request
+made in its cycle. Cross-module effects (queue entries, tokens, freed slots) all take at least
+QUEUE_LATENCY >= 1 cycle, so the order of module events inside one cycle does not matter.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, bisect_right
+
+from vdla_hw import isa, program, timing
+from vdla_hw.bundle import Bundle
+from vdla_hw.errors import ProgramError
+from vdla_sim.datapath import Datapath
+from vdla_sim.errors import CycleLimitError, DeadlockError
+from vdla_sim.memory import MemoryPort, Request
+from vdla_sim.races import RaceTracker
+
+EXEC_MODULES = ("load", "compute", "store")
+# token queue -> (producer, consumer)
+TOKEN_ENDS = {"l2c": ("load", "compute"), "c2l": ("compute", "load"),
+              "c2s": ("compute", "store"), "s2c": ("store", "compute")}
+DEFAULT_MAX_CYCLES = 1 << 40
+PUSH_FLAG = {(m, q): f for (m, f), q in isa.FLAG_QUEUE.items() if f.startswith("push")}
+
+
+class _Module:
+    """Run state and counters of one executing module."""
+
+    def __init__(self, name: str, cmd: list[int]):
+        self.name = name
+        self.cmd = cmd                  # instruction indices routed to this module, in order
+        self.pushed: list[int] = []     # cycle fetch pushed each entry
+        self.popped: list[int] = []     # cycle the module took each entry
+        self.state = "idle"             # idle | wait_cmd | wait_token | wait_start | wait_mem | busy | done
+        self.waiting_on = ""
+        self.current = -1
+        self.t_take = self.t_start = self.t_req = self.t_grant = 0
+        self.post = 0
+        self.busy = self.stall_token = self.stall_memory = 0
+
+
+class Engine:
+    def __init__(self, bundle: Bundle, *, max_cycles: int | None = None, race_check: bool = True):
+        self.bundle = bundle
+        self.config = c = bundle.config
+        self.insns = insns = program.decode_checked(bundle)
+        for index, insn in enumerate(insns):  # static range checks, in program order
+            if insn.kind in ("LOAD", "STORE"):
+                program.check_transfer(insn, c, bundle.dram.size, index)
+            elif insn.kind in ("GEMM", "ALU"):
+                program.check_uop_range(insn, c, index)
+        self.max_cycles = DEFAULT_MAX_CYCLES if max_cycles is None else int(max_cycles)
+        self.ql = c.QUEUE_LATENCY
+        self.dram = bundle.dram.copy()
+        self.races = RaceTracker(c, insns) if race_check else None
+        self.datapath = Datapath(c, self.dram, self.races)
+        self.port = MemoryPort(c, self.dram)
+        self.module_of = [insn.module for insn in insns]
+        self.pops = [isa.pops(insn) for insn in insns]
+        self.pushes = [isa.pushes(insn) for insn in insns]
+        self.costs = [timing.exec_cycles(c, insn) for insn in insns]
+        self.mods = {m: _Module(m, [i for i, mod in enumerate(self.module_of) if mod == m]) for m in EXEC_MODULES}
+        self.tok_push: dict[str, list[int]] = {q: [] for q in TOKEN_ENDS}   # push cycles
+        self.tok_pusher: dict[str, list[int]] = {q: [] for q in TOKEN_ENDS}  # pushing instruction
+        self.tok_pop: dict[str, list[int]] = {q: [] for q in TOKEN_ENDS}
+        self.retire: list[tuple[str, int, int] | None] = [None] * len(insns)
+        self.finish_cycle: int | None = None
+        # fetch
+        self.chunk = timing.fetch_chunk(c)
+        self.f_pos = self.f_end = 0
+        self.f_state = "idle"
+        self.f_block = 0
+        self.f_wait_queue = ""
+        self.f_busy = self.f_stall_memory = self.f_stall_queue = 0
+        self.f_bytes = 0
+        self.f_spans: list[tuple[int, int, int, int]] = []  # (grant, end, first insn, count)
+        self.heap: list = []
+        self.seq = 0
+        self.arb_scheduled: set[int] = set()
+        self.now = 0
+
+    # --- scheduling -------------------------------------------------------------------------
+    def _at(self, t: int, action, *args) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, 0, self.seq, action, args))
+
+    def _arb_at(self, t: int) -> None:
+        if t not in self.arb_scheduled:
+            self.arb_scheduled.add(t)
+            self.seq += 1
+            heapq.heappush(self.heap, (t, 1, self.seq, self._arbitrate, ()))
+
+    def run(self) -> None:
+        self._at(0, self._fetch_request)
+        for m in EXEC_MODULES:
+            self._at(0, self._ready, self.mods[m])
+        heap, limit = self.heap, self.max_cycles
+        while heap:
+            t, _, _, action, args = heapq.heappop(heap)
+            if t > limit:
+                raise CycleLimitError(limit, self._where())
+            self.now = t
+            action(t, *args)
+        unfinished = [m for m in self.mods.values() if m.state != "done"]
+        if unfinished or self.f_state != "done":
+            raise DeadlockError(self.now, self._blocked())
+
+    # --- fetch ------------------------------------------------------------------------------
+    def _fetch_request(self, t: int) -> None:
+        n = len(self.insns)
+        if self.f_pos >= n:
+            self.f_state = "done"
+            return
+        count = min(self.chunk, n - self.f_pos)
+        offset = self.bundle.insn_offset + self.f_pos * self.config.insn_bytes
+        beats, bursts = timing.row_beats(self.config, [offset], count * self.config.insn_bytes)
+        cycles = timing.read_cycles(self.config, beats, bursts)
+        self.f_end = self.f_pos + count
+        self.f_state = "wait_mem"
+        self.port.request(Request(t, "fetch", cycles, beats=beats, bytes=count * self.config.insn_bytes))
+        self._arb_at(t)
+
+    def _fetch_route(self, t: int) -> None:
+        """Push instructions into their command queues, one per FETCH_CYCLES_PER_INSN, while the
+        target queue has room. Runs ahead of the current cycle while room is certain (freed
+        slots seen so far only grow)."""
+        depth, step = self.config.CMD_QUEUE_DEPTH, self.config.FETCH_CYCLES_PER_INSN
+        while self.f_pos < self.f_end:
+            mod = self.mods[self.module_of[self.f_pos]]
+            freed = bisect_right(mod.popped, t - self.ql)
+            if len(mod.pushed) - freed >= depth:
+                if t > self.now:
+                    self.f_state = "wait_time"
+                    self._at(t, self._fetch_wake_time)
+                else:
+                    self.f_state, self.f_block, self.f_wait_queue = "wait_queue", t, mod.name
+                return
+            mod.pushed.append(t)
+            self.f_busy += step
+            if mod.state == "wait_cmd":
+                mod.state = "idle"
+                self._at(t + self.ql, self._ready, mod)
+            self.f_pos += 1
+            t += step
+        self.f_state = "wait_time"
+        self._at(t, self._fetch_request)
+
+    def _fetch_wake_time(self, t: int) -> None:
+        self._fetch_route(t)
+
+    def _fetch_wake_queue(self, t: int, name: str) -> None:
+        if self.f_state == "wait_queue" and self.f_wait_queue == name:
+            self.f_stall_queue += t - self.f_block
+            self._fetch_route(t)
+
+    # --- load / compute / store -------------------------------------------------------------
+    def _ready(self, t: int, mod: _Module) -> None:
+        """The module is free at ``t``: take its next instruction when fetch has queued it."""
+        k = len(mod.popped)
+        if k >= len(mod.cmd):
+            mod.state = "done"
+            return
+        if k >= len(mod.pushed):
+            mod.state = "wait_cmd"
+            return
+        visible = mod.pushed[k] + self.ql
+        if visible > t:
+            mod.state = "idle"
+            self._at(visible, self._ready, mod)
+            return
+        mod.popped.append(t)
+        if self.f_state == "wait_queue" and self.f_wait_queue == mod.name:
+            self._at(t + self.ql, self._fetch_wake_queue, mod.name)
+        mod.current = mod.cmd[k]
+        mod.t_take = t
+        self._tokens(t, mod)
+
+    def _tokens(self, t: int, mod: _Module) -> None:
+        """Wait until every token the current instruction pops is visible, then start."""
+        start = t
+        for q in self.pops[mod.current]:
+            k = len(self.tok_pop[q])
+            if k >= len(self.tok_push[q]):
+                mod.state, mod.waiting_on = "wait_token", q
+                return
+            start = max(start, self.tok_push[q][k] + self.ql)
+        if start > t:
+            mod.state = "wait_start"
+            self._at(start, self._start, mod)
+        else:
+            self._start(t, mod)
+
+    def _start(self, t: int, mod: _Module) -> None:
+        index = mod.current
+        pushers = []
+        for q in self.pops[index]:
+            k = len(self.tok_pop[q])
+            self.tok_pop[q].append(t)
+            pushers.append(self.tok_pusher[q][k])
+        mod.stall_token += t - mod.t_take
+        mod.t_start = t
+        if self.races is not None:
+            self.races.begin(index, mod.name, pushers)
+        self.datapath.execute(self.insns[index], index)
+        pre, port, post = self.costs[index]
+        if port:
+            mod.state, mod.post, mod.t_req = "wait_mem", post, t + pre
+            insn = self.insns[index]
+            beats, _ = timing.transfer_beats(self.config, insn)
+            nbytes = insn.y_size * insn.x_size * self.config.elem_bytes(insn.mem)
+            self.port.request(Request(t + pre, mod.name, port, tag=index, beats=beats, bytes=nbytes,
+                                      write=insn.kind == "STORE"))
+            self._arb_at(t + pre)
+        else:
+            mod.state = "busy"
+            mod.busy += pre + post
+            self._at(t + pre + post, self._end, mod)
+
+    def _arbitrate(self, t: int) -> None:
+        self.arb_scheduled.discard(t)
+        grant = self.port.grant(t)
+        if grant is not None:
+            req = grant.request
+            if req.master == "fetch":
+                self.f_stall_memory += t - req.cycle
+                self.f_busy += req.cycles
+                self.f_bytes += req.bytes
+                self.f_spans.append((t, grant.end, self.f_pos, self.f_end - self.f_pos))
+                self.f_state = "wait_data"
+                self._at(grant.end, self._fetch_route)
+            else:
+                mod = self.mods[req.master]
+                mod.stall_memory += t - req.cycle
+                mod.busy += (req.cycle - mod.t_start) + req.cycles + mod.post
+                mod.state = "busy"
+                self._at(grant.end + mod.post, self._end, mod)
+        nxt = self.port.next_decision()
+        if nxt is not None:
+            self._arb_at(nxt)
+
+    def _end(self, t: int, mod: _Module) -> None:
+        index = mod.current
+        self.retire[index] = (mod.name, mod.t_start, t)
+        depth = self.config.TOKEN_QUEUE_DEPTH
+        for q in self.pushes[index]:
+            held = len(self.tok_push[q]) - bisect_left(self.tok_pop[q], t)
+            if held + 1 > depth:
+                raise ProgramError(index, self.insns[index].kind, PUSH_FLAG[(mod.name, q)],
+                                   f"pushes a token into the full {q} queue already holding {depth} tokens "
+                                   f"at cycle {t}: token_overflow")
+            self.tok_push[q].append(t)
+            self.tok_pusher[q].append(index)
+            consumer = self.mods[TOKEN_ENDS[q][1]]
+            if consumer.state == "wait_token" and consumer.waiting_on == q:
+                consumer.state = "wait_start"
+                self._at(t + self.ql, self._tokens, consumer)
+        if self.insns[index].kind == "FINISH":
+            self.finish_cycle = t
+        self._ready(t, mod)
+
+    # --- diagnostics ------------------------------------------------------------------------
+    def _describe(self, index: int) -> str:
+        return f"instruction {index} ({self.insns[index].kind})"
+
+    def _blocked(self) -> dict[str, str]:
+        out = {}
+        if self.f_state == "wait_queue":
+            out["fetch"] = (f"{self._describe(self.f_pos)} waits for room in the full {self.f_wait_queue} "
+                            "command queue")
+        else:
+            out["fetch"] = "done" if self.f_state == "done" else self.f_state
+        for m in self.mods.values():
+            if m.state == "wait_token":
+                producer = TOKEN_ENDS[m.waiting_on][0]
+                out[m.name] = (f"{self._describe(m.current)} waits for a token in {m.waiting_on} "
+                               f"(from {producer})")
+            elif m.state == "wait_cmd":
+                nxt = m.cmd[len(m.popped)]
+                out[m.name] = f"waits for {self._describe(nxt)} in its command queue"
+            else:
+                out[m.name] = "done" if m.state == "done" else m.state
+        return out
+
+    def _where(self) -> str:
+        parts = []
+        for m in self.mods.values():
+            if m.state != "done" and m.current >= 0:
+                parts.append(f"{m.name} at {self._describe(m.current)}")
+        return ", ".join(parts) or "no instruction running"

@@ -1,0 +1,41 @@
+"""Errors the simulator raises besides the shared ``vdla_hw`` ones; each message is one line
+naming the instructions, modules and queues involved (the CLI prints it and exits 2)."""
+
+from __future__ import annotations
+
+from vdla_hw.errors import ProgramError, VdlaError
+
+
+class SimError(VdlaError):
+    """A run of the simulator could not complete."""
+
+
+class DeadlockError(SimError):
+    """Every module waits and nothing is in flight; ``blocked`` maps module -> what it waits for."""
+
+    def __init__(self, cycle: int, blocked: dict[str, str]):
+        self.cycle, self.blocked = cycle, blocked
+        parts = "; ".join(f"{m}: {why}" for m, why in blocked.items())
+        super().__init__(f"deadlock at cycle {cycle}: {parts}")
+
+
+class CycleLimitError(SimError):
+    def __init__(self, limit: int, where: str):
+        self.limit = limit
+        super().__init__(f"simulation passed the cycle limit {limit} ({where}); raise --max-cycles if the "
+                         "program is really that long")
+
+
+class RaceError(ProgramError):
+    """Two instructions of different modules touch the same SRAM element, one writes, and no
+    token path orders them."""
+
+    def __init__(self, first: int, first_kind: str, second: int, second_kind: str, why: str):
+        self.first, self.second = first, second
+        super().__init__(second, second_kind, "tokens",
+                         f"races with instruction {first} ({first_kind}): {why}; no token path orders them "
+                         "(add a push/pop pair between the two)")
+
+
+class HazardError(ProgramError):
+    """A GEMM uop writes an accumulator written by one of the two previous uops."""

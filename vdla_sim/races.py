@@ -1,0 +1,75 @@
+"""Race detection with vector clocks over the three executing modules.
+
+Happens-before comes from two sources only: the order of one module's instructions (each runs
+after the previous one of its module retired) and tokens (the k-th pop from a queue waits for
+the k-th push into it, which happens when its instruction retires). Each instruction gets a
+vector clock (load, compute, store sequence numbers it is ordered after) when it starts.
+
+Only three SRAMs are shared between modules: INP and WGT (load writes, compute reads) and OUT
+(compute writes, store reads). For each element the tracker keeps the last writer and the last
+reader; because one module's accesses are ordered, the latest access per module is enough.
+Accesses are checked in the order the simulator executes them: an access conflicting with an
+earlier one that does not happen-before it is a race, whatever the timing happened to be.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vdla_hw.config import Config
+from vdla_sim.errors import RaceError
+
+SLOT = {"load": 0, "compute": 1, "store": 2}
+# SRAM -> (writer module, reader module)
+SHARED = {"inp": ("load", "compute"), "wgt": ("load", "compute"), "out": ("compute", "store")}
+
+
+class RaceTracker:
+    def __init__(self, config: Config, insns):
+        self.insns = insns
+        self.seq_count = [0, 0, 0]
+        self.module_vc = [(0, 0, 0)] * 3
+        self.vc: dict[int, tuple[int, int, int]] = {}
+        self.seq: dict[int, int] = {}
+        self.by_seq = [dict(), dict(), dict()]  # slot -> seq -> instruction index
+        # per shared SRAM: last write seq, last read seq (0 = none)
+        self.write = {m: np.zeros(config.depth(m), dtype=np.int64) for m in SHARED}
+        self.read = {m: np.zeros(config.depth(m), dtype=np.int64) for m in SHARED}
+
+    def begin(self, index: int, module: str, pushers: list[int]) -> None:
+        """Instruction ``index`` of ``module`` starts after the instructions that pushed the
+        tokens it popped (``pushers``) and after its module's previous instruction."""
+        slot = SLOT[module]
+        vc = list(self.module_vc[slot])
+        for p in pushers:
+            vc = [max(a, b) for a, b in zip(vc, self.vc[p])]
+        self.seq_count[slot] += 1
+        vc[slot] = self.seq_count[slot]
+        vc = tuple(vc)
+        self.vc[index], self.seq[index] = vc, vc[slot]
+        self.module_vc[slot] = vc
+        self.by_seq[slot][vc[slot]] = index
+
+    def _conflict(self, table: np.ndarray, elems, other: str, index: int, mem: str, why: str) -> None:
+        seen = table[elems]
+        limit = self.vc[index][SLOT[other]]
+        if seen.size and int(seen.max()) > limit:
+            bad = int(np.flatnonzero(seen > limit)[0])
+            elem = (np.arange(table.size)[elems])[bad] if isinstance(elems, slice) else int(np.asarray(elems)[bad])
+            first = self.by_seq[SLOT[other]][int(seen[bad])]
+            raise RaceError(first, self.insns[first].kind, index, self.insns[index].kind,
+                            why.format(mem=mem, elem=elem, other=other))
+
+    def write_elems(self, mem: str, elems, index: int) -> None:
+        """``index`` writes elements ``elems`` (slice or index array) of shared SRAM ``mem``."""
+        writer, reader = SHARED[mem]
+        self._conflict(self.read[mem], elems, reader, index, mem,
+                       "it overwrites {mem} element {elem} that the {other} instruction still reads")
+        self.write[mem][elems] = self.seq[index]
+
+    def read_elems(self, mem: str, elems, index: int) -> None:
+        """``index`` reads elements ``elems`` of shared SRAM ``mem``."""
+        writer, reader = SHARED[mem]
+        self._conflict(self.write[mem], elems, writer, index, mem,
+                       "it reads {mem} element {elem} that the {other} instruction writes")
+        self.read[mem][elems] = self.seq[index]
