@@ -2,7 +2,8 @@
 
 For one kernel call with work ``W`` (``spec.work()``)::
 
-    compute_s = (W.macs / macs_per_cycle + W.elem_ops / lane_ops_per_cycle) / (clock_hz * efficiency)
+    cycles    = W.macs / macs_per_cycle + W.elem_ops / lane_ops_per_cycle
+    compute_s = cycles / (clock_hz * efficiency)
     memory_s  = (W.bytes_read + W.bytes_written) / dram_bytes_per_s
     seconds   = call_overhead_s + max(compute_s, memory_s)
 

@@ -41,8 +41,8 @@ class CompiledKernel:
         checked = []
         for array, arg in zip(inputs, wanted):
             if not isinstance(array, np.ndarray):
-                raise KernelDtypeError(
-                    f"{family}: input '{arg.name}' must be a numpy array, got {type(array).__name__}")
+                raise KernelDtypeError(f"{family}: input '{arg.name}' must be a numpy array, "
+                                       f"got {type(array).__name__}")
             if array.dtype != np.dtype(arg.dtype):
                 raise KernelDtypeError(
                     f"{family}: input '{arg.name}' must be {arg.dtype}, got {array.dtype}")

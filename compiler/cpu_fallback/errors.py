@@ -23,4 +23,4 @@ class KernelDtypeError(KernelError):
 
 
 class ToolchainError(RuntimeError):
-    """A tool needed for the ARM build or the qemu run (ld.lld, gcc, qemu-arm) is missing or failed."""
+    """A tool for the ARM build or the qemu run (ld.lld, gcc, qemu-arm) is missing or failed."""

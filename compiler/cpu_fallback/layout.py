@@ -39,7 +39,8 @@ class _LayoutSpec(KernelSpec):
         check_positive(self.family, n=self.n, c=self.c, h=self.h, w=self.w, batch=self.batch,
                        block=self.block)
         if self.dtype not in DTYPES:
-            raise KernelParamError(f"{self.family}: dtype must be one of {DTYPES}, got {self.dtype!r}")
+            raise KernelParamError(
+                f"{self.family}: dtype must be one of {DTYPES}, got {self.dtype!r}")
         super().__post_init__()
 
     @property
@@ -109,8 +110,8 @@ class UnpackSpec(_LayoutSpec):
                 L.loop(b, 0, self.h, "y") as y:
             nb, bi = b.udiv(n, L.const(bt)), b.urem(n, L.const(bt))
             cb, ci = b.udiv(c, L.const(bl)), b.urem(c, L.const(bl))
-            src_row = L.madd(b, (nb, cbs * self.h * self.w * bt * bl), (cb, self.h * self.w * bt * bl),
-                             (y, self.w * bt * bl), (bi, bl), ci)
+            src_row = L.madd(b, (nb, cbs * self.h * self.w * bt * bl),
+                             (cb, self.h * self.w * bt * bl), (y, self.w * bt * bl), (bi, bl), ci)
             dst_row = self._nchw_index(b, n, c, y, 0)
             with L.loop(b, 0, self.w, "x") as x:
                 v = L.load(b, inp, L.madd(b, src_row, (x, bt * bl)), ty)

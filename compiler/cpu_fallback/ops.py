@@ -77,7 +77,8 @@ def add(a, b, *, a_shift=0, b_shift=0, shift=0, relu=False, jit=None):
     _check("add", "a", a, ("int8",))
     _check("add", "b", b, ("int8",))
     if a.shape != b.shape:
-        raise KernelShapeError(f"add: operands must have the same shape, got {a.shape} and {b.shape}")
+        raise KernelShapeError(
+            f"add: operands must have the same shape, got {a.shape} and {b.shape}")
     spec = AddSpec(size=a.size, a_shift=a_shift, b_shift=b_shift, shift=shift, relu=relu)
     return _run(spec, a.reshape(-1), b.reshape(-1), jit=jit).reshape(a.shape)
 

@@ -34,7 +34,7 @@ def layer_table():
 
 
 def fig21_cpu_only():
-    """Fig. 21 Cortex-A9-only bars in seconds: {'layer0': .., 'conv': .., 'other': .., 'total': ..}."""
+    """Fig. 21 Cortex-A9-only bars in seconds, keys layer0, conv, other, total."""
     row = next(r for r in _rows("tvm_fig21_resnet18.csv") if r["system"] == "cpu_only")
     return {"layer0": float(row["layer0_s"]), "conv": float(row["conv_s"]),
             "other": float(row["other_s"]), "total": float(row["total_s"])}

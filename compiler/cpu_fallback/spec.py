@@ -118,7 +118,7 @@ def out_size(size, kernel, stride, pad):
 
 
 def valid_range(kernel_offset, stride, pad, in_size, out_len):
-    """Outputs ``[lo, hi)`` whose input ``o*stride + kernel_offset - pad`` lies in ``[0, in_size)``."""
+    """Outputs ``[lo, hi)`` whose input ``o*stride + kernel_offset - pad`` is in ``[0, in_size)``."""
     lo = max(0, -(-(pad - kernel_offset) // stride))
     hi = min(out_len, (in_size - 1 + pad - kernel_offset) // stride + 1)
     return lo, max(lo, hi)

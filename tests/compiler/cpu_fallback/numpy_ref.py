@@ -27,7 +27,8 @@ def conv2d(inp, wgt, bias, stride, pad, shift, relu):
     acc = np.zeros((n, oc, oh, ow), dtype=np.int64)
     for i in range(kh):
         for j in range(kw):
-            window = padded[:, :, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride]
+            window = padded[:, :, i:i + stride * (oh - 1) + 1:stride,
+                            j:j + stride * (ow - 1) + 1:stride]
             acc += np.einsum("nchw,oc->nohw", window, wgt[:, :, i, j].astype(np.int64))
     acc = wrap_int32(acc + bias.astype(np.int64)[None, :, None, None])
     return requant(acc, shift, relu)
@@ -42,7 +43,8 @@ def max_pool2d(inp, kh, kw, stride, pad):
     out = np.full((n, c, oh, ow), -1000, dtype=np.int64)
     for i in range(kh):
         for j in range(kw):
-            window = padded[:, :, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride]
+            window = padded[:, :, i:i + stride * (oh - 1) + 1:stride,
+                            j:j + stride * (ow - 1) + 1:stride]
             out = np.maximum(out, window)
     assert out.min() >= -128, "a window saw only padding"
     return out.astype(np.int8)

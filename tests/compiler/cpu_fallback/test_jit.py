@@ -33,7 +33,8 @@ def test_compiled_kernel_checks_arguments():
     a = np.zeros(4, np.int8)
     with pytest.raises(cf.KernelShapeError, match="add: expected 2 inputs"):
         kernel(a)
-    with pytest.raises(cf.KernelShapeError, match=r"add: input 'b' must have shape \(4,\), got \(5,\)"):
+    with pytest.raises(cf.KernelShapeError,
+                       match=r"add: input 'b' must have shape \(4,\), got \(5,\)"):
         kernel(a, np.zeros(5, np.int8))
     with pytest.raises(cf.KernelDtypeError, match="add: input 'a' must be int8, got int16"):
         kernel(a.astype(np.int16), a)

@@ -46,5 +46,6 @@ def test_layout_rejects_bad_input():
         cf.pack(np.zeros((1, 1, 1, 1), np.float32), batch=1, block=16)
     with pytest.raises(cf.KernelParamError, match="pack: parameter block=0"):
         cf.pack(np.zeros((1, 1, 1, 1), np.int8), batch=1, block=0)
-    with pytest.raises(cf.KernelShapeError, match=r"unpack: blocked shape .* does not hold n=1, c=40"):
+    with pytest.raises(cf.KernelShapeError,
+                       match=r"unpack: blocked shape .* does not hold n=1, c=40"):
         cf.unpack(np.zeros((1, 2, 3, 3, 1, 16), np.int8), n=1, c=40)
