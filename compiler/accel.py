@@ -1,0 +1,131 @@
+"""Compile one quantized conv2d or dense layer into a program bundle for the accelerator.
+
+The pipeline, in order (:data:`PIPELINE`); each step is a small function below:
+
+1. ``check_layer``     the layer fits the configuration's instruction fields
+2. ``check_tensors``   the tensors have the layer's shapes and dtypes (or random ones are made)
+3. ``choose_plan``     the user's schedule, checked, or the search's best one
+4. ``pack``            NCHW/OIHW tensors into blocked layouts (compiler.layout)
+5. ``plan_dram``       inputs, weights, bias, micro-ops and output placed in the image
+6. ``tensorize``       per-thread annotated segments (compiler.tensorize.conv2d)
+7. ``hide_latency``    interleave threads, insert and fold tokens (compiler.latency_hiding)
+8. ``encode``          instructions and meta into the bundle
+
+:func:`layer_output` reads a run's output back as the layer's tensor (NCHW or (N, O) int8).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compiler import layout
+from compiler.latency_hiding import hide_latency
+from compiler.layers import Conv2D, Dense, Layer, LayerError, layer_from_dict
+from compiler.tensorize.conv2d import plan_dram, thread_buffers, thread_segments
+from compiler.tensorize.schedule import Plan, Schedule
+from compiler.tensorize.search import best_schedule
+from vdla_hw.bundle import Bundle, BundleBuilder
+from vdla_hw.config import Config, load_config
+from vdla_hw.errors import VdlaError
+
+PIPELINE = ("check_layer", "check_tensors", "choose_plan", "pack", "plan_dram", "tensorize", "hide_latency",
+            "encode")
+TENSORS = ("input", "weight", "bias")
+DTYPES = {"input": np.int8, "weight": np.int8, "bias": np.int32}
+BIAS_RANGE = 1 << 12
+
+
+def random_tensors(layer: Layer, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random int8 input and weights and int32 bias of the layer's shapes (bias within +-4096)."""
+    rng = np.random.default_rng(seed)
+    return {"input": rng.integers(-128, 128, layer.input_shape, dtype=np.int8),
+            "weight": rng.integers(-128, 128, layer.weight_shape, dtype=np.int8),
+            "bias": rng.integers(-BIAS_RANGE, BIAS_RANGE, layer.bias_shape, dtype=np.int32)}
+
+
+def check_tensors(layer: Layer, tensors: dict | None, seed: int = 0) -> dict[str, np.ndarray]:
+    """The layer's tensors, validated: right shapes, integer values in range of their dtypes."""
+    if tensors is None:
+        return random_tensors(layer, seed)
+    shapes = {"input": layer.input_shape, "weight": layer.weight_shape, "bias": layer.bias_shape}
+    out = {}
+    for name in TENSORS:
+        if name not in tensors or tensors[name] is None:
+            raise LayerError(layer.name, name, "missing (give input, weight and bias, or none for random ones)")
+        arr = np.asarray(tensors[name])
+        if arr.shape != shapes[name]:
+            raise LayerError(layer.name, name, f"shape {arr.shape} does not match the layer's {shapes[name]}")
+        if arr.dtype.kind not in "iu":
+            raise LayerError(layer.name, name, f"dtype {arr.dtype} is not an integer type")
+        info = np.iinfo(DTYPES[name])
+        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+            raise LayerError(layer.name, name, f"values outside the {np.dtype(DTYPES[name]).name} range")
+        out[name] = arr.astype(DTYPES[name])
+    return out
+
+
+def as_conv_tensors(layer: Layer, tensors: dict) -> dict[str, np.ndarray]:
+    """Dense tensors as those of the equivalent 1x1 convolution (batch rows become pixels)."""
+    if isinstance(layer, Conv2D):
+        return tensors
+    return {"input": np.ascontiguousarray(tensors["input"].T[None, :, None, :]),
+            "weight": tensors["weight"][:, :, None, None], "bias": tensors["bias"]}
+
+
+def choose_plan(conv: Conv2D, config: Config, schedule: Schedule | str | None, vthreads: int | None) -> Plan:
+    if schedule is None:
+        return best_schedule(conv, config, vthreads=vthreads)
+    if isinstance(schedule, str):
+        schedule = Schedule.parse(schedule, conv.name)
+    if vthreads is not None and vthreads != schedule.vthreads:
+        schedule = Schedule(**{**schedule.__dict__, "vthreads": vthreads})
+    return Plan(conv, config, schedule)
+
+
+def pack(plan: Plan, tensors: dict) -> dict[str, np.ndarray]:
+    c = plan.config
+    return {"inp": layout.pack_activations(tensors["input"], c.batch, c.block_in),
+            "wgt": layout.pack_weights(tensors["weight"], c.block_out, c.block_in),
+            "bias": layout.pack_bias(tensors["bias"], c.batch, c.block_out)}
+
+
+def compile_layer(layer: Layer, config: Config | str | None = None, *, tensors: dict | None = None,
+                  schedule: Schedule | str | None = None, vthreads: int | None = None, seed: int = 0) -> Bundle:
+    """A bundle computing ``layer`` on the accelerator; its output lands in the symbol ``out``."""
+    config = load_config(config)
+    if not isinstance(layer, (Conv2D, Dense)):
+        raise VdlaError(f"cannot compile {type(layer).__name__} onto the accelerator (conv2d and dense only)")
+    if vthreads is not None and (isinstance(vthreads, bool) or not isinstance(vthreads, int) or vthreads < 1):
+        raise LayerError(layer.name, "vthreads", f"must be a positive integer, got {vthreads!r}")
+    layer.check(config)
+    tensors = check_tensors(layer, tensors, seed)
+    conv = layer.as_conv2d()
+    plan = choose_plan(conv, config, schedule, vthreads)
+    builder = BundleBuilder(config)
+    buffers = thread_buffers(plan)
+    dram = plan_dram(builder, plan, pack(plan, as_conv_tensors(layer, tensors)), buffers)
+    segments = thread_segments(plan, dram, buffers)
+    for insn in hide_latency(segments, config):
+        builder.insns.append(insn)
+    builder.meta = {"producer": "compiler.accel", "layer": layer.describe(), "schedule": plan.schedule.text(),
+                    "output": {"symbol": "out", "shape": [plan.nb, plan.ocb, plan.oh, plan.ow,
+                                                          config.batch, config.block_out]},
+                    "ops": layer.ops}
+    return builder.build(add_finish=False)
+
+
+def layer_output(bundle: Bundle, dram: np.ndarray | None = None) -> np.ndarray:
+    """The layer's output tensor from a final DRAM image (default: the bundle's own image).
+
+    NCHW int8 for conv2d, (N, O) int8 for dense; channel and batch padding removed.
+    """
+    meta = bundle.meta
+    if "layer" not in meta or "output" not in meta:
+        raise VdlaError("the bundle was not produced by the layer compiler (its meta has no layer/output)")
+    layer = layer_from_dict(meta["layer"])
+    packed = bundle.read(meta["output"]["symbol"], dram).reshape(meta["output"]["shape"])
+    conv = layer.as_conv2d()
+    nchw = layout.unpack_activations(packed, conv.n, conv.oc)
+    if isinstance(layer, Dense):
+        return np.ascontiguousarray(nchw[0, :, 0, :].T)
+    return nchw

@@ -1,0 +1,54 @@
+"""Micro-op kernels of a convolution tile, folded into the GEMM/ALU two-level loops.
+
+GEMM kernel of a tile shape (one table per thread and shape; rows are (dst, src, wgt))::
+
+    for ky, kx:                      # kernel offsets, in the table
+        for p in range(G):           # output pixels (p >= pixels: scratch), in the table
+            dst = acc + p
+            src = inp + row(y, ky) * in_cols + x * stride + kx      # (y, x) = divmod(p, tw)
+            wgt = wgt + ky * K + kx
+    instruction loops: i over output-channel blocks (dst += G, wgt += tic*K*K)
+                       j over input-channel blocks  (src += in_rows*in_cols, wgt += K*K)
+
+Consecutive uops write accumulators p, p+1, ... (mod G >= 3), and loop steps move dst by 0 or
+G, so no uop writes an accumulator written by either of the two uops before it (the GEMM
+hazard rule). The ALU kernel walks the tile's real pixels once: dst = acc + p, src = the bias
+vector (loop i: dst += G, src += 1), strictly increasing destinations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compiler.tensorize.schedule import Plan, TileShape
+
+
+def gemm_kernel(plan: Plan, shape: TileShape, *, acc: int, inp: int, wgt: int) -> np.ndarray:
+    """(K*K*G, 3) rows of the GEMM table of ``shape`` for a thread with the given SRAM bases."""
+    k, s = plan.layer.k, plan.layer.stride
+    p = np.arange(shape.group)
+    y, x = np.divmod(np.where(p < shape.pixels, p, 0), shape.tw)
+    rows = []
+    for ky in range(k):
+        row = y if plan.row_step > 1 else y * s + ky
+        for kx in range(k):
+            src = inp + row * shape.in_cols + x * s + kx
+            rows.append(np.stack([acc + p, src, np.full_like(p, wgt + ky * k + kx)], axis=1))
+    return np.concatenate(rows).astype(np.int64)
+
+
+def alu_kernel(shape: TileShape, *, acc: int, bias: int) -> np.ndarray:
+    """(pixels, 3) rows of the ALU table: every real pixel of one output-channel block."""
+    p = np.arange(shape.pixels)
+    return np.stack([acc + p, np.full_like(p, bias), np.zeros_like(p)], axis=1).astype(np.int64)
+
+
+def gemm_hazards(dst: np.ndarray, distance: int = 2) -> int:
+    """Index of the first uop (in flattened loop order) that rewrites an accumulator written by
+    one of the ``distance`` uops before it, or -1."""
+    dst = np.asarray(dst).reshape(-1)
+    for d in range(1, distance + 1):
+        bad = np.flatnonzero(dst[d:] == dst[:-d])
+        if bad.size:
+            return int(bad[0]) + d
+    return -1
