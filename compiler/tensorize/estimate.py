@@ -2,9 +2,8 @@
 
 Two levels, both from the configuration's timing parameters:
 
-- :func:`insn_cycles`: cycles one module spends on one instruction (transfers: per row, the
-  memory latency plus one cycle per beat; GEMM one uop per cycle; ALU one uop per
-  ``ALU_CYCLES_PER_UOP``; each with its decode overhead and pipeline drain).
+- :func:`insn_cycles`: cycles one module spends on one instruction, and how many of them hold
+  the memory port, straight from the timing contract (``vdla_hw.timing.exec_cycles``).
 - :func:`estimate`: a segment-level pipeline over the threads' segments: a segment's loads
   start when the load module and the memory port are free and the same thread's previous
   compute is done (its buffer is free); its compute starts when its loads are done; a
@@ -20,31 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.annotated import Segment
-from vdla_hw import isa, program
+from vdla_hw import isa, program, timing
 from vdla_hw.config import Config
 
 
-def transfer_cycles(insn: isa.Insn, config: Config) -> int:
-    """Memory-port cycles of a LOAD/STORE: per row, first-beat latency plus its beats."""
-    if not program.moves_data(insn):
-        return 0
-    row_bytes = insn.x_size * config.elem_bytes(insn.mem)
-    beats = -(-row_bytes // config.MEM_BYTES_PER_BEAT)
-    bursts = -(-beats // config.MEM_MAX_BURST)
-    return insn.y_size * (config.MEM_LATENCY + beats + bursts - 1)
-
-
-def insn_cycles(insn: isa.Insn, config: Config) -> int:
-    """Cycles the executing module is busy with ``insn``."""
-    over = config.INSN_OVERHEAD
-    if insn.kind in ("LOAD", "STORE"):
-        return over + transfer_cycles(insn, config)
-    work = insn.iter_out * insn.iter_in * (insn.uop_end - insn.uop_bgn)
-    if insn.kind == "GEMM":
-        return over + work + config.GEMM_PIPELINE_DEPTH
-    if insn.kind == "ALU":
-        return over + work * config.ALU_CYCLES_PER_UOP + config.ALU_PIPELINE_DEPTH
-    return over
+def insn_cycles(insn: isa.Insn, config: Config) -> tuple[int, int]:
+    """(module-busy cycles, memory-port cycles) of ``insn`` under the timing contract."""
+    before, port, after = timing.exec_cycles(config, insn)
+    return before + port + after, port
 
 
 @dataclass
@@ -64,37 +46,40 @@ def estimate(threads: list[list[Segment]], config: Config) -> Estimate:
     compute_done = [0] * len(threads)   # per thread: its last compute finished
     store_done = [0] * len(threads)     # per thread: its last store finished
     busy_c = busy_m = moved = 0
+    chunk = timing.fetch_chunk(config)
+    fetch_per_insn = timing.fetch_cycles(config, 0, chunk) / chunk  # fetch shares the port
     longest = max((len(t) for t in threads), default=0)
     for k in range(longest):
         for t, segs in enumerate(threads):
             if k >= len(segs):
                 continue
-            loads = compute = stores = 0
+            cost = {"load": [0, 0], "compute": [0, 0], "store": [0, 0]}
             resets = False
             for op in segs[k].ops:
-                insn = op.insn
-                cycles = insn_cycles(insn, config)
-                if insn.kind in ("LOAD", "STORE") and program.moves_data(insn):
-                    moved += insn.y_size * insn.x_size * config.elem_bytes(insn.mem)
-                    busy_m += cycles
-                if op.module == "load":
-                    loads += cycles
-                elif op.module == "store":
-                    stores += cycles
-                else:
-                    compute += cycles
-                    busy_c += cycles
-                    resets = resets or (insn.kind == "GEMM" and insn.reset)
+                cycles, port = insn_cycles(op.insn, config)
+                if port:
+                    moved += op.insn.y_size * op.insn.x_size * config.elem_bytes(op.insn.mem)
+                cost[op.module][0] += cycles
+                cost[op.module][1] += port
+                resets = resets or (op.insn.kind == "GEMM" and op.insn.reset)
+            port_free += fetch_per_insn * len(segs[k].ops)
+            busy_m += sum(port for _, port in cost.values())
             ready = compute_done[t]
+            loads, load_port = cost["load"]
             if loads:
-                start = max(load_free, port_free, compute_done[t])
-                load_free = port_free = start + loads
-                ready = load_free
+                start = max(load_free, compute_done[t], port_free - load_port)
+                port_free = max(start, port_free) + load_port
+                load_free = ready = start + loads
+            compute, compute_port = cost["compute"]
             if compute:
+                busy_c += compute
                 start = max(compute_free, ready, store_done[t] if resets else 0)
                 compute_free = compute_done[t] = start + compute
+                port_free = max(port_free, start) + compute_port
+            stores, store_port = cost["store"]
             if stores:
-                start = max(store_free, port_free, compute_done[t])
-                store_free = port_free = store_done[t] = start + stores
-    end = max(load_free, compute_free, store_free)
-    return Estimate(cycles=end, compute=busy_c, memory=busy_m, bytes=moved)
+                start = max(store_free, compute_done[t], port_free - store_port)
+                port_free = max(start, port_free) + store_port
+                store_free = store_done[t] = start + stores
+    end = max(load_free, compute_free, store_free, port_free)
+    return Estimate(cycles=int(end), compute=busy_c, memory=int(busy_m), bytes=moved)
