@@ -2,6 +2,48 @@
 
 from __future__ import annotations
 
+import json
+import sys
+
+
+def cmd_sim(args) -> int:
+    from vdla_hw.bundle import Bundle
+    from vdla_sim import simulate
+
+    bundle = Bundle.load(args.file, config=args.config)
+    result = simulate(bundle, max_cycles=args.max_cycles, race_check=not args.no_race_check,
+                      trace_path=args.trace)
+    if args.output:
+        Bundle(dram=result.dram, insn_offset=bundle.insn_offset, insn_count=bundle.insn_count,
+               config=bundle.config, symbols=bundle.symbols, meta=bundle.meta).save(args.output)
+    report = result.as_dict()
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"simulated {bundle.insn_count} instructions ({bundle.config.name}, {bundle.config.CLOCK_MHZ:g} MHz)")
+    print(f"  cycles {result.cycles}  time {result.seconds * 1e6:.3f} us  {result.gops:.2f} GOPS  "
+          f"GEMM utilisation {100 * result.gemm_utilization:.1f}%")
+    for m, busy in result.busy.items():
+        s = result.stall[m]
+        print(f"  {m:<8} busy {busy:<10} stall token {s['token']:<10} memory {s['memory']:<10} queue {s['queue']}")
+    print(f"  bytes {report['bytes']}")
+    left = {q: n for q, n in result.tokens_left.items() if n}
+    print(f"  tokens left at FINISH: {left or 'none'}")
+    if args.output:
+        print(f"  final image written to {args.output}")
+    if args.trace:
+        print(f"  trace written to {args.trace}", file=sys.stderr)
+    return 0
+
 
 def add_parser(sub) -> None:
     """Add this module's subcommands to the ``vdla`` argument parser."""
+    sim = sub.add_parser("sim", help="run a bundle on the cycle-level simulator")
+    sim.add_argument("file", help="program bundle (.npz)")
+    sim.add_argument("--config", default=None, help="require this configuration (preset or JSON file)")
+    sim.add_argument("-o", "--output", help="write the final image as a bundle (.npz, key 'dram')")
+    sim.add_argument("--json", action="store_true", help="machine-readable output")
+    sim.add_argument("--trace", metavar="T.json", help="write a Chrome/Perfetto trace")
+    sim.add_argument("--max-cycles", type=int, default=None, help="stop with an error after this many cycles")
+    sim.add_argument("--no-race-check", action="store_true", help="skip the token race detector")
+    sim.set_defaults(func=cmd_sim)

@@ -161,14 +161,20 @@ def exec_cycles(config: Config, insn: isa.Insn) -> tuple[int, int, int]:
     on its module, from its start (tokens popped). The module is busy for their sum plus any
     wait for the port grant between the first and second part. GEMM/ALU/FINISH never use the
     port; a LOAD/STORE that moves nothing costs INSN_OVERHEAD only and makes no request."""
+    return exec_cost(config, insn)[:3]
+
+
+def exec_cost(config: Config, insn: isa.Insn) -> tuple[int, int, int, int]:
+    """:func:`exec_cycles` plus the beats of the port transaction (0 without one)."""
     if insn.kind == "GEMM":
-        return gemm_cycles(config, insn), 0, 0
+        return gemm_cycles(config, insn), 0, 0, 0
     if insn.kind == "ALU":
-        return alu_cycles(config, insn), 0, 0
+        return alu_cycles(config, insn), 0, 0, 0
     if insn.kind == "FINISH":
-        return config.INSN_OVERHEAD, 0, 0
-    after = pad_cycles(insn) if insn.kind == "LOAD" else 0
-    return config.INSN_OVERHEAD, port_cycles(config, insn), after
+        return config.INSN_OVERHEAD, 0, 0, 0
+    beats, bursts = transfer_beats(config, insn)
+    port = (write_cycles if insn.kind == "STORE" else read_cycles)(config, beats, bursts)
+    return config.INSN_OVERHEAD, port, pad_cycles(insn) if insn.kind == "LOAD" else 0, beats
 
 
 def gemm_hazard(dst: np.ndarray) -> int:

@@ -64,7 +64,9 @@ class Engine:
         self.module_of = [insn.module for insn in insns]
         self.pops = [isa.pops(insn) for insn in insns]
         self.pushes = [isa.pushes(insn) for insn in insns]
-        self.costs = [timing.exec_cycles(c, insn) for insn in insns]
+        self.costs = [timing.exec_cost(c, insn) for insn in insns]
+        self.nbytes = [insn.y_size * insn.x_size * c.elem_bytes(insn.mem) if insn.kind in ("LOAD", "STORE") else 0
+                       for insn in insns]
         self.mods = {m: _Module(m, [i for i, mod in enumerate(self.module_of) if mod == m]) for m in EXEC_MODULES}
         self.tok_push: dict[str, list[int]] = {q: [] for q in TOKEN_ENDS}   # push cycles
         self.tok_pusher: dict[str, list[int]] = {q: [] for q in TOKEN_ENDS}  # pushing instruction
@@ -208,14 +210,11 @@ class Engine:
         if self.races is not None:
             self.races.begin(index, mod.name, pushers)
         self.datapath.execute(self.insns[index], index)
-        pre, port, post = self.costs[index]
+        pre, port, post, beats = self.costs[index]
         if port:
             mod.state, mod.post, mod.t_req = "wait_mem", post, t + pre
-            insn = self.insns[index]
-            beats, _ = timing.transfer_beats(self.config, insn)
-            nbytes = insn.y_size * insn.x_size * self.config.elem_bytes(insn.mem)
-            self.port.request(Request(t + pre, mod.name, port, tag=index, beats=beats, bytes=nbytes,
-                                      write=insn.kind == "STORE"))
+            self.port.request(Request(t + pre, mod.name, port, tag=index, beats=beats, bytes=self.nbytes[index],
+                                      write=mod.name == "store"))
             self._arb_at(t + pre)
         else:
             mod.state = "busy"
