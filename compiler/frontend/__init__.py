@@ -1,0 +1,11 @@
+"""Front end: float models in (ONNX files or the built-in ResNet builders) as a small graph IR.
+
+``load_onnx(path)`` imports a float ONNX model (BatchNormalization folded into Conv);
+``resnet.build_resnet(depth, resolution)`` writes ResNet-18/34 (torchvision layout) as ONNX with
+deterministic random weights; ``float_ref.run(graph, x)`` executes a graph in float numpy.
+"""
+
+from compiler.frontend.graph import Graph, ModelError, Node
+from compiler.frontend.onnx_import import load_onnx
+
+__all__ = ["Graph", "ModelError", "Node", "load_onnx"]

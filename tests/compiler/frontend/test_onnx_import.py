@@ -1,0 +1,105 @@
+"""ONNX import: the graph IR against onnx's own reference evaluator, and clear errors."""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+from compiler.frontend import ModelError, float_ref, load_onnx
+from compiler.frontend.inputs import synthetic_images
+from compiler.frontend.resnet import build_resnet
+
+
+@pytest.fixture(scope="module")
+def resnet18_32(tmp_path_factory):
+    path = tmp_path_factory.mktemp("m") / "r18.onnx"
+    onnx.save(build_resnet(18, 32), str(path))
+    return path
+
+
+def test_import_matches_onnx_reference_evaluator(resnet18_32):
+    """BN folding, pooling, residual adds and the classifier against onnx.reference (float)."""
+    x = synthetic_images(1, 32, seed=3)
+    want = ReferenceEvaluator(str(resnet18_32)).run(None, {"input": x})[0]
+    graph = load_onnx(resnet18_32)
+    got = float_ref.forward(graph, x)
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+
+
+def test_resnet18_graph_has_torchvision_names_and_no_batchnorm(resnet18_32):
+    graph = load_onnx(resnet18_32)
+    convs = [n.name for n in graph.nodes if n.op == "conv"]
+    assert len(convs) == 20 and convs[0] == "conv1" and "layer4.0.downsample.0" in convs
+    assert [n.op for n in graph.nodes].count("add") == 8
+    assert graph.nodes[-1].op == "dense" and graph.shapes[graph.output] == (1, 1000)
+
+
+def model_with(nodes, inits, in_shape=(1, 4, 8, 8), out_shape=None, name="m"):
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(in_shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+                              [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def save(tmp_path, model, name="m.onnx"):
+    path = tmp_path / name
+    onnx.save(model, str(path))
+    return path
+
+
+def test_matmul_plus_bias_reshape_and_clip_relu(tmp_path):
+    rng = np.random.default_rng(0)
+    w, b = rng.standard_normal((256, 10)), rng.standard_normal(10)
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["f"], name="flat"),
+             helper.make_node("MatMul", ["f", "w"], ["m"], name="mm"),
+             helper.make_node("Add", ["m", "b"], ["a"], name="bias"),
+             helper.make_node("Clip", ["a", "lo"], ["y"], name="relu6ish")]
+    model = model_with(nodes, {"w": w, "b": b, "lo": np.float32(0)}, out_shape=[1, 10])
+    model.graph.initializer.append(numpy_helper.from_array(np.array([1, -1], np.int64), "shape"))
+    path = save(tmp_path, model)
+    x = rng.standard_normal((1, 4, 8, 8)).astype(np.float32)
+    want = ReferenceEvaluator(str(path)).run(None, {"x": x})[0]
+    graph = load_onnx(path)
+    assert [n.op for n in graph.nodes] == ["flatten", "dense", "relu"]
+    np.testing.assert_allclose(float_ref.forward(graph, x), want, rtol=1e-4, atol=1e-4)
+
+
+def test_unsupported_op_names_the_node(tmp_path):
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"], name="gate"), helper.make_node("Tanh", ["s"], ["y"], name="t")]
+    path = save(tmp_path, model_with(nodes, {}, out_shape=[1, 4, 8, 8]))
+    with pytest.raises(ModelError) as err:
+        load_onnx(path)
+    text = str(err.value)
+    assert "node 'gate' (Sigmoid)" in text and "unsupported op Sigmoid (and 1 more: Tanh)" in text and str(path) in text
+
+
+@pytest.mark.parametrize("attrs,words", [({"group": 2}, "grouped convolution"), ({"dilations": [2, 2]}, "dilated")])
+def test_unsupported_conv_forms(tmp_path, attrs, words):
+    w = np.zeros((4, 4 // attrs.get("group", 1), 3, 3))
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c", kernel_shape=[3, 3], **attrs)
+    with pytest.raises(ModelError, match=f"node 'c' \\(Conv\\): {words}"):
+        load_onnx(save(tmp_path, model_with([node], {"w": w}, out_shape=None)))
+
+
+def test_batchnorm_not_after_conv_is_rejected(tmp_path):
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn")
+    inits = {k: np.ones(4) for k in "sbmv"}
+    with pytest.raises(ModelError, match="node 'bn' \\(BatchNormalization\\): .*directly after a Conv"):
+        load_onnx(save(tmp_path, model_with([node], inits)))
+
+
+def test_not_an_onnx_file(tmp_path):
+    path = tmp_path / "junk.onnx"
+    path.write_bytes(b"\x08\x07definitely not protobuf" * 10)
+    with pytest.raises(ModelError, match="not an ONNX model file"):
+        load_onnx(path)
+    with pytest.raises(ModelError, match="no such file"):
+        load_onnx(tmp_path / "missing.onnx")
+
+
+def test_add_with_mismatched_shapes(tmp_path):
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Add", ["x", "p"], ["y"], name="sum")]
+    with pytest.raises(ModelError, match="node 'sum' \\(Add\\): .*broadcasting is not supported"):
+        load_onnx(save(tmp_path, model_with(nodes, {})))
