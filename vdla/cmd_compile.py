@@ -1,7 +1,86 @@
-"""Subcommands of `vdla compile` (compiler); registered by vdla.cli through add_parser."""
+"""Subcommands of `vdla compile` (compiler); registered by vdla.cli through add_parser.
+
+    vdla compile conv2d --h 14 --w 14 --ic 64 --oc 64 --k 3 --stride 1 --pad 1 --shift 8 --relu \\
+        [--n 1] [--config vta-pynq] [--vthreads 2] [--schedule th=7,tw=14,toc=2,tic=4] \\
+        [--input x.npy --weight w.npy --bias b.npy] [--seed 0] -o layer.npz
+    vdla compile dense --n 1 --ic 512 --oc 1000 --shift 8 [...] -o fc.npz
+
+Without tensors, random ones (seeded) are compiled in. The bundle's output is read back with
+``compiler.accel.layer_output`` (``vdla sim layer.npz --output y.npy``).
+"""
 
 from __future__ import annotations
 
+import sys
+
+from vdla_hw.errors import VdlaError
+
+
+def _load_npy(path: str, name: str):
+    import numpy as np
+
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise VdlaError(f"{path}: no such file (--{name})") from None
+    except (ValueError, OSError, EOFError) as err:
+        raise VdlaError(f"{path}: not a readable .npy array for --{name} ({err})") from None
+
+
+def cmd_compile(args) -> int:
+    from compiler.accel import compile_layer
+    from compiler.layers import Conv2D, Dense
+
+    if args.op == "conv2d":
+        layer = Conv2D(name=args.name or "conv2d", n=args.n, h=args.h, w=args.w, ic=args.ic, oc=args.oc, k=args.k,
+                       stride=args.stride, pad=args.pad, shift=args.shift, relu=args.relu)
+    else:
+        layer = Dense(name=args.name or "dense", n=args.n, ic=args.ic, oc=args.oc, shift=args.shift, relu=args.relu)
+    given = {key: getattr(args, key) for key in ("input", "weight", "bias")}
+    tensors = None
+    if any(given.values()):
+        missing = [key for key, path in given.items() if not path]
+        if missing:
+            raise VdlaError(f"--{missing[0]} is missing: give --input, --weight and --bias together, or none "
+                            "for random tensors")
+        tensors = {key: _load_npy(path, key) for key, path in given.items()}
+    bundle = compile_layer(layer, args.config, tensors=tensors, schedule=args.schedule, vthreads=args.vthreads,
+                           seed=args.seed)
+    bundle.save(args.output)
+    print(f"wrote {args.output}: {layer.name} ({args.op}), schedule {bundle.meta['schedule']}, "
+          f"{bundle.insn_count} instructions, {bundle.dram.size}-byte image, config {bundle.config.name}",
+          file=sys.stderr)
+    return 0
+
+
+def _common(p, default_name: str) -> None:
+    p.add_argument("--n", type=int, default=1, help="batch size (default 1)")
+    p.add_argument("--ic", type=int, required=True, help="input channels / features")
+    p.add_argument("--oc", type=int, required=True, help="output channels / features")
+    p.add_argument("--shift", type=int, default=0, help="requantization right shift (0..31)")
+    p.add_argument("--relu", action="store_true", help="clip at 0 instead of -128")
+    p.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
+    p.add_argument("--vthreads", type=int, default=None, help="virtual threads (default: the search's choice)")
+    p.add_argument("--schedule", default=None,
+                   help="fix the tiling: th=ROWS,tw=COLS,toc=OC_BLOCKS,tic=IC_BLOCKS[,vthreads=N][,order=spatial|oc]")
+    p.add_argument("--input", default=None, help=".npy int8 input (NCHW; dense: N x I)")
+    p.add_argument("--weight", default=None, help=".npy int8 weights (OIHW; dense: O x I)")
+    p.add_argument("--bias", default=None, help=".npy int32 bias (O,)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random tensors")
+    p.add_argument("--name", default=None, help=f"layer name in messages (default {default_name})")
+    p.add_argument("-o", "--output", required=True, help="bundle file to write (.npz)")
+    p.set_defaults(func=cmd_compile)
+
 
 def add_parser(sub) -> None:
-    """Add this module's subcommands to the ``vdla`` argument parser."""
+    """Add `vdla compile conv2d|dense` to the ``vdla`` argument parser."""
+    comp = sub.add_parser("compile", help="compile a quantized conv2d or dense layer into a bundle")
+    ops = comp.add_subparsers(dest="op", required=True, metavar="OP")
+    conv = ops.add_parser("conv2d", help="y = clip((conv(x, w) + b) >> shift, lo, 127), NCHW int8")
+    for key, meaning in (("h", "input height"), ("w", "input width"), ("k", "kernel size (square)")):
+        conv.add_argument(f"--{key}", type=int, required=True, help=meaning)
+    conv.add_argument("--stride", type=int, default=1, help="stride (default 1)")
+    conv.add_argument("--pad", type=int, default=0, help="zero padding on each side (default 0)")
+    _common(conv, "conv2d")
+    dense = ops.add_parser("dense", help="y = clip((x @ w.T + b) >> shift, lo, 127), int8")
+    _common(dense, "dense")

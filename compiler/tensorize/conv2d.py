@@ -89,14 +89,15 @@ def _shape_of(plan: Plan, item) -> TileShape:
     return plan.shapes[(min(s.th, plan.oh - ty * s.th), min(s.tw, plan.ow - tx * s.tw))]
 
 
-def _input_window(plan: Plan, item, shape: TileShape):
-    """Valid input rows/columns of a tile and its padding: (ya, ny, top, bottom, xa, nx, left, right)."""
+def _input_window(plan: Plan, item, shape: TileShape, ky0: int = 0):
+    """Valid input rows/columns of a tile (kernel rows from ``ky0``) and its padding:
+    (ya, ny, top, bottom, xa, nx, left, right)."""
     layer = plan.layer
     _, ty, tx, _ = item
     oh0, ow0 = ty * plan.schedule.th, tx * plan.schedule.tw
     if plan.row_step > 1:
         return oh0 * layer.stride, shape.th, 0, 0, ow0 * layer.stride, shape.in_cols, 0, 0
-    y0, x0 = oh0 * layer.stride - layer.pad, ow0 * layer.stride - layer.pad
+    y0, x0 = oh0 * layer.stride - layer.pad + ky0, ow0 * layer.stride - layer.pad
     ya, yb = max(y0, 0), min(y0 + shape.in_rows, layer.h)
     xa, xb = max(x0, 0), min(x0 + shape.in_cols, layer.w)
     ny, nx = max(yb - ya, 0), max(xb - xa, 0)
@@ -105,8 +106,11 @@ def _input_window(plan: Plan, item, shape: TileShape):
 
 
 def _zero_tile_needed(plan: Plan, item, shape: TileShape) -> bool:
-    _, ny, _, _, _, nx, _, _ = _input_window(plan, item, shape)
-    return ny == 0 or nx == 0
+    for kt in range(plan.n_tiles_ky):
+        _, ny, _, _, _, nx, _, _ = _input_window(plan, item, shape, kt * plan.tky)
+        if ny == 0 or nx == 0:
+            return True
+    return False
 
 
 class _Emitter:
@@ -130,20 +134,18 @@ class _Emitter:
         g_bgn, g_rows = tb.gemm[key]
         a_bgn, a_rows = tb.alu[key]
         tile_in = shape.in_rows * shape.in_cols
-        for ti in range(plan.n_tiles_ic):
+        steps = [(ti, kt) for ti in range(plan.n_tiles_ic) for kt in range(plan.n_tiles_ky)]
+        for ti, kt in steps:
             ops: list[Op] = []
-            c0 = ti * sched.tic
+            c0, ky0 = ti * sched.tic, kt * plan.tky
             tic = min(sched.tic, plan.icb - c0)
-            if self.held["inp"] != (n, ty, tx, ti):
-                self.load_inp(ops, item, shape, c0, tic)
-                self.held["inp"] = (n, ty, tx, ti)
-            if self.held["wgt"] != (to, ti):
-                kk = plan.kk
-                self.op(ops, "LOAD", tag="load wgt", memory_type=MT["wgt"], sram_base=tb.wgt,
-                        dram_base=self.dram.wgt + (o0 * plan.icb + c0) * kk, y_size=toc, x_size=tic * kk,
-                        x_stride=plan.icb * kk)
-                self.held["wgt"] = (to, ti)
-            if ti == 0:
+            if self.held["inp"] != (n, ty, tx, ti, kt):
+                self.load_inp(ops, item, shape, c0, tic, ky0)
+                self.held["inp"] = (n, ty, tx, ti, kt)
+            if self.held["wgt"] != (to, ti, kt):
+                self.load_wgt(ops, o0, toc, c0, tic, ky0)
+                self.held["wgt"] = (to, ti, kt)
+            if (ti, kt) == (0, 0):
                 if self.held["bias"] != to:
                     self.op(ops, "LOAD", tag="load bias", memory_type=MT["acc"], sram_base=tb.bias,
                             dram_base=self.dram.bias + o0, y_size=1, x_size=toc, x_stride=toc)
@@ -152,17 +154,30 @@ class _Emitter:
                         uop_end=g_bgn + shape.group, iter_out=toc, iter_in=1, dst_factor_out=shape.group)
             self.op(ops, "GEMM", g_rows, tag="gemm", uop_bgn=g_bgn, uop_end=g_bgn + len(g_rows),
                     iter_out=toc, iter_in=tic, dst_factor_out=shape.group, src_factor_in=tile_in,
-                    wgt_factor_out=tic * plan.kk, wgt_factor_in=plan.kk)
+                    wgt_factor_out=tic * plan.kstep, wgt_factor_in=plan.kstep)
             self.segments.append(Segment(ops))
         ops = []
         self.requantize(ops, a_bgn, a_rows, toc, shape)
         self.store(ops, item, shape, o0, toc)
         self.segments.append(Segment(ops))
 
-    def load_inp(self, ops, item, shape: TileShape, c0: int, tic: int) -> None:
+    def load_wgt(self, ops, o0: int, toc: int, c0: int, tic: int, ky0: int) -> None:
+        """Weights of oc blocks o0.. and ic blocks c0.., kernel rows ky0..ky0+tky, packed
+        (o, c, ky, kx) in the thread's slice: one 2-D load, or one per oc block if rows are split."""
+        plan, k = self.plan, self.plan.layer.k
+        base = self.dram.wgt + (o0 * plan.icb + c0) * plan.kk + ky0 * k
+        if plan.tky == k:
+            self.op(ops, "LOAD", tag="load wgt", memory_type=MT["wgt"], sram_base=self.tb.wgt, dram_base=base,
+                    y_size=toc, x_size=tic * plan.kk, x_stride=plan.icb * plan.kk)
+            return
+        for o in range(toc):
+            self.op(ops, "LOAD", tag="load wgt", memory_type=MT["wgt"], sram_base=self.tb.wgt + o * tic * plan.kstep,
+                    dram_base=base + o * plan.icb * plan.kk, y_size=tic, x_size=plan.kstep, x_stride=plan.kk)
+
+    def load_inp(self, ops, item, shape: TileShape, c0: int, tic: int, ky0: int) -> None:
         plan, layer = self.plan, self.plan.layer
         n = item[0]
-        ya, ny, top, bottom, xa, nx, left, right = _input_window(plan, item, shape)
+        ya, ny, top, bottom, xa, nx, left, right = _input_window(plan, item, shape, ky0)
         tile_in = shape.in_rows * shape.in_cols
         for c in range(tic):
             sram = self.tb.inp + c * tile_in

@@ -9,7 +9,8 @@ the edges), each thread's slice of the INP/WGT/ACC buffers and the micro-op tabl
 Loop nest of a compiled convolution (``order="spatial"``; ``"oc"`` swaps the two middle loops)::
 
     for n-block, tile row, tile column, oc tile:      <- split over the virtual threads
-        for ic tile:   load inp (+pad), load wgt, GEMM (reset on the first)
+        for ic tile, kernel-row tile (tky rows of the kernel; tky = K unless split):
+                       load inp (+pad), load wgt, GEMM (reset on the first)
         ALU add bias, shr, max lo, min 127; store
 
 Per thread, ACC holds ``toc`` bias vectors then ``toc`` groups of ``G`` accumulators, one per
@@ -45,9 +46,11 @@ class Schedule:
     tic: int
     vthreads: int = 1
     order: str = "spatial"
+    tky: int = 0  # kernel rows per reduction step: 0 = the whole kernel, 1 = one row at a time
 
     def text(self) -> str:
-        return f"th={self.th},tw={self.tw},toc={self.toc},tic={self.tic},vthreads={self.vthreads},order={self.order}"
+        return (f"th={self.th},tw={self.tw},toc={self.toc},tic={self.tic},vthreads={self.vthreads},order={self.order}"
+                + (f",tky={self.tky}" if self.tky else ""))
 
     @classmethod
     def parse(cls, text: str, layer: str = "schedule") -> Schedule:
@@ -55,9 +58,9 @@ class Schedule:
         values: dict = {}
         for part in filter(None, re.split(r"[,\s]+", text.strip())):
             key, sep, value = part.partition("=")
-            if not sep or key not in ("th", "tw", "toc", "tic", "vthreads", "order"):
+            if not sep or key not in ("th", "tw", "toc", "tic", "vthreads", "order", "tky"):
                 raise ScheduleError(layer, "schedule", f"bad item {part!r}; expected th=, tw=, toc=, tic=, "
-                                    "vthreads=, order= (e.g. th=7,tw=14,toc=2,tic=4)")
+                                    "vthreads=, order=, tky= (e.g. th=7,tw=14,toc=2,tic=4)")
             if key == "order":
                 values[key] = value
             else:
@@ -98,6 +101,10 @@ class Plan:
                 raise ScheduleError(name, f"schedule.{key}", f"must be a positive integer, got {value!r}")
         if s.order not in ORDERS:
             raise ScheduleError(name, "schedule.order", f"{s.order!r} is not one of {', '.join(ORDERS)}")
+        if s.tky not in (0, 1, layer.k):
+            raise ScheduleError(name, "schedule.tky", f"{s.tky!r} must be 1 or the kernel size {layer.k} "
+                                "(or 0 for the whole kernel)")
+        self.tky = s.tky or layer.k
         self.nb = blocks(layer.n, config.batch)
         self.icb = blocks(layer.ic, config.block_in)
         self.ocb = blocks(layer.oc, config.block_out)
@@ -112,11 +119,12 @@ class Plan:
         self.shapes = {(th, tw): self._shape(th, tw)
                        for th, tw in itertools.product(self._sizes(s.th, self.oh), self._sizes(s.tw, self.ow))}
         self.kk = layer.k * layer.k
+        self.kstep = self.tky * layer.k  # kernel offsets per reduction step
         T = s.vthreads
         self.inp_part = s.tic * max(sh.in_rows * sh.in_cols for sh in self.shapes.values())
-        self.wgt_part = s.toc * s.tic * self.kk
+        self.wgt_part = s.toc * s.tic * self.kstep
         self.acc_part = s.toc + s.toc * max(sh.group for sh in self.shapes.values())
-        self.uop_per_thread = sum(self.kk * sh.group + sh.pixels for sh in self.shapes.values())
+        self.uop_per_thread = sum(self.kstep * sh.group + sh.pixels for sh in self.shapes.values())
         for mem, part in (("inp", self.inp_part), ("wgt", self.wgt_part), ("acc", self.acc_part),
                           ("uop", self.uop_per_thread)):
             if part * T > config.depth(mem):
@@ -127,6 +135,7 @@ class Plan:
         self.n_tiles_w = blocks(self.ow, s.tw)
         self.n_tiles_oc = blocks(self.ocb, s.toc)
         self.n_tiles_ic = blocks(self.icb, s.tic)
+        self.n_tiles_ky = layer.k // self.tky
 
     @staticmethod
     def _sizes(tile: int, total: int) -> list[int]:
@@ -134,7 +143,7 @@ class Plan:
 
     def _shape(self, th: int, tw: int) -> TileShape:
         layer = self.layer
-        rows = th if self.row_step > 1 else (th - 1) * layer.stride + layer.k
+        rows = th if self.row_step > 1 else (th - 1) * layer.stride + self.tky
         cols = (tw - 1) * layer.stride + layer.k
         return TileShape(th, tw, rows, cols, max(th * tw, HAZARD_DISTINCT))
 

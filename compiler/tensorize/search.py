@@ -27,25 +27,27 @@ def tile_sizes(total: int) -> list[int]:
 
 def candidates(layer: Conv2D, config: Config, vthreads=DEFAULT_VTHREADS) -> list[Plan]:
     plans = []
-    probe = Plan(layer, config, Schedule(th=1, tw=1, toc=1, tic=1))
-    for th, tw, toc, tic, t, order in itertools.product(
+    probe = Plan(layer, config, Schedule(th=1, tw=1, toc=1, tic=1, tky=1))
+    tkys = (0, 1) if layer.k > 1 else (0,)
+    for th, tw, toc, tic, t, order, tky in itertools.product(
             tile_sizes(probe.oh), tile_sizes(probe.ow), tile_sizes(probe.ocb), tile_sizes(probe.icb),
-            vthreads, ORDERS):
-        if not _quick_fit(probe, th, tw, toc, tic, t, config):
+            vthreads, ORDERS, tkys):
+        if not _quick_fit(probe, th, tw, toc, tic, t, tky or layer.k, config):
             continue
         try:
-            plans.append(Plan(layer, config, Schedule(th=th, tw=tw, toc=toc, tic=tic, vthreads=t, order=order)))
+            plans.append(Plan(layer, config, Schedule(th=th, tw=tw, toc=toc, tic=tic, vthreads=t, order=order,
+                                                      tky=tky)))
         except ScheduleError:
             continue
     return plans
 
 
-def _quick_fit(probe: Plan, th, tw, toc, tic, t, config: Config) -> bool:
+def _quick_fit(probe: Plan, th, tw, toc, tic, t, tky, config: Config) -> bool:
     """Necessary buffer conditions, checked before building a Plan."""
     layer = probe.layer
-    rows = th if probe.row_step > 1 else (th - 1) * layer.stride + layer.k
+    rows = th if probe.row_step > 1 else (th - 1) * layer.stride + tky
     cols = (tw - 1) * layer.stride + layer.k
-    return (t * tic * rows * cols <= config.depth("inp") and t * toc * tic * layer.k ** 2 <= config.depth("wgt")
+    return (t * tic * rows * cols <= config.depth("inp") and t * toc * tic * tky * layer.k <= config.depth("wgt")
             and t * toc * (1 + max(th * tw, 3)) <= config.depth("acc"))
 
 
@@ -60,18 +62,19 @@ def rough_cycles(plan: Plan) -> float:
     group_ratio = full.group / full.pixels
     gemm = pixels * plan.ocb * plan.icb * plan.kk * group_ratio
     alu = pixels * plan.ocb * (3 + (layer.shift > 0)) * c.ALU_CYCLES_PER_UOP
-    overhead = items * plan.n_tiles_ic * (2 * c.INSN_OVERHEAD + 2 * c.GEMM_PIPELINE_DEPTH)
+    steps = plan.n_tiles_ic * plan.n_tiles_ky
+    overhead = items * steps * (2 * c.INSN_OVERHEAD + 2 * c.GEMM_PIPELINE_DEPTH)
     overhead += items * 4 * (c.INSN_OVERHEAD + c.ALU_PIPELINE_DEPTH)
     compute = gemm + pixels * plan.ocb * group_ratio + alu + overhead
     # memory: how often each input / weight tile is loaded
-    share_inp = plan.n_tiles_ic == 1 and s.order == "spatial" and plan.n_tiles_oc > s.vthreads
-    share_wgt = plan.n_tiles_ic == 1 and s.order == "oc" and n_sp > s.vthreads
-    inp_loads = n_sp * plan.n_tiles_ic * (min(s.vthreads, plan.n_tiles_oc) if share_inp else plan.n_tiles_oc)
-    wgt_loads = plan.n_tiles_oc * plan.n_tiles_ic * (min(s.vthreads, n_sp) if share_wgt else n_sp)
+    share_inp = steps == 1 and s.order == "spatial" and plan.n_tiles_oc > s.vthreads
+    share_wgt = steps == 1 and s.order == "oc" and n_sp > s.vthreads
+    inp_loads = n_sp * steps * (min(s.vthreads, plan.n_tiles_oc) if share_inp else plan.n_tiles_oc)
+    wgt_loads = plan.n_tiles_oc * steps * (min(s.vthreads, n_sp) if share_wgt else n_sp)
     bpb = c.MEM_BYTES_PER_BEAT
     inp_rows = inp_loads * s.tic * full.in_rows
     inp_beats = inp_rows * -(-full.in_cols * c.elem_bytes("inp") // bpb)
-    wgt_beats = wgt_loads * s.toc * -(-s.tic * plan.kk * c.elem_bytes("wgt") // bpb)
+    wgt_beats = wgt_loads * s.toc * -(-s.tic * plan.kstep * c.elem_bytes("wgt") // bpb)
     out_rows = items * s.toc * (1 if s.tw == plan.ow else s.th)
     out_beats = pixels * plan.ocb * c.elem_bytes("out") / bpb
     memory = (inp_beats + wgt_beats + out_beats

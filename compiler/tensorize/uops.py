@@ -2,13 +2,13 @@
 
 GEMM kernel of a tile shape (one table per thread and shape; rows are (dst, src, wgt))::
 
-    for ky, kx:                      # kernel offsets, in the table
+    for ky < tky, kx:                # kernel offsets of one reduction step, in the table
         for p in range(G):           # output pixels (p >= pixels: scratch), in the table
             dst = acc + p
             src = inp + row(y, ky) * in_cols + x * stride + kx      # (y, x) = divmod(p, tw)
             wgt = wgt + ky * K + kx
-    instruction loops: i over output-channel blocks (dst += G, wgt += tic*K*K)
-                       j over input-channel blocks  (src += in_rows*in_cols, wgt += K*K)
+    instruction loops: i over output-channel blocks (dst += G, wgt += tic*tky*K)
+                       j over input-channel blocks  (src += in_rows*in_cols, wgt += tky*K)
 
 Consecutive uops write accumulators p, p+1, ... (mod G >= 3), and loop steps move dst by 0 or
 G, so no uop writes an accumulator written by either of the two uops before it (the GEMM
@@ -29,7 +29,7 @@ def gemm_kernel(plan: Plan, shape: TileShape, *, acc: int, inp: int, wgt: int) -
     p = np.arange(shape.group)
     y, x = np.divmod(np.where(p < shape.pixels, p, 0), shape.tw)
     rows = []
-    for ky in range(k):
+    for ky in range(plan.tky):
         row = y if plan.row_step > 1 else y * s + ky
         for kx in range(k):
             src = inp + row * shape.in_cols + x * s + kx

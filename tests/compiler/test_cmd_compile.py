@@ -1,0 +1,60 @@
+"""`vdla compile conv2d|dense` (vdla/cmd_compile.py): bundles that compute the layer; one-line
+errors with exit status 2."""
+
+import numpy as np
+
+import vdla_sim
+from compiler.accel import layer_output
+from vdla.cli import main
+from vdla_hw.bundle import Bundle
+
+from . import quant_ref as ref
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_compile_conv2d_with_given_tensors(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    x = rng.integers(-128, 128, (1, 6, 7, 5), dtype=np.int8)
+    w = rng.integers(-128, 128, (5, 6, 3, 3), dtype=np.int8)
+    b = rng.integers(-999, 999, (5,), dtype=np.int32)
+    for name, arr in (("x", x), ("w", w), ("b", b)):
+        np.save(tmp_path / f"{name}.npy", arr)
+    out = tmp_path / "layer.npz"
+    code, _, err = run(capsys, "compile", "conv2d", "--h", 7, "--w", 5, "--ic", 6, "--oc", 5, "--k", 3, "--stride", 2,
+                       "--pad", 1, "--shift", 5, "--relu", "--config", "tiny", "--vthreads", 2,
+                       "--input", tmp_path / "x.npy", "--weight", tmp_path / "w.npy", "--bias", tmp_path / "b.npy",
+                       "-o", out)
+    assert code == 0 and "vthreads=2" in err
+    bundle = Bundle.load(out)
+    got = layer_output(bundle, vdla_sim.simulate(bundle).dram)
+    assert (got == ref.conv2d(x, w, b, stride=2, pad=1, shift=5, relu=True)).all()
+
+
+def test_compile_dense_random_with_schedule(tmp_path, capsys):
+    out = tmp_path / "fc.npz"
+    code, _, err = run(capsys, "compile", "dense", "--n", 2, "--ic", 40, "--oc", 9, "--shift", 6, "--config", "osdi18",
+                       "--schedule", "th=1,tw=2,toc=1,tic=1", "-o", out)
+    assert code == 0, err
+    bundle = Bundle.load(out)
+    assert layer_output(bundle, vdla_sim.simulate(bundle).dram).shape == (2, 9)
+
+
+def test_compile_errors_are_one_line(tmp_path, capsys):
+    cases = [
+        (["--k", 3, "--pad", 20], "pad: 20 exceeds the 4-bit LOAD pad fields"),
+        (["--k", 3, "--schedule", "th=99,tw=1,toc=1,tic=1"], "schedule.th: 99 exceeds the layer's 6 (output rows)"),
+        (["--k", 3, "--schedule", "th=2"], "schedule.tw: missing"),
+        (["--k", 3, "--schedule", "th=2,tw=2,toc=1,tic=1,speed=9"], "bad item 'speed=9'"),
+        (["--k", 3, "--input", tmp_path / "none.npy"], "--weight is missing"),
+        (["--k", 3, "--config", "tiny", "--schedule", "th=6,tw=6,toc=1,tic=1"], "buffer of tiny holds"),
+        (["--k", 3, "--vthreads", 0], "vthreads: must be a positive integer"),
+    ]
+    for extra, message in cases:
+        code, _, err = run(capsys, "compile", "conv2d", "--h", 8, "--w", 8, "--ic", 8, "--oc", 8, *extra,
+                           "-o", tmp_path / "x.npz")
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (extra, err)
