@@ -1,0 +1,69 @@
+"""The instruction control shared by load, compute and store (timing contract, "Modules"):
+take the head of the command queue when free, wait until every token it pops is visible,
+start (pop), run until the datapath says ``done``, retire (push) and take the next one in the
+same cycle."""
+
+from __future__ import annotations
+
+from myhdl import Signal, always_comb, always_seq, block, intbv
+
+from vdla_hw.rtl.params import INDEX_BITS, RtlParams
+
+
+@block
+def exec_ctl(clk, rst, p: RtlParams, avail, head, pop_cmd, tok_prev_ok, tok_next_ok, start, sinsn, done,
+             pop_prev, pop_next, push_prev, push_next, ret_valid, ret_index, cur_opcode):
+    """``head``/``sinsn``: {index, instruction} (index above bit 128). ``tok_prev_ok`` /
+    ``tok_next_ok``: a token is visible in the queue the pop_prev / pop_next flag pops (tie
+    high for a flag the module cannot use). ``start`` is high in the cycle the instruction
+    starts, with ``sinsn`` the starting instruction; ``done`` (from the datapath) in its retire
+    cycle."""
+    H = p.fields["FINISH"]
+    PP, PN, UP, UN = (H[n][0] for n in ("pop_prev", "pop_next", "push_prev", "push_next"))
+    OPW = H["opcode"][1]
+    IB = 128
+    busy = Signal(bool(0))
+    running = Signal(bool(0))
+    cur = Signal(intbv(0)[len(head):])
+    free = Signal(bool(0))
+    take = Signal(bool(0))
+    go = Signal(bool(0))
+
+    @always_comb
+    def comb():
+        free.next = not busy or done
+        take.next = (not busy or done) and avail
+
+    @always_comb
+    def comb2():
+        pop_cmd.next = take
+        if take:
+            sinsn.next = head
+            go.next = (not head[PP] or tok_prev_ok) and (not head[PN] or tok_next_ok)
+        else:
+            sinsn.next = cur
+            go.next = busy and not running and (not cur[PP] or tok_prev_ok) and (not cur[PN] or tok_next_ok)
+
+    @always_comb
+    def comb3():
+        start.next = go
+        pop_prev.next = go and sinsn[PP]
+        pop_next.next = go and sinsn[PN]
+        push_prev.next = done and cur[UP]
+        push_next.next = done and cur[UN]
+        ret_valid.next = done
+        ret_index.next = cur[IB + INDEX_BITS:IB]
+        cur_opcode.next = cur[OPW:0]
+
+    @always_seq(clk.posedge, reset=rst)
+    def seq():
+        if take:
+            cur.next = head
+            busy.next = 1
+        elif done:
+            busy.next = 0
+        if go:
+            running.next = 1
+        elif done or take:
+            running.next = 0
+    return comb, comb2, comb3, seq

@@ -1,0 +1,391 @@
+"""LOAD data movers: the read DMA shared by the load module (inp, wgt) and compute (uop, acc).
+
+Timing (vdla_hw.timing.exec_cycles of a LOAD): from the start cycle t_s, INSN_OVERHEAD cycles
+of decode, then a port request (held until granted), the port transaction, then one cycle per
+padding element; ``done`` is high in the retire cycle. Data lands in SRAM as beats arrive;
+padding zeros are written in cycles without a beat (there are always enough before retire:
+MEM_LATENCY >= 1 and INSN_OVERHEAD >= 1 leave at least pad + 1 such cycles).
+"""
+
+from __future__ import annotations
+
+from myhdl import Signal, always_comb, always_seq, block, concat, intbv
+
+from vdla_hw.config import MEM_TYPES
+from vdla_hw.rtl.params import ADDR_BITS, MemGeom, RtlParams, log2
+
+IDLE, PRE, REQ, HOLD, POST = range(5)
+
+
+@block
+def wide_writer(clk, rst, g: MemGeom, sel, me_beat, row_last, rdata, sr, k, row_sram, col, pad_we, pad_addr,
+                we, waddr, wdata, lgB):
+    """Element writes of a memory whose element is >= one beat: the last beat of an element
+    writes concat(beat, previous beats)."""
+    EB = g.elem_bytes // (1 << lgB)
+    top = EB - 1
+    BW = len(rdata)
+    ib = g.ibits
+
+    @always_comb
+    def comb():
+        we.next = 0
+        waddr.next = pad_addr[ib:]
+        wdata.next = 0
+        if sel:
+            if me_beat and k == top:
+                we.next = 1
+                a = intbv(0)[len(row_sram):]
+                a[:] = row_sram + col
+                waddr.next = a[ib:]
+                if EB == 1:
+                    wdata.next = rdata
+                else:
+                    wdata.next = concat(rdata, sr[len(sr):len(sr) - top * BW])
+            elif pad_we:
+                we.next = 1
+    return comb
+
+
+@block
+def narrow_lane(s, g: MemGeom, bp, lo_t, hi_t, rdata, we0, we1, dlane):
+    """SRAM lane ``s`` of a narrow memory during a beat: which DRAM lane feeds it, whether it is
+    in the row, and in which bank (line parity) it lands."""
+    L, lgL, ew = g.lanes, log2(g.lanes), g.width
+
+    @always_comb
+    def comb():
+        t = intbv(0)[lgL:]
+        t[:] = (s + L - (bp & (L - 1))) & (L - 1)
+        q = intbv(0)[len(bp) + 1:]
+        q[:] = bp + t
+        tmp = intbv(0)[len(rdata):]
+        tmp[:] = rdata >> (t * ew)
+        dlane.next = tmp[ew:]
+        we0.next = 0
+        we1.next = 0
+        if t >= lo_t and t < hi_t:
+            if ((q >> lgL) & 1) == 1:   # line = (q >> lgL) - 1 is even
+                we0.next = 1
+            else:
+                we1.next = 1
+    return comb
+
+
+@block
+def narrow_writer(clk, rst, g: MemGeom, sel, me_beat, beat_idx, row_addr, row_end, rdata, row_sram, pad_we,
+                  pad_addr, ports, lgB):
+    """Beat writes of a memory whose element is narrower than a beat: up to two lines (one per
+    bank) per beat, each lane with its own write enable; padding writes one lane."""
+    B = 1 << lgB
+    L, lgL, lge = g.lanes, log2(g.lanes), g.lg_elem
+    (we0, a0, d0), (we1, a1, d1) = ports
+    aw = len(a0)
+    PW = len(row_sram) + 2
+    bp = Signal(intbv(0)[PW + ADDR_BITS:])
+    lo_t = Signal(intbv(0)[lgL + 1:])
+    hi_t = Signal(intbv(0)[lgL + 1:])
+    lineA = Signal(intbv(0)[PW + ADDR_BITS:])
+    lanes0 = [Signal(bool(0)) for _ in range(L)]
+    lanes1 = [Signal(bool(0)) for _ in range(L)]
+    dl = [Signal(intbv(0)[g.width:]) for _ in range(L)]
+    insts = [narrow_lane(s, g, bp, lo_t, hi_t, rdata, lanes0[s], lanes1[s], dl[s]) for s in range(L)]
+    m0 = Signal(intbv(0)[L:])
+    m1 = Signal(intbv(0)[L:])
+    dcat = Signal(intbv(0)[B * 8:])
+    if L > 1:
+        from myhdl import ConcatSignal
+        m0 = ConcatSignal(*reversed(lanes0))
+        m1 = ConcatSignal(*reversed(lanes1))
+        dcat = ConcatSignal(*reversed(dl))
+    else:
+        @always_comb
+        def one():
+            m0.next = lanes0[0]
+            m1.next = lanes1[0]
+            dcat.next = dl[0]
+        insts.append(one)
+
+    @always_comb
+    def lanes():
+        bb = intbv(0)[ADDR_BITS + 1:]
+        bb[:] = beat_idx << lgB
+        if row_addr > bb:
+            lo_t.next = (row_addr - bb) >> lge
+        else:
+            lo_t.next = 0
+        if row_end < bb + B:
+            hi_t.next = (row_end - bb) >> lge
+        else:
+            hi_t.next = L
+        bp.next = row_sram + L + (bb >> lge) - (row_addr >> lge)
+
+    @always_comb
+    def linea():
+        lineA.next = ((bp + lo_t) >> lgL) - 1
+
+    @always_comb
+    def comb():
+        pline = intbv(0)[len(pad_addr):]
+        pline[:] = pad_addr >> lgL
+        we0.next = 0
+        we1.next = 0
+        d0.next = dcat
+        d1.next = dcat
+        la = intbv(0)[len(lineA):]
+        la[:] = lineA >> 1
+        lb = intbv(0)[len(lineA):]
+        lb[:] = (lineA + 1) >> 1
+        pl = intbv(0)[len(pad_addr):]
+        pl[:] = pline >> 1
+        if lineA[0] == 0:
+            a0.next = la[aw:]
+            a1.next = lb[aw:]
+        else:
+            a1.next = la[aw:]
+            a0.next = lb[aw:]
+        if sel:
+            if me_beat:
+                we0.next = m0
+                we1.next = m1
+            elif pad_we:
+                d0.next = 0
+                d1.next = 0
+                if pline[0] == 0:
+                    we0.next = 1 << (pad_addr & (L - 1))
+                    a0.next = pl[aw:]
+                else:
+                    we1.next = 1 << (pad_addr & (L - 1))
+                    a1.next = pl[aw:]
+    return insts, lanes, linea, comb
+
+
+@block
+def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant, rel_me, port, rdata, sram_ports):
+    """Read DMA for LOAD instructions of the memory types ``mems``.
+
+    ``start`` (with the instruction ``sinsn``) begins a LOAD; ``done`` is high in its retire
+    cycle. ``port`` = (beat_me, beat_idx, row_addr, row_end, row_last): the port's current
+    beat when it belongs to this master. ``sram_ports[mem]``: (we, waddr, wdata) of a wide
+    memory, or ((we_lanes, addr, data) x 2 banks) of a narrow one.
+    """
+    c = p.config
+    F = p.fields["LOAD"]
+    me_beat, beat_idx, row_addr, row_end, row_last = port
+    OVH = c.INSN_OVERHEAD
+
+    def fs(name):
+        lo, w, _ = F[name]
+        return lo + w, lo
+
+    MT, SB, DB, YS, XS, ST = fs("memory_type"), fs("sram_base"), fs("dram_base"), fs("y_size"), fs("x_size"), fs("x_stride")
+    PT, PB, PL, PR = fs("y_pad_top"), fs("y_pad_bottom"), fs("x_pad_left"), fs("x_pad_right")
+    codes = [MEM_TYPES.index(m) for m in mems]
+    geoms = [p.mems[m] for m in mems]
+    lges = [g.lg_elem for g in geoms]
+    ebs = [max(1, g.elem_bytes // p.B) for g in geoms]
+    maxeb = max(ebs)
+    code0, code1 = codes[0], codes[1]
+    lge0, lge1 = lges[0], lges[1]
+    eb0, eb1 = ebs[0] - 1, ebs[1] - 1
+
+    phase = Signal(intbv(0)[3:])
+    cnt = Signal(intbv(0)[32:])
+    mt = Signal(intbv(0)[3:])
+    sbase = Signal(intbv(0)[16:])
+    dbase = Signal(intbv(0)[32:])
+    ys = Signal(intbv(0)[16:])
+    xs = Signal(intbv(0)[16:])
+    xst = Signal(intbv(0)[16:])
+    top = Signal(intbv(0)[4:])
+    bot = Signal(intbv(0)[4:])
+    left = Signal(intbv(0)[4:])
+    right = Signal(intbv(0)[4:])
+    cols = Signal(intbv(0)[18:])
+    rows = Signal(intbv(0)[18:])
+    moves = Signal(bool(0))
+    npad = Signal(intbv(0)[40:])
+    lge = Signal(intbv(0)[4:])
+    ebm = Signal(intbv(0)[8:])
+    sel0 = Signal(bool(0))
+    sel1 = Signal(bool(0))
+    # data write position
+    RS = 40
+    row_sram = Signal(intbv(0)[RS:])
+    col = Signal(intbv(0)[RS:])
+    k = Signal(intbv(0)[8:])
+    SRW = max(1, (maxeb - 1) * p.B * 8)
+    sr = Signal(intbv(0)[SRW:])
+    # padding iterator
+    pr = Signal(intbv(0)[18:])
+    pc = Signal(intbv(0)[18:])
+    prb = Signal(intbv(0)[RS:])
+    pact = Signal(bool(0))
+    pad_we = Signal(bool(0))
+    pad_addr = Signal(intbv(0)[RS:])
+    s_cols = Signal(intbv(0)[18:])
+    s_first = Signal(intbv(0)[RS:])
+
+    @always_comb
+    def dec():
+        cols.next = left + xs + right
+        rows.next = top + ys + bot
+        moves.next = xs != 0 and ys != 0
+        npad.next = (top + ys + bot) * (left + xs + right) - ys * xs
+        sel0.next = mt == code0
+        sel1.next = mt == code1
+        if mt == code0:
+            lge.next = lge0
+            ebm.next = eb0
+        else:
+            lge.next = lge1
+            ebm.next = eb1
+
+    @always_comb
+    def sdec():
+        s_cols.next = sinsn[PL[0]:PL[1]] + sinsn[XS[0]:XS[1]] + sinsn[PR[0]:PR[1]]
+
+    @always_comb
+    def sfirst():
+        s_first.next = sinsn[SB[0]:SB[1]] + sinsn[PT[0]:PT[1]] * s_cols + sinsn[PL[0]:PL[1]]
+
+    @always_comb
+    def port_out():
+        req.next = 0
+        done.next = 0
+        if (phase == PRE and cnt == 0 and moves) or phase == REQ:
+            req.next = 1
+        if phase == PRE and cnt == 0 and not moves:
+            done.next = 1
+        if phase == HOLD and rel_me and npad == 0:
+            done.next = 1
+        if phase == POST and cnt == 0:
+            done.next = 1
+        desc.next = concat((xs << lge)[32:], (xst << lge)[32:], (dbase << lge)[32:], ys)
+
+    @always_comb
+    def padw():
+        pad_we.next = pact and not me_beat
+        pad_addr.next = prb + pc
+
+    @always_seq(clk.posedge, reset=rst)
+    def seq():
+        if start:
+            phase.next = PRE
+            cnt.next = OVH - 1
+            mt.next = sinsn[MT[0]:MT[1]]
+            sbase.next = sinsn[SB[0]:SB[1]]
+            dbase.next = sinsn[DB[0]:DB[1]]
+            ys.next = sinsn[YS[0]:YS[1]]
+            xs.next = sinsn[XS[0]:XS[1]]
+            xst.next = sinsn[ST[0]:ST[1]]
+            top.next = sinsn[PT[0]:PT[1]]
+            bot.next = sinsn[PB[0]:PB[1]]
+            left.next = sinsn[PL[0]:PL[1]]
+            right.next = sinsn[PR[0]:PR[1]]
+            row_sram.next = s_first
+            col.next = 0
+            k.next = 0
+            # first padding element
+            prb.next = sinsn[SB[0]:SB[1]]
+            pr.next = 0
+            pc.next = 0
+            pact.next = 0
+            if sinsn[XS[0]:XS[1]] != 0 and sinsn[YS[0]:YS[1]] != 0:
+                if sinsn[PT[0]:PT[1]] != 0 or sinsn[PL[0]:PL[1]] != 0:
+                    pact.next = 1
+                elif sinsn[PR[0]:PR[1]] != 0:
+                    pact.next = 1
+                    pc.next = sinsn[XS[0]:XS[1]]
+                elif sinsn[PB[0]:PB[1]] != 0:
+                    pact.next = 1
+                    pr.next = sinsn[YS[0]:YS[1]]
+                    prb.next = sinsn[SB[0]:SB[1]] + sinsn[YS[0]:YS[1]] * s_cols
+        else:
+            if phase == PRE:
+                if cnt == 0:
+                    if not moves:
+                        phase.next = IDLE
+                    elif grant:
+                        phase.next = HOLD
+                    else:
+                        phase.next = REQ
+                else:
+                    cnt.next = cnt - 1
+            elif phase == REQ:
+                if grant:
+                    phase.next = HOLD
+            elif phase == HOLD:
+                if rel_me:
+                    if npad == 0:
+                        phase.next = IDLE
+                    else:
+                        phase.next = POST
+                        cnt.next = npad - 1
+            elif phase == POST:
+                if cnt == 0:
+                    phase.next = IDLE
+                else:
+                    cnt.next = cnt - 1
+            # data position
+            if me_beat:
+                if k == ebm:
+                    k.next = 0
+                    col.next = col + 1
+                else:
+                    k.next = k + 1
+                if row_last:
+                    row_sram.next = row_sram + cols
+                    col.next = 0
+                    k.next = 0
+            # padding iterator: next padding element after (pr, pc)
+            if pad_we:
+                datarow = pr >= top and pr < top + ys
+                if pc + 1 < cols and (not datarow or pc + 1 < left or pc + 1 >= left + xs):
+                    pc.next = pc + 1
+                elif datarow and pc + 1 == left and right != 0:
+                    pc.next = left + xs
+                else:
+                    nr = pr + 1
+                    ndata = nr >= top and nr < top + ys
+                    if nr == rows:
+                        pact.next = 0
+                    elif not ndata or left != 0:
+                        pr.next = nr
+                        pc.next = 0
+                        prb.next = prb + cols
+                    elif right != 0:
+                        pr.next = nr
+                        pc.next = xs
+                        prb.next = prb + cols
+                    elif bot != 0:
+                        pr.next = top + ys
+                        pc.next = 0
+                        prb.next = sbase + (top + ys) * cols
+                    else:
+                        pact.next = 0
+
+    insts = [dec, sdec, sfirst, port_out, padw, seq]
+    BW8 = p.B * 8
+    if SRW > BW8:
+        @always_seq(clk.posedge, reset=rst)
+        def shift():
+            if me_beat:
+                sr.next = concat(rdata, sr[SRW:BW8])
+        insts.append(shift)
+    elif SRW == BW8:
+        @always_seq(clk.posedge, reset=rst)
+        def shift1():
+            if me_beat:
+                sr.next = rdata
+        insts.append(shift1)
+    sels = [sel0, sel1]
+    for i, (m, g) in enumerate(zip(mems, geoms)):
+        if g.narrow:
+            insts.append(narrow_writer(clk, rst, g, sels[i], me_beat, beat_idx, row_addr, row_end, rdata, row_sram,
+                                       pad_we, pad_addr, sram_ports[m], p.lgB))
+        else:
+            we, wa, wd = sram_ports[m]
+            insts.append(wide_writer(clk, rst, g, sels[i], me_beat, row_last, rdata, sr, k, row_sram, col, pad_we,
+                                     pad_addr, we, wa, wd, p.lgB))
+    return insts

@@ -1,0 +1,111 @@
+"""RTL parameters: every width, depth, field slice and timing constant the MyHDL blocks use,
+derived from the configuration and the ISA table (no hardware number typed twice).
+
+:func:`rtl_params` also rejects the few configurations the RTL does not implement, with a
+message naming the parameter (see docs/rtl.md, "Limits").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vdla_hw import isa, timing
+from vdla_hw.config import MEM_TYPES, Config
+from vdla_hw.errors import ConfigError
+
+ADDR_BITS = 32          # byte addresses and the AXI-lite registers are 32 bits wide
+INDEX_BITS = 32         # instruction index carried with each command-queue entry
+CYCLE_BITS = 64         # the CYCLES_LO/HI counter
+
+
+def log2(n: int) -> int:
+    return max(0, (n - 1).bit_length())
+
+
+@dataclass
+class MemGeom:
+    """Geometry of one on-chip SRAM. Wide memories (element >= beat) hold one element per
+    address; narrow ones (element < beat) are split into 2 banks x ``lanes`` lane RAMs so one
+    beat (which can straddle two lines) is written in one cycle."""
+
+    name: str
+    depth: int
+    elem_bytes: int
+    beat_bytes: int
+
+    @property
+    def width(self) -> int:
+        return self.elem_bytes * 8
+
+    @property
+    def ibits(self) -> int:
+        return max(1, log2(self.depth))
+
+    @property
+    def narrow(self) -> bool:
+        return self.elem_bytes < self.beat_bytes
+
+    @property
+    def lanes(self) -> int:
+        return self.beat_bytes // self.elem_bytes if self.narrow else 1
+
+    @property
+    def bank_depth(self) -> int:
+        return max(1, self.depth // self.lanes // 2)
+
+    @property
+    def lg_elem(self) -> int:
+        return log2(self.elem_bytes)
+
+
+@dataclass
+class RtlParams:
+    config: Config
+    B: int                       # bytes per beat
+    lgB: int
+    batch: int
+    block_in: int
+    block_out: int
+    mems: dict = field(default_factory=dict)    # name -> MemGeom
+    fields: dict = field(default_factory=dict)  # kind -> {field: (lo, width, signed)}
+    uop_fields: dict = field(default_factory=dict)
+
+    def f(self, kind: str, name: str) -> tuple[int, int]:
+        """(hi, lo) slice bounds of a field, MyHDL style (x[hi:lo])."""
+        lo, width, _ = self.fields[kind][name]
+        return lo + width, lo
+
+    @property
+    def c(self) -> Config:
+        return self.config
+
+
+def rtl_params(config: Config) -> RtlParams:
+    """The RTL's view of ``config``; raises ConfigError for what the RTL does not implement."""
+    c = config
+    checks = [
+        ("INSN_OVERHEAD", c.INSN_OVERHEAD >= 1, "the RTL needs >= 1 cycle to decode an instruction"),
+        ("GEMM_PIPELINE_DEPTH", c.GEMM_PIPELINE_DEPTH >= 3, "the RTL GEMM pipeline writes 3 cycles after issue"),
+        ("ALU_CYCLES_PER_UOP", c.ALU_CYCLES_PER_UOP >= 2, "the RTL ALU reads two accumulators per uop on one port"),
+        ("ALU_PIPELINE_DEPTH", c.ALU_PIPELINE_DEPTH + c.ALU_CYCLES_PER_UOP >= 4, "the RTL ALU writes 3 cycles after issue"),
+        ("DDR_BYTES_PER_CYCLE_CAP", c.DDR_BYTES_PER_CYCLE_CAP == 0, "the RTL port has no DDR bandwidth cap"),
+        ("MEM_BYTES_PER_BEAT", 4 <= c.MEM_BYTES_PER_BEAT <= 16, "the RTL fetch path needs 4..16-byte beats"),
+    ]
+    for key, ok, why in checks:
+        if not ok:
+            raise ConfigError(key, c.params[key], f"not supported by the RTL: {why}", c.name)
+    B = c.MEM_BYTES_PER_BEAT
+    p = RtlParams(config=c, B=B, lgB=log2(B), batch=c.batch, block_in=c.block_in, block_out=c.block_out)
+    for mem in MEM_TYPES:
+        p.mems[mem] = MemGeom(mem, c.depth(mem), c.elem_bytes(mem), B)
+        g = p.mems[mem]
+        if g.narrow and g.depth // g.lanes < 2:
+            raise ConfigError("LOG_%s_BUFF_SIZE" % mem.upper(), None, "a narrow SRAM needs at least 2 lines", c.name)
+    for kind in isa.OPCODES:
+        p.fields[kind] = {n: (f.lo, f.width, f.signed) for n, f in isa.layout(kind, c).items()}
+    p.uop_fields = {n: (f.lo, f.width) for n, f in isa.uop_layout(c).items()}
+    return p
+
+
+def arbitration_order() -> tuple[str, ...]:
+    return timing.ARBITRATION_ORDER
