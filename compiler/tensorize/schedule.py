@@ -21,6 +21,7 @@ accumulators in rotation, spare ones are scratch).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import re
 
@@ -29,6 +30,7 @@ from compiler.layout import blocks
 from vdla_hw.config import Config
 
 ORDERS = ("spatial", "oc")
+BUFFERS = ("inp", "wgt", "acc", "uop")
 HAZARD_DISTINCT = 3  # a uop may not write an accumulator written by either of the two previous uops
 
 
@@ -89,6 +91,12 @@ class TileShape:
         return self.th * self.tw
 
 
+@functools.lru_cache(maxsize=16)
+def depths(config: Config) -> dict[str, int]:
+    """Elements of each on-chip buffer (cached: the search builds thousands of plans)."""
+    return {mem: config.depth(mem) for mem in BUFFERS}
+
+
 class Plan:
     """A schedule checked against a layer and a configuration, with derived sizes."""
 
@@ -125,12 +133,13 @@ class Plan:
         self.wgt_part = s.toc * s.tic * self.kstep
         self.acc_part = s.toc + s.toc * max(sh.group for sh in self.shapes.values())
         self.uop_per_thread = sum(self.kstep * sh.group + sh.pixels for sh in self.shapes.values())
+        depth = depths(config)
         for mem, part in (("inp", self.inp_part), ("wgt", self.wgt_part), ("acc", self.acc_part),
                           ("uop", self.uop_per_thread)):
-            if part * T > config.depth(mem):
+            if part * T > depth[mem]:
                 raise ScheduleError(name, "schedule", f"{s.text()} needs {part * T} {mem} elements "
                                     f"({T} thread(s) x {part}) but the {mem} buffer of {config.name} holds "
-                                    f"{config.depth(mem)}; use smaller tiles or fewer threads")
+                                    f"{depth[mem]}; use smaller tiles or fewer threads")
         self.n_tiles_h = blocks(self.oh, s.th)
         self.n_tiles_w = blocks(self.ow, s.tw)
         self.n_tiles_oc = blocks(self.ocb, s.toc)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import itertools
 
 from compiler.layers import Conv2D
-from compiler.tensorize.schedule import ORDERS, Plan, Schedule, ScheduleError
+from compiler.tensorize.schedule import ORDERS, Plan, Schedule, ScheduleError, depths
 from vdla_hw.config import Config
 
-REFINE = 8
+REFINE = 6
 DEFAULT_VTHREADS = (1, 2)
 
 
@@ -28,27 +28,31 @@ def tile_sizes(total: int) -> list[int]:
 def candidates(layer: Conv2D, config: Config, vthreads=DEFAULT_VTHREADS) -> list[Plan]:
     plans = []
     probe = Plan(layer, config, Schedule(th=1, tw=1, toc=1, tic=1, tky=1))
-    tkys = (0, 1) if layer.k > 1 else (0,)
-    for th, tw, toc, tic, t, order, tky in itertools.product(
-            tile_sizes(probe.oh), tile_sizes(probe.ow), tile_sizes(probe.ocb), tile_sizes(probe.icb),
-            vthreads, ORDERS, tkys):
-        if not _quick_fit(probe, th, tw, toc, tic, t, tky or layer.k, config):
+    depth = depths(config)
+    for th, tw, toc, tic, t in itertools.product(tile_sizes(probe.oh), tile_sizes(probe.ow), tile_sizes(probe.ocb),
+                                                 tile_sizes(probe.icb), vthreads):
+        # Split the kernel rows (tky=1) only where the whole kernel does not fit.
+        for tky in (0, 1) if layer.k > 1 else (0,):
+            if _quick_fit(probe, th, tw, toc, tic, t, tky or layer.k, depth):
+                break
+        else:
             continue
-        try:
-            plans.append(Plan(layer, config, Schedule(th=th, tw=tw, toc=toc, tic=tic, vthreads=t, order=order,
-                                                      tky=tky)))
-        except ScheduleError:
-            continue
+        for order in ORDERS:
+            try:
+                plans.append(Plan(layer, config, Schedule(th=th, tw=tw, toc=toc, tic=tic, vthreads=t, order=order,
+                                                          tky=tky)))
+            except ScheduleError:
+                break
     return plans
 
 
-def _quick_fit(probe: Plan, th, tw, toc, tic, t, tky, config: Config) -> bool:
+def _quick_fit(probe: Plan, th, tw, toc, tic, t, tky, depth: dict) -> bool:
     """Necessary buffer conditions, checked before building a Plan."""
     layer = probe.layer
     rows = th if probe.row_step > 1 else (th - 1) * layer.stride + tky
     cols = (tw - 1) * layer.stride + layer.k
-    return (t * tic * rows * cols <= config.depth("inp") and t * toc * tic * tky * layer.k <= config.depth("wgt")
-            and t * toc * (1 + max(th * tw, 3)) <= config.depth("acc"))
+    return (t * tic * rows * cols <= depth["inp"] and t * toc * tic * tky * layer.k <= depth["wgt"]
+            and t * toc * (1 + max(th * tw, 3)) <= depth["acc"])
 
 
 def rough_cycles(plan: Plan) -> float:
