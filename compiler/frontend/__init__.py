@@ -6,6 +6,6 @@ deterministic random weights; ``float_ref.run(graph, x)`` executes a graph in fl
 """
 
 from compiler.frontend.graph import Graph, ModelError, Node
-from compiler.frontend.onnx_import import load_onnx
+from compiler.frontend.onnx_import import from_model, load_onnx
 
-__all__ = ["Graph", "ModelError", "Node", "load_onnx"]
+__all__ = ["Graph", "ModelError", "Node", "from_model", "load_onnx"]

@@ -242,3 +242,8 @@ class _Importer:
 def load_onnx(path: str | Path) -> Graph:
     """The float graph of an ONNX file; ModelError names the file and node of any problem."""
     return _Importer(_read(path), str(path)).run()
+
+
+def from_model(model, where: str = "<model>") -> Graph:
+    """The float graph of an in-memory ONNX ModelProto (``where`` names it in errors)."""
+    return _Importer(model, where).run()

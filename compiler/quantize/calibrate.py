@@ -76,7 +76,7 @@ def quantize_graph(graph: Graph, calibration: np.ndarray) -> QGraph:
     fracs[q_input] = best[graph.input]
     nodes = [QNode(f"{graph.input}.quantize", "quantize", [graph.input], q_input, {"frac": fracs[q_input]})]
     rename = {graph.input: q_input}
-    shapes = {q_input: graph.shapes[graph.input]}
+    shapes = {graph.input: graph.shapes[graph.input], q_input: graph.shapes[graph.input]}
     for node, relu in fuse_relus(graph):
         out = relu.output if relu else node.output
         inputs = [rename[i] for i in node.inputs]

@@ -1,0 +1,208 @@
+"""Run a partitioned quantized graph: VDLA ops as bundles on a driver device, CPU ops through the
+LLVM kernels, and record per op what it cost.
+
+Times: accelerator ops take the device's cycles at the configured clock; CPU ops take the
+Cortex-A9 model's seconds (``compiler.cpu_fallback.a9_model``, calibrated on the paper's stem
+conv; labelled *modelled*). Every op also gets the A9 time it would take on the CPU, which makes
+the CPU-only baseline. Moving activations between the CPU's NCHW and the accelerator's blocked
+layout costs modelled A9 pack/unpack time at each boundary (``pack_seconds``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from compiler.accel import compile_layer, layer_output
+from compiler.cpu_fallback import (AddSpec, Conv2dSpec, DenseSpec, GlobalAvgPoolSpec, MaxPool2dSpec, PackSpec,
+                                   QuantizeSpec, ReluSpec, UnpackSpec, a9_model, host_jit, resnet18)
+from compiler.network.alu_add import add_output, compile_add
+from compiler.network.partition import Placement, conv_layer, dense_layer
+from compiler.quantize.qgraph import QGraph, QNode
+from driver import Device
+from vdla_hw.config import Config
+from vdla_hw.errors import VdlaError
+
+
+@dataclass
+class LayerRecord:
+    name: str
+    op: str
+    placement: str
+    reason: str
+    macs: int
+    cycles: int = 0             # accelerator cycles (0 on the CPU)
+    seconds: float = 0.0        # time in the CPU + VDLA configuration (accelerator or modelled A9)
+    cpu_seconds: float = 0.0    # modelled A9 time of this op on the CPU (the CPU-only baseline)
+    pack_seconds: float = 0.0   # modelled A9 layout conversion at CPU/VDLA boundaries
+    utilization: float = 0.0    # GEMM utilisation on the accelerator
+    bytes: int = 0              # DRAM bytes the accelerator moved
+    wall_seconds: float = 0.0   # host time spent compiling and running this op here
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in ("name", "op", "placement", "reason", "macs", "cycles", "seconds",
+                                                "cpu_seconds", "pack_seconds", "utilization", "bytes")}
+
+
+@dataclass
+class ExecResult:
+    output: np.ndarray
+    records: list[LayerRecord]
+    sim_wall_seconds: float = 0.0
+    compile_wall_seconds: float = 0.0
+    cpu_wall_seconds: float = 0.0
+
+
+def _pair(node: QNode, key: str) -> int:
+    values = node.attrs[key]
+    if len(set(values)) != 1:
+        raise VdlaError(f"node {node.name!r}: CPU kernel needs equal {key} on every side, got {values}")
+    return int(values[0])
+
+
+def cpu_kernel(node: QNode, args: list[np.ndarray]):
+    """(kernel spec, kernel inputs, output shape) of a CPU op, or None for a free reshape."""
+    a = node.attrs
+    x = args[0]
+    if node.op == "quantize":
+        return QuantizeSpec(size=x.size, frac=int(a["frac"])), [x.reshape(-1)], x.shape
+    if node.op == "conv":
+        n, c, h, w = x.shape
+        oc, _, kh, kw = a["weight"].shape
+        spec = Conv2dSpec(n=n, c=c, h=h, w=w, oc=oc, kh=kh, kw=kw, stride=_pair(node, "stride"),
+                          pad=_pair(node, "pad"), shift=int(a["shift"]), relu=bool(a["relu"]))
+        return spec, [x, a["weight"], a["bias"]], None
+    if node.op == "dense":
+        spec = DenseSpec(n=x.shape[0], k=x.shape[1], m=a["weight"].shape[0], shift=int(a["shift"]),
+                         relu=bool(a["relu"]), out_dtype="int8")
+        return spec, [x, a["weight"], a["bias"]], None
+    if node.op == "add":
+        spec = AddSpec(size=x.size, a_shift=int(a["a_shift"]), b_shift=int(a["b_shift"]), shift=int(a["shift"]),
+                       relu=bool(a["relu"]))
+        return spec, [x.reshape(-1), args[1].reshape(-1)], x.shape
+    if node.op == "relu":
+        return ReluSpec(size=x.size), [x.reshape(-1)], x.shape
+    if node.op == "maxpool":
+        n, c, h, w = x.shape
+        spec = MaxPool2dSpec(n=n, c=c, h=h, w=w, kh=a["kernel"][0], kw=a["kernel"][1], stride=_pair(node, "stride"),
+                             pad=_pair(node, "pad"))
+        return spec, [x], None
+    if node.op == "avgpool":
+        n, c, h, w = x.shape
+        return GlobalAvgPoolSpec(n=n, c=c, h=h, w=w), [x], (n, c, 1, 1)
+    if node.op == "flatten":
+        return None
+    raise VdlaError(f"node {node.name!r}: no CPU kernel for op {node.op}")
+
+
+def layout_seconds(config: Config, params, packs: list[tuple], unpacks: list[tuple]) -> float:
+    """Modelled A9 time to pack (shape, dtype) tensors into the blocked layout and unpack others."""
+    total = 0.0
+    for cls, tensors in ((PackSpec, packs), (UnpackSpec, unpacks)):
+        for shape, dtype in tensors:
+            n, c, h, w = shape if len(shape) == 4 else (shape[0], shape[1], 1, 1)
+            spec = cls(n=n, c=c, h=h, w=w, batch=config.batch, block=config.block_in, dtype=dtype)
+            total += a9_model.seconds(spec, params)
+    return total
+
+
+def calibrated_a9():
+    """A9 model parameters calibrated on the paper's stem conv (Fig. 21: 0.151 s)."""
+    return a9_model.calibrate(resnet18.stem_spec(), resnet18.fig21_cpu_only()["layer0"])
+
+
+class Executor:
+    def __init__(self, q: QGraph, placements: dict[str, Placement], device: Device, *, progress=None,
+                 a9_params=None, vthreads: int | None = None):
+        self.q, self.placements, self.device = q, placements, device
+        self.config = device.config
+        self.progress = progress or (lambda message: None)
+        self.params = a9_params or calibrated_a9()
+        self.vthreads = vthreads
+        self.jit = host_jit()
+        self.sim_wall = self.compile_wall = self.cpu_wall = 0.0
+
+    def cpu_time(self, node: QNode, args: list[np.ndarray]) -> tuple[float, object]:
+        kernel = cpu_kernel(node, args)
+        if kernel is None:
+            return 0.0, None
+        return a9_model.seconds(kernel[0], self.params), kernel
+
+    def run_cpu(self, node: QNode, args: list[np.ndarray], record: LayerRecord) -> np.ndarray:
+        seconds, kernel = self.cpu_time(node, args)
+        record.seconds = record.cpu_seconds = seconds
+        if kernel is None:
+            return args[0].reshape(self.q.shapes[node.output])
+        spec, inputs, shape = kernel
+        start = time.perf_counter()
+        out = self.jit.kernel(spec)(*inputs)
+        self.cpu_wall += time.perf_counter() - start
+        return out.reshape(shape) if shape is not None else out.reshape(self.q.shapes[node.output])
+
+    def run_vdla(self, node: QNode, args: list[np.ndarray], record: LayerRecord) -> np.ndarray:
+        record.cpu_seconds = self.cpu_time(node, args)[0]
+        start = time.perf_counter()
+        if node.op == "add":
+            a = node.attrs
+            bundle = compile_add(args[0], args[1], a_shift=a["a_shift"], b_shift=a["b_shift"], shift=a["shift"],
+                                 relu=a["relu"], config=self.config, name=node.name)
+            read = add_output
+            record.pack_seconds = layout_seconds(self.config, self.params, [(args[0].shape, "int32")] * 2,
+                                                 [(args[0].shape, "int8")])
+        else:
+            shape = self.q.shapes[node.inputs[0]]
+            layer = conv_layer(node, shape) if node.op == "conv" else dense_layer(node, shape)
+            tensors = {"input": args[0], "weight": node.attrs["weight"], "bias": node.attrs["bias"]}
+            bundle = compile_layer(layer, self.config, tensors=tensors, vthreads=self.vthreads)
+            record.extra["layer"] = layer
+            read = layer_output
+            record.pack_seconds = self._conv_boundaries(node)
+        compiled = time.perf_counter()
+        run = self.device.run(bundle)
+        self.compile_wall += compiled - start
+        self.sim_wall += time.perf_counter() - compiled
+        record.cycles, record.seconds = run.cycles, run.seconds
+        record.extra["run"] = run.details
+        record.utilization = float(run.counters.get("gemm_utilization", 0.0))
+        record.bytes = int(sum(v for k, v in run.counters.get("bytes", {}).items() if k != "insn"))
+        return read(bundle, run.dram).reshape(self.q.shapes[node.output])
+
+    def _conv_boundaries(self, node: QNode) -> float:
+        """Pack the input unless another VDLA conv left it blocked; unpack the output unless only
+        VDLA convs read it (adds on the ALU take NCHW int32, so they count as CPU here)."""
+        def on_vdla_conv(n: QNode | None) -> bool:
+            return n is not None and n.op != "add" and self.placements[n.name].target == "vdla"
+
+        producer = next((n for n in self.q.nodes if n.output == node.inputs[0]), None)
+        users = [n for n in self.q.nodes if node.output in n.inputs]
+        packs = [] if on_vdla_conv(producer) else [(self.q.shapes[node.inputs[0]], "int8")]
+        unpacks = [] if users and all(on_vdla_conv(u) for u in users) else [(self.q.shapes[node.output], "int8")]
+        return layout_seconds(self.config, self.params, packs, unpacks)
+
+    def run(self, x: np.ndarray) -> ExecResult:
+        values = {self.q.input: np.ascontiguousarray(x, dtype=np.float32)}
+        records = []
+        for index, node in enumerate(self.q.nodes):
+            place = self.placements[node.name]
+            record = LayerRecord(node.name, node.op, place.target, place.reason, node.macs)
+            args = [np.ascontiguousarray(values[i]) for i in node.inputs]
+            start = time.perf_counter()
+            if place.target == "vdla":
+                out = self.run_vdla(node, args, record)
+            else:
+                out = self.run_cpu(node, args, record)
+            record.wall_seconds = time.perf_counter() - start
+            values[node.output] = out
+            records.append(record)
+            where = f"{record.cycles:>10,d} cycles" if place.target == "vdla" else f"{record.cpu_seconds * 1e3:8.3f} ms A9"
+            self.progress(f"[{index + 1:>2}/{len(self.q.nodes)}] {node.name:<24} {node.op:<8} {place.target:<4} {where}"
+                          f"  ({record.wall_seconds:.2f} s)")
+        return ExecResult(values[self.q.output], records, self.sim_wall, self.compile_wall, self.cpu_wall)
+
+
+def execute(q: QGraph, x: np.ndarray, placements: dict[str, Placement], device: Device, **options) -> ExecResult:
+    """Run ``q`` on input ``x`` (float NCHW); see :class:`Executor` for the options."""
+    return Executor(q, placements, device, **options).run(x)

@@ -1,0 +1,70 @@
+"""Totals of a network run: CPU-only vs CPU + VDLA, Fig. 21-style categories, the Amdahl bound.
+
+Categories follow the TVM paper's Fig. 21: ``layer0`` is the first convolution (the stem),
+``conv`` the other convolutions, ``other`` everything else; in the CPU + VDLA configuration the
+layout conversions at CPU/accelerator boundaries count as ``other``. CPU times are modelled
+(Cortex-A9 model), accelerator times simulated.
+"""
+
+from __future__ import annotations
+
+from compiler.network.executor import LayerRecord
+
+
+def category(record: LayerRecord, first_conv: str) -> str:
+    if record.name == first_conv:
+        return "layer0"
+    return "conv" if record.op == "conv" else "other"
+
+
+def summarise(records: list[LayerRecord]) -> dict:
+    """Totals and categories; every time in seconds."""
+    first_conv = next((r.name for r in records if r.op == "conv"), "")
+    cpu_only = {"layer0": 0.0, "conv": 0.0, "other": 0.0}
+    offload = {"layer0": 0.0, "conv": 0.0, "other": 0.0}
+    for r in records:
+        cat = category(r, first_conv)
+        cpu_only[cat] += r.cpu_seconds
+        offload[cat] += r.seconds
+        offload["other"] += r.pack_seconds
+    vdla = [r for r in records if r.placement == "vdla"]
+    resident = sum(r.seconds for r in records if r.placement == "cpu") + sum(r.pack_seconds for r in records)
+    cpu_only_s, offload_s = sum(cpu_only.values()), sum(offload.values())
+    offloaded_cpu = sum(r.cpu_seconds for r in vdla)
+    offloaded_acc = sum(r.seconds for r in vdla)
+    macs = sum(r.macs for r in vdla)
+    cycles = sum(r.cycles for r in vdla)
+    return {
+        "cpu_only_s": cpu_only_s,
+        "offload_s": offload_s,
+        "speedup": cpu_only_s / offload_s if offload_s else float("inf"),
+        "amdahl_bound": cpu_only_s / resident if resident else float("inf"),
+        "offloaded_speedup": offloaded_cpu / offloaded_acc if offloaded_acc else 0.0,
+        "accelerator_s": offloaded_acc,
+        "accelerator_cycles": cycles,
+        "offloaded_macs": macs,
+        "cpu_resident_s": resident,
+        "categories": {"cpu_only": cpu_only, "cpu_plus_vdla": offload},
+        "time_basis": "CPU times modelled (Cortex-A9 model calibrated on the paper's stem conv); "
+                      "accelerator times simulated at the configured clock",
+    }
+
+
+def table(records: list[LayerRecord], totals: dict) -> str:
+    """The per-layer table and the totals as text."""
+    lines = [f"{'layer':<24} {'op':<8} {'place':<5} {'MMAC':>8} {'cycles':>11} {'time ms':>9} {'A9 ms':>9} "
+             f"{'speedup':>8} {'util':>6}  reason"]
+    for r in records:
+        speedup = f"{r.cpu_seconds / r.seconds:8.1f}" if r.placement == "vdla" and r.seconds else f"{'':>8}"
+        util = f"{r.utilization * 100:5.1f}%" if r.placement == "vdla" and r.op == "conv" else f"{'':>6}"
+        lines.append(f"{r.name:<24} {r.op:<8} {r.placement:<5} {r.macs / 1e6:8.2f} {r.cycles:11,d} "
+                     f"{r.seconds * 1e3:9.3f} {r.cpu_seconds * 1e3:9.3f} {speedup} {util}  {r.reason}")
+    t = totals
+    lines += ["",
+              f"CPU only (modelled Cortex-A9):      {t['cpu_only_s']:.3f} s",
+              f"CPU + VDLA:                         {t['offload_s']:.3f} s   speedup {t['speedup']:.2f}x",
+              f"offloaded ops alone:                {t['accelerator_s'] * 1e3:.2f} ms on VDLA   "
+              f"speedup {t['offloaded_speedup']:.1f}x",
+              f"Amdahl bound (infinitely fast VDLA): {t['amdahl_bound']:.2f}x   "
+              f"(CPU-resident time {t['cpu_resident_s']:.3f} s)"]
+    return "\n".join(lines)

@@ -1,0 +1,26 @@
+"""The published numbers the project is measured against (copied from the TVM and VTA papers
+into ``compiler/data``; each CSV's header comments give the source)."""
+
+from __future__ import annotations
+
+import csv
+from importlib import resources
+
+
+def read_csv(name: str) -> list[dict]:
+    """Rows of ``compiler/data/NAME`` as dicts of strings (comment lines skipped)."""
+    text = resources.files("compiler").joinpath("data", name).read_text()
+    return list(csv.DictReader(line for line in text.splitlines() if line and not line.startswith("#")))
+
+
+def fig21() -> dict[str, dict[str, float]]:
+    """TVM Fig. 21 bars: {"cpu_only"|"cpu_plus_vdla": {"other", "layer0", "conv", "total"}} in seconds."""
+    return {row["system"]: {k[:-2]: float(v) for k, v in row.items() if k.endswith("_s")}
+            for row in read_csv("tvm_fig21_resnet18.csv")}
+
+
+def fig10() -> list[dict]:
+    """TVM Fig. 10 roofline points: label, layer shape, ops_per_byte, GOPS without/with latency hiding."""
+    return [{**row, "ops_per_byte": float(row["ops_per_byte"]),
+             "gops_no_latency_hiding": float(row["gops_no_latency_hiding"]),
+             "gops_latency_hiding": float(row["gops_latency_hiding"])} for row in read_csv("tvm_fig10_roofline.csv")]

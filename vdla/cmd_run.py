@@ -1,0 +1,99 @@
+"""``vdla run`` (the offload study of one network) and ``vdla model`` (write a built-in model)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+from vdla_hw.errors import VdlaError
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def write_outputs(report, out_dir: Path, progress=_progress) -> list[Path]:
+    """The per-layer CSV, the summary JSON and the four figures of the study into ``out_dir``."""
+    from vdla import plots
+    from vdla.network import roofline_without_latency_hiding
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = [out_dir / "layers.csv", out_dir / "summary.json"]
+    with open(written[0], "w", newline="") as fh:
+        rows = [r.as_dict() for r in report.records]
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    summary = report.as_dict()
+    del summary["layers"]
+    written[1].write_text(json.dumps(summary, indent=2))
+    config = next(r.extra["run"].config for r in report.records if r.placement == "vdla")
+    written += plots.fig21_breakdown(report, out_dir)
+    written += plots.layer_speedup(report, out_dir)
+    written += plots.roofline(report, roofline_without_latency_hiding(report, progress), out_dir, config)
+    # The timeline shows the conv that keeps the GEMM core busiest: load/compute overlap at its best.
+    best = max((r for r in report.records if r.placement == "vdla" and r.op == "conv"), key=lambda r: r.utilization)
+    written += plots.timeline(report, best.name, out_dir)
+    return written
+
+
+def cmd_run(args) -> int:
+    from compiler.network import PartitionOptions
+    from compiler.network.report import table
+    from vdla.network import run_network
+
+    options = PartitionOptions(stem_on_vdla=args.stem_on_vdla, add_on_vdla=args.add_on_vdla,
+                               fc_on_vdla=args.fc_on_vdla)
+    report = run_network(args.model, config=args.config, target=args.target, resolution=args.resolution,
+                         options=options, vthreads=args.vthreads, progress=_progress)
+    if not report.bit_exact:
+        raise VdlaError(f"{args.model}: the executed network's output differs from the numpy reference of the "
+                        "quantized graph (a bug: please report it with this command line)")
+    written = write_outputs(report, Path(args.plots)) if args.plots else []
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print(table(report.records, report.totals))
+        q = report.quantization
+        print(f"quantization: top-1 agreement with the float model {q['top1_agreement'] * 100:.0f}% on "
+              f"{q['test_inputs']} inputs; median per-layer error "
+              f"{sorted(q['per_layer_error'].values())[len(q['per_layer_error']) // 2] * 100:.1f}%")
+        print(f"bit exact vs the quantized numpy reference: {report.bit_exact}   output sha256 {report.output_sha256}")
+        t = report.timings
+        print(f"wall time {t['total']:.1f} s (simulation {t['simulate']:.1f} s, compile {t['compile']:.1f} s)")
+        for path in written:
+            print(f"wrote {path}")
+    return 0
+
+
+def cmd_model(args) -> int:
+    from compiler.frontend.resnet import write_resnet
+    from vdla.network import BUILTIN
+
+    path = write_resnet(args.output, BUILTIN[args.name], args.resolution, args.seed)
+    print(f"wrote {path} ({args.name}, {args.resolution}x{args.resolution}, seed {args.seed})", file=sys.stderr)
+    return 0
+
+
+def add_parser(sub) -> None:
+    run = sub.add_parser("run", help="the offload study: import, quantize, partition and run a network")
+    run.add_argument("model", help="resnet18, resnet34 or a float ONNX file")
+    run.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
+    run.add_argument("--target", default="sim", choices=["sim"], help="device backend for accelerator ops")
+    run.add_argument("--resolution", type=int, default=224, help="input size of the built-in models")
+    run.add_argument("--plots", metavar="DIR", help="write layers.csv, summary.json and the four figures here")
+    run.add_argument("--json", action="store_true", help="machine-readable report on stdout")
+    run.add_argument("--vthreads", type=int, default=None, help="virtual threads per layer (default: search)")
+    run.add_argument("--stem-on-vdla", action="store_true", help="run the 3-channel stem on VDLA (padded to 16)")
+    run.add_argument("--add-on-vdla", action="store_true", help="run residual adds on the ALU")
+    run.add_argument("--fc-on-vdla", action="store_true", help="run the classifier as a GEMM")
+    run.set_defaults(func=cmd_run)
+
+    model = sub.add_parser("model", help="write a built-in model (deterministic random weights) as ONNX")
+    model.add_argument("name", choices=["resnet18", "resnet34"])
+    model.add_argument("--resolution", type=int, default=224)
+    model.add_argument("--seed", type=int, default=0)
+    model.add_argument("-o", "--output", required=True)
+    model.set_defaults(func=cmd_model)

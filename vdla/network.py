@@ -1,0 +1,131 @@
+"""The main job as an API: import (or build) a model, quantize, partition, run, report.
+
+``run_network("resnet18")`` returns a :class:`NetworkReport` whose ``as_dict()`` is the JSON of
+``vdla run``: ``layers``, ``totals``, ``quantization``, ``bit_exact``, ``output_sha256``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from compiler.frontend import from_model, load_onnx
+from compiler.frontend import float_ref
+from compiler.frontend.graph import Graph, ModelError
+from compiler.frontend.inputs import synthetic_images
+from compiler.network import PartitionOptions, execute, partition
+from compiler.network.report import summarise
+from compiler.quantize import quantize_graph, reference
+from compiler.quantize.qgraph import QGraph
+from driver import open_device
+from vdla_hw.config import load_config
+
+BUILTIN = {"resnet18": 18, "resnet34": 34}
+CALIBRATION_SEED, TEST_SEED = 1, 2
+
+
+def load_model(model: str, resolution: int = 224) -> Graph:
+    """A built-in model name (resnet18, resnet34) or the path of a float ONNX file."""
+    if model in BUILTIN:
+        from compiler.frontend.resnet import build_resnet
+
+        return from_model(build_resnet(BUILTIN[model], resolution), model)
+    path = Path(model)
+    if path.suffix.lower() != ".onnx" and not path.exists():
+        raise ModelError(model, f"not a built-in model ({', '.join(BUILTIN)}) nor an ONNX file")
+    return load_onnx(path)
+
+
+def quantization_report(graph: Graph, q: QGraph, images: np.ndarray) -> dict:
+    """Per-layer relative RMS error of the int8 network against the float one, and top-1 agreement."""
+    fv, qv = float_ref.run(graph, images), reference.run(q, images)
+    errors = {}
+    for node in q.nodes[1:]:
+        f = fv[node.output]
+        d = qv[node.output].astype(np.float64) * 2.0 ** -q.fracs[node.output]
+        errors[node.name] = float(np.sqrt(((f - d) ** 2).mean()) / max(np.sqrt((f.astype(np.float64) ** 2).mean()), 1e-12))
+    agree = float((fv[graph.output].argmax(axis=1) == qv[q.output].argmax(axis=1)).mean())
+    return {"per_layer_error": errors, "top1_agreement": agree, "test_inputs": len(images),
+            "scales": "power-of-two per value and per layer of weights, MSE-chosen on the calibration inputs"}
+
+
+@dataclass
+class NetworkReport:
+    model: str
+    config_name: str
+    fingerprint: str
+    target: str
+    records: list
+    totals: dict
+    quantization: dict
+    bit_exact: bool
+    output: np.ndarray
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def output_sha256(self) -> str:
+        return hashlib.sha256(np.ascontiguousarray(self.output).tobytes()).hexdigest()
+
+    def as_dict(self) -> dict:
+        return {"model": self.model, "config": self.config_name, "fingerprint": self.fingerprint,
+                "target": self.target, "layers": [r.as_dict() for r in self.records], "totals": self.totals,
+                "quantization": self.quantization, "bit_exact": self.bit_exact,
+                "output_sha256": self.output_sha256, "wall_seconds": self.timings}
+
+
+def run_network(model: str = "resnet18", *, config=None, target: str = "sim", resolution: int = 224,
+                options: PartitionOptions = PartitionOptions(), vthreads: int | None = None,
+                calibration: int = 4, test_inputs: int = 4, progress=None) -> NetworkReport:
+    """Import, quantize, partition and run ``model`` once on ``target``; check it bit for bit."""
+    say = progress or (lambda message: None)
+    config = load_config(config)
+    clock = {"start": time.perf_counter()}
+    say(f"importing {model}" + (f" at {resolution}x{resolution}" if model in BUILTIN else ""))
+    graph = load_model(model, resolution)
+    _, channels, height, width = graph.shapes[graph.input]
+    if height != width:
+        raise ModelError(model, f"input {height}x{width} is not square; the image generator makes square inputs")
+    clock["import"] = time.perf_counter()
+    say(f"quantizing on {calibration} calibration inputs")
+    q = quantize_graph(graph, synthetic_images(calibration, height, CALIBRATION_SEED, channels))
+    tests = synthetic_images(test_inputs, height, TEST_SEED, channels)
+    quant = quantization_report(graph, q, tests)
+    clock["quantize"] = time.perf_counter()
+    placements = partition(q, config, options)
+    device = open_device(target, config)
+    say(f"running {sum(p.target == 'vdla' for p in placements.values())} ops on VDLA ({target}, {config.name}) "
+        f"and {sum(p.target == 'cpu' for p in placements.values())} on the CPU")
+    x = tests[:1]
+    result = execute(q, x, placements, device, progress=say, vthreads=vthreads)
+    clock["execute"] = time.perf_counter()
+    bit_exact = bool(np.array_equal(result.output, reference.forward(q, x)))
+    clock["check"] = time.perf_counter()
+    timings = {"import": clock["import"] - clock["start"], "quantize": clock["quantize"] - clock["import"],
+               "execute": clock["execute"] - clock["quantize"], "simulate": result.sim_wall_seconds,
+               "compile": result.compile_wall_seconds, "cpu_kernels": result.cpu_wall_seconds,
+               "reference_check": clock["check"] - clock["execute"], "total": clock["check"] - clock["start"]}
+    return NetworkReport(model, config.name, config.fingerprint, target, result.records, summarise(result.records),
+                         quant, bit_exact, result.output, timings)
+
+
+def roofline_without_latency_hiding(report: NetworkReport, progress=None) -> dict[str, tuple[float, float]]:
+    """(ops per DRAM byte, GOPS) of every offloaded conv recompiled with one thread (no latency
+    hiding), run on the simulator with random tensors (timing does not depend on values)."""
+    import vdla_sim
+    from compiler.accel import compile_layer
+
+    say = progress or (lambda message: None)
+    points = {}
+    for r in report.records:
+        if r.placement != "vdla" or r.op != "conv":
+            continue
+        layer = r.extra["layer"]
+        sim = vdla_sim.simulate(compile_layer(layer, r.extra["run"].config, vthreads=1), race_check=False)
+        moved = sum(v for k, v in sim.bytes.items() if k != "insn")
+        points[r.name] = (2 * r.macs / moved, 2 * r.macs / sim.seconds / 1e9)
+        say(f"roofline without latency hiding: {r.name} {points[r.name][1]:.1f} GOPS")
+    return points
