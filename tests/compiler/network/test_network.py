@@ -1,0 +1,70 @@
+"""Whole networks: placement, and the executor bit-exact against the quantized numpy reference."""
+
+import numpy as np
+import pytest
+
+from compiler.frontend import from_model
+from compiler.frontend.inputs import synthetic_images
+from compiler.frontend.resnet import build_resnet
+from compiler.network import PartitionOptions, execute, partition
+from compiler.network.report import summarise
+from compiler.quantize import quantize_graph, reference
+from driver import open_device
+from vdla_hw.config import load_config
+
+
+def quantized_resnet(depth, resolution):
+    graph = from_model(build_resnet(depth, resolution, calib_batch=2), f"resnet{depth}")
+    return quantize_graph(graph, synthetic_images(2, resolution, 1))
+
+
+@pytest.fixture(scope="module")
+def resnet18_32():
+    return quantized_resnet(18, 32)
+
+
+def test_default_placement_follows_the_paper(resnet18_32):
+    placements = partition(resnet18_32, load_config("osdi18"))
+    by_op = {}
+    for node in resnet18_32.nodes:
+        by_op.setdefault(node.op, set()).add(placements[node.name].target)
+    assert placements["conv1"].target == "cpu" and "stem" in placements["conv1"].reason
+    assert by_op["add"] == {"cpu"} and by_op["dense"] == {"cpu"} and by_op["maxpool"] == {"cpu"}
+    assert sum(placements[n.name].target == "vdla" for n in resnet18_32.nodes) == 19  # every conv but the stem
+    assert all(placements[n.name].reason for n in resnet18_32.nodes)
+
+
+def test_options_move_stem_adds_and_classifier(resnet18_32):
+    options = PartitionOptions(stem_on_vdla=True, add_on_vdla=True, fc_on_vdla=True)
+    placements = partition(resnet18_32, load_config("osdi18"), options)
+    for node in resnet18_32.nodes:
+        if node.op in ("conv", "add", "dense"):
+            assert placements[node.name].target == "vdla", node.name
+    assert "padded" in placements["conv1"].reason
+
+
+@pytest.mark.parametrize("preset", ["osdi18", "vta-pynq"])
+def test_resnet18_executor_vs_quantized_reference(resnet18_32, preset):
+    x = synthetic_images(1, 32, 5)
+    device = open_device("sim", preset)
+    result = execute(resnet18_32, x, partition(resnet18_32, device.config), device)
+    np.testing.assert_array_equal(result.output, reference.forward(resnet18_32, x))
+    totals = summarise(result.records)
+    assert totals["speedup"] > 1 and totals["amdahl_bound"] > totals["speedup"]
+    assert all(r.cycles > 0 for r in result.records if r.placement == "vdla")
+
+
+def test_everything_on_vdla_is_still_bit_exact(resnet18_32):
+    x = synthetic_images(1, 32, 6)
+    device = open_device("sim", "osdi18")
+    options = PartitionOptions(stem_on_vdla=True, add_on_vdla=True, fc_on_vdla=True)
+    result = execute(resnet18_32, x, partition(resnet18_32, device.config, options), device)
+    np.testing.assert_array_equal(result.output, reference.forward(resnet18_32, x))
+
+
+def test_resnet34_executor_vs_quantized_reference():
+    q = quantized_resnet(34, 32)
+    x = synthetic_images(1, 32, 7)
+    device = open_device("sim", "osdi18")
+    result = execute(q, x, partition(q, device.config), device)
+    np.testing.assert_array_equal(result.output, reference.forward(q, x))
