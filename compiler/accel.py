@@ -16,13 +16,16 @@ The pipeline, in order (:data:`PIPELINE`); each step is a small function below:
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 import numpy as np
 
 from compiler import layout
 from compiler.latency_hiding import hide_latency
 from compiler.layers import Conv2D, Dense, Layer, LayerError, layer_from_dict
 from compiler.tensorize.conv2d import plan_dram, thread_buffers, thread_segments
-from compiler.tensorize.schedule import Plan, Schedule
+from compiler.tensorize.schedule import Plan, Schedule, ScheduleError
 from compiler.tensorize.search import best_schedule
 from vdla_hw.bundle import Bundle, BundleBuilder
 from vdla_hw.config import Config, load_config
@@ -72,9 +75,19 @@ def as_conv_tensors(layer: Layer, tensors: dict) -> dict[str, np.ndarray]:
             "weight": tensors["weight"][:, :, None, None], "bias": tensors["bias"]}
 
 
+@functools.lru_cache(maxsize=256)
+def _searched_schedule(shape: Conv2D, config: Config, vthreads: int | None) -> Schedule:
+    """The search's schedule for a layer shape (the name plays no part), cached: networks repeat shapes."""
+    return best_schedule(shape, config, vthreads=vthreads).schedule
+
+
 def choose_plan(conv: Conv2D, config: Config, schedule: Schedule | str | None, vthreads: int | None) -> Plan:
     if schedule is None:
-        return best_schedule(conv, config, vthreads=vthreads)
+        try:
+            schedule = _searched_schedule(dataclasses.replace(conv, name="conv2d"), config, vthreads)
+        except ScheduleError as err:
+            raise ScheduleError(conv.name, err.field, err.why) from None
+        return Plan(conv, config, schedule)
     if isinstance(schedule, str):
         schedule = Schedule.parse(schedule, conv.name)
     if vthreads is not None and vthreads != schedule.vthreads:

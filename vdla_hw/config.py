@@ -10,6 +10,7 @@ Build one with :func:`load_config` (preset name or JSON file) or :meth:`Config.f
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -76,8 +77,10 @@ class Config:
                 raise ConfigError(key, value, f"must be {'an integer' if kind is int else 'a number'} ({meaning})", self.name)
             if not low <= value <= high:
                 raise ConfigError(key, value, f"must be in [{low}, {high}] ({meaning})", self.name)
-        # Freeze a normalised copy so equal configurations compare and hash alike.
+        # Freeze a normalised copy so equal configurations compare and hash alike; the hash is
+        # computed once because configurations key the ISA layout caches on hot paths.
         object.__setattr__(self, "params", {k: PARAMETERS[k][0](self.params[k]) for k in PARAMETERS})
+        object.__setattr__(self, "_hash", hash(json.dumps(self.params, sort_keys=True)))
         self._check_derived()
 
     def _check_derived(self):
@@ -192,17 +195,24 @@ class Config:
 
     def elem_shape(self, mem: str) -> tuple[int, ...]:
         """Shape of one SRAM element (one address) of memory type ``mem`` (uop: one word)."""
+        return self._elem_shapes[mem]
+
+    @functools.cached_property
+    def _elem_shapes(self) -> dict[str, tuple[int, ...]]:
         return {"uop": (1,), "inp": (self.batch, self.block_in), "wgt": (self.block_out, self.block_in),
-                "acc": (self.batch, self.block_out), "out": (self.batch, self.block_out)}[mem]
+                "acc": (self.batch, self.block_out), "out": (self.batch, self.block_out)}
 
     def elem_dtype(self, mem: str) -> str:
         """numpy dtype of the scalars of one element of ``mem`` (little-endian)."""
         return {"uop": "<u4", "inp": "i1", "wgt": "i1", "acc": "<i4", "out": "i1"}[mem]
 
     def elem_bytes(self, mem: str) -> int:
-        bits = {"uop": 32, "inp": self.inp_bits, "wgt": self.wgt_bits, "acc": self.acc_bits,
-                "out": self.inp_bits}[mem]
-        return math.prod(self.elem_shape(mem)) * bits // 8
+        return self._elem_bytes[mem]
+
+    @functools.cached_property
+    def _elem_bytes(self) -> dict[str, int]:
+        bits = {"uop": 32, "inp": self.inp_bits, "wgt": self.wgt_bits, "acc": self.acc_bits, "out": self.inp_bits}
+        return {mem: math.prod(self.elem_shape(mem)) * b // 8 for mem, b in bits.items()}
 
     def depth(self, mem: str) -> int:
         """Elements the SRAM of ``mem`` holds; OUT mirrors ACC index for index."""
@@ -232,7 +242,7 @@ class Config:
     def mem_bytes_per_s(self) -> float:
         return self.params["MEM_BYTES_PER_BEAT"] * self.clock_hz
 
-    @property
+    @functools.cached_property
     def fingerprint(self) -> str:
         """Readable id ``BATCHxBLOCK_iIwWaA_UOP_INP_WGT_ACC-hash``; the hash covers every parameter."""
         p = self.params
@@ -247,7 +257,7 @@ class Config:
         return int(self.fingerprint.rsplit("-", 1)[1], 16)
 
     def __hash__(self):
-        return hash(self.to_json())
+        return self._hash
 
     def __eq__(self, other):
         return isinstance(other, Config) and self.params == other.params
