@@ -29,14 +29,14 @@ def wide_writer(clk, rst, g: MemGeom, sel, me_beat, row_last, rdata, sr, k, row_
 
     @always_comb
     def comb():
+        a = intbv(0)[len(row_sram) + 1:]
+        a[:] = row_sram + col
         we.next = 0
         waddr.next = pad_addr[ib:]
         wdata.next = 0
         if sel:
             if me_beat and k == top:
                 we.next = 1
-                a = intbv(0)[len(row_sram):]
-                a[:] = row_sram + col
                 waddr.next = a[ib:]
                 if EB == 1:
                     wdata.next = rdata
@@ -180,6 +180,7 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
 
     MT, SB, DB, YS, XS, ST = fs("memory_type"), fs("sram_base"), fs("dram_base"), fs("y_size"), fs("x_size"), fs("x_stride")
     PT, PB, PL, PR = fs("y_pad_top"), fs("y_pad_bottom"), fs("x_pad_left"), fs("x_pad_right")
+    DB_H, DB_L = DB; MT_H, MT_L = MT; PB_H, PB_L = PB; PL_H, PL_L = PL; PR_H, PR_L = PR; PT_H, PT_L = PT; SB_H, SB_L = SB; ST_H, ST_L = ST; XS_H, XS_L = XS; YS_H, YS_L = YS
     codes = [MEM_TYPES.index(m) for m in mems]
     geoms = [p.mems[m] for m in mems]
     lges = [g.lg_elem for g in geoms]
@@ -243,11 +244,27 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
 
     @always_comb
     def sdec():
-        s_cols.next = sinsn[PL[0]:PL[1]] + sinsn[XS[0]:XS[1]] + sinsn[PR[0]:PR[1]]
+        s_cols.next = sinsn[PL_H:PL_L] + sinsn[XS_H:XS_L] + sinsn[PR_H:PR_L]
 
     @always_comb
     def sfirst():
-        s_first.next = sinsn[SB[0]:SB[1]] + sinsn[PT[0]:PT[1]] * s_cols + sinsn[PL[0]:PL[1]]
+        s_first.next = sinsn[SB_H:SB_L] + sinsn[PT_H:PT_L] * s_cols + sinsn[PL_H:PL_L]
+
+    d_nb = Signal(intbv(0)[32:])
+    d_st = Signal(intbv(0)[32:])
+    d_ad = Signal(intbv(0)[32:])
+
+    @always_comb
+    def dsc():
+        a = intbv(0)[48:]
+        a[:] = xs << lge
+        d_nb.next = a[32:]
+        b = intbv(0)[48:]
+        b[:] = xst << lge
+        d_st.next = b[32:]
+        d = intbv(0)[48:]
+        d[:] = dbase << lge
+        d_ad.next = d[32:]
 
     @always_comb
     def port_out():
@@ -261,7 +278,7 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
             done.next = 1
         if phase == POST and cnt == 0:
             done.next = 1
-        desc.next = concat((xs << lge)[32:], (xst << lge)[32:], (dbase << lge)[32:], ys)
+        desc.next = concat(d_nb, d_st, d_ad, ys)
 
     @always_comb
     def padw():
@@ -273,34 +290,34 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
         if start:
             phase.next = PRE
             cnt.next = OVH - 1
-            mt.next = sinsn[MT[0]:MT[1]]
-            sbase.next = sinsn[SB[0]:SB[1]]
-            dbase.next = sinsn[DB[0]:DB[1]]
-            ys.next = sinsn[YS[0]:YS[1]]
-            xs.next = sinsn[XS[0]:XS[1]]
-            xst.next = sinsn[ST[0]:ST[1]]
-            top.next = sinsn[PT[0]:PT[1]]
-            bot.next = sinsn[PB[0]:PB[1]]
-            left.next = sinsn[PL[0]:PL[1]]
-            right.next = sinsn[PR[0]:PR[1]]
+            mt.next = sinsn[MT_H:MT_L]
+            sbase.next = sinsn[SB_H:SB_L]
+            dbase.next = sinsn[DB_H:DB_L]
+            ys.next = sinsn[YS_H:YS_L]
+            xs.next = sinsn[XS_H:XS_L]
+            xst.next = sinsn[ST_H:ST_L]
+            top.next = sinsn[PT_H:PT_L]
+            bot.next = sinsn[PB_H:PB_L]
+            left.next = sinsn[PL_H:PL_L]
+            right.next = sinsn[PR_H:PR_L]
             row_sram.next = s_first
             col.next = 0
             k.next = 0
             # first padding element
-            prb.next = sinsn[SB[0]:SB[1]]
+            prb.next = sinsn[SB_H:SB_L]
             pr.next = 0
             pc.next = 0
             pact.next = 0
-            if sinsn[XS[0]:XS[1]] != 0 and sinsn[YS[0]:YS[1]] != 0:
-                if sinsn[PT[0]:PT[1]] != 0 or sinsn[PL[0]:PL[1]] != 0:
+            if sinsn[XS_H:XS_L] != 0 and sinsn[YS_H:YS_L] != 0:
+                if sinsn[PT_H:PT_L] != 0 or sinsn[PL_H:PL_L] != 0:
                     pact.next = 1
-                elif sinsn[PR[0]:PR[1]] != 0:
+                elif sinsn[PR_H:PR_L] != 0:
                     pact.next = 1
-                    pc.next = sinsn[XS[0]:XS[1]]
-                elif sinsn[PB[0]:PB[1]] != 0:
+                    pc.next = sinsn[XS_H:XS_L]
+                elif sinsn[PB_H:PB_L] != 0:
                     pact.next = 1
-                    pr.next = sinsn[YS[0]:YS[1]]
-                    prb.next = sinsn[SB[0]:SB[1]] + sinsn[YS[0]:YS[1]] * s_cols
+                    pr.next = sinsn[YS_H:YS_L]
+                    prb.next = sinsn[SB_H:SB_L] + sinsn[YS_H:YS_L] * s_cols
         else:
             if phase == PRE:
                 if cnt == 0:
@@ -365,7 +382,7 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
                     else:
                         pact.next = 0
 
-    insts = [dec, sdec, sfirst, port_out, padw, seq]
+    insts = [dec, sdec, sfirst, port_out, padw, seq, dsc]
     BW8 = p.B * 8
     if SRW > BW8:
         @always_seq(clk.posedge, reset=rst)

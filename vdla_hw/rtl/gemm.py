@@ -56,6 +56,14 @@ def add2(a, b, s):
 
 
 @block
+def _extend(a, s):
+    @always_comb
+    def comb():
+        s.next = a
+    return comb
+
+
+@block
 def gemm_core(clk, p: RtlParams, inp, wgt, sums):
     insts = []
     BI, BO = p.block_in, p.block_out
@@ -85,7 +93,7 @@ def gemm_core(clk, p: RtlParams, inp, wgt, sums):
                     nxt.append(terms[-1])
                 terms = nxt
             lane = _s(32)
-            insts.append(add2(terms[0], Signal(intbv(0, min=-1, max=1)), lane))
+            insts.append(_extend(terms[0], lane))
             lanes.append(lane)
     cat = ConcatSignal(*[l(32, 0) for l in reversed(lanes)]) if len(lanes) > 1 else lanes[0]
 
@@ -97,7 +105,7 @@ def gemm_core(clk, p: RtlParams, inp, wgt, sums):
 
 
 @block
-def alu_lane(op, a, b, res):
+def alu_lane(op, a, b, b8, res):
     """res = op(a, b) on int32 bit patterns; op: 0 min, 1 max, 2 add, 3 shr, 4 mul."""
     total = Signal(intbv(0)[33:])
     prod = _s(41)
@@ -108,6 +116,8 @@ def alu_lane(op, a, b, res):
 
     @always_comb
     def amount():
+        t = intbv(0)[32:]
+        t[:] = b
         if b.signed() > 31:
             amt.next = 31
             left.next = 0
@@ -118,13 +128,13 @@ def alu_lane(op, a, b, res):
             amt.next = -b.signed()
             left.next = 1
         else:
-            amt.next = b[6:0]
+            amt.next = t[6:0]
             left.next = 0
 
     @always_comb
     def arith():
         total.next = a + b
-        prod.next = a.signed() * b[8:0].signed()
+        prod.next = a.signed() * b8.signed()
         shl.next = a << amt
         shr.next = a.signed() >> amt
 
@@ -157,7 +167,8 @@ def alu_core(p: RtlParams, op, a, b, res):
     """Every int32 lane of an accumulator element through :func:`alu_lane`."""
     n = p.batch * p.block_out
     outs = [Signal(intbv(0)[32:]) for _ in range(n)]
-    insts = [alu_lane(op, a(32 * k + 32, 32 * k), b(32 * k + 32, 32 * k), outs[k]) for k in range(n)]
+    insts = [alu_lane(op, a(32 * k + 32, 32 * k), b(32 * k + 32, 32 * k), b(32 * k + 8, 32 * k), outs[k])
+             for k in range(n)]
     cat = ConcatSignal(*reversed(outs))
 
     @always_comb

@@ -33,7 +33,7 @@ def desc_fields():
 
 @block
 def memport(clk, rst, p: RtlParams, reqs, descs, grants, owner, rel, beat, beat_wr, beat_idx, row_addr, row_end,
-            row_last, busy, writes):
+            row_last, busy, writes, last_owner):
     """``reqs``/``descs``/``grants``: one entry per master in arbitration order (highest
     first); ``writes[k]``: master k writes. ``beat`` is high in a data cycle, ``beat_idx`` is
     the beat number (byte address / B), ``row_addr``/``row_end`` bound the current row's bytes,
@@ -158,6 +158,7 @@ def memport(clk, rst, p: RtlParams, reqs, descs, grants, owner, rel, beat, beat_
         row_end.next = (c_addr + c_bytes) & ((1 << ADDR_BITS) - 1)
         row_last.next = c_beat == c_last
         busy.next = phase != IDLE
+        last_owner.next = r_owner
         if phase == IDLE:
             owner.next = gidx
         else:

@@ -1,0 +1,169 @@
+"""The fetch module: reads the instruction stream through the memory port in chunks of
+timing.fetch_chunk instructions and routes each to its module's command queue.
+
+Timing (vdla_hw.timing, "fetch"): a chunk is requested at cycle 0 and again FETCH_CYCLES_PER_INSN
+cycles after the previous chunk's last push; routing starts in the cycle the port is released
+(the chunk has arrived), one instruction per FETCH_CYCLES_PER_INSN cycles, waiting while the
+target queue looks full. Each queue entry is {instruction index, instruction}.
+"""
+
+from __future__ import annotations
+
+from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, concat, intbv
+
+from vdla_hw import isa, timing
+from vdla_hw.config import MEM_TYPES
+from vdla_hw.rtl.params import ADDR_BITS, INDEX_BITS, RtlParams, log2
+
+REQ, WAIT, ROUTE, DONE = range(4)
+
+
+@block
+def fetch_lane(clk, j, IB, lgIB, me_beat, bcnt, rdata, slot, lane, slots):
+    """Beat j of every buffered instruction (beat k of the chunk lands in lane k % IB)."""
+    mem = [Signal(intbv(0)[len(rdata):]) for _ in range(slots)]
+
+    @always(clk.posedge)
+    def write():
+        if me_beat and (bcnt & (IB - 1)) == j:
+            mem[int(bcnt >> lgIB)].next = rdata
+
+    @always_comb
+    def read():
+        lane.next = mem[int(slot)]
+    return write, read
+
+
+@block
+def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_me, me_beat, rdata,
+          rooms, pushes, qdata, err, err_insn):
+    """``rooms``/``pushes``: (load, compute, store) command-queue room and push; ``qdata`` the
+    entry pushed. ``err``: ERROR bits (bad opcode / memory type) raised when routing."""
+    c = p.config
+    C = timing.fetch_chunk(c)
+    STEP = c.FETCH_CYCLES_PER_INSN
+    IB = 16 // p.B
+    lgIB = log2(IB)
+    F = p.fields["LOAD"]
+    MT = (F["memory_type"][0] + F["memory_type"][1], F["memory_type"][0])
+    MT_H, MT_L = MT
+    OPW = F["opcode"][1]
+    OPC_LOAD, OPC_STORE = isa.OPCODES["LOAD"], isa.OPCODES["STORE"]
+    MAXOP = max(isa.OPCODES.values())
+    INP, WGT = MEM_TYPES.index("inp"), MEM_TYPES.index("wgt")
+    from vdla_hw import regmap
+    E_OP, E_MT = regmap.ERROR_BITS["bad_opcode"], regmap.ERROR_BITS["bad_memory_type"]
+    room_l, room_c, room_s = rooms
+    push_l, push_c, push_s = pushes
+
+    state = Signal(intbv(0)[2:])
+    pos = Signal(intbv(0)[32:])
+    cbase = Signal(intbv(0)[32:])
+    rpos = Signal(intbv(0)[32:])
+    rend = Signal(intbv(0)[32:])
+    wcnt = Signal(intbv(0)[8:])
+    bcnt = Signal(intbv(0)[16:])
+    slot = Signal(intbv(0)[max(1, log2(C)) + 1:])
+    routing = Signal(bool(0))
+    want = Signal(bool(0))
+    qpos = Signal(intbv(0)[32:])
+    qn = Signal(intbv(0)[32:])
+    insn = Signal(intbv(0)[128:])
+    target = Signal(intbv(0)[2:])   # 0 load, 1 compute, 2 store, 3 bad
+    bad = Signal(intbv(0)[16:])
+    canpush = Signal(bool(0))
+    d_nb = Signal(intbv(0)[ADDR_BITS:])
+    d_addr = Signal(intbv(0)[ADDR_BITS:])
+    lanes = [Signal(intbv(0)[p.B * 8:]) for _ in range(IB)]
+    insts = [fetch_lane(clk, j, IB, lgIB, me_beat, bcnt, rdata, slot, lanes[j], C) for j in range(IB)]
+    cat = ConcatSignal(*reversed(lanes)) if IB > 1 else lanes[0]
+
+    @always_comb
+    def lanes_out():
+        insn.next = cat
+
+    @always_comb
+    def decode():
+        op = insn[OPW:0]
+        mt = insn[MT_H:MT_L]
+        bad.next = 0
+        target.next = 1
+        if op > MAXOP:
+            target.next = 3
+            bad.next = E_OP
+        elif (op == OPC_LOAD or op == OPC_STORE) and mt >= len(MEM_TYPES):
+            target.next = 3
+            bad.next = E_MT
+        elif op == OPC_STORE:
+            target.next = 2
+        elif op == OPC_LOAD and (mt == INP or mt == WGT):
+            target.next = 0
+
+    @always_comb
+    def comb():
+        routing.next = state == ROUTE or (state == WAIT and rel_me)
+        sl = intbv(0)[32:]
+        sl[:] = rpos - cbase
+        slot.next = sl[len(slot):]
+        if state == REQ:
+            qpos.next = pos
+        else:
+            qpos.next = rend
+
+    @always_comb
+    def comb2():
+        if insn_count - qpos > C:
+            qn.next = C
+        else:
+            qn.next = insn_count - qpos
+        want.next = state == REQ or (routing and wcnt == 0 and rpos == rend and rend < insn_count)
+        canpush.next = routing and wcnt == 0 and rpos != rend and (
+            (target == 0 and room_l) or (target == 1 and room_c) or (target == 2 and room_s))
+
+    @always_comb
+    def dsc():
+        nb = intbv(0)[ADDR_BITS + 8:]
+        nb[:] = qn << 4
+        d_nb.next = nb[ADDR_BITS:]
+        ad = intbv(0)[ADDR_BITS + 8:]
+        ad[:] = insn_addr + (qpos << 4)
+        d_addr.next = ad[ADDR_BITS:]
+
+    @always_comb
+    def outs():
+        req.next = want
+        desc.next = concat(d_nb, intbv(0)[ADDR_BITS:], d_addr, intbv(1)[16:])
+        push_l.next = canpush and target == 0
+        push_c.next = canpush and target == 1
+        push_s.next = canpush and target == 2
+        qdata.next = concat(rpos[INDEX_BITS:], insn)
+        err.next = 0
+        err_insn.next = rpos
+        if routing and wcnt == 0 and rpos != rend and target == 3:
+            err.next = bad
+
+    @always_seq(clk.posedge, reset=rst)
+    def seq():
+        if me_beat:
+            bcnt.next = bcnt + 1
+        if want:
+            if grant:
+                state.next = WAIT
+                cbase.next = qpos
+                rpos.next = qpos
+                rend.next = qpos + qn
+                bcnt.next = 0
+            else:
+                state.next = REQ
+                pos.next = qpos
+        elif routing:
+            state.next = ROUTE
+            if canpush:
+                rpos.next = rpos + 1
+                wcnt.next = STEP - 1
+            elif wcnt != 0:
+                wcnt.next = wcnt - 1
+            elif rpos == rend and rend >= insn_count:
+                state.next = DONE
+    insts += [lanes_out, decode, comb, comb2, dsc, outs, seq]
+    return insts

@@ -1,0 +1,98 @@
+"""On-chip SRAMs built from :func:`prims.ram`.
+
+A wide memory (element >= beat) is one RAM, one element per address. A narrow memory
+(element < beat, e.g. 4-byte micro-ops on an 8-byte port) is 2 banks (even and odd lines) of
+``lanes`` lane RAMs; a line holds ``lanes`` consecutive elements (one beat's worth), so a beat
+that straddles two lines writes both in one cycle. Element ports adapt single-element reads
+and writes to the banks.
+"""
+
+from __future__ import annotations
+
+from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, intbv
+
+from vdla_hw.rtl.params import MemGeom, log2
+from vdla_hw.rtl.prims import ram
+
+
+@block
+def narrow_sram(clk, g: MemGeom, wports, rports):
+    """wports/rports: per bank (we_lanes, waddr, wdata) / (re, raddr, rdata); data buses hold
+    ``lanes`` elements, lane 0 at the low bits."""
+    insts = []
+    for (we, wa, wd), (re, ra, rd) in zip(wports, rports):
+        outs = [Signal(intbv(0)[g.width:]) for _ in range(g.lanes)]
+        for s in range(g.lanes):
+            insts.append(ram(clk, we(s), wa, wd(g.width * (s + 1), g.width * s), re, ra, outs[s], g.bank_depth))
+        cat = ConcatSignal(*reversed(outs))
+        insts.append(_wire(cat, rd))
+    return insts
+
+
+@block
+def _wire(a, b):
+    @always_comb
+    def w():
+        b.next = a
+    return w
+
+
+@block
+def elem_read(clk, g: MemGeom, re, raddr, rdata, rports):
+    """Read element ``raddr`` (data one cycle after ``re``) from a narrow memory's banks."""
+    (re0, ra0, rd0), (re1, ra1, rd1) = rports
+    lgL = log2(g.lanes)
+    aw = len(ra0)
+    sel_bank = Signal(bool(0))
+    sel_lane = Signal(intbv(0)[max(1, lgL):])
+
+    @always_comb
+    def addr():
+        re0.next = re
+        re1.next = re
+        a = intbv(0)[len(raddr):]
+        a[:] = raddr >> (lgL + 1)
+        ra0.next = a[aw:]
+        ra1.next = a[aw:]
+
+    @always_seq(clk.posedge, reset=None)
+    def sel():
+        if re:
+            sel_bank.next = raddr[lgL]
+            sel_lane.next = raddr & (g.lanes - 1)
+
+    @always_comb
+    def out():
+        tmp = intbv(0)[len(rd0):]
+        if sel_bank:
+            tmp[:] = rd1 >> (sel_lane * g.width)
+        else:
+            tmp[:] = rd0 >> (sel_lane * g.width)
+        rdata.next = tmp[g.width:]
+    return addr, sel, out
+
+
+@block
+def elem_write(g: MemGeom, we, waddr, wdata, wports):
+    """Write element ``waddr`` of a narrow memory (one lane of one bank)."""
+    (we0, wa0, wd0), (we1, wa1, wd1) = wports
+    lgL = log2(g.lanes)
+    aw = len(wa0)
+    rep = ConcatSignal(*([wdata] * g.lanes))
+
+    @always_comb
+    def comb():
+        a = intbv(0)[len(waddr):]
+        a[:] = waddr >> (lgL + 1)
+        wa0.next = a[aw:]
+        wa1.next = a[aw:]
+        wd0.next = rep
+        wd1.next = rep
+        we0.next = 0
+        we1.next = 0
+        if we:
+            if waddr[lgL]:
+                we1.next = 1 << (waddr & (g.lanes - 1))
+            else:
+                we0.next = 1 << (waddr & (g.lanes - 1))
+    return comb

@@ -1,0 +1,267 @@
+"""The store module's datapath: STORE of OUT elements to DRAM through the write side of the
+memory port.
+
+Timing (vdla_hw.timing.exec_cycles of a STORE): INSN_OVERHEAD cycles from the start cycle,
+a port request held until granted, the write transaction (first beat in the grant cycle);
+``done`` in the cycle the port is released. The OUT SRAM is read one beat ahead: the first
+beat's element(s) in the start cycle, the next beat's in every beat cycle, so each beat's data
+is ready when the port moves it (the SRAM output holds through burst gaps).
+"""
+
+from __future__ import annotations
+
+from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, concat, intbv
+
+from vdla_hw import isa
+from vdla_hw.rtl.params import ADDR_BITS, RtlParams, log2
+
+IDLE, PRE, REQ, HOLD = range(4)
+
+
+@block
+def store_lane(t, L, lgL, e, lgB, row_addr, row_end, beat, bp, d0, d1, data, strb):
+    """DRAM lane ``t`` of a beat of a narrow OUT memory: its element from bank 0 or 1."""
+    ew = e * 8
+    lge = log2(e)
+    B = 1 << lgB
+
+    @always_comb
+    def comb():
+        q = intbv(0)[len(bp) + 1:]
+        q[:] = bp + t
+        lane = intbv(0)[max(1, lgL):]
+        lane[:] = q & (L - 1)
+        ba = intbv(0)[ADDR_BITS + 1:]
+        ba[:] = (beat << lgB) + t * e
+        tmp = intbv(0)[len(d0):]
+        if ((q >> lgL) & 1) == 1:
+            tmp[:] = d0 >> (lane * ew)
+        else:
+            tmp[:] = d1 >> (lane * ew)
+        data.next = tmp[ew:]
+        if ba >= row_addr and ba < row_end:
+            strb.next = (1 << e) - 1
+        else:
+            strb.next = 0
+    return comb
+
+
+@block
+def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, port, wdata, wstrb, out_r):
+    """``port`` = (beat_me, beat_idx, row_addr, row_end, row_last) of the port's current beat;
+    ``wdata``/``wstrb``: the beat's data and byte strobes. ``out_r``: the OUT SRAM read port,
+    (re, raddr, rdata) for a wide memory or ((re, raddr, rdata) per bank) for a narrow one."""
+    c = p.config
+    F = p.fields["STORE"]
+    g = p.mems["out"]
+    OVH = c.INSN_OVERHEAD
+    B, lgB = p.B, p.lgB
+    lge = g.lg_elem
+    me_beat, beat_idx, row_addr, row_end, row_last = port
+    OPC = isa.OPCODES["STORE"]
+
+    def fs(name):
+        lo, w, _ = F[name]
+        return lo + w, lo
+
+    OP, SB, DB, YS, XS, ST = fs("opcode"), fs("sram_base"), fs("dram_base"), fs("y_size"), fs("x_size"), fs("x_stride")
+    DB_H, DB_L = DB; OP_H, OP_L = OP; SB_H, SB_L = SB; ST_H, ST_L = ST; XS_H, XS_L = XS; YS_H, YS_L = YS
+    phase = Signal(intbv(0)[2:])
+    cnt = Signal(intbv(0)[8:])
+    dbase = Signal(intbv(0)[32:])
+    ys = Signal(intbv(0)[16:])
+    xs = Signal(intbv(0)[16:])
+    xst = Signal(intbv(0)[16:])
+    moves = Signal(bool(0))
+    mystart = Signal(bool(0))
+    BW = ADDR_BITS - lgB
+    RS = 40
+    # beat walker: the beat after the one whose data sits in the SRAM output (w_*), the
+    # current one (c_*), and the one being looked up this cycle (l_*)
+    w_ra, w_re, c_ra, c_re, l_ra, l_re = (Signal(intbv(0)[ADDR_BITS + 1:]) for _ in range(6))
+    w_b, w_last, c_b, l_b, l_last = (Signal(intbv(0)[BW + 1:]) for _ in range(5))
+    w_sr, c_sr, l_sr = (Signal(intbv(0)[RS:]) for _ in range(3))
+    step = Signal(bool(0))
+    s_ra = Signal(intbv(0)[ADDR_BITS + 1:])
+    s_end = Signal(intbv(0)[ADDR_BITS + 1:])
+    g_st = Signal(intbv(0)[ADDR_BITS:])
+    g_xb = Signal(intbv(0)[ADDR_BITS:])
+    g_x = Signal(intbv(0)[16:])
+
+    @always_comb
+    def first():
+        s_ra.next = sinsn[DB_H:DB_L] << lge
+        s_end.next = (sinsn[DB_H:DB_L] << lge) + (sinsn[XS_H:XS_L] << lge)
+
+    @always_comb
+    def look():
+        mystart.next = start and sinsn[OP_H:OP_L] == OPC
+        step.next = (start and sinsn[OP_H:OP_L] == OPC) or me_beat
+        if start and sinsn[OP_H:OP_L] == OPC:
+            l_ra.next = s_ra
+            l_re.next = s_end
+            l_b.next = s_ra >> lgB
+            l_last.next = (s_end - 1) >> lgB
+            l_sr.next = sinsn[SB_H:SB_L]
+        else:
+            l_ra.next = w_ra
+            l_re.next = w_re
+            l_b.next = w_b
+            l_last.next = w_last
+            l_sr.next = w_sr
+
+    @always_comb
+    def geom():
+        # row stride and row length of the walker: the starting instruction's in its start cycle
+        if start and sinsn[OP_H:OP_L] == OPC:
+            g_st.next = sinsn[ST_H:ST_L] << lge
+            g_xb.next = sinsn[XS_H:XS_L] << lge
+            g_x.next = sinsn[XS_H:XS_L]
+        else:
+            g_st.next = xst << lge
+            g_xb.next = xs << lge
+            g_x.next = xs
+
+    d_nb = Signal(intbv(0)[32:])
+    d_st = Signal(intbv(0)[32:])
+    d_ad = Signal(intbv(0)[32:])
+
+    @always_comb
+    def dsc():
+        a = intbv(0)[48:]
+        a[:] = xs << lge
+        d_nb.next = a[32:]
+        b = intbv(0)[48:]
+        b[:] = xst << lge
+        d_st.next = b[32:]
+        d = intbv(0)[48:]
+        d[:] = dbase << lge
+        d_ad.next = d[32:]
+
+    @always_comb
+    def port_out():
+        req.next = (phase == PRE and cnt == 0 and moves) or phase == REQ
+        done.next = (phase == PRE and cnt == 0 and not moves) or (phase == HOLD and rel_me)
+        desc.next = concat(d_nb, d_st, d_ad, ys)
+
+    @always_seq(clk.posedge, reset=rst)
+    def seq():
+        if mystart:
+            phase.next = PRE
+            cnt.next = OVH - 1
+            dbase.next = sinsn[DB_H:DB_L]
+            ys.next = sinsn[YS_H:YS_L]
+            xs.next = sinsn[XS_H:XS_L]
+            xst.next = sinsn[ST_H:ST_L]
+            moves.next = sinsn[XS_H:XS_L] != 0 and sinsn[YS_H:YS_L] != 0
+        elif phase == PRE:
+            if cnt == 0:
+                if not moves:
+                    phase.next = IDLE
+                elif grant:
+                    phase.next = HOLD
+                else:
+                    phase.next = REQ
+            else:
+                cnt.next = cnt - 1
+        elif phase == REQ:
+            if grant:
+                phase.next = HOLD
+        elif phase == HOLD:
+            if rel_me:
+                phase.next = IDLE
+        if step:
+            c_ra.next = l_ra
+            c_re.next = l_re
+            c_b.next = l_b
+            c_sr.next = l_sr
+            if l_b == l_last:
+                w_ra.next = (l_ra + g_st) & ((1 << ADDR_BITS) - 1)
+                w_re.next = ((l_ra + g_st) & ((1 << ADDR_BITS) - 1)) + g_xb
+                w_b.next = ((l_ra + g_st) & ((1 << ADDR_BITS) - 1)) >> lgB
+                w_last.next = (((l_ra + g_st) & ((1 << ADDR_BITS) - 1)) + g_xb - 1) >> lgB
+                w_sr.next = l_sr + g_x
+            else:
+                w_ra.next = l_ra
+                w_re.next = l_re
+                w_b.next = l_b + 1
+                w_last.next = l_last
+                w_sr.next = l_sr
+
+    insts = [first, look, port_out, seq, geom, dsc]
+
+    if not g.narrow:
+        re, ra, rd = out_r
+        EB = g.elem_bytes // B
+        ib = g.ibits
+
+        @always_comb
+        def rd_addr():
+            re.next = step
+            a = intbv(0)[RS + ADDR_BITS:]
+            a[:] = l_sr + (((l_b << lgB) - l_ra) >> lge)
+            ra.next = a[ib:]
+
+        @always_comb
+        def data_out():
+            k = intbv(0)[max(1, log2(EB)) + 1:]
+            k[:] = (((c_b << lgB) - c_ra) >> lgB) & (EB - 1)
+            tmp = intbv(0)[len(rd):]
+            tmp[:] = rd >> (k * B * 8)
+            wdata.next = tmp[B * 8:]
+            wstrb.next = (1 << B) - 1
+        insts += [rd_addr, data_out]
+    else:
+        (re0, ra0, rd0), (re1, ra1, rd1) = out_r
+        L, lgL = g.lanes, log2(g.lanes)
+        e = g.elem_bytes
+        aw = len(ra0)
+        bp = Signal(intbv(0)[RS + ADDR_BITS:])
+        lbp = Signal(intbv(0)[RS + ADDR_BITS:])
+        lineA = Signal(intbv(0)[RS + ADDR_BITS:])
+
+        @always_comb
+        def lbias():
+            bb = intbv(0)[ADDR_BITS + 1:]
+            bb[:] = l_b << lgB
+            lbp.next = l_sr + L + (bb >> lge) - (l_ra >> lge)
+            # the first element of the beat inside the row
+            if l_ra > bb:
+                lineA.next = ((l_sr + L + (bb >> lge) - (l_ra >> lge) + ((l_ra - bb) >> lge)) >> lgL) - 1
+            else:
+                lineA.next = ((l_sr + L + (bb >> lge) - (l_ra >> lge)) >> lgL) - 1
+
+        @always_comb
+        def rd_addr():
+            re0.next = step
+            re1.next = step
+            la = intbv(0)[len(lineA):]
+            la[:] = lineA >> 1
+            lb = intbv(0)[len(lineA):]
+            lb[:] = (lineA + 1) >> 1
+            if lineA[0] == 0:
+                ra0.next = la[aw:]
+                ra1.next = lb[aw:]
+            else:
+                ra1.next = la[aw:]
+                ra0.next = lb[aw:]
+
+        @always_comb
+        def cbias():
+            bb = intbv(0)[ADDR_BITS + 1:]
+            bb[:] = c_b << lgB
+            bp.next = c_sr + L + (bb >> lge) - (c_ra >> lge)
+
+        datas = [Signal(intbv(0)[e * 8:]) for _ in range(L)]
+        strbs = [Signal(intbv(0)[e:]) for _ in range(L)]
+        insts += [lbias, rd_addr, cbias]
+        insts += [store_lane(t, L, lgL, e, lgB, c_ra, c_re, c_b, bp, rd0, rd1, datas[t], strbs[t]) for t in range(L)]
+        dcat = ConcatSignal(*reversed(datas)) if L > 1 else datas[0]
+        scat = ConcatSignal(*reversed(strbs)) if L > 1 else strbs[0]
+
+        @always_comb
+        def data_out():
+            wdata.next = dcat
+            wstrb.next = scat
+        insts.append(data_out)
+    return insts
