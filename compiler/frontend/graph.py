@@ -29,9 +29,9 @@ class ModelError(VdlaError):
 
     def __init__(self, where: str, why: str, node: str | None = None, op: str | None = None):
         self.where, self.why, self.node, self.op = where, why, node, op
-        at = f" node {node!r}" if node else ""
+        at = f": node {node!r}" if node else ""
         kind = f" ({op})" if op else ""
-        super().__init__(f"{where}:{at}{kind}: {why}")
+        super().__init__(f"{where}{at}{kind}: {why}")
 
 
 @dataclass

@@ -1,0 +1,84 @@
+"""`vdla run` and `vdla model`: the JSON contract, bad models named by node, and the full-size run."""
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from vdla.cli import main
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_run_json_has_the_documented_keys(capsys):
+    code, out, err = run(capsys, "run", "resnet18", "--resolution", "32", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["bit_exact"] is True and len(report["output_sha256"]) == 64
+    layer_keys = {"name", "op", "placement", "reason", "macs", "cycles", "seconds", "cpu_seconds", "utilization"}
+    assert all(layer_keys <= set(layer) for layer in report["layers"])
+    assert {"cpu_only_s", "offload_s", "speedup", "amdahl_bound"} <= set(report["totals"])
+    assert "[33/33] fc" in err  # progress on stderr
+
+
+def test_model_then_run_the_file_gives_the_same_output(capsys, tmp_path):
+    path = tmp_path / "r18.onnx"
+    assert run(capsys, "model", "resnet18", "--resolution", "32", "-o", path)[0] == 0
+    _, from_file, _ = run(capsys, "run", path, "--json")
+    _, builtin, _ = run(capsys, "run", "resnet18", "--resolution", "32", "--json")
+    assert json.loads(from_file)["output_sha256"] == json.loads(builtin)["output_sha256"]
+
+
+def test_plots_are_written(capsys, tmp_path):
+    code, out, _ = run(capsys, "run", "resnet18", "--resolution", "32", "--plots", tmp_path)
+    assert code == 0
+    for name in ("fig21_breakdown", "layer_speedup", "roofline", "timeline"):
+        for ext in ("png", "pdf"):
+            assert (tmp_path / f"{name}.{ext}").stat().st_size > 1000
+    assert (tmp_path / "layers.csv").read_text().startswith("name,op,placement,reason")
+
+
+def one_line_error(capsys, *argv, words):
+    """Exit status 2; the error is the last stderr line (progress lines may precede it), no traceback."""
+    code, _, err = run(capsys, *argv)
+    last = err.rstrip("\n").splitlines()[-1]
+    assert code == 2 and last.startswith("vdla: error: ") and "Traceback" not in err, err
+    for word in words:
+        assert word in last, err
+
+
+def save_model(tmp_path, nodes, inits, name="bad.onnx"):
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+    path = tmp_path / name
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_bad_models_are_one_line_errors_naming_the_node(capsys, tmp_path):
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"this is not a model")
+    one_line_error(capsys, "run", junk, words=["not an ONNX model file"])
+    path = save_model(tmp_path, [helper.make_node("Softmax", ["x"], ["y"], name="probabilities")], {})
+    one_line_error(capsys, "run", path, words=["node 'probabilities' (Softmax)", "unsupported op Softmax"])
+    path = save_model(tmp_path, [helper.make_node("Conv", ["x", "w"], ["y"], name="stem", kernel_shape=[3, 3])],
+                      {"w": np.zeros((8, 4, 3, 3))})
+    one_line_error(capsys, "run", path, words=["node 'stem' (Conv)", "does not match 3 input channels"])
+    one_line_error(capsys, "run", tmp_path / "missing.onnx", words=["no such file"])
+
+
+@pytest.mark.slow
+def test_resnet18_full_size_is_bit_exact(capsys):
+    """The main job at 224x224 (default osdi18), end to end."""
+    code, out, err = run(capsys, "run", "resnet18", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["bit_exact"] is True
+    assert report["totals"]["speedup"] > 5 and report["totals"]["offloaded_speedup"] > 20
