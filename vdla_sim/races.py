@@ -50,26 +50,29 @@ class RaceTracker:
         self.module_vc[slot] = vc
         self.by_seq[slot][vc[slot]] = index
 
-    def _conflict(self, table: np.ndarray, elems, other: str, index: int, mem: str, why: str) -> None:
+    def _conflict(self, table: np.ndarray, elems, other: str, index: int, mem: str, writes: bool) -> None:
         seen = table[elems]
         limit = self.vc[index][SLOT[other]]
         if seen.size and int(seen.max()) > limit:
             bad = int(np.flatnonzero(seen > limit)[0])
             elem = (np.arange(table.size)[elems])[bad] if isinstance(elems, slice) else int(np.asarray(elems)[bad])
             first = self.by_seq[SLOT[other]][int(seen[bad])]
-            raise RaceError(first, self.insns[first].kind, index, self.insns[index].kind,
-                            why.format(mem=mem, elem=elem, other=other))
+            writer, reader = (index, first) if writes else (first, index)
+            early, late = sorted((index, first))
+            kinds = self.insns
+            why = (f"{mem} element {elem} is written by {writer} ({kinds[writer].kind}) and read by {reader} "
+                   f"({kinds[reader].kind}); " + ("the read may see the old value (RAW)" if writer < reader
+                                                  else "the write may clobber it before the read (WAR)"))
+            raise RaceError(early, kinds[early].kind, late, kinds[late].kind, why)
 
     def write_elems(self, mem: str, elems, index: int) -> None:
         """``index`` writes elements ``elems`` (slice or index array) of shared SRAM ``mem``."""
         writer, reader = SHARED[mem]
-        self._conflict(self.read[mem], elems, reader, index, mem,
-                       "it overwrites {mem} element {elem} that the {other} instruction still reads")
+        self._conflict(self.read[mem], elems, reader, index, mem, True)
         self.write[mem][elems] = self.seq[index]
 
     def read_elems(self, mem: str, elems, index: int) -> None:
         """``index`` reads elements ``elems`` of shared SRAM ``mem``."""
         writer, reader = SHARED[mem]
-        self._conflict(self.write[mem], elems, writer, index, mem,
-                       "it reads {mem} element {elem} that the {other} instruction writes")
+        self._conflict(self.write[mem], elems, writer, index, mem, False)
         self.read[mem][elems] = self.seq[index]
