@@ -1,6 +1,6 @@
 """ResNet-18's CPU work as kernel specs, and the TVM paper's Fig. 21 CPU bars to compare with.
 
-Data (copied from the project's reference folder into ``data/``):
+Data (the project's copies of the paper's tables, ``compiler/data``, read via ``compiler.paper``):
 ``resnet18_layers.csv`` (every conv and the classifier at 224x224, batch 1) and
 ``tvm_fig21_resnet18.csv`` (seconds per group on the Cortex-A9).
 
@@ -9,8 +9,7 @@ Groups match Fig. 21: ``layer0`` is the stem conv, ``conv`` the other 19 convolu
 3x3/2, eight residual adds (with the block's ReLU fused), global average pool, the classifier.
 """
 
-import csv
-from importlib import resources
+from compiler.paper import read_csv
 
 from . import a9_model
 from .conv import Conv2dSpec
@@ -23,8 +22,7 @@ _SHIFT = 8
 
 
 def _rows(name):
-    text = resources.files(__package__).joinpath("data", name).read_text()
-    return list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
+    return read_csv(name)
 
 
 def layer_table():
