@@ -142,6 +142,8 @@ class Engine:
                     self._at(t, self._fetch_wake_time)
                 else:
                     self.f_state, self.f_block, self.f_wait_queue = "wait_queue", t, mod.name
+                    if freed < len(mod.popped):  # a slot already freed becomes visible later
+                        self._at(mod.popped[freed] + self.ql, self._fetch_wake_queue, mod.name)
                 return
             mod.pushed.append(t)
             self.f_busy += step

@@ -69,3 +69,18 @@ def test_random_ping_pong_programs_overlap(preset):
         spans = {m: [(s, e) for mod, s, e in filter(None, sim.retire) if mod == m] for m in ("load", "compute")}
         overlapped += any(s1 < e2 and s2 < e1 for s1, e1 in spans["load"] for s2, e2 in spans["compute"])
     assert overlapped >= 10
+
+
+OVERRIDES = [dict(QUEUE_LATENCY=3), dict(CMD_QUEUE_DEPTH=1), dict(CMD_QUEUE_DEPTH=2, QUEUE_LATENCY=4, FETCH_CYCLES_PER_INSN=3),
+             dict(INSN_OVERHEAD=0), dict(MEM_BURST_GAP=2, MEM_MAX_BURST=2), dict(DDR_BYTES_PER_CYCLE_CAP=3.5),
+             dict(TOKEN_QUEUE_DEPTH=2)]
+
+
+@pytest.mark.parametrize("overrides", OVERRIDES, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+def test_random_programs_under_other_timing_parameters(overrides):
+    """Timing parameters change cycles, never results, and never cause a false deadlock."""
+    from vdla_hw.config import Config
+
+    config = Config.from_preset("tiny", **overrides)
+    for seed in range(25):
+        assert_same(random_program(seed, config), f"seed {seed} with {overrides}")
