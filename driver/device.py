@@ -1,24 +1,46 @@
-"""The device API every backend implements, and ``open_device`` to pick one by name."""
+"""The device API every backend implements, and ``open_device`` to pick one by name.
+
+A device has DRAM buffers (``allocate``/``write``/``read``/``free``), identification registers
+(``identify``: ISA version and configuration fingerprint hash), and runs one program bundle at
+a time: ``start(bundle, buffer)`` then ``wait(timeout)``, or both at once with ``run(bundle)``.
+``counters()`` returns the last run's per-module counters (``vdla_hw.regmap.MODULE_COUNTERS``).
+Backends: ``sim`` (vdla_sim, here), ``rtl`` (the MyHDL RTL under Verilator,
+:mod:`driver.rtl_device`) and ``pynq`` (the board through pynq 3.x, :mod:`driver.pynq_device`).
+"""
 
 from __future__ import annotations
 
+import importlib
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from vdla_hw.bundle import Bundle
-from vdla_hw.config import Config, load_config
+from vdla_hw.config import ISA_VERSION, Config, load_config
 from vdla_hw.errors import VdlaError
+
+# Where the host-memory backends pretend their buffers live (any 32-bit address works).
+HOST_DRAM_BASE = 0x1000_0000
+DEFAULT_TIMEOUT_S = 60.0
 
 
 class DeviceError(VdlaError):
-    """A device cannot run a program: wrong configuration, timeout, lost connection."""
+    """A device cannot run a program: wrong configuration, timeout, device error, lost connection.
+
+    ``state`` holds what the device reported (status, error bits, per-module counters) when known.
+    """
+
+    def __init__(self, message: str, state: dict | None = None):
+        super().__init__(message)
+        self.state = state or {}
 
 
 @dataclass
 class RunResult:
     """One program run: the final DRAM image, the cycle count (the device's cycle counter) and
-    the backend's counters (``vdla_sim.SimResult.as_dict()`` keys where the backend has them)."""
+    the backend's counters (``vdla_sim.SimResult.as_dict()`` keys where the backend has them;
+    every backend fills ``cycles`` and ``modules``: module -> MODULE_COUNTERS values)."""
 
     dram: np.ndarray
     cycles: int
@@ -27,26 +49,123 @@ class RunResult:
     details: object = None  # the backend's own result object (e.g. a SimResult)
 
 
+@dataclass
+class Buffer:
+    """A DRAM buffer of a device: ``size`` bytes at physical byte address ``address``."""
+
+    size: int
+    address: int
+    handle: object = None  # the backend's own object (numpy array, pynq buffer)
+
+
 class Device:
-    """A VDLA device of one configuration. Subclasses implement :meth:`_execute`."""
+    """A VDLA device of one configuration. Subclasses implement ``_alloc``/``_write``/``_read``,
+    ``_start`` and ``_wait`` (and ``identify`` when the device has ID registers)."""
 
     target = "abstract"
 
     def __init__(self, config: Config | str | None = None):
         self.config = load_config(config)
+        self._last_counters: dict = {}
+        self._running: tuple[Bundle, Buffer] | None = None
+
+    # --- identification -----------------------------------------------------------------
+    def identify(self) -> tuple[int, int]:
+        """(ID_ISA, ID_CONFIG) as the device reports them."""
+        return ISA_VERSION, self.config.fingerprint_hash
 
     def check_bundle(self, bundle: Bundle) -> None:
-        """The bundle must be built for this device's configuration (its ID register)."""
+        """The bundle must be built for this device: its configuration and the ID registers."""
         if bundle.config.fingerprint != self.config.fingerprint:
             raise DeviceError(f"{self.target} device has configuration {self.config.fingerprint} "
                               f"({self.config.name}) but the bundle was built for {bundle.config.fingerprint} "
                               f"({bundle.config.name}); recompile for the device or open it with that config")
+        isa, fingerprint = self.identify()
+        if isa != ISA_VERSION or fingerprint != bundle.config.fingerprint_hash:
+            raise DeviceError(f"{self.target} device reports ISA v{isa} and configuration hash {fingerprint:08x}, "
+                              f"but the bundle needs ISA v{ISA_VERSION} and {bundle.config.fingerprint} "
+                              f"({bundle.config.name}); load the bitstream built for that configuration")
 
-    def run(self, bundle: Bundle, *, timeout_cycles: int | None = None) -> RunResult:
+    # --- buffers ------------------------------------------------------------------------
+    def allocate(self, nbytes: int) -> Buffer:
+        """A DRAM buffer of ``nbytes`` bytes (contents undefined)."""
+        if nbytes <= 0:
+            raise DeviceError(f"cannot allocate a buffer of {nbytes} bytes")
+        return self._alloc(int(nbytes))
+
+    def write(self, buffer: Buffer, data, offset: int = 0) -> None:
+        """Copy ``data`` (bytes or a numpy array, as raw bytes) into ``buffer`` at byte ``offset``."""
+        raw = np.frombuffer(memoryview(np.ascontiguousarray(data)).cast("B"), dtype=np.uint8)
+        if offset < 0 or offset + raw.size > buffer.size:
+            raise DeviceError(f"write of {raw.size} bytes at offset {offset} overflows the {buffer.size}-byte buffer")
+        self._write(buffer, raw, offset)
+
+    def read(self, buffer: Buffer, offset: int = 0, nbytes: int | None = None) -> np.ndarray:
+        """A copy of ``nbytes`` bytes (default: to the end) of ``buffer`` from byte ``offset``."""
+        nbytes = buffer.size - offset if nbytes is None else nbytes
+        if offset < 0 or nbytes < 0 or offset + nbytes > buffer.size:
+            raise DeviceError(f"read of {nbytes} bytes at offset {offset} overflows the {buffer.size}-byte buffer")
+        return self._read(buffer, offset, nbytes)
+
+    def free(self, buffer: Buffer) -> None:
+        """Release ``buffer`` (host-memory backends: nothing to do)."""
+
+    # --- running ------------------------------------------------------------------------
+    def start(self, bundle: Bundle, buffer: Buffer) -> None:
+        """Start ``bundle`` whose image has been written to ``buffer``; returns at once."""
         self.check_bundle(bundle)
-        return self._execute(bundle, timeout_cycles)
+        if buffer.size < bundle.dram.size:
+            raise DeviceError(f"buffer of {buffer.size} bytes is smaller than the {bundle.dram.size}-byte image")
+        if self._running is not None:
+            raise DeviceError(f"{self.target} device is busy with another program; wait for it first")
+        self._running = (bundle, buffer)
+        self._start(bundle, buffer)
 
-    def _execute(self, bundle: Bundle, timeout_cycles: int | None) -> RunResult:
+    def wait(self, *, timeout_s: float | None = None, timeout_cycles: int | None = None) -> RunResult:
+        """Wait for the started program; the result's image is read back from its buffer.
+
+        A program that does not finish within ``timeout_s`` seconds (wall clock) or
+        ``timeout_cycles`` device cycles raises DeviceError naming each module's state."""
+        if self._running is None:
+            raise DeviceError(f"{self.target} device: wait() without a started program")
+        bundle, buffer = self._running
+        try:
+            result = self._wait(bundle, buffer, DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
+                                timeout_cycles)
+        finally:
+            self._running = None
+        self._last_counters = result.counters
+        return result
+
+    def run(self, bundle: Bundle, *, timeout_cycles: int | None = None, timeout_s: float | None = None) -> RunResult:
+        """Allocate a buffer, write the image, start, wait and read the final image back."""
+        self.check_bundle(bundle)
+        buffer = self.allocate(bundle.dram.size)
+        try:
+            self.write(buffer, bundle.dram)
+            self.start(bundle, buffer)
+            return self.wait(timeout_s=timeout_s, timeout_cycles=timeout_cycles)
+        finally:
+            self.free(buffer)
+
+    def counters(self) -> dict:
+        """The last finished run's counters (empty before the first run)."""
+        return dict(self._last_counters)
+
+    # --- backend hooks ------------------------------------------------------------------
+    def _alloc(self, nbytes: int) -> Buffer:
+        raise NotImplementedError
+
+    def _write(self, buffer: Buffer, raw: np.ndarray, offset: int) -> None:
+        raise NotImplementedError
+
+    def _read(self, buffer: Buffer, offset: int, nbytes: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def _start(self, bundle: Bundle, buffer: Buffer) -> None:
+        """Default: nothing; the host-side backends do the work in ``_wait``."""
+
+    def _wait(self, bundle: Bundle, buffer: Buffer, timeout_s: float, timeout_cycles: int | None) -> RunResult:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -59,7 +178,34 @@ class Device:
         self.close()
 
 
-class SimDevice(Device):
+class HostMemoryDevice(Device):
+    """A device whose DRAM is host memory (the sim and rtl backends)."""
+
+    def __init__(self, config: Config | str | None = None):
+        super().__init__(config)
+        self._next = itertools.count()
+        self._cursor = HOST_DRAM_BASE
+
+    def _alloc(self, nbytes: int) -> Buffer:
+        address = self._cursor
+        self._cursor += -(-nbytes // 4096) * 4096
+        return Buffer(nbytes, address, np.zeros(nbytes, dtype=np.uint8))
+
+    def _write(self, buffer: Buffer, raw: np.ndarray, offset: int) -> None:
+        buffer.handle[offset:offset + raw.size] = raw
+
+    def _read(self, buffer: Buffer, offset: int, nbytes: int) -> np.ndarray:
+        return buffer.handle[offset:offset + nbytes].copy()
+
+    @staticmethod
+    def image_bundle(bundle: Bundle, buffer: Buffer) -> Bundle:
+        """The bundle as the device sees it: the image is the buffer's current contents."""
+        image = buffer.handle[:bundle.dram.size]
+        return Bundle(dram=image.copy(), insn_offset=bundle.insn_offset, insn_count=bundle.insn_count,
+                      config=bundle.config, symbols=bundle.symbols, meta=bundle.meta)
+
+
+class SimDevice(HostMemoryDevice):
     """The cycle-level simulator as a device."""
 
     target = "sim"
@@ -68,19 +214,43 @@ class SimDevice(Device):
         super().__init__(config)
         self.race_check = race_check
 
-    def _execute(self, bundle: Bundle, timeout_cycles: int | None) -> RunResult:
+    def _wait(self, bundle: Bundle, buffer: Buffer, timeout_s: float, timeout_cycles: int | None) -> RunResult:
         import vdla_sim
+        from driver import status
 
-        result = vdla_sim.simulate(bundle, max_cycles=timeout_cycles, race_check=self.race_check)
+        try:
+            result = vdla_sim.simulate(self.image_bundle(bundle, buffer), max_cycles=timeout_cycles,
+                                       race_check=self.race_check)
+        except vdla_sim.CycleLimitError as err:
+            raise DeviceError(f"sim device timed out: {err}", {"timeout": True}) from None
+        except vdla_sim.DeadlockError as err:
+            raise DeviceError(f"sim device would hang (timeout on hardware): {err}", {"timeout": True}) from None
+        except VdlaError as err:
+            bits, index = status.error_bits_for(err)
+            raise DeviceError(f"sim device stopped with error {status.describe_error(bits, index)}: {err}",
+                              {"error": bits, "error_insn": index}) from None
+        buffer.handle[:result.dram.size] = result.dram
+        counters = result.as_dict()
+        counters["modules"] = status.modules_from_sim(result)
         return RunResult(dram=result.dram, cycles=result.cycles, seconds=result.seconds,
-                         counters=result.as_dict(), details=result)
+                         counters=counters, details=result)
 
 
-BACKENDS = {"sim": SimDevice}
+# target name -> class, or "module:Class" loaded on first use (their dependencies are optional).
+BACKENDS: dict[str, object] = {"sim": SimDevice, "rtl": "driver.rtl_device:RtlDevice",
+                               "pynq": "driver.pynq_device:PynqDevice"}
+
+
+def backend_class(target: str) -> type[Device]:
+    if target not in BACKENDS:
+        raise DeviceError(f"unknown target {target!r} (available: {', '.join(BACKENDS)})")
+    entry = BACKENDS[target]
+    if isinstance(entry, str):
+        module, name = entry.split(":")
+        entry = getattr(importlib.import_module(module), name)
+    return entry
 
 
 def open_device(target: str = "sim", config: Config | str | None = None, **options) -> Device:
     """A device of backend ``target`` with configuration ``config`` (default osdi18)."""
-    if target not in BACKENDS:
-        raise DeviceError(f"unknown target {target!r} (available: {', '.join(BACKENDS)})")
-    return BACKENDS[target](config, **options)
+    return backend_class(target)(config, **options)

@@ -1,28 +1,47 @@
-"""The device API on the sim backend: runs bundles, checks their configuration."""
+"""The device API on the sim and rtl backends, with the shared bodies of device_cases (the
+pynq backend runs the same bodies in tests/board, in its own virtual environment)."""
 
-import numpy as np
+import importlib.util
+import shutil
+
 import pytest
 
 from driver import DeviceError, open_device
-from tests.hw import programs
-from vdla_hw.semantics import execute
+from tests.driver import device_cases
+
+BACKENDS = ["sim", pytest.param("rtl", marks=pytest.mark.rtl)]
 
 
-def test_sim_device_runs_a_bundle_like_the_reference():
-    bundle, expected, _ = programs.blocked_matmul("tiny")
-    with open_device("sim", "tiny") as device:
-        result = device.run(bundle)
-    np.testing.assert_array_equal(result.dram, execute(bundle).dram)
-    assert result.cycles > 0 and result.seconds == pytest.approx(result.cycles / device.config.clock_hz)
-    assert result.counters["cycles"] == result.cycles
+def _rtl_available() -> bool:
+    return (importlib.util.find_spec("vdla_hw.rtl.runner") is not None and importlib.util.find_spec("cocotb")
+            is not None and shutil.which("verilator", path=None) is not None)
 
 
-def test_bundle_for_another_configuration_is_refused():
-    bundle, _, _ = programs.blocked_matmul("tiny")
-    with pytest.raises(DeviceError, match="built for 1x4_.*recompile"):
-        open_device("sim", "osdi18").run(bundle)
+def factory(target):
+    if target == "rtl" and not _rtl_available():
+        pytest.skip("RTL flow not installed (requirements/rtl.txt)")
+    return lambda config: open_device(target, config)
+
+
+@pytest.mark.parametrize("target", BACKENDS)
+@pytest.mark.parametrize("case", ["runs_like_the_reference", "buffers_round_trip", "start_and_wait",
+                                  "bundle_for_another_configuration", "device_error_names_instruction"])
+def test_device_case(target, case):
+    device_cases.CASES[case](factory(target))
+
+
+@pytest.mark.parametrize("target", BACKENDS)
+def test_timeout_names_each_module(target):
+    device_cases.case_timeout_names_each_module(factory(target), timeout_cycles=20_000)
 
 
 def test_unknown_target():
     with pytest.raises(DeviceError, match="unknown target 'fpga'"):
         open_device("fpga")
+
+
+def test_pynq_backend_without_pynq_says_what_to_install():
+    if importlib.util.find_spec("pynq") is not None:
+        pytest.skip("pynq is installed here; tests/board covers the backend")
+    with pytest.raises(DeviceError, match="needs the pynq package"):
+        open_device("pynq", "tiny")

@@ -1,0 +1,98 @@
+"""The driver's side of the register map: the run sequence every register-level backend uses
+(the board through pynq MMIO; the same sequence the RTL testbench drives over AXI-lite).
+
+1. ``identify``: read ID_ISA and ID_CONFIG;
+2. ``_start``: CLEAR a finished run, write DRAM_BASE, DRAM_BYTES, INSN_ADDR, INSN_COUNT, then
+   CTRL = START;
+3. ``_wait``: poll STATUS until DONE or ERROR (bounded by a wall-clock and an optional cycle
+   timeout), read CYCLES_LO then CYCLES_HI and the per-module counters, on ERROR read ERROR and
+   ERROR_INSN; invalidate the buffer and read the image back; CTRL = CLEAR.
+"""
+
+from __future__ import annotations
+
+import time
+
+from driver import status as st
+from driver.device import Buffer, Device, DeviceError, RunResult
+from vdla_hw import regmap
+from vdla_hw.bundle import Bundle
+
+DONE_OR_ERROR = regmap.STATUS_DONE | regmap.STATUS_ERROR
+
+
+class RegisterDevice(Device):
+    """A device driven through ``_rd(name)``/``_wr(name, value)`` on its control registers.
+    Subclasses provide the registers and the buffers (``_alloc``/``_write``/``_read``, and
+    ``_sync_from_device`` when the buffers are cached)."""
+
+    poll_first_s = 20e-6   # first sleep between STATUS polls; doubles up to poll_max_s
+    poll_max_s = 2e-3
+
+    def _rd(self, name: str) -> int:
+        raise NotImplementedError
+
+    def _wr(self, name: str, value: int) -> None:
+        raise NotImplementedError
+
+    def _sync_from_device(self, buffer: Buffer) -> None:
+        """Make the device's writes to ``buffer`` visible to the CPU (cache invalidate)."""
+
+    def identify(self) -> tuple[int, int]:
+        return self._rd("ID_ISA"), self._rd("ID_CONFIG")
+
+    def cycles(self) -> int:
+        lo = self._rd("CYCLES_LO")  # latches CYCLES_HI
+        return lo | self._rd("CYCLES_HI") << 32
+
+    def _start(self, bundle: Bundle, buffer: Buffer) -> None:
+        status = self._rd("STATUS")
+        if status & regmap.STATUS_BUSY and not status & DONE_OR_ERROR:
+            raise DeviceError(f"{self.target} device is still busy with an earlier program (STATUS "
+                              f"{st.describe_status(status)}); reset it by reloading the bitstream")
+        if status & DONE_OR_ERROR:
+            self._wr("CTRL", regmap.CTRL_CLEAR)
+        if buffer.address >> 32:
+            raise DeviceError(f"buffer at {buffer.address:#x} is above 4 GiB; DRAM_BASE has 32 bits")
+        for name, value in (("DRAM_BASE", buffer.address), ("DRAM_BYTES", bundle.dram.size),
+                            ("INSN_ADDR", bundle.insn_offset), ("INSN_COUNT", bundle.insn_count)):
+            self._wr(name, value)
+        self._started = time.perf_counter()
+        self._wr("CTRL", regmap.CTRL_START)
+
+    def _wait(self, bundle: Bundle, buffer: Buffer, timeout_s: float, timeout_cycles: int | None) -> RunResult:
+        deadline = time.monotonic() + timeout_s
+        pause = self.poll_first_s
+        while True:
+            status = self._rd("STATUS")
+            if status & DONE_OR_ERROR:
+                break
+            over_cycles = timeout_cycles is not None and self.cycles() > timeout_cycles
+            if over_cycles or time.monotonic() > deadline:
+                self._give_up(status, f"{timeout_cycles} cycles" if over_cycles else f"{timeout_s:g} s")
+            time.sleep(pause)
+            pause = min(2 * pause, self.poll_max_s)
+        wall = time.perf_counter() - self._started
+        cycles = self.cycles()
+        modules = st.read_modules(self._rd)
+        state = {"status": status, "cycles": cycles, "modules": modules}
+        if status & regmap.STATUS_ERROR:
+            bits, index = self._rd("ERROR"), self._rd("ERROR_INSN")
+            self._wr("CTRL", regmap.CTRL_CLEAR)
+            raise DeviceError(f"{self.target} device stopped with error {st.describe_error(bits, index)} "
+                              f"after {cycles} cycles; {st.describe_modules(modules)}",
+                              {**state, "error": bits, "error_insn": index})
+        self._sync_from_device(buffer)
+        dram = self.read(buffer, 0, bundle.dram.size)
+        self._wr("CTRL", regmap.CTRL_CLEAR)
+        counters = {"cycles": cycles, "modules": modules, "wall_seconds": wall}
+        return RunResult(dram=dram, cycles=cycles, seconds=cycles / self.config.clock_hz, counters=counters)
+
+    def _give_up(self, status: int, limit: str) -> None:
+        cycles = self.cycles()
+        modules = st.read_modules(self._rd)
+        # CLEAR stops nothing on a hung device, but leaves the registers ready for a new START
+        # once the bitstream is reloaded; the message says what each module was doing.
+        self._wr("CTRL", regmap.CTRL_CLEAR)
+        raise DeviceError(st.timeout_message(self.target, limit, status, cycles, modules),
+                          {"status": status, "cycles": cycles, "modules": modules, "timeout": True})
