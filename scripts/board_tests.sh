@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The pynq backend's tests in their own virtual environment (.venv-board): numpy < 2 and the real
+# pynq 3.0.1 from PyPI, as on the PYNQ-Z1 image v3.0.1, against the simulated PYNQ device
+# (driver/pynq_sim.py). Idempotent: a second run only checks the pins and runs the tests.
+# Usage: bash scripts/board_tests.sh [pytest args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+VENV=.venv-board
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "board_tests: creating $VENV"
+    "$PY" -m venv "$VENV"
+fi
+stamp=$VENV/.vdla-board-requirements
+want="$(cat requirements/board.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo "board_tests: installing requirements/board.txt into $VENV (pynq 3.0.1 builds from its sdist once)"
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+    "$VENV/bin/python" -m pip install -q -r requirements/board.txt
+    # the project without its host dependencies (numpy 2, llvmlite, onnx): board code needs numpy only
+    "$VENV/bin/python" -m pip install -q --no-deps -e .
+    echo "$want" > "$stamp"
+fi
+# tests/board/conftest.py stops the host-side conftest (hypothesis profiles) from mattering.
+exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/board "$@"
