@@ -202,9 +202,11 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
             a[:] = l_sr + (((l_b << lgB) - l_ra) >> lge)
             ra.next = a[ib:]
 
+        KW = max(1, log2(EB)) + 1
+
         @always_comb
         def data_out():
-            k = intbv(0)[max(1, log2(EB)) + 1:]
+            k = intbv(0)[KW:]
             k[:] = (((c_b << lgB) - c_ra) >> lgB) & (EB - 1)
             tmp = intbv(0)[len(rd):]
             tmp[:] = rd >> (k * B * 8)
