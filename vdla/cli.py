@@ -17,7 +17,7 @@ from vdla_hw.errors import VdlaError
 
 EXIT_USER_ERROR = 2
 # Modules that each add subcommands through ``add_parser(subparsers)``; one per package area.
-EXTENSIONS = ("vdla.cmd_sim", "vdla.cmd_compile", "vdla.cmd_run", "vdla.cmd_hw")
+EXTENSIONS = ("vdla.cmd_sim", "vdla.cmd_compile", "vdla.cmd_run", "vdla.cmd_hw", "vdla.cmd_deploy")
 
 
 def _print_json(data) -> None:
