@@ -1,0 +1,185 @@
+"""`vdla serve` + `vdla deploy` over loopback: the deployed network gives `vdla run`'s output,
+bad requests get one clear error each, and the server keeps serving after every one of them."""
+
+import contextlib
+import io
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from driver import DeviceError
+from driver.protocol import MAGIC, PREFIX, PROTOCOL_VERSION, request
+from tests.driver.device_cases import deadlocking_bundle
+from vdla import cmd_deploy
+from vdla.cli import main
+from vdla_hw import isa
+from vdla_hw.bundle import Bundle
+
+ROOT = Path(__file__).resolve().parents[2]
+RESOLUTION = 32
+
+
+@contextlib.contextmanager
+def serving(config=None):
+    """`vdla serve --backend sim` in a thread on an ephemeral loopback port."""
+    stop, ready, box, logs = threading.Event(), threading.Event(), {}, []
+
+    def on_ready(server):
+        box["server"] = server
+        ready.set()
+
+    thread = threading.Thread(target=cmd_deploy.serve, args=("sim", config, "127.0.0.1", 0),
+                              kwargs={"stop": stop, "ready": on_ready, "log": logs.append}, daemon=True)
+    thread.start()
+    assert ready.wait(30), "server did not start"
+    server = box["server"]
+    server.logs = logs
+    try:
+        yield server, f"127.0.0.1:{server.address[1]}"
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serving() as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def package():
+    q, x, placements, config = cmd_deploy.prepare("resnet18", resolution=RESOLUTION, progress=lambda m: None)
+    files = cmd_deploy.build_package(q, x, placements, config, model="resnet18", progress=lambda m: None)
+    return files
+
+
+def _still_serving(address):
+    result, _, _ = request(address, {"op": "ping"}, timeout_s=30)
+    assert result["backend"] == "sim" and result["fingerprint"]
+
+
+def _reseal(files):
+    """Recompute the manifest's hashes after changing files (a well-formed but altered package)."""
+    manifest = json.loads(files["manifest.json"])
+    import hashlib
+    manifest["files"] = {n: {"size": len(d), "sha256": hashlib.sha256(d).hexdigest()}
+                         for n, d in files.items() if n != "manifest.json"}
+    return {**files, "manifest.json": json.dumps(manifest).encode()}
+
+
+def test_package_lists_every_file_with_its_hash(package):
+    manifest = json.loads(package["manifest.json"])
+    assert set(manifest["files"]) == set(package) - {"manifest.json"}
+    assert "cpu/libvdla_cpu.so" in package and package["cpu/libvdla_cpu.so"][:4] == b"\x7fELF"
+    on_vdla = {k for k, v in json.loads(package["placements.json"]).items() if v["target"] == "vdla"}
+    assert {n for n in package if n.startswith("bundles/")} == {f"bundles/{k}.npz" for k in on_vdla}
+    assert len(on_vdla) == 19  # ResNet-18's convs but the 3-channel stem
+    q = cmd_deploy.graph_from_files(package)
+    assert q.nodes[0].op == "quantize" and isinstance(q.node("conv1").attrs["stride"], tuple)
+
+
+def test_cli_deploy_over_loopback_matches_vdla_run():
+    """The acceptance check: `vdla serve --backend sim` (a separate process) + `vdla deploy
+    resnet18` gives the output_sha256 of the local `vdla run` of the same model."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "vdla", "serve", "--backend", "sim", "--port", "0"],
+                            cwd=ROOT, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stderr.readline()
+        port = re.search(r"on 127\.0\.0\.1:(\d+)", line)
+        assert port, line
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["deploy", "resnet18", "--board", f"127.0.0.1:{port.group(1)}",
+                         "--resolution", str(RESOLUTION), "--json"]) == 0
+        deployed = json.loads(out.getvalue())
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["run", "resnet18", "--resolution", str(RESOLUTION), "--json"]) == 0
+        local = json.loads(out.getvalue())
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert deployed["output_sha256"] == local["output_sha256"]
+    assert deployed["bit_exact"] is True and deployed["backend"] == "sim"
+    vdla_layers = [r for r in deployed["layers"] if r["placement"] == "vdla"]
+    assert vdla_layers and all(r["cycles"] > 0 and r["wall_seconds"] > 0 for r in vdla_layers)
+    assert [r["cycles"] for r in deployed["layers"]] == [r["cycles"] for r in local["layers"]]
+
+
+def test_package_for_another_configuration(package):
+    with serving("tiny") as (server, address):
+        with pytest.raises(DeviceError, match="compiled for configuration 1x16_.* this server's device is 1x4_"):
+            request(address, {"op": "run"}, package)
+        _still_serving(address)
+
+
+def test_corrupt_package(server, package):
+    _, address = server
+    broken = dict(package)
+    name = next(n for n in package if n.startswith("bundles/"))
+    data = bytearray(broken[name])
+    data[len(data) // 2] ^= 0xFF
+    broken[name] = bytes(data)
+    with pytest.raises(DeviceError, match=f"{name}: size or SHA-256 differs from the manifest; the package is corrupt"):
+        request(address, {"op": "run"}, broken)
+    resealed = _reseal({**package, "graph.json": b"{not json"})
+    with pytest.raises(DeviceError, match="graph.json/arrays.npz do not describe a quantized graph"):
+        request(address, {"op": "run"}, resealed)
+    with pytest.raises(DeviceError, match="no manifest.json"):
+        request(address, {"op": "run"}, {"x": b"1"})
+    _still_serving(address)
+
+
+def test_device_timeout_inside_a_network(server, package):
+    """One layer's bundle replaced by a program that waits for a token forever: the request
+    fails naming the device's state; the next request is served."""
+    _, address = server
+    name = next(n for n in package if n.startswith("bundles/"))
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"vdla-test-{os.getpid()}.npz"
+    path.write_bytes(package[name])
+    bundle = Bundle.load(path)
+    stuck = deadlocking_bundle("osdi18")
+    stream = np.frombuffer(isa.encode_program(stuck.insns(), bundle.config), dtype=np.uint8)
+    bundle.dram[bundle.insn_offset:bundle.insn_offset + stream.size] = stream
+    bundle.insn_count = stuck.insn_count
+    bundle.save(path)
+    altered = _reseal({**package, name: path.read_bytes()})
+    path.unlink()
+    with pytest.raises(DeviceError, match="sim device would hang .*deadlock"):
+        request(address, {"op": "run"}, altered)
+    _still_serving(address)
+
+
+def test_connection_dropped_mid_transfer(server):
+    srv, address = server
+    errors = srv.stats["errors"]
+    text = json.dumps({"op": "run", "blobs": [{"name": "manifest.json", "size": 5000, "sha256": "0"}]}).encode()
+    with socket.create_connection(("127.0.0.1", srv.address[1]), timeout=10) as sock:
+        sock.sendall(PREFIX.pack(MAGIC, PROTOCOL_VERSION, len(text)) + text + b"{" * 100)
+    deadline = time.monotonic() + 10
+    while srv.stats["errors"] == errors and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert any("connection closed after 100 of 5000 bytes of blob 'manifest.json'" in m for m in srv.logs)
+    _still_serving(address)
+
+
+def test_unknown_op_and_unreachable_board(server):
+    _, address = server
+    with pytest.raises(DeviceError, match="unknown op 'format'"):
+        request(address, {"op": "format"})
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    with pytest.raises(DeviceError, match="cannot connect .* is `vdla serve` running"):
+        request(f"127.0.0.1:{free}", {"op": "ping"}, timeout_s=5)
