@@ -13,9 +13,15 @@ def cmd_sim(args) -> int:
     bundle = Bundle.load(args.file, config=args.config)
     result = simulate(bundle, max_cycles=args.max_cycles, race_check=not args.no_race_check,
                       trace_path=args.trace)
-    if args.output:
+    if args.image:
         Bundle(dram=result.dram, insn_offset=bundle.insn_offset, insn_count=bundle.insn_count,
-               config=bundle.config, symbols=bundle.symbols, meta=bundle.meta).save(args.output)
+               config=bundle.config, symbols=bundle.symbols, meta=bundle.meta).save(args.image)
+    if args.tensor:
+        import numpy as np
+
+        from compiler.accel import layer_output
+
+        np.save(args.tensor, layer_output(bundle, result.dram))
     report = result.as_dict()
     if args.json:
         print(json.dumps(report, indent=2))
@@ -29,8 +35,10 @@ def cmd_sim(args) -> int:
     print(f"  bytes {report['bytes']}")
     left = {q: n for q, n in result.tokens_left.items() if n}
     print(f"  tokens left at FINISH: {left or 'none'}")
-    if args.output:
-        print(f"  final image written to {args.output}")
+    if args.image:
+        print(f"  final image written to {args.image}")
+    if args.tensor:
+        print(f"  layer output tensor written to {args.tensor}")
     if args.trace:
         print(f"  trace written to {args.trace}", file=sys.stderr)
     return 0
@@ -41,7 +49,9 @@ def add_parser(sub) -> None:
     sim = sub.add_parser("sim", help="run a bundle on the cycle-level simulator")
     sim.add_argument("file", help="program bundle (.npz)")
     sim.add_argument("--config", default=None, help="require this configuration (preset or JSON file)")
-    sim.add_argument("-o", "--output", help="write the final image as a bundle (.npz, key 'dram')")
+    sim.add_argument("-o", "--image", metavar="OUT.npz", help="write the final image as a bundle (.npz, key 'dram')")
+    sim.add_argument("--output", dest="tensor", metavar="Y.npy",
+                     help="write the compiled layer's output tensor (NCHW int8, unpacked; bundles of vdla compile)")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
     sim.add_argument("--trace", metavar="T.json", help="write a Chrome/Perfetto trace")
     sim.add_argument("--max-cycles", type=int, default=None, help="stop with an error after this many cycles")

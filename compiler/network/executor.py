@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -21,9 +22,18 @@ from compiler.cpu_fallback import (AddSpec, Conv2dSpec, DenseSpec, GlobalAvgPool
 from compiler.network.alu_add import add_output, compile_add
 from compiler.network.partition import Placement, conv_layer, dense_layer
 from compiler.quantize.qgraph import QGraph, QNode
-from driver import Device
+from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
 from vdla_hw.errors import VdlaError
+
+
+class AcceleratorDevice(Protocol):
+    """What the executor needs of a device (``driver.Device`` is one): its configuration, and
+    ``run(bundle)`` returning an object with ``dram``, ``cycles``, ``seconds`` and ``counters``."""
+
+    config: Config
+
+    def run(self, bundle: Bundle): ...
 
 
 @dataclass
@@ -115,7 +125,7 @@ def calibrated_a9():
 
 
 class Executor:
-    def __init__(self, q: QGraph, placements: dict[str, Placement], device: Device, *, progress=None,
+    def __init__(self, q: QGraph, placements: dict[str, Placement], device: AcceleratorDevice, *, progress=None,
                  a9_params=None, vthreads: int | None = None):
         self.q, self.placements, self.device = q, placements, device
         self.config = device.config
@@ -203,6 +213,6 @@ class Executor:
         return ExecResult(values[self.q.output], records, self.sim_wall, self.compile_wall, self.cpu_wall)
 
 
-def execute(q: QGraph, x: np.ndarray, placements: dict[str, Placement], device: Device, **options) -> ExecResult:
+def execute(q: QGraph, x: np.ndarray, placements: dict[str, Placement], device: AcceleratorDevice, **options) -> ExecResult:
     """Run ``q`` on input ``x`` (float NCHW); see :class:`Executor` for the options."""
     return Executor(q, placements, device, **options).run(x)
