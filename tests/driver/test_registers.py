@@ -1,0 +1,105 @@
+"""The register protocol (driver.registers) against the register-level model (driver.regmodel)
+in this environment, without pynq: the same run sequence the pynq backend uses, the register
+model's behaviour on bad register values, and the lead's executor running a whole network
+unchanged on a register-level device."""
+
+import numpy as np
+import pytest
+
+from driver import open_device
+from driver import status as st
+from driver.device import Buffer, HostMemoryDevice
+from driver.registers import RegisterDevice
+from driver.regmodel import RegisterModel
+from tests.driver import device_cases
+from tests.hw import programs
+from vdla_hw import regmap
+from vdla_hw.semantics import execute
+
+
+class ModelDevice(RegisterDevice, HostMemoryDevice):
+    """Host-memory buffers + RegisterModel registers: the pynq backend minus pynq."""
+
+    target = "regmodel"
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.buffers: dict[int, Buffer] = {}
+        self.model = RegisterModel(self.config, self._mem_read, self._mem_write)
+
+    def _alloc(self, nbytes):
+        buffer = super()._alloc(nbytes)
+        self.buffers[buffer.address] = buffer
+        return buffer
+
+    def _find(self, address, nbytes):
+        for base, buffer in self.buffers.items():
+            if base <= address and address + nbytes <= base + buffer.size:
+                return buffer.handle, address - base
+        raise KeyError(address)
+
+    def _mem_read(self, address, nbytes):
+        memory, start = self._find(address, nbytes)
+        return memory[start:start + nbytes].copy()
+
+    def _mem_write(self, address, data):
+        memory, start = self._find(address, len(data))
+        memory[start:start + len(data)] = data
+
+    def _rd(self, name):
+        return self.model.read(regmap.offset(name))
+
+    def _wr(self, name, value):
+        self.model.write(regmap.offset(name), value)
+
+
+@pytest.mark.parametrize("case", ["runs_like_the_reference", "buffers_round_trip", "start_and_wait",
+                                  "bundle_for_another_configuration", "device_error_names_instruction"])
+def test_register_device_case(case):
+    device_cases.CASES[case](ModelDevice)
+
+
+def test_timeout_reports_module_state_from_the_counters():
+    device_cases.case_timeout_names_each_module(ModelDevice, timeout_s=0.2)
+
+
+def test_model_sets_status_cycles_and_counters_like_the_simulator():
+    import vdla_sim
+
+    bundle, _, _ = programs.blocked_matmul("tiny")
+    device = ModelDevice("tiny")
+    result = device.run(bundle)
+    sim = vdla_sim.simulate(bundle)
+    assert result.cycles == sim.cycles
+    assert result.counters["modules"] == st.modules_from_sim(sim)
+    np.testing.assert_array_equal(result.dram, execute(bundle).dram)
+
+
+def test_control_slave_refuses_bad_run_registers():
+    device = ModelDevice("tiny")
+    m = device.model
+    buf = device.allocate(256)
+    for values, cause in (({"INSN_COUNT": 0}, "zero_insn_count"), ({"INSN_COUNT": 1, "INSN_ADDR": 8}, "insn_addr_range"),
+                          ({"INSN_COUNT": 100, "INSN_ADDR": 0}, "insn_addr_range")):
+        m.write(regmap.offset("CTRL"), regmap.CTRL_CLEAR)
+        m.write(regmap.offset("DRAM_BASE"), buf.address)
+        m.write(regmap.offset("DRAM_BYTES"), 256)
+        for name, value in values.items():
+            m.write(regmap.offset(name), value)
+        m.write(regmap.offset("CTRL"), regmap.CTRL_START)
+        assert m.read(regmap.offset("STATUS")) == regmap.STATUS_ERROR
+        assert m.read(regmap.offset("ERROR")) == regmap.ERROR_BITS[cause]
+    m.write(regmap.offset("ID_CONFIG"), 0)  # read-only: ignored
+    assert m.read(regmap.offset("ID_CONFIG")) == device.config.fingerprint_hash
+
+
+def test_executor_runs_a_network_unchanged_on_a_register_device():
+    from compiler.network import execute as run_graph
+    from vdla import cmd_deploy
+
+    q, x, placements, config = cmd_deploy.prepare("resnet18", resolution=32, progress=lambda m: None)
+    reference = run_graph(q, x, placements, open_device("sim", config))
+    on_registers = run_graph(q, x, placements, ModelDevice(config))
+    np.testing.assert_array_equal(on_registers.output, reference.output)
+    assert [r.cycles for r in on_registers.records] == [r.cycles for r in reference.records]
+
