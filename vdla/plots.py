@@ -17,6 +17,7 @@ from compiler import paper
 
 CATEGORIES = ("layer0", "conv", "other")
 COLORS = {"layer0": "#8c6bb1", "conv": "#2b8cbe", "other": "#fdae6b"}
+ZOOM_INSNS = 40  # the timeline zooms on this many compute instructions when a layer has more
 
 
 def _pyplot():
@@ -105,16 +106,28 @@ def roofline(report, points_no_lh: dict, out_dir: Path, config) -> list[Path]:
 
 
 def timeline(report, layer: str, out_dir: Path) -> list[Path]:
-    """Instruction spans per module of one offloaded layer, from its simulation."""
+    """Instruction spans per module of one offloaded layer, from its simulation: the whole layer
+    and, below, a zoom on its first instructions so single loads, GEMMs and stores show."""
     plt = _pyplot()
     record = next(r for r in report.records if r.name == layer)
     sim = record.extra["run"]
-    fig, ax = plt.subplots(figsize=(10, 3))
     modules = ("load", "compute", "store")
-    for row, module in enumerate(modules):
-        spans = [(start, end - start) for m, start, end in (r for r in sim.retire if r) if m == module and end > start]
-        ax.broken_barh(spans, (row - 0.35, 0.7), facecolors=list(COLORS.values())[row])
-    ax.set_yticks(range(len(modules)), modules)
-    ax.set_xlabel("cycle")
-    ax.set_title(f"{layer}: load / compute / store overlap ({report.config_name}, {sim.cycles:,} cycles)")
+    spans = {m: [(start, end - start) for name, start, end in (r for r in sim.retire if r)
+                 if name == m and end > start] for m in modules}
+    compute_starts = sorted(start for start, _ in spans["compute"])
+    views = [(sim.cycles, "whole layer")]
+    if len(compute_starts) > ZOOM_INSNS:
+        views.append((compute_starts[ZOOM_INSNS], f"first {ZOOM_INSNS} compute instructions"))
+    fig, axes = plt.subplots(len(views), 1, figsize=(10, 2.5 * len(views)), squeeze=False)
+    for ax, (hi, what) in zip(axes[:, 0], views):
+        lo = 0
+        for row, module in enumerate(modules):
+            ax.broken_barh(spans[module], (row - 0.35, 0.7), facecolors=list(COLORS.values())[row],
+                           edgecolors="white", linewidth=0.3)
+        ax.set_xlim(lo, hi)
+        ax.set_yticks(range(len(modules)), modules)
+        ax.set_xlabel(f"cycle ({what})")
+    axes[0, 0].set_title(f"{layer}: load / compute / store overlap ({report.config_name}, {sim.cycles:,} cycles, "
+                      f"GEMM utilisation {record.utilization * 100:.0f}%)")
+    fig.tight_layout()
     return _save(fig, out_dir, "timeline")
