@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vdla_hw import regmap
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import ISA_VERSION, Config, load_config
 from vdla_hw.errors import VdlaError
@@ -221,10 +222,8 @@ class SimDevice(HostMemoryDevice):
         try:
             result = vdla_sim.simulate(self.image_bundle(bundle, buffer), max_cycles=timeout_cycles,
                                        race_check=self.race_check)
-        except vdla_sim.CycleLimitError as err:
-            raise DeviceError(f"sim device timed out: {err}", {"timeout": True}) from None
-        except vdla_sim.DeadlockError as err:
-            raise DeviceError(f"sim device would hang (timeout on hardware): {err}", {"timeout": True}) from None
+        except (vdla_sim.CycleLimitError, vdla_sim.DeadlockError) as err:
+            raise self._hang(bundle, buffer, timeout_cycles, err) from None
         except VdlaError as err:
             bits, index = status.error_bits_for(err)
             raise DeviceError(f"sim device stopped with error {status.describe_error(bits, index)}: {err}",
@@ -234,6 +233,25 @@ class SimDevice(HostMemoryDevice):
         counters["modules"] = status.modules_from_sim(result)
         return RunResult(dram=result.dram, cycles=result.cycles, seconds=result.seconds,
                          counters=counters, details=result)
+
+
+    def _hang(self, bundle: Bundle, buffer: Buffer, timeout_cycles: int | None, err: VdlaError) -> DeviceError:
+        """The timeout the hardware would give, with each module's counters where it stopped
+        (replayed on the engine, which the simulator does not return on failure)."""
+        from driver import status
+        from vdla_sim.engine import Engine
+
+        engine = Engine(self.image_bundle(bundle, buffer), max_cycles=timeout_cycles, race_check=False)
+        try:
+            engine.run()
+        except VdlaError:
+            pass
+        modules = status.modules_from_engine(engine)
+        limit = f"{timeout_cycles} cycles" if timeout_cycles is not None else "its cycle limit"
+        if "deadlock" in str(err):
+            limit = "a deadlock (the hardware would wait forever)"
+        message = status.timeout_message(self.target, limit, regmap.STATUS_BUSY, engine.now, modules)
+        return DeviceError(f"{message} [{err}]", {"timeout": True, "cycles": engine.now, "modules": modules})
 
 
 # target name -> class, or "module:Class" loaded on first use (their dependencies are optional).

@@ -125,24 +125,15 @@ class RegisterModel:
             engine.run()
         except (DeadlockError, CycleLimitError):
             # The hardware would wait forever: stay busy with the counters where it stopped.
-            self._set_modules(self._engine_modules(engine))
+            self._set_modules(st.modules_from_engine(engine))
             self._set_cycles(engine.now)
             self.regs["STATUS"] = regmap.STATUS_BUSY
             return None
         except VdlaError as err:
-            self._set_modules(self._engine_modules(engine))
+            self._set_modules(st.modules_from_engine(engine))
             return self._fail(*st.error_bits_for(err))
         self.write_memory(self.regs["DRAM_BASE"], engine.dram)
-        self._set_modules(self._engine_modules(engine))
+        self._set_modules(st.modules_from_engine(engine))
         self._set_cycles(engine.finish_cycle or 0)
         self.regs["STATUS"] = regmap.STATUS_DONE
         return None
-
-    @staticmethod
-    def _engine_modules(engine) -> dict:
-        busy = {"fetch": engine.f_busy}
-        stall = {"fetch": {"token": 0, "memory": engine.f_stall_memory, "queue": engine.f_stall_queue}}
-        for name, mod in engine.mods.items():
-            busy[name] = mod.busy
-            stall[name] = {"token": mod.stall_token, "memory": mod.stall_memory, "queue": 0}
-        return st.modules_from_parts(busy, stall, engine.retire, engine.f_bytes)

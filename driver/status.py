@@ -77,6 +77,16 @@ def modules_from_parts(busy: dict, stall: dict, retire: list, insn_bytes: int) -
     return out
 
 
+def modules_from_engine(engine) -> dict:
+    """MODULE_COUNTERS per module from a ``vdla_sim.engine.Engine`` that stopped (or finished)."""
+    busy = {"fetch": engine.f_busy}
+    stall = {"fetch": {"token": 0, "memory": engine.f_stall_memory, "queue": engine.f_stall_queue}}
+    for name, mod in engine.mods.items():
+        busy[name] = mod.busy
+        stall[name] = {"token": mod.stall_token, "memory": mod.stall_memory, "queue": 0}
+    return modules_from_parts(busy, stall, engine.retire, engine.f_bytes)
+
+
 def read_modules(read_register) -> dict:
     """Every per-module counter through ``read_register(name) -> int``."""
     return {m: {c: int(read_register(regmap.counter_name(m, c))) for c in regmap.MODULE_COUNTERS} for m in MODULES}
