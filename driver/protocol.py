@@ -83,8 +83,11 @@ def receive(sock: socket.socket, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[di
     try:
         header = json.loads(_exactly(sock, hlen, "the frame header"))
         listed = header.pop("blobs")
-        total = sum(int(b["size"]) for b in listed)
-    except (ValueError, KeyError, TypeError) as err:
+        sizes = [int(b["size"]) for b in listed]
+        if min(sizes, default=0) < 0:
+            raise ValueError("negative blob size")
+        total = sum(sizes)
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise ProtocolError(f"malformed frame header ({err})") from None
     if total > max_bytes:
         raise ProtocolError(f"frame announces {total} bytes of blobs, more than the {max_bytes}-byte limit")

@@ -84,3 +84,12 @@ def test_board_address():
     for bad in ("pynq", "pynq:", "pynq:99999", ":80"):
         with pytest.raises(DeviceError, match="expected HOST:PORT"):
             parse_address(bad)
+
+
+@pytest.mark.parametrize("header", [[1, 2], {"no": "blobs"}, {"blobs": [{"name": "x", "size": -1, "sha256": ""}]}])
+def test_malformed_headers(header):
+    a, b = _pair()
+    with a, b:
+        a.sendall(_raw_frame(header, b""))
+        with pytest.raises(ProtocolError, match="malformed frame header"):
+            receive(b)
