@@ -24,21 +24,24 @@ def header(config: Config) -> str:
             "/* verilator lint_off UNUSEDSIGNAL */\n")
 
 
-def to_verilog(config: Config | str, out_dir: str | Path) -> Path:
-    """Write ``vdla_top.v`` for ``config`` into ``out_dir``; returns its path."""
-    from vdla_hw.rtl.top import top_ports, vdla_top
-
+def to_verilog(config: Config | str, out_dir: str | Path, top: str = TOP) -> Path:
+    """Write ``<top>.v`` for ``config`` into ``out_dir`` (``vdla_top``: the core with its
+    beat-level memory port; ``vdla_axi_top``: the FPGA top with the AXI3 master); returns its path."""
     config = load_config(config)
     p = rtl_params(config)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    ports = top_ports(p)
-    inst = vdla_top(p, **ports)
+    if top == "vdla_axi_top":
+        from vdla_hw.rtl.axi_master import axi_top_ports, vdla_axi_top
+        inst = vdla_axi_top(p, **axi_top_ports(p))
+    else:
+        from vdla_hw.rtl.top import top_ports, vdla_top
+        inst = vdla_top(p, **top_ports(p))
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        inst.convert(hdl="Verilog", path=tmp, name=TOP, testbench=False, timescale="1ns/1ps")
-        text = Path(tmp, TOP + ".v").read_text()
+        inst.convert(hdl="Verilog", path=tmp, name=top, testbench=False, timescale="1ns/1ps")
+        text = Path(tmp, top + ".v").read_text()
     body = "\n".join(line for line in text.splitlines() if not line.startswith("// Date:"))
-    path = out_dir / (TOP + ".v")
+    path = out_dir / (top + ".v")
     path.write_text(header(config) + body + "\n")
     return path

@@ -65,18 +65,21 @@ def _tool_env() -> dict:
     return env
 
 
-def build(config: Config | str, sim: str, build_root: Path | None = None, waves: bool = False) -> Path:
-    """Convert and compile the model for ``config`` on ``sim``; returns the build directory."""
+def build(config: Config | str, sim: str, build_root: Path | None = None, waves: bool = False,
+          top: str = "vdla_top") -> Path:
+    """Convert and compile the model of ``top`` for ``config`` on ``sim``; returns the build
+    directory."""
     from vdla_hw.rtl.convert import to_verilog
 
     if sim not in SIMULATORS:
         raise VdlaError(f"unknown simulator {sim!r} (known: {', '.join(SIMULATORS)})")
     config = load_config(config)
     root = Path(build_root or default_build_root())
-    bdir = root / f"{config.fingerprint}-{source_hash()}{'-w' if waves else ''}" / sim
-    vfile = bdir.parent / "vdla_top.v"
+    tag = ("-w" if waves else "") + ("" if top == "vdla_top" else "-" + top)
+    bdir = root / f"{config.fingerprint}-{source_hash()}{tag}" / sim
+    vfile = bdir.parent / f"{top}.v"
     if not vfile.exists():
-        to_verilog(config, bdir.parent)
+        to_verilog(config, bdir.parent, top=top)
     stamp = bdir / ".built"
     if stamp.exists():
         return bdir
@@ -95,7 +98,7 @@ def build(config: Config | str, sim: str, build_root: Path | None = None, waves:
         args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2", "--x-assign", "fast", "--x-initial", "fast"]
         if waves:
             args += ["--trace"]
-    runner.build(sources=[vfile], hdl_toplevel="vdla_top", build_dir=bdir, always=False, build_args=args,
+    runner.build(sources=[vfile], hdl_toplevel=top, build_dir=bdir, always=False, build_args=args,
                  waves=waves, log_file=bdir / "build.log")
     stamp.write_text("ok\n")
     return bdir
@@ -103,7 +106,7 @@ def build(config: Config | str, sim: str, build_root: Path | None = None, waves:
 
 def run_bundles(bundles: list[Bundle], sim: str = "icarus", *, budgets: list[int] | None = None,
                 regs: list[dict | None] | None = None, build_root: Path | None = None, waves: str | None = None,
-                verbose: bool = False) -> list[RtlResult]:
+                verbose: bool = False, top: str = "vdla_top") -> list[RtlResult]:
     """Run ``bundles`` (all of one configuration) in one simulation; ``budgets``: cycle
     timeouts; ``regs``: per-bundle register overrides (for bad register sequences)."""
     from cocotb_tools.runner import get_runner
@@ -113,7 +116,7 @@ def run_bundles(bundles: list[Bundle], sim: str = "icarus", *, budgets: list[int
     config = bundles[0].config
     if any(b.config != config for b in bundles):
         raise VdlaError("run_bundles: every bundle must use the same configuration")
-    bdir = build(config, sim, build_root, waves=bool(waves))
+    bdir = build(config, sim, build_root, waves=bool(waves), top=top)
     work = Path(tempfile.mkdtemp(prefix="vdla-rtl-", dir=bdir))
     items = []
     for k, bundle in enumerate(bundles):
@@ -129,7 +132,7 @@ def run_bundles(bundles: list[Bundle], sim: str = "icarus", *, budgets: list[int
     runner = get_runner(sim)
     log = work / "sim.log"
     try:
-        runner.test(test_module="vdla_hw.rtl.tb_cocotb", hdl_toplevel="vdla_top", hdl_toplevel_lang="verilog",
+        runner.test(test_module="vdla_hw.rtl.tb_cocotb", hdl_toplevel=top, hdl_toplevel_lang="verilog",
                     build_dir=bdir, test_dir=work,
                     extra_env=env, waves=bool(waves), log_file=None if verbose else log)
     except SystemExit as err:  # cocotb runner exits on simulator failure

@@ -19,7 +19,7 @@ import cocotb
 import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
-from cocotbext.axi import AxiLiteBus, AxiLiteMaster
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from vdla_hw import regmap
 from vdla_hw.bundle import Bundle
@@ -29,6 +29,7 @@ from vdla_sim.memory import MemoryPort
 MODULES = ("load", "compute", "store")
 DRAM_BASE = 0x1000_0000
 POLL = 64
+AXI_RAM_BYTES = 1 << 21
 
 
 class Testbench:
@@ -37,12 +38,18 @@ class Testbench:
     def __init__(self, dut):
         self.dut = dut
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
-        self.B = len(dut.mem_rdata) // 8
+        self.axi = hasattr(dut, "m_axi_awvalid")
+        if self.axi:  # FPGA top: the memory is cocotbext-axi's AxiRam behind the AXI3 master
+            self.B = len(dut.m_axi_rdata) // 8
+            self.ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=AXI_RAM_BYTES)
+        else:
+            self.B = len(dut.mem_rdata) // 8
         self.mems = None
 
     async def reset(self):
         dut = self.dut
-        dut.mem_rdata.value = 0
+        if not self.axi:
+            dut.mem_rdata.value = 0
         dut.rst.value = 1
         await ClockCycles(dut.clk, 4)
         dut.rst.value = 0
@@ -72,6 +79,15 @@ class Testbench:
         dut, B = self.dut, self.B
         while True:
             await FallingEdge(dut.clk)
+            if self.axi:
+                rv = int(dut.ret_valid.value)
+                if rv:
+                    cyc = int(dut.dbg_cycle.value)
+                    for k, m in enumerate(MODULES):
+                        if rv >> k & 1 and (not log["retire"] or log["retire"][-1][2] != cyc
+                                            or all(r[1] != m for r in log["retire"] if r[2] == cyc)):
+                            log["retire"].append((int(getattr(dut, "ret_index_" + m).value), m, cyc))
+                continue
             if dut.mem_rd.value:
                 addr = int(dut.mem_addr.value) - base
                 n = max(0, min(B, size - addr))
@@ -108,7 +124,9 @@ class Testbench:
         self.clear_srams()
         dram = bundle.dram.copy()
         port = MemoryPort(config, dram)
-        values = {"DRAM_BASE": DRAM_BASE, "DRAM_BYTES": dram.size, "INSN_ADDR": bundle.insn_offset,
+        if self.axi:
+            self.ram.write(0, dram.tobytes())
+        values = {"DRAM_BASE": 0 if self.axi else DRAM_BASE, "DRAM_BYTES": dram.size, "INSN_ADDR": bundle.insn_offset,
                   "INSN_COUNT": bundle.insn_count}
         values.update(regs or {})
         for name in ("DRAM_BASE", "DRAM_BYTES", "INSN_ADDR", "INSN_COUNT"):
@@ -126,6 +144,8 @@ class Testbench:
             await ClockCycles(dut.clk, POLL)
             waited += POLL
         server.cancel()
+        if self.axi:
+            dram[:] = np.frombuffer(self.ram.read(0, dram.size), dtype=np.uint8)
         lo = await self.rd("CYCLES_LO")
         hi = await self.rd("CYCLES_HI")
         out.update(status=status, timeout=not status & (regmap.STATUS_DONE | regmap.STATUS_ERROR),
