@@ -3,7 +3,7 @@ verilog`` into ``vdla.bit`` + ``vdla.hwh`` for pynq, and the manifest the driver
 
 ``write_project(config, out_dir)`` writes::
 
-    out_dir/rtl/vdla_top.v   the accelerator (vdla_hw.rtl.convert, header with the fingerprint)
+    out_dir/rtl/vdla_axi_top.v  the accelerator with its AXI3 master (vdla_hw.rtl.convert)
     out_dir/build.tcl        Vivado batch script: block design, synthesis, implementation
     out_dir/vdla.json        the manifest (copied next to the bitstream as out/vdla.json)
     out_dir/README.txt       what to run and what comes out
@@ -14,7 +14,8 @@ leaves ``out/vdla.bit``, ``out/vdla.hwh`` and ``out/vdla.json``: copy that folde
 Block design: the Zynq PS7 (``processing_system7``) with its DDR/FIXED_IO made external and the
 PYNQ-Z1 board preset when Vivado has Digilent's board files; M_AXI_GP0 drives the control slave
 (``s_axil``, ``vdla_hw.regmap``) through an AXI interconnect at :data:`CONTROL_BASE`; the
-accelerator's AXI3 memory master (``m_axi``) reaches DDR through S_AXI_HP0 (64-bit);
+accelerator's AXI3 memory master (``m_axi``, ``vdla_axi_top`` of ``vdla_hw.rtl.axi_master``)
+reaches DDR through S_AXI_HP0 (64-bit);
 FCLK_CLK0 runs at the configuration's clock. No vendor binaries are written or kept in git.
 """
 
@@ -36,7 +37,7 @@ CONTROL_BASE = 0x43C0_0000  # first M_AXI_GP0 address Vivado hands out on Zynq-7
 CONTROL_SPAN = 0x1000       # 4 KiB, the smallest AXI segment; the register map needs regmap.SPAN
 MANIFEST_FORMAT = "vdla-bitstream"  # driver.pynq_device reads this format
 GENERATOR = "bitstreams.pynq_z1 (vdla hw bitstream)"
-AXI_TOP = "vdla_axi"        # a top level with s_axil_* and m_axi_* ports
+AXI_TOP = "vdla_axi_top"    # vdla_hw.rtl.axi_master: s_axil_* slave and the AXI3 master m_axi_*
 RAW_TOP = "vdla_top"        # the core with the raw one-beat-per-cycle memory port
 
 
@@ -100,8 +101,9 @@ set_property -dict [list \\
     CONFIG.PCW_FPGA0_PERIPHERAL_FREQMHZ {{{c.CLOCK_MHZ:g}}} \\
 ] [get_bd_cells ps7]
 
-# the accelerator: {top} from rtl/ (module reference)
+# the accelerator: {top} from rtl/ (module reference; clk, rst active high, s_axil_*, m_axi_*)
 create_bd_cell -type module -reference {top} {IP_NAME}
+set_property CONFIG.POLARITY ACTIVE_HIGH [get_bd_pins {IP_NAME}/rst]
 # control: M_AXI_GP0 -> interconnect -> s_axil (AXI-lite, vdla_hw.regmap)
 apply_bd_automation -rule xilinx.com:bd_rule:axi4 \\
     -config {{Master "/ps7/M_AXI_GP0" Clk "/ps7/FCLK_CLK0"}} [get_bd_intf_pins {IP_NAME}/s_axil]
@@ -112,6 +114,11 @@ apply_bd_automation -rule xilinx.com:bd_rule:axi4 \\
 assign_bd_address -offset 0x{CONTROL_BASE:08X} -range 0x{CONTROL_SPAN:X} \\
     -target_address_space [get_bd_addr_spaces ps7/Data] [get_bd_addr_segs {IP_NAME}/s_axil/reg0] -force
 assign_bd_address
+# rst is active high: drive it from the reset block's peripheral_reset if automation did not
+if {{[llength [get_bd_nets -quiet -of_objects [get_bd_pins {IP_NAME}/rst]]] == 0}} {{
+    set resetter [lindex [get_bd_cells -filter {{VLNV =~ "*proc_sys_reset*"}}] 0]
+    connect_bd_net [get_bd_pins $resetter/peripheral_reset] [get_bd_pins {IP_NAME}/rst]
+}}
 validate_bd_design
 save_bd_design
 
@@ -157,7 +164,10 @@ def write_project(config: Config | str | None, out_dir: str | Path) -> str:
     config = load_config(config)
     out = Path(out_dir)
     (out / "rtl").mkdir(parents=True, exist_ok=True)
-    verilog = to_verilog(config, out / "rtl")
+    try:
+        verilog = to_verilog(config, out / "rtl", top=AXI_TOP)
+    except (TypeError, ImportError):  # an RTL without the AXI3 wrapper: the core only
+        verilog = to_verilog(config, out / "rtl")
     top, pending = top_module(out / "rtl")
     (out / "build.tcl").write_text(_tcl(config, top))
     (out / "vdla.json").write_text(json.dumps(manifest(config, verilog, top), indent=2) + "\n")
