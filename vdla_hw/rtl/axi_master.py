@@ -10,8 +10,9 @@ Reads go through a prefetch buffer: a read miss issues one INCR burst of up to M
 beats (never crossing 4 KB) from the missed beat; the following beats of the transaction hit
 the buffer. Writes are single-beat bursts with byte strobes; any write or an idle core
 invalidates the buffer. Bursts never exceed 16 beats, so AXI3's 4-bit ``*len`` is the low
-nibble of the 8-bit (AXI4-width) ``m_axi_*len`` ports the testbench's AxiRam expects. The AXI-lite handshakes are gated with the same enable so the control
-slave (in the gated domain) sees every transfer exactly once.
+nibble of the 8-bit (AXI4-width) ``m_axi_*len`` ports the testbench's AxiRam expects. The
+AXI-lite handshakes are gated with the same enable so the control slave (in the gated domain)
+sees every transfer exactly once.
 """
 
 from __future__ import annotations
@@ -149,7 +150,8 @@ def _axi_top(p: RtlParams, ports: dict):
     inner = top_ports(p)
     inner["clk"] = gclk
     inner["rst"] = rst
-    for name in ("dbg_cycle", "ret_valid", "busy", "ret_index_load", "ret_index_compute", "ret_index_store"):
+    for name in ("dbg_cycle", "ret_valid", "busy", "dbg_active", "ret_index_load", "ret_index_compute",
+                 "ret_index_store"):
         inner[name] = ports[name]
     insts = [vdla_top(p, **inner)]
     m = inner
@@ -209,7 +211,7 @@ def _axi_top(p: RtlParams, ports: dict):
 def vdla_axi_top(p, clk, rst, s_axil_awaddr, s_axil_wdata, s_axil_wstrb, s_axil_bresp, s_axil_araddr,
                  s_axil_rdata, s_axil_rresp, s_axil_awvalid, s_axil_awready, s_axil_wvalid, s_axil_wready,
                  s_axil_bvalid, s_axil_bready, s_axil_arvalid, s_axil_arready, s_axil_rvalid, s_axil_rready,
-                 dbg_cycle, ret_valid, busy, ret_index_load, ret_index_compute, ret_index_store, m_axi_awid,
+                 dbg_cycle, ret_valid, busy, dbg_active, ret_index_load, ret_index_compute, ret_index_store, m_axi_awid,
                  m_axi_awaddr, m_axi_awlen, m_axi_awsize, m_axi_awburst, m_axi_awvalid, m_axi_awready,
                  m_axi_wdata, m_axi_wstrb, m_axi_wlast, m_axi_wvalid, m_axi_wready, m_axi_bid, m_axi_bresp,
                  m_axi_bvalid, m_axi_bready, m_axi_arid, m_axi_araddr, m_axi_arlen, m_axi_arsize,
@@ -224,7 +226,7 @@ def vdla_axi_top(p, clk, rst, s_axil_awaddr, s_axil_wdata, s_axil_wstrb, s_axil_
                             s_axil_bvalid=s_axil_bvalid, s_axil_bready=s_axil_bready,
                             s_axil_arvalid=s_axil_arvalid, s_axil_arready=s_axil_arready,
                             s_axil_rvalid=s_axil_rvalid, s_axil_rready=s_axil_rready, dbg_cycle=dbg_cycle,
-                            ret_valid=ret_valid, busy=busy, ret_index_load=ret_index_load,
+                            ret_valid=ret_valid, busy=busy, dbg_active=dbg_active, ret_index_load=ret_index_load,
                             ret_index_compute=ret_index_compute, ret_index_store=ret_index_store,
                             m_axi_awid=m_axi_awid, m_axi_awaddr=m_axi_awaddr, m_axi_awlen=m_axi_awlen,
                             m_axi_awsize=m_axi_awsize, m_axi_awburst=m_axi_awburst,

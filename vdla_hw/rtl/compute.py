@@ -63,7 +63,27 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
     UD = (U["dst_idx"][0] + U["dst_idx"][1], U["dst_idx"][0])
     US = (U["src_idx"][0] + U["src_idx"][1], U["src_idx"][0])
     UW = (U["wgt_idx"][0] + U["wgt_idx"][1], U["wgt_idx"][0])
-    AIMM_H, AIMM_L = AIMM; AOP_H, AOP_L = AOP; ASFI_H, ASFI_L = ASFI; ASFO_H, ASFO_L = ASFO; AUSE_H, AUSE_L = AUSE; DFI_H, DFI_L = DFI; DFO_H, DFO_L = DFO; GSFI_H, GSFI_L = GSFI; GSFO_H, GSFO_L = GSFO; II_H, II_L = II; IO_H, IO_L = IO; OP_H, OP_L = OP; RST_H, RST_L = RST; UB_H, UB_L = UB; UD_H, UD_L = UD; UE_H, UE_L = UE; US_H, US_L = US; UW_H, UW_L = UW; WFI_H, WFI_L = WFI; WFO_H, WFO_L = WFO
+    # MyHDL converts plain names only: every field slice bound as two constants
+    AIMM_H, AIMM_L = AIMM
+    AOP_H, AOP_L = AOP
+    ASFI_H, ASFI_L = ASFI
+    ASFO_H, ASFO_L = ASFO
+    AUSE_H, AUSE_L = AUSE
+    DFI_H, DFI_L = DFI
+    DFO_H, DFO_L = DFO
+    GSFI_H, GSFI_L = GSFI
+    GSFO_H, GSFO_L = GSFO
+    II_H, II_L = II
+    IO_H, IO_L = IO
+    OP_H, OP_L = OP
+    RST_H, RST_L = RST
+    UB_H, UB_L = UB
+    UD_H, UD_L = UD
+    UE_H, UE_L = UE
+    US_H, US_L = US
+    UW_H, UW_L = UW
+    WFI_H, WFI_L = WFI
+    WFO_H, WFO_L = WFO
     accb, inpb, wgtb, uopb = (p.mems[m].ibits for m in ("acc", "inp", "wgt", "uop"))
 
     dma_start = Signal(bool(0))

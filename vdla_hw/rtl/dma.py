@@ -180,7 +180,17 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
 
     MT, SB, DB, YS, XS, ST = fs("memory_type"), fs("sram_base"), fs("dram_base"), fs("y_size"), fs("x_size"), fs("x_stride")
     PT, PB, PL, PR = fs("y_pad_top"), fs("y_pad_bottom"), fs("x_pad_left"), fs("x_pad_right")
-    DB_H, DB_L = DB; MT_H, MT_L = MT; PB_H, PB_L = PB; PL_H, PL_L = PL; PR_H, PR_L = PR; PT_H, PT_L = PT; SB_H, SB_L = SB; ST_H, ST_L = ST; XS_H, XS_L = XS; YS_H, YS_L = YS
+    # MyHDL converts plain names only: every field slice bound as two constants
+    DB_H, DB_L = DB
+    MT_H, MT_L = MT
+    PB_H, PB_L = PB
+    PL_H, PL_L = PL
+    PR_H, PR_L = PR
+    PT_H, PT_L = PT
+    SB_H, SB_L = SB
+    ST_H, ST_L = ST
+    XS_H, XS_L = XS
+    YS_H, YS_L = YS
     codes = [MEM_TYPES.index(m) for m in mems]
     geoms = [p.mems[m] for m in mems]
     lges = [g.lg_elem for g in geoms]

@@ -65,7 +65,13 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
         return lo + w, lo
 
     OP, SB, DB, YS, XS, ST = fs("opcode"), fs("sram_base"), fs("dram_base"), fs("y_size"), fs("x_size"), fs("x_stride")
-    DB_H, DB_L = DB; OP_H, OP_L = OP; SB_H, SB_L = SB; ST_H, ST_L = ST; XS_H, XS_L = XS; YS_H, YS_L = YS
+    # MyHDL converts plain names only: every field slice bound as two constants
+    DB_H, DB_L = DB
+    OP_H, OP_L = OP
+    SB_H, SB_L = SB
+    ST_H, ST_L = ST
+    XS_H, XS_L = XS
+    YS_H, YS_L = YS
     phase = Signal(intbv(0)[2:])
     cnt = Signal(intbv(0)[8:])
     dbase = Signal(intbv(0)[32:])

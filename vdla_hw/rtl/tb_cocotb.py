@@ -77,8 +77,12 @@ class Testbench:
         """Every cycle: answer a read beat with image bytes, apply a write beat's strobed bytes,
         record retires. Runs until cancelled."""
         dut, B = self.dut, self.B
+        active = True
         while True:
+            if not active and not self.axi:
+                await RisingEdge(dut.dbg_active)
             await FallingEdge(dut.clk)
+            active = bool(dut.dbg_active.value)
             if self.axi:
                 rv = int(dut.ret_valid.value)
                 if rv:

@@ -10,7 +10,8 @@ External ports (all synchronous to ``clk``; ``rst`` is active high):
   which the memory must drive in the same cycle as ``mem_rd`` (the testbench serves it from
   vdla_sim's memory model; :mod:`vdla_hw.rtl.axi_master` turns it into AXI3 bursts).
 * debug: ``dbg_cycle`` (the run's cycle number), ``ret_valid`` (bit k: module k of
-  load/compute/store retires an instruction this cycle) and ``ret_index_*`` (its index).
+  load/compute/store retires an instruction this cycle), ``ret_index_*`` (its index) and
+  ``dbg_active`` (a beat or a retire this cycle: the testbench sleeps while it is low).
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def top_ports(p: RtlParams) -> dict:
         s["s_axil_" + name] = Signal(bool(0))
     s.update(mem_rd=Signal(bool(0)), mem_wr=Signal(bool(0)), mem_addr=Signal(intbv(0)[ADDR_BITS:]),
              mem_wdata=Signal(intbv(0)[B * 8:]), mem_wstrb=Signal(intbv(0)[B:]), mem_rdata=Signal(intbv(0)[B * 8:]))
-    s.update(dbg_cycle=Signal(intbv(0)[CYC_BITS:]), ret_valid=Signal(intbv(0)[3:]), busy=Signal(bool(0)))
+    s.update(dbg_cycle=Signal(intbv(0)[CYC_BITS:]), ret_valid=Signal(intbv(0)[3:]), busy=Signal(bool(0)),
+             dbg_active=Signal(bool(0)))
     for m in ("load", "compute", "store"):
         s["ret_index_" + m] = Signal(intbv(0)[INDEX_BITS:])
     return s
@@ -80,7 +82,7 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
              s_axil_wvalid, s_axil_wready, s_axil_bresp, s_axil_bvalid, s_axil_bready, s_axil_araddr, s_axil_arvalid,
              s_axil_arready, s_axil_rdata, s_axil_rresp, s_axil_rvalid, s_axil_rready,
              mem_rd, mem_wr, mem_addr, mem_wdata, mem_wstrb, mem_rdata,
-             dbg_cycle, ret_valid, busy, ret_index_load, ret_index_compute, ret_index_store):
+             dbg_cycle, ret_valid, busy, dbg_active, ret_index_load, ret_index_compute, ret_index_store):
     c = p.config
     QL = c.QUEUE_LATENCY
     insts = []
@@ -231,6 +233,7 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
 
     @always_comb
     def trace():
+        dbg_active.next = beat or lv or cv or sv
         ret_valid.next = (sv << 2) | (cv << 1) | lv
         ret_index_load.next = li
         ret_index_compute.next = ci
