@@ -27,7 +27,8 @@ class RtlDevice(HostMemoryDevice):
 
     target = "rtl"
 
-    def __init__(self, config: Config | str | None = None, *, simulator: str = "verilator", build_root=None):
+    def __init__(self, config: Config | str | None = None, *, simulator: str = "verilator", build_root=None,
+                 top: str = "vdla_top"):
         super().__init__(config)
         try:
             from vdla_hw.rtl import runner
@@ -39,12 +40,14 @@ class RtlDevice(HostMemoryDevice):
         self._runner = runner
         self.simulator = simulator
         self.build_root = build_root
+        self.top = top  # "vdla_axi_top": the FPGA top, behind its AXI3 master (not cycle-exact)
 
     def _wait(self, bundle: Bundle, buffer: Buffer, timeout_s: float, timeout_cycles: int | None) -> RunResult:
         image = self.image_bundle(bundle, buffer)
         budget = DEFAULT_BUDGET if timeout_cycles is None else int(timeout_cycles)
         start = time.perf_counter()
-        [res] = self._runner.run_bundles([image], self.simulator, budgets=[budget], build_root=self.build_root)
+        [res] = self._runner.run_bundles([image], self.simulator, budgets=[budget], build_root=self.build_root,
+                                         top=self.top)
         wall = time.perf_counter() - start
         modules = st.empty_modules()
         for module, count in res.counters.items():

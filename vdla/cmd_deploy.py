@@ -216,22 +216,29 @@ def check_package(files: dict[str, bytes], device_config) -> dict:
     return manifest
 
 
-def cpu_kernels(files: dict[str, bytes], work: Path):
-    """The packaged ARM library's kernels on an ARMv7 board (None elsewhere: host JIT)."""
-    if not platform.machine().startswith("armv7") or ARM_LIBRARY not in files:
-        return None
+def library_specs(manifest_json: bytes) -> list:
+    """The kernel specs an ARM library was built from (its ``libvdla_cpu.json``)."""
     from compiler import cpu_fallback as cf
-    from compiler.cpu_fallback.call import load_library
 
     families = {cls.family: cls for cls in (cf.AddSpec, cf.Conv2dSpec, cf.DenseSpec, cf.DequantizeSpec,
                                             cf.GlobalAvgPoolSpec, cf.MaxPool2dSpec, cf.PackSpec, cf.QuantizeSpec,
                                             cf.ReluSpec, cf.UnpackSpec)}
+    try:
+        kernels = json.loads(manifest_json)["kernels"]
+        return [families[k["family"]](**k["params"]) for k in kernels.values()]
+    except (KeyError, TypeError, ValueError) as err:
+        raise PackageError(f"cpu/libvdla_cpu.json does not describe the library's kernels ({err})") from None
+
+
+def cpu_kernels(files: dict[str, bytes], work: Path):
+    """The packaged ARM library's kernels on an ARMv7 board (None elsewhere: host JIT)."""
+    if not platform.machine().startswith("armv7") or ARM_LIBRARY not in files:
+        return None
+    from compiler.cpu_fallback.call import load_library
+
     lib = work / "libvdla_cpu.so"
     lib.write_bytes(files[ARM_LIBRARY])
-    manifest = json.loads(files["cpu/libvdla_cpu.json"])
-    specs = [families[k["family"]](**{f: v for f, v in k["params"].items() if f != "family"})
-             for k in manifest["kernels"].values() if k["family"] in families]
-    return {spec: kernel for spec, kernel in load_library(lib, specs).items()}
+    return load_library(lib, library_specs(files["cpu/libvdla_cpu.json"]))
 
 
 def make_executor_class():

@@ -54,3 +54,11 @@ def test_pynq_backend_without_pynq_says_what_to_install():
         pytest.skip("pynq is installed here; tests/board covers the backend")
     with pytest.raises(DeviceError, match="needs the pynq package"):
         open_device("pynq", "tiny")
+
+
+@pytest.mark.rtl
+def test_rtl_fpga_top_behind_its_axi3_master_runs_like_the_reference():
+    """The bitstream's top (vdla_axi_top: the core behind the AXI3 master) through the same driver."""
+    if not _rtl_available():
+        pytest.skip("RTL flow not installed (requirements/rtl.txt)")
+    device_cases.case_runs_like_the_reference(lambda config: open_device("rtl", config, top="vdla_axi_top"))
