@@ -241,71 +241,6 @@ def cpu_kernels(files: dict[str, bytes], work: Path):
     return load_library(lib, library_specs(files["cpu/libvdla_cpu.json"]))
 
 
-def make_executor_class():
-    """The lead's Executor with packaged bundles instead of compiling (and packaged CPU kernels)."""
-    from compiler.accel import as_conv_tensors, layer_output
-    from compiler.layout import pack_activations
-    from compiler.network.alu_add import add_output
-    from compiler.network.executor import Executor, layout_seconds
-    from compiler.network.partition import conv_layer, dense_layer
-
-    class PackagedExecutor(Executor):
-        def __init__(self, q, placements, device, bundles, kernels=None, **options):
-            super().__init__(q, placements, device, **options)
-            self.bundles, self.kernels = bundles, kernels
-            self.device_wall = {}
-
-        def run_cpu(self, node, args, record):
-            if self.kernels is None:
-                return super().run_cpu(node, args, record)
-            seconds, kernel = self.cpu_time(node, args)
-            record.seconds = record.cpu_seconds = seconds
-            if kernel is None:
-                return args[0].reshape(self.q.shapes[node.output])
-            spec, inputs, shape = kernel
-            out = self.kernels[spec](*inputs)
-            return out.reshape(shape) if shape is not None else out.reshape(self.q.shapes[node.output])
-
-        def run_vdla(self, node, args, record):
-            c = self.config
-            record.cpu_seconds = self.cpu_time(node, args)[0]
-            bundle = self.bundles[node.name]
-            dram = bundle.dram.copy()
-            if node.op == "add":
-                writes = {"a": pack_activations(args[0], c.batch, c.block_out, dtype=np.int32),
-                          "b": pack_activations(args[1], c.batch, c.block_out, dtype=np.int32)}
-                read = add_output
-                record.pack_seconds = layout_seconds(c, self.params, [(args[0].shape, "int32")] * 2,
-                                                     [(args[0].shape, "int8")])
-            else:
-                shape = self.q.shapes[node.inputs[0]]
-                layer = conv_layer(node, shape) if node.op == "conv" else dense_layer(node, shape)
-                tensors = as_conv_tensors(layer, {"input": args[0], "weight": node.attrs["weight"],
-                                                  "bias": node.attrs["bias"]})
-                writes = {"inp": pack_activations(tensors["input"], c.batch, c.block_in)}
-                read = layer_output
-                record.pack_seconds = self._conv_boundaries(node)
-            for name, packed in writes.items():
-                lo, hi = bundle.symbols[name].byte_range(c)
-                raw = np.ascontiguousarray(packed).view(np.uint8).reshape(-1)
-                if raw.size != hi - lo:
-                    raise PackageError(f"{node.name}: input of {raw.size} bytes does not fit the bundle's "
-                                       f"{name!r} symbol ({hi - lo} bytes); the package is for another graph")
-                dram[lo:hi] = raw
-            run_bundle = type(bundle)(dram=dram, insn_offset=bundle.insn_offset, insn_count=bundle.insn_count,
-                                      config=bundle.config, symbols=bundle.symbols, meta=bundle.meta)
-            start = time.perf_counter()
-            run = self.device.run(run_bundle)
-            self.device_wall[node.name] = time.perf_counter() - start
-            self.sim_wall += self.device_wall[node.name]
-            record.cycles, record.seconds = run.cycles, run.seconds
-            record.utilization = float(run.counters.get("gemm_utilization", 0.0))
-            record.bytes = int(sum(v for k, v in run.counters.get("bytes", {}).items() if k != "insn"))
-            return read(bundle, run.dram).reshape(self.q.shapes[node.output])
-
-    return PackagedExecutor
-
-
 def run_package(files: dict[str, bytes], device, progress=_say) -> tuple[dict, dict[str, bytes]]:
     """Run a package on ``device``: (result for the response, {"output.npy": ...})."""
     from compiler.network.partition import Placement
@@ -328,13 +263,16 @@ def run_package(files: dict[str, bytes], device, progress=_say) -> tuple[dict, d
             bundles[name] = Bundle.load(path, config=device.config)
         kernels = cpu_kernels(files, Path(tmp))
         loaded = time.perf_counter()
-        executor = make_executor_class()(q, placements, device, bundles, kernels, progress=progress)
+        from compiler.network.executor import Executor
+
+        executor = Executor(q, placements, device, progress=progress, prebuilt=bundles,
+                            kernels=None if kernels is None else kernels.__getitem__)
         result = executor.run(x)
     layers = []
     for r in result.records:
         row = r.as_dict()
         row["wall_seconds"] = r.wall_seconds
-        row["device_wall_seconds"] = executor.device_wall.get(r.name, 0.0)
+        row["device_wall_seconds"] = r.extra.get("device_wall", 0.0)
         layers.append(row)
     output = np.ascontiguousarray(result.output)
     reply = {"model": manifest["model"], "fingerprint": device.config.fingerprint, "backend": device.target,

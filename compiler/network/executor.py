@@ -16,7 +16,8 @@ from typing import Protocol
 
 import numpy as np
 
-from compiler.accel import compile_layer, layer_output
+from compiler import layout
+from compiler.accel import as_conv_tensors, compile_layer, layer_output
 from compiler.cpu_fallback import (AddSpec, Conv2dSpec, DenseSpec, GlobalAvgPoolSpec, MaxPool2dSpec, PackSpec,
                                    QuantizeSpec, ReluSpec, UnpackSpec, a9_model, host_jit, resnet18)
 from compiler.network.alu_add import add_output, compile_add
@@ -124,15 +125,45 @@ def calibrated_a9():
     return a9_model.calibrate(resnet18.stem_spec(), resnet18.fig21_cpu_only()["layer0"])
 
 
+def fill_inputs(bundle: Bundle, node: QNode, args: list[np.ndarray], layer) -> Bundle:
+    """A copy of a prebuilt bundle of ``node`` with this run's activations written into its input
+    symbols (``inp`` of a conv/dense, ``a`` and ``b`` of an ALU add); weights are already in it."""
+    c = bundle.config
+    if node.op == "add":
+        writes = {"a": layout.pack_activations(args[0], c.batch, c.block_out, dtype=np.int32),
+                  "b": layout.pack_activations(args[1], c.batch, c.block_out, dtype=np.int32)}
+    else:
+        tensors = as_conv_tensors(layer, {"input": args[0], "weight": node.attrs["weight"], "bias": node.attrs["bias"]})
+        writes = {"inp": layout.pack_activations(tensors["input"], c.batch, c.block_in)}
+    dram = bundle.dram.copy()
+    for name, packed in writes.items():
+        if name not in bundle.symbols:
+            raise VdlaError(f"node {node.name!r}: the prebuilt bundle has no input symbol {name!r}")
+        lo, hi = bundle.symbols[name].byte_range(c)
+        raw = np.ascontiguousarray(packed).view(np.uint8).reshape(-1)
+        if raw.size != hi - lo:
+            raise VdlaError(f"node {node.name!r}: input of {raw.size} bytes does not fit the prebuilt bundle's "
+                            f"{name!r} symbol ({hi - lo} bytes); the bundle is for another graph")
+        dram[lo:hi] = raw
+    return Bundle(dram=dram, insn_offset=bundle.insn_offset, insn_count=bundle.insn_count, config=c,
+                  symbols=bundle.symbols, meta=bundle.meta)
+
+
 class Executor:
+    """Runs a graph op by op. ``prebuilt`` maps node names to bundles compiled earlier (a deployed
+    package): their inputs are written in instead of compiling. ``kernels`` maps a CPU kernel spec
+    to a callable (default: the host JIT; on the board, the packaged ARM library)."""
+
     def __init__(self, q: QGraph, placements: dict[str, Placement], device: AcceleratorDevice, *, progress=None,
-                 a9_params=None, vthreads: int | None = None):
+                 a9_params=None, vthreads: int | None = None, prebuilt: dict[str, Bundle] | None = None,
+                 kernels=None):
         self.q, self.placements, self.device = q, placements, device
         self.config = device.config
         self.progress = progress or (lambda message: None)
         self.params = a9_params or calibrated_a9()
         self.vthreads = vthreads
-        self.jit = host_jit()
+        self.prebuilt = prebuilt or {}
+        self.kernels = kernels if kernels is not None else host_jit().kernel
         self.sim_wall = self.compile_wall = self.cpu_wall = 0.0
 
     def cpu_time(self, node: QNode, args: list[np.ndarray]) -> tuple[float, object]:
@@ -148,32 +179,38 @@ class Executor:
             return args[0].reshape(self.q.shapes[node.output])
         spec, inputs, shape = kernel
         start = time.perf_counter()
-        out = self.jit.kernel(spec)(*inputs)
+        out = self.kernels(spec)(*inputs)
         self.cpu_wall += time.perf_counter() - start
         return out.reshape(shape) if shape is not None else out.reshape(self.q.shapes[node.output])
 
     def run_vdla(self, node: QNode, args: list[np.ndarray], record: LayerRecord) -> np.ndarray:
         record.cpu_seconds = self.cpu_time(node, args)[0]
         start = time.perf_counter()
+        layer = None
         if node.op == "add":
             a = node.attrs
-            bundle = compile_add(args[0], args[1], a_shift=a["a_shift"], b_shift=a["b_shift"], shift=a["shift"],
-                                 relu=a["relu"], config=self.config, name=node.name)
+            if node.name not in self.prebuilt:
+                bundle = compile_add(args[0], args[1], a_shift=a["a_shift"], b_shift=a["b_shift"], shift=a["shift"],
+                                     relu=a["relu"], config=self.config, name=node.name)
             read = add_output
             record.pack_seconds = layout_seconds(self.config, self.params, [(args[0].shape, "int32")] * 2,
                                                  [(args[0].shape, "int8")])
         else:
             shape = self.q.shapes[node.inputs[0]]
             layer = conv_layer(node, shape) if node.op == "conv" else dense_layer(node, shape)
-            tensors = {"input": args[0], "weight": node.attrs["weight"], "bias": node.attrs["bias"]}
-            bundle = compile_layer(layer, self.config, tensors=tensors, vthreads=self.vthreads)
+            if node.name not in self.prebuilt:
+                tensors = {"input": args[0], "weight": node.attrs["weight"], "bias": node.attrs["bias"]}
+                bundle = compile_layer(layer, self.config, tensors=tensors, vthreads=self.vthreads)
             record.extra["layer"] = layer
             read = layer_output
             record.pack_seconds = self._conv_boundaries(node)
+        if node.name in self.prebuilt:
+            bundle = fill_inputs(self.prebuilt[node.name], node, args, layer)
         compiled = time.perf_counter()
         run = self.device.run(bundle)
+        record.extra["device_wall"] = time.perf_counter() - compiled
         self.compile_wall += compiled - start
-        self.sim_wall += time.perf_counter() - compiled
+        self.sim_wall += record.extra["device_wall"]
         record.cycles, record.seconds = run.cycles, run.seconds
         record.extra["run"] = run.details
         record.utilization = float(run.counters.get("gemm_utilization", 0.0))
