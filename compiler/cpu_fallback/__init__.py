@@ -7,8 +7,12 @@ Operators (numpy in, numpy out, compiled on first use and cached by shape)::
 Lower level: kernel specs (``Conv2dSpec``, ...), ``HostJit``/``host_jit`` (host MCJIT),
 ``arm.build_arm_library`` (Cortex-A9 shared library), ``call.load_library`` (ctypes loader for
 the board) and ``a9_model`` (modelled Cortex-A9 seconds). See docs/cpu_fallback.md.
-Importing this package does no work: LLVM is initialised by the first compilation.
+Importing this package does no work and does not import llvmlite: the specs, the time model and
+``load_library`` (ctypes) are what the board needs, and llvmlite has no ARMv7 wheel. The host JIT
+(module ``__getattr__`` below) and the numpy-level operators load llvmlite on first use.
 """
+
+import importlib
 
 from .call import CompiledKernel, load_library
 from .conv import Conv2dSpec
@@ -16,7 +20,6 @@ from .dense import DenseSpec
 from .elementwise import AddSpec, DequantizeSpec, QuantizeSpec, ReluSpec
 from .errors import (KernelDtypeError, KernelError, KernelParamError, KernelShapeError,
                      ToolchainError)
-from .jit import HostJit, host_jit
 from .layout import PackSpec, UnpackSpec
 from .ops import (add, conv2d, dense, dequantize, global_avg_pool, max_pool2d, pack, quantize,
                   relu, unpack)
@@ -31,3 +34,11 @@ __all__ = [
     "global_avg_pool", "host_jit", "load_library", "max_pool2d", "pack", "quantize", "relu",
     "unpack",
 ]
+
+_LAZY = {"HostJit": ".jit", "host_jit": ".jit"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

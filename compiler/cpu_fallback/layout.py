@@ -14,7 +14,6 @@ padding rows are loop-invariant selects of zero, which LLVM unswitches out of th
 
 import dataclasses
 
-from . import ir as L
 from .errors import KernelParamError
 from .spec import ArgSpec, KernelSpec, Work, check_positive
 
@@ -59,6 +58,7 @@ class _LayoutSpec(KernelSpec):
         return Work(elem_ops=elements, bytes_read=read, bytes_written=written)
 
     def _nchw_index(self, b, n, c, y, x):
+        from . import ir as L  # llvmlite only where IR is built: the board runs without it
         return L.madd(b, (n, self.c * self.h * self.w), (c, self.h * self.w), (y, self.w), x)
 
 
@@ -73,6 +73,7 @@ class PackSpec(_LayoutSpec):
                 ArgSpec("out", self.dtype, self.blocked_shape, output=True))
 
     def emit(self, b, ptrs):
+        from . import ir as L  # llvmlite only where IR is built: the board runs without it
         inp, out = ptrs
         ty = L.ELEMENT_TYPES[self.dtype]
         nbs, cbs, _, _, bt, bl = self.blocked_shape
@@ -103,6 +104,7 @@ class UnpackSpec(_LayoutSpec):
                 ArgSpec("out", self.dtype, self.nchw_shape, output=True))
 
     def emit(self, b, ptrs):
+        from . import ir as L  # llvmlite only where IR is built: the board runs without it
         inp, out = ptrs
         ty = L.ELEMENT_TYPES[self.dtype]
         _, cbs, _, _, bt, bl = self.blocked_shape

@@ -12,7 +12,6 @@ from .conv import Conv2dSpec
 from .dense import DenseSpec
 from .elementwise import AddSpec, DequantizeSpec, QuantizeSpec, ReluSpec
 from .errors import KernelDtypeError, KernelShapeError
-from .jit import host_jit
 from .layout import PackSpec, UnpackSpec
 from .pool import GlobalAvgPoolSpec, MaxPool2dSpec
 
@@ -29,7 +28,11 @@ def _check(op, name, array, dtypes, ndim=None):
 
 
 def _run(spec, *inputs, jit=None):
-    return (host_jit() if jit is None else jit).kernel(spec)(*inputs)
+    if jit is None:
+        from .jit import host_jit  # llvmlite is imported on first use only (the board has none)
+
+        jit = host_jit()
+    return jit.kernel(spec)(*inputs)
 
 
 def _pair(op, name, value):

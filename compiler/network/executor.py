@@ -19,7 +19,7 @@ import numpy as np
 from compiler import layout
 from compiler.accel import as_conv_tensors, compile_layer, layer_output
 from compiler.cpu_fallback import (AddSpec, Conv2dSpec, DenseSpec, GlobalAvgPoolSpec, MaxPool2dSpec, PackSpec,
-                                   QuantizeSpec, ReluSpec, UnpackSpec, a9_model, host_jit, resnet18)
+                                   QuantizeSpec, ReluSpec, UnpackSpec, a9_model, resnet18)
 from compiler.network.alu_add import add_output, compile_add
 from compiler.network.partition import Placement, conv_layer, dense_layer
 from compiler.quantize.qgraph import QGraph, QNode
@@ -163,7 +163,11 @@ class Executor:
         self.params = a9_params or calibrated_a9()
         self.vthreads = vthreads
         self.prebuilt = prebuilt or {}
-        self.kernels = kernels if kernels is not None else host_jit().kernel
+        if kernels is None:
+            from compiler.cpu_fallback import host_jit  # llvmlite: only where kernels are compiled here
+
+            kernels = host_jit().kernel
+        self.kernels = kernels
         self.sim_wall = self.compile_wall = self.cpu_wall = 0.0
 
     def cpu_time(self, node: QNode, args: list[np.ndarray]) -> tuple[float, object]:
