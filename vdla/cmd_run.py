@@ -44,6 +44,9 @@ def cmd_run(args) -> int:
     from compiler.network.report import table
     from vdla.network import run_network
 
+    if args.plots and args.target != "sim":
+        raise VdlaError(f"--plots needs --target sim (the timeline and roofline read the simulator's "
+                        f"instruction spans); run --target {args.target} without --plots")
     options = PartitionOptions(stem_on_vdla=args.stem_on_vdla, add_on_vdla=args.add_on_vdla,
                                fc_on_vdla=args.fc_on_vdla)
     report = run_network(args.model, config=args.config, target=args.target, resolution=args.resolution,
@@ -81,7 +84,8 @@ def add_parser(sub) -> None:
     run = sub.add_parser("run", help="the offload study: import, quantize, partition and run a network")
     run.add_argument("model", help="resnet18, resnet34 or a float ONNX file")
     run.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
-    run.add_argument("--target", default="sim", choices=["sim"], help="device backend for accelerator ops")
+    run.add_argument("--target", default="sim", choices=["sim", "rtl", "pynq"],
+                     help="device backend for accelerator ops (rtl: Verilator, slow; pynq: on the board)")
     run.add_argument("--resolution", type=int, default=224, help="input size of the built-in models")
     run.add_argument("--plots", metavar="DIR", help="write layers.csv, summary.json and the four figures here")
     run.add_argument("--json", action="store_true", help="machine-readable report on stdout")
