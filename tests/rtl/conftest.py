@@ -9,8 +9,12 @@ from pathlib import Path
 import pytest
 
 from vdla_hw.asm import assemble
+import numpy as np
+
+from vdla_hw.bundle import BundleBuilder
 from vdla_sim import simulate
 from vdla_sim.progen import random_program
+from vdla_sim.workloads import blocked_gemm
 
 from tests.hw.programs import fixed_corpus
 
@@ -19,9 +23,38 @@ RANDOM = {("tiny", "icarus"): 200, ("tiny", "verilator"): 200, ("osdi18", "veril
 PAIRS = list(RANDOM)
 
 
+GEMMS = {"tiny": [(8, 16, 16, (2, 2, 2)), (16, 8, 8, (4, 1, 1))], "osdi18": [(4, 64, 64, (4, 2, 2))]}
+
+
+def alu_chain(preset: str, n: int = 40):
+    """Many ALU instructions in a row: the compute command queue fills and fetch waits."""
+    b = BundleBuilder(preset)
+    c = b.config
+    a = b.array("a", "acc", np.arange(8 * c.batch * c.block_out).reshape(8, c.batch, c.block_out) - 100)
+    y = b.alloc("y", "out", 8)
+    u = b.uops("u", [(0, 0, 0), (1, 1, 0)])
+    b.emit("LOAD", memory_type=0, dram_base=u, y_size=1, x_size=2, x_stride=2)
+    b.emit("LOAD", memory_type=3, dram_base=a, y_size=1, x_size=8, x_stride=8)
+    for k in range(n):
+        b.emit("ALU", alu_opcode=k % 5, uop_end=2, iter_out=2, iter_in=2, dst_factor_out=2, dst_factor_in=4,
+               src_factor_out=1, src_factor_in=1, use_imm=k % 2, imm=(k % 7) - 3)
+    b.emit("LOAD", memory_type=3, push_next=1)
+    b.emit("STORE", memory_type=4, dram_base=y, y_size=1, x_size=8, x_stride=8, pop_prev=1, push_prev=1)
+    b.emit("FINISH", pop_next=1)
+    return b.build()
+
+
+def workloads(preset: str) -> list[tuple[str, object]]:
+    """Longer programs (blocked GEMMs, single and double buffered; an ALU chain) whose command
+    queues fill, so fetch back-pressure is exercised."""
+    progs = [(f"gemm_{m}x{k}x{n}_b{buf}", blocked_gemm(preset, m, k, n, tile, buffers=buf)[0])
+             for m, k, n, tile in GEMMS[preset] for buf in (1, 2)]
+    return progs + [("alu_chain", alu_chain(preset))]
+
+
 def corpus(preset: str, sim: str) -> list[tuple[str, object]]:
-    """Fixed programs, examples (assembled for ``preset``) and random programs."""
-    progs = list(fixed_corpus(preset))
+    """Fixed programs, examples (assembled for ``preset``), workloads and random programs."""
+    progs = list(fixed_corpus(preset)) + workloads(preset)
     for path in EXAMPLES:
         text = path.read_text()
         progs.append((f"example_{path.stem}", assemble(text, config=preset, source=str(path))
@@ -32,8 +65,8 @@ def corpus(preset: str, sim: str) -> list[tuple[str, object]]:
 
 
 def corpus_names(preset: str, sim: str) -> list[str]:
-    return [name for name, _ in fixed_corpus(preset)] + [f"example_{p.stem}" for p in EXAMPLES] + \
-        [f"random{seed}" for seed in range(RANDOM[(preset, sim)])]
+    return [name for name, _ in fixed_corpus(preset)] + [name for name, _ in workloads(preset)] + \
+        [f"example_{p.stem}" for p in EXAMPLES] + [f"random{seed}" for seed in range(RANDOM[(preset, sim)])]
 
 
 class Runs:
