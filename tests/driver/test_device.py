@@ -33,8 +33,7 @@ def test_device_case(target, case):
     device_cases.CASES[case](factory(target))
 
 
-@pytest.mark.parametrize("target", ["sim", pytest.param("rtl", marks=[pytest.mark.rtl, pytest.mark.xfail(
-    strict=False, reason="the RTL does not raise ERROR dram_range yet: it finishes and reads zeros past the image")])])
+@pytest.mark.parametrize("target", ["sim", pytest.param("rtl", marks=pytest.mark.rtl)])
 def test_device_error_names_instruction(target):
     device_cases.case_device_error_names_instruction(factory(target))
 

@@ -30,10 +30,11 @@ IDLE, PRE, ISSUE, DRAIN = range(4)
 @block
 def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
             req, desc, grant, rel_me, port, rdata,
-            uop_wports, uop_r, inp_r, wgt_r, acc_r, acc_w, out_w):
+            uop_wports, uop_r, inp_r, wgt_r, acc_r, acc_w, out_w, dram_bytes, rerr, rerr_insn):
     """``uop_r``/``inp_r``/``wgt_r``/``acc_r``: element read ports (re, raddr, rdata);
     ``acc_w``/``out_w``: element write ports (we, waddr, wdata); ``uop_wports``: the uop
-    SRAM's write ports for the DMA."""
+    SRAM's write ports for the DMA. ``dram_bytes``, ``rerr``, ``rerr_insn``: the LOAD range
+    check of the DMA (dma_read)."""
     uop_re, uop_ra, uop_rd = uop_r
     inp_re, inp_ra, inp_rd = inp_r
     wgt_re, wgt_ra, wgt_rd = wgt_r
@@ -91,7 +92,7 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
     dw_we, dw_wa, dw_wd = Signal(bool(0)), Signal(intbv(0)[accb:]), Signal(intbv(0)[p.mems["acc"].width:])
     acc_dw = (dw_we, dw_wa, dw_wd)
     insts = [dma_read(clk, rst, p, ["uop", "acc"], dma_start, sinsn, dma_done, req, desc, grant, rel_me, port, rdata,
-                      {"uop": uop_wports, "acc": acc_dw})]
+                      {"uop": uop_wports, "acc": acc_dw}, dram_bytes, rerr, rerr_insn)]
 
     phase = Signal(intbv(0)[2:])
     cnt = Signal(intbv(0)[8:])

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 
+from vdla_hw import regmap
 from vdla_hw.config import MEM_TYPES
-from vdla_hw.rtl.params import ADDR_BITS, MemGeom, RtlParams, log2
+from vdla_hw.rtl.params import ADDR_BITS, INDEX_BITS, MemGeom, RtlParams, log2
 
 IDLE, PRE, REQ, HOLD, POST = range(5)
 
@@ -161,13 +162,20 @@ def narrow_writer(clk, rst, g: MemGeom, sel, me_beat, beat_idx, row_addr, row_en
 
 
 @block
-def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant, rel_me, port, rdata, sram_ports):
+def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant, rel_me, port, rdata, sram_ports,
+             dram_bytes, rerr, rerr_insn):
     """Read DMA for LOAD instructions of the memory types ``mems``.
 
     ``start`` (with the instruction ``sinsn``) begins a LOAD; ``done`` is high in its retire
     cycle. ``port`` = (beat_me, beat_idx, row_addr, row_end, row_last): the port's current
     beat when it belongs to this master. ``sram_ports[mem]``: (we, waddr, wdata) of a wide
     memory, or ((we_lanes, addr, data) x 2 banks) of a narrow one.
+
+    Range check (vdla_hw.program.check_transfer): in the cycle after the start (the earliest
+    request cycle, INSN_OVERHEAD >= 1) ``rerr`` carries ERROR ``sram_range`` when the SRAM
+    footprint passes the depth, else ``dram_range`` when the DRAM rows pass ``dram_bytes``,
+    with ``rerr_insn`` the instruction's index; the request is then never raised (no beat
+    moves) and the DMA goes idle. The two products are registered in the start cycle.
     """
     c = p.config
     F = p.fields["LOAD"]
@@ -264,6 +272,54 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
     d_st = Signal(intbv(0)[32:])
     d_ad = Signal(intbv(0)[32:])
 
+    # ---- range check -------------------------------------------------------------------
+    E_SRAM, E_DRAM = regmap.ERROR_BITS["sram_range"], regmap.ERROR_BITS["dram_range"]
+    IX_H, IX_L = 128 + INDEX_BITS, 128
+    dep0, dep1 = geoms[0].depth, geoms[1].depth
+    chk = Signal(bool(0))
+    c_prod = Signal(intbv(0)[34:])     # (y_size - 1) * x_stride
+    c_fp = Signal(intbv(0)[38:])       # rows * cols of the footprint
+    c_idx = Signal(intbv(0)[INDEX_BITS:])
+    s_ysm1 = Signal(intbv(0)[16:])
+    s_rows = Signal(intbv(0)[19:])
+    dep = Signal(intbv(0)[32:])
+    elems = Signal(intbv(0)[32:])
+
+    @always_comb
+    def rdec():
+        if sinsn[YS_H:YS_L] != 0:
+            s_ysm1.next = sinsn[YS_H:YS_L] - 1
+        else:
+            s_ysm1.next = 0
+        s_rows.next = sinsn[PT_H:PT_L] + sinsn[YS_H:YS_L] + sinsn[PB_H:PB_L]
+        if mt == code0:
+            dep.next = dep0
+        else:
+            dep.next = dep1
+        elems.next = dram_bytes >> lge
+
+    @always_comb
+    def rchk():
+        last = intbv(0)[40:]
+        last[:] = dbase + c_prod + xs
+        fp = intbv(0)[40:]
+        fp[:] = sbase + c_fp
+        rerr.next = 0
+        rerr_insn.next = c_idx
+        if chk:
+            if fp > dep:
+                rerr.next = E_SRAM
+            elif last > elems:
+                rerr.next = E_DRAM
+
+    @always_seq(clk.posedge, reset=rst)
+    def rseq():
+        chk.next = start and sinsn[XS_H:XS_L] != 0 and sinsn[YS_H:YS_L] != 0
+        if start:
+            c_prod.next = s_ysm1 * sinsn[ST_H:ST_L]
+            c_fp.next = s_rows * s_cols
+            c_idx.next = sinsn[IX_H:IX_L]
+
     @always_comb
     def dsc():
         a = intbv(0)[48:]
@@ -280,7 +336,7 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
     def port_out():
         req.next = 0
         done.next = 0
-        if (phase == PRE and cnt == 0 and moves) or phase == REQ:
+        if ((phase == PRE and cnt == 0 and moves) or phase == REQ) and rerr == 0:
             req.next = 1
         if phase == PRE and cnt == 0 and not moves:
             done.next = 1
@@ -354,6 +410,8 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
                     phase.next = IDLE
                 else:
                     cnt.next = cnt - 1
+            if rerr != 0:
+                phase.next = IDLE
             # data position
             if me_beat:
                 if k == ebm:
@@ -392,7 +450,7 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
                     else:
                         pact.next = 0
 
-    insts = [dec, sdec, sfirst, port_out, padw, seq, dsc]
+    insts = [dec, sdec, sfirst, port_out, padw, seq, dsc, rdec, rchk, rseq]
     BW8 = p.B * 8
     if SRW > BW8:
         @always_seq(clk.posedge, reset=rst)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, concat, intbv
 
-from vdla_hw import isa
-from vdla_hw.rtl.params import ADDR_BITS, RtlParams, log2
+from vdla_hw import isa, regmap
+from vdla_hw.rtl.params import ADDR_BITS, INDEX_BITS, RtlParams, log2
 
 IDLE, PRE, REQ, HOLD = range(4)
 
@@ -47,10 +47,16 @@ def store_lane(t, L, lgL, e, lgB, row_addr, row_end, beat, bp, d0, d1, data, str
 
 
 @block
-def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, port, wdata, wstrb, out_r):
+def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, port, wdata, wstrb, out_r,
+          dram_bytes, rerr, rerr_insn):
     """``port`` = (beat_me, beat_idx, row_addr, row_end, row_last) of the port's current beat;
     ``wdata``/``wstrb``: the beat's data and byte strobes. ``out_r``: the OUT SRAM read port,
-    (re, raddr, rdata) for a wide memory or ((re, raddr, rdata) per bank) for a narrow one."""
+    (re, raddr, rdata) for a wide memory or ((re, raddr, rdata) per bank) for a narrow one.
+
+    Range check (vdla_hw.program.check_transfer): in the cycle after the start (the earliest
+    request cycle) ``rerr`` carries ERROR ``sram_range`` when sram_base + y_size * x_size
+    passes the OUT depth, else ``dram_range`` when the DRAM rows pass ``dram_bytes``, with
+    ``rerr_insn`` the index; the request is then never raised (no beat moves)."""
     c = p.config
     F = p.fields["STORE"]
     g = p.mems["out"]
@@ -144,9 +150,52 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
         d[:] = dbase << lge
         d_ad.next = d[32:]
 
+    # ---- range check -------------------------------------------------------------------
+    E_SRAM, E_DRAM = regmap.ERROR_BITS["sram_range"], regmap.ERROR_BITS["dram_range"]
+    IX_H, IX_L = 128 + INDEX_BITS, 128
+    DEP = g.depth
+    chk = Signal(bool(0))
+    c_prod = Signal(intbv(0)[34:])     # (y_size - 1) * x_stride
+    c_fp = Signal(intbv(0)[34:])       # y_size * x_size
+    c_idx = Signal(intbv(0)[INDEX_BITS:])
+    c_sb = Signal(intbv(0)[16:])
+    s_ysm1 = Signal(intbv(0)[16:])
+    elems = Signal(intbv(0)[32:])
+
+    @always_comb
+    def rdec():
+        if sinsn[YS_H:YS_L] != 0:
+            s_ysm1.next = sinsn[YS_H:YS_L] - 1
+        else:
+            s_ysm1.next = 0
+        elems.next = dram_bytes >> lge
+
+    @always_comb
+    def rchk():
+        last = intbv(0)[40:]
+        last[:] = dbase + c_prod + xs
+        fp = intbv(0)[40:]
+        fp[:] = c_sb + c_fp
+        rerr.next = 0
+        rerr_insn.next = c_idx
+        if chk:
+            if fp > DEP:
+                rerr.next = E_SRAM
+            elif last > elems:
+                rerr.next = E_DRAM
+
+    @always_seq(clk.posedge, reset=rst)
+    def rseq():
+        chk.next = mystart and sinsn[XS_H:XS_L] != 0 and sinsn[YS_H:YS_L] != 0
+        if mystart:
+            c_prod.next = s_ysm1 * sinsn[ST_H:ST_L]
+            c_fp.next = sinsn[YS_H:YS_L] * sinsn[XS_H:XS_L]
+            c_sb.next = sinsn[SB_H:SB_L]
+            c_idx.next = sinsn[IX_H:IX_L]
+
     @always_comb
     def port_out():
-        req.next = (phase == PRE and cnt == 0 and moves) or phase == REQ
+        req.next = ((phase == PRE and cnt == 0 and moves) or phase == REQ) and rerr == 0
         done.next = (phase == PRE and cnt == 0 and not moves) or (phase == HOLD and rel_me)
         desc.next = concat(d_nb, d_st, d_ad, ys)
 
@@ -176,6 +225,8 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
         elif phase == HOLD:
             if rel_me:
                 phase.next = IDLE
+        if rerr != 0:
+            phase.next = IDLE
         if step:
             c_ra.next = l_ra
             c_re.next = l_re
@@ -194,7 +245,7 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
                 w_last.next = l_last
                 w_sr.next = l_sr
 
-    insts = [first, look, port_out, seq, geom, dsc]
+    insts = [first, look, port_out, seq, geom, dsc, rdec, rchk, rseq]
 
     if not g.narrow:
         re, ra, rd = out_r

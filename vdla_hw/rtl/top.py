@@ -203,19 +203,21 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
     def mport(m):
         return (mp[m]["beat_me"], beat_idx, row_addr, row_end, row_last)
 
+    rng = {m: (Signal(intbv(0)[32:]), Signal(intbv(0)[INDEX_BITS:])) for m in ("load", "compute", "store")}
     ld = ctl["load"]
     ld_start = Signal(bool(0))
     insts.append(_wire(ld["start"], ld_start))
     insts.append(dma_read(clk, crst, p, ["inp", "wgt"], ld_start, ld["sinsn"], ld["done"], mp["load"]["req"],
                           mp["load"]["desc"], mp["load"]["grant"], mp["load"]["rel_me"], mport("load"), mem_rdata,
-                          {"inp": inp_w, "wgt": wgt_w}))
+                          {"inp": inp_w, "wgt": wgt_w}, dram_bytes, *rng["load"]))
     cp = ctl["compute"]
     insts.append(compute(clk, crst, p, cp["start"], cp["sinsn"], cp["done"], finish, mp["compute"]["req"],
                          mp["compute"]["desc"], mp["compute"]["grant"], mp["compute"]["rel_me"], mport("compute"),
-                         mem_rdata, uop_w, uop_r, inp_r, wgt_r, acc_r, acc_w, out_w))
+                         mem_rdata, uop_w, uop_r, inp_r, wgt_r, acc_r, acc_w, out_w, dram_bytes, *rng["compute"]))
     st = ctl["store"]
     insts.append(store(clk, crst, p, st["start"], st["sinsn"], st["done"], mp["store"]["req"], mp["store"]["desc"],
-                       mp["store"]["grant"], mp["store"]["rel_me"], mport("store"), store_wdata, store_wstrb, out_r))
+                       mp["store"]["grant"], mp["store"]["rel_me"], mport("store"), store_wdata, store_wstrb, out_r,
+                       dram_bytes, *rng["store"]))
 
     # ---- tokens, retire trace, errors ------------------------------------------------------
     for m in ("load", "compute", "store"):
@@ -243,18 +245,28 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
         r_comp.next = cv
         r_store.next = sv
 
+    (rl, rli), (rc, rci), (rs, rsi) = rng["load"], rng["compute"], rng["store"]
+
     @always_comb
     def errors():
-        core_err.next = err_f
+        # fetch's errors first, then the LOAD/STORE range checks, then token overflow
+        core_err.next = err_f | rl | rc | rs
         core_err_insn.next = err_f_insn
+        if err_f == 0:
+            if rl != 0:
+                core_err_insn.next = rli
+            elif rc != 0:
+                core_err_insn.next = rci
+            elif rs != 0:
+                core_err_insn.next = rsi
         if o_l2c or o_c2l:
-            core_err.next = err_f | E_TOK
+            core_err.next = err_f | rl | rc | rs | E_TOK
             if o_l2c:
                 core_err_insn.next = li
             else:
                 core_err_insn.next = ci
         elif o_c2s or o_s2c:
-            core_err.next = err_f | E_TOK
+            core_err.next = err_f | rl | rc | rs | E_TOK
             if o_c2s:
                 core_err_insn.next = ci
             else:
