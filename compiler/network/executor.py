@@ -187,38 +187,40 @@ class Executor:
         self.cpu_wall += time.perf_counter() - start
         return out.reshape(shape) if shape is not None else out.reshape(self.q.shapes[node.output])
 
-    def run_vdla(self, node: QNode, args: list[np.ndarray], record: LayerRecord) -> np.ndarray:
-        record.cpu_seconds = self.cpu_time(node, args)[0]
-        start = time.perf_counter()
+    def bundle_for(self, node: QNode, args: list[np.ndarray]):
+        """(bundle, compiler layer or None) of an accelerator op: the prebuilt bundle with this run's
+        inputs written in, or a bundle compiled now."""
         layer = None
+        if node.op != "add":
+            shape = self.q.shapes[node.inputs[0]]
+            layer = conv_layer(node, shape) if node.op == "conv" else dense_layer(node, shape)
+        if node.name in self.prebuilt:
+            return fill_inputs(self.prebuilt[node.name], node, args, layer), layer
         if node.op == "add":
             a = node.attrs
-            if node.name not in self.prebuilt:
-                bundle = compile_add(args[0], args[1], a_shift=a["a_shift"], b_shift=a["b_shift"], shift=a["shift"],
-                                     relu=a["relu"], config=self.config, name=node.name)
-            read = add_output
+            return compile_add(args[0], args[1], a_shift=a["a_shift"], b_shift=a["b_shift"], shift=a["shift"],
+                               relu=a["relu"], config=self.config, name=node.name), None
+        tensors = {"input": args[0], "weight": node.attrs["weight"], "bias": node.attrs["bias"]}
+        return compile_layer(layer, self.config, tensors=tensors, vthreads=self.vthreads), layer
+
+    def run_vdla(self, node: QNode, args: list[np.ndarray], record: LayerRecord) -> np.ndarray:
+        record.cpu_seconds = self.cpu_time(node, args)[0]
+        if node.op == "add":
             record.pack_seconds = layout_seconds(self.config, self.params, [(args[0].shape, "int32")] * 2,
                                                  [(args[0].shape, "int8")])
         else:
-            shape = self.q.shapes[node.inputs[0]]
-            layer = conv_layer(node, shape) if node.op == "conv" else dense_layer(node, shape)
-            if node.name not in self.prebuilt:
-                tensors = {"input": args[0], "weight": node.attrs["weight"], "bias": node.attrs["bias"]}
-                bundle = compile_layer(layer, self.config, tensors=tensors, vthreads=self.vthreads)
-            record.extra["layer"] = layer
-            read = layer_output
             record.pack_seconds = self._conv_boundaries(node)
-        if node.name in self.prebuilt:
-            bundle = fill_inputs(self.prebuilt[node.name], node, args, layer)
+        start = time.perf_counter()
+        bundle, layer = self.bundle_for(node, args)
         compiled = time.perf_counter()
         run = self.device.run(bundle)
-        record.extra["device_wall"] = time.perf_counter() - compiled
+        record.extra.update(layer=layer, run=run.details, device_wall=time.perf_counter() - compiled)
         self.compile_wall += compiled - start
         self.sim_wall += record.extra["device_wall"]
         record.cycles, record.seconds = run.cycles, run.seconds
-        record.extra["run"] = run.details
         record.utilization = float(run.counters.get("gemm_utilization", 0.0))
         record.bytes = int(sum(v for k, v in run.counters.get("bytes", {}).items() if k != "insn"))
+        read = add_output if node.op == "add" else layer_output
         return read(bundle, run.dram).reshape(self.q.shapes[node.output])
 
     def _conv_boundaries(self, node: QNode) -> float:
