@@ -1,11 +1,14 @@
 """RTL vs simulator: the same bundles on the MyHDL RTL (cocotb, Icarus and Verilator) and on
 vdla_sim give the same final DRAM image byte for byte, the same total cycles and the same
-retire cycle for every instruction (the first divergence is reported)."""
+retire cycle for every instruction (the first divergence is reported), and the same per-module
+counter registers (busy, stall_token, stall_mem, stall_queue, insns) as the simulator's
+busy/stall counts."""
 
 from __future__ import annotations
 
 import pytest
 
+from driver.status import modules_from_sim
 from vdla_hw.rtl.compare import diverge
 
 from tests.rtl.conftest import PAIRS, corpus_names
@@ -23,3 +26,7 @@ def test_rtl_matches_sim(rtl_runs, preset, sim, name):
     assert problem is None, f"{preset}/{sim}/{name}: {problem}"
     assert rtl_result.counters["compute"] + rtl_result.counters["load"] + rtl_result.counters["store"] == \
         bundle.insn_count
+    expected = modules_from_sim(sim_result)
+    wrong = [f"{m}.{c}: simulator {expected[m][c]}, RTL {rtl_result.modules[m][c]}"
+             for m in expected for c in expected[m] if rtl_result.modules[m][c] != expected[m][c]]
+    assert not wrong, f"{preset}/{sim}/{name}: counter registers differ: " + "; ".join(wrong)

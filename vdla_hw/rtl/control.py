@@ -22,12 +22,14 @@ WORDS = regmap.SPAN // regmap.REG_BYTES
 
 @block
 def control(clk, rst, p: RtlParams, axil, run, cyc, finish, core_err, core_err_insn, insn_ret,
-            dram_base, dram_bytes, insn_addr, insn_count):
+            dram_base, dram_bytes, insn_addr, insn_count, incs):
     """``axil``: AXI-lite slave signals (awaddr, awvalid, awready, wdata, wstrb, wvalid, wready,
     bresp, bvalid, bready, araddr, arvalid, arready, rdata, rresp, rvalid, rready).
     ``run``: the core runs (held in reset otherwise); ``cyc``: its cycle number; ``finish``:
     FINISH retires this cycle; ``core_err``: ERROR bits raised this cycle (with the instruction
-    index); ``insn_ret``: per module of isa.MODULES, an instruction retired (counters)."""
+    index); ``insn_ret``: per module of isa.MODULES, an instruction retired (counters).
+    ``incs``: register name -> what the busy/stall counter of that name adds in a run cycle;
+    every counter is zeroed by CLEAR and by an accepted START."""
     (awaddr, awvalid, awready, wdata, wstrb, wvalid, wready, bresp, bvalid, bready,
      araddr, arvalid, arready, rdata, rresp, rvalid, rready) = axil
     E = regmap.ERROR_BITS
@@ -60,6 +62,12 @@ def control(clk, rst, p: RtlParams, axil, run, cyc, finish, core_err, core_err_i
         words[O[name]] = sig
     for k, module in enumerate(MODULES):
         words[O[regmap.counter_name(module, "insns")]] = insns[k]
+    clr = Signal(bool(0))
+    ctrs = []
+    for name, inc in incs.items():
+        cnt = Signal(intbv(0)[32:])
+        words[O[name]] = cnt
+        ctrs.append(counter(clk, rst, run, clr, inc, cnt))
     bus = ConcatSignal(*reversed(words))
     nmod = len(MODULES)
     i0, i1, i2, i3 = insns
@@ -77,6 +85,8 @@ def control(clk, rst, p: RtlParams, axil, run, cyc, finish, core_err, core_err_i
         cyc_lo.next = cycles[32:0]
         bresp.next = 0
         rresp.next = 0
+        clr.next = awvalid and wvalid and not bvalid and awaddr[len(awaddr):2] == o_ctrl and (
+            (wdata & CLEAR) != 0 or ((wdata & START) != 0 and not run))
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
@@ -157,4 +167,16 @@ def control(clk, rst, p: RtlParams, axil, run, cyc, finish, core_err, core_err_i
                         i1.next = 0
                         i2.next = 0
                         i3.next = 0
-    return comb, seq
+    return comb, seq, ctrs
+
+
+@block
+def counter(clk, rst, run, clr, inc, cnt):
+    """A 32-bit event counter: adds ``inc`` in every run cycle, zeroed by ``clr``."""
+    @always_seq(clk.posedge, reset=rst)
+    def seq():
+        if clr:
+            cnt.next = 0
+        elif run:
+            cnt.next = (cnt + inc) & 0xFFFFFFFF
+    return seq

@@ -12,12 +12,13 @@ from vdla_hw.rtl.params import INDEX_BITS, RtlParams
 
 @block
 def exec_ctl(clk, rst, p: RtlParams, avail, head, pop_cmd, tok_prev_ok, tok_next_ok, start, sinsn, done,
-             pop_prev, pop_next, push_prev, push_next, ret_valid, ret_index, cur_opcode):
+             pop_prev, pop_next, push_prev, push_next, ret_valid, ret_index, cur_opcode, active, tstall):
     """``head``/``sinsn``: {index, instruction} (index above bit 128). ``tok_prev_ok`` /
     ``tok_next_ok``: a token is visible in the queue the pop_prev / pop_next flag pops (tie
     high for a flag the module cannot use). ``start`` is high in the cycle the instruction
     starts, with ``sinsn`` the starting instruction; ``done`` (from the datapath) in its retire
-    cycle."""
+    cycle. Counters: ``active`` in the cycles [start, retire) of an instruction, ``tstall`` in
+    the cycles [take, start) (waiting for tokens)."""
     H = p.fields["FINISH"]
     PP, PN, UP, UN = (H[n][0] for n in ("pop_prev", "pop_next", "push_prev", "push_next"))
     OPW = H["opcode"][1]
@@ -54,6 +55,8 @@ def exec_ctl(clk, rst, p: RtlParams, avail, head, pop_cmd, tok_prev_ok, tok_next
         ret_valid.next = done
         ret_index.next = cur[IB + INDEX_BITS:IB]
         cur_opcode.next = cur[OPW:0]
+        active.next = go or (running and not done)
+        tstall.next = (take or (busy and not running)) and not go
 
     @always_seq(clk.posedge, reset=rst)
     def seq():

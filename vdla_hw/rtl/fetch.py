@@ -36,9 +36,10 @@ def fetch_lane(clk, j, IB, lgIB, me_beat, bcnt, rdata, slot, lane, slots):
 
 @block
 def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_me, me_beat, rdata,
-          rooms, pushes, qdata, err, err_insn):
+          rooms, pushes, qdata, err, err_insn, qstall):
     """``rooms``/``pushes``: (load, compute, store) command-queue room and push; ``qdata`` the
-    entry pushed. ``err``: ERROR bits (bad opcode / memory type) raised when routing."""
+    entry pushed. ``err``: ERROR bits (bad opcode / memory type) raised when routing.
+    ``qstall``: an instruction is due to be pushed this cycle but its queue has no room."""
     c = p.config
     C = timing.fetch_chunk(c)
     STEP = c.FETCH_CYCLES_PER_INSN
@@ -141,6 +142,7 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
         err_insn.next = rpos
         if routing and wcnt == 0 and rpos != rend and target == 3:
             err.next = bad
+        qstall.next = routing and wcnt == 0 and rpos != rend and target != 3 and not canpush
 
     @always_seq(clk.posedge, reset=rst)
     def seq():

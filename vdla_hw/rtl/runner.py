@@ -48,7 +48,8 @@ class RtlResult:
     error_insn: int
     timeout: bool
     retire: list = field(default_factory=list)   # (index, module, cycle)
-    counters: dict = field(default_factory=dict)
+    counters: dict = field(default_factory=dict)   # module -> *_INSNS
+    modules: dict = field(default_factory=dict)    # module -> every MODULE_COUNTERS register
     id_ok: bool = True
     beats: int = 0
 
@@ -148,6 +149,7 @@ def run_bundles(bundles: list[Bundle], sim: str = "icarus", *, budgets: list[int
         results.append(RtlResult(dram=dram, cycles=meta["cycles"], status=meta["status"], error=meta["error"],
                                  error_insn=meta["error_insn"], timeout=meta["timeout"],
                                  retire=[tuple(r) for r in meta["retire"]], counters=meta["counters"],
+                                 modules=meta.get("modules", {}),
                                  id_ok=meta["id_ok"], beats=meta["beats"]))
     if waves:
         for f in list(work.glob("*.vcd")) + list(work.glob("*.fst")):

@@ -155,6 +155,8 @@ class Testbench:
         out.update(status=status, timeout=not status & (regmap.STATUS_DONE | regmap.STATUS_ERROR),
                    cycles=lo | hi << 32, error=await self.rd("ERROR"), error_insn=await self.rd("ERROR_INSN"),
                    counters={m: await self.rd(regmap.counter_name(m, "insns")) for m in ("fetch",) + MODULES},
+                   modules={m: {c: await self.rd(regmap.counter_name(m, c)) for c in regmap.MODULE_COUNTERS}
+                            for m in ("fetch",) + MODULES},
                    retire=log["retire"], beats=log["beats"], oob=log["oob"], dram=dram)
         if out["timeout"]:
             # stop the device the way a driver would give up: CLEAR, then reset

@@ -16,7 +16,7 @@ External ports (all synchronous to ``clk``; ``rst`` is active high):
 
 from __future__ import annotations
 
-from myhdl import ResetSignal, Signal, always_comb, block, intbv
+from myhdl import ResetSignal, Signal, always_comb, always_seq, block, intbv
 
 from vdla_hw import regmap
 from vdla_hw.isa import FLAG_QUEUE, MODULES
@@ -99,8 +99,14 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
     axil = (s_axil_awaddr, s_axil_awvalid, s_axil_awready, s_axil_wdata, s_axil_wstrb, s_axil_wvalid, s_axil_wready,
             s_axil_bresp, s_axil_bvalid, s_axil_bready, s_axil_araddr, s_axil_arvalid, s_axil_arready, s_axil_rdata,
             s_axil_rresp, s_axil_rvalid, s_axil_rready)
+    # per-module busy/stall counters (vdla_sim's definitions): what each adds in a run cycle
+    incs = {}
+    for m in MODULES:
+        incs[regmap.counter_name(m, "busy")] = Signal(intbv(0)[8:])
+        for cname in ("stall_token", "stall_mem", "stall_queue"):
+            incs[regmap.counter_name(m, cname)] = Signal(bool(0))
     insts.append(control(clk, rst, p, axil, run, dbg_cycle, finish, core_err, core_err_insn, rets,
-                         dram_base, dram_bytes, insn_addr, insn_count))
+                         dram_base, dram_bytes, insn_addr, insn_count, incs))
 
     @always_comb
     def core_reset():
@@ -184,21 +190,24 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
     # ---- modules -------------------------------------------------------------------------
     err_f = Signal(intbv(0)[32:])
     err_f_insn = Signal(intbv(0)[32:])
+    f_qstall = Signal(bool(0))
     insts.append(fetch(clk, crst, p, insn_addr, insn_count, mp["fetch"]["req"], mp["fetch"]["desc"],
                        mp["fetch"]["grant"], mp["fetch"]["rel_me"], mp["fetch"]["beat_me"], mem_rdata,
                        (q["load"]["room"], q["compute"]["room"], q["store"]["room"]),
-                       (q["load"]["push"], q["compute"]["push"], q["store"]["push"]), qdata, err_f, err_f_insn))
+                       (q["load"]["push"], q["compute"]["push"], q["store"]["push"]), qdata, err_f, err_f_insn,
+                       f_qstall))
 
     ctl = {}
     for m in ("load", "compute", "store"):
         d = ctl[m] = dict(start=Signal(bool(0)), sinsn=Signal(intbv(0)[W:]), done=Signal(bool(0)),
                           pp=Signal(bool(0)), pn=Signal(bool(0)), up=Signal(bool(0)), un=Signal(bool(0)),
-                          rv=Signal(bool(0)), ri=Signal(intbv(0)[INDEX_BITS:]), op=Signal(intbv(0)[3:]))
+                          rv=Signal(bool(0)), ri=Signal(intbv(0)[INDEX_BITS:]), op=Signal(intbv(0)[3:]),
+                          act=Signal(bool(0)), tst=Signal(bool(0)))
         prev_q, next_q = tok(m, "pop_prev"), tok(m, "pop_next")
         insts.append(exec_ctl(clk, crst, p, q[m]["avail"], q[m]["head"], q[m]["pop"],
                               prev_q["avail"] if prev_q else one, next_q["avail"] if next_q else one,
                               d["start"], d["sinsn"], d["done"], d["pp"], d["pn"], d["up"], d["un"], d["rv"], d["ri"],
-                              d["op"]))
+                              d["op"], d["act"], d["tst"]))
 
     def mport(m):
         return (mp[m]["beat_me"], beat_idx, row_addr, row_end, row_last)
@@ -272,7 +281,49 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
             else:
                 core_err_insn.next = si
     insts += [trace, errors]
+
+    # ---- counters: busy = [start, retire) minus memory waits (fetch: FETCH_CYCLES_PER_INSN per
+    # routed instruction plus its port transactions), stall_mem = request to grant, stall_token =
+    # take to start, stall_queue = fetch held by a full command queue
+    STEP = c.FETCH_CYCLES_PER_INSN
+    f_req, f_gnt, f_rel = mp["fetch"]["req"], mp["fetch"]["grant"], mp["fetch"]["rel_me"]
+    f_hold = Signal(bool(0))
+    fb, fsm, fsq = (incs[regmap.counter_name("fetch", n)] for n in ("busy", "stall_mem", "stall_queue"))
+
+    @always_seq(clk.posedge, reset=crst)
+    def fhold():
+        if f_gnt:
+            f_hold.next = 1
+        elif f_rel:
+            f_hold.next = 0
+
+    @always_comb
+    def fcount():
+        v = intbv(0)[8:]
+        v[:] = 0
+        if ql_push or qc_push or qs_push:
+            v[:] = STEP
+        if f_gnt or (f_hold and not f_rel):
+            v[:] = v + 1
+        fb.next = v
+        fsm.next = f_req and not f_gnt
+        fsq.next = f_qstall
+    insts += [fhold, fcount]
+    for m in ("load", "compute", "store"):
+        insts.append(_mod_count(ctl[m]["act"], ctl[m]["tst"], mp[m]["req"], mp[m]["grant"],
+                                incs[regmap.counter_name(m, "busy")], incs[regmap.counter_name(m, "stall_token")],
+                                incs[regmap.counter_name(m, "stall_mem")]))
     return insts
+
+
+@block
+def _mod_count(act, tst, req, grant, busy_inc, tok_inc, mem_inc):
+    @always_comb
+    def cnt():
+        mem_inc.next = req and not grant
+        busy_inc.next = act and not (req and not grant)
+        tok_inc.next = tst
+    return cnt
 
 
 @block
