@@ -5,8 +5,7 @@ cocotb testbench drives the register map over AXI-lite exactly as the board driv
 check, DRAM_BASE/DRAM_BYTES/INSN_ADDR/INSN_COUNT, CTRL=START, poll STATUS, CYCLES, CLEAR) and
 serves the memory port from the image. The build is cached per configuration and RTL source
 hash under ``build/rtl`` (the first run of a configuration compiles the model: minutes).
-The RTL's control slave implements the ``insns`` counter of each module; the busy and stall
-counters read zero there.
+Every per-module counter register (busy, stall by cause, instructions) is read back after a run.
 """
 
 from __future__ import annotations
@@ -50,6 +49,8 @@ class RtlDevice(HostMemoryDevice):
                                          top=self.top)
         wall = time.perf_counter() - start
         modules = st.empty_modules()
+        for module, values in res.modules.items():
+            modules[module].update({name: int(value) for name, value in values.items()})
         for module, count in res.counters.items():
             modules[module]["insns"] = int(count)
         state = {"status": res.status, "cycles": res.cycles, "modules": modules}

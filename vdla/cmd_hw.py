@@ -75,7 +75,10 @@ def cmd_rtl(args) -> int:
         "seconds": seconds,
         "gops": 2.0 * mac_uops * c.batch * c.block_in * c.block_out / seconds / 1e9 if res.cycles else 0.0,
         "gemm_utilization": mac_uops / res.cycles if res.cycles else 0.0,
-        "busy": None, "stall": None, "queue_occupancy": None,   # not measured by the RTL testbench
+        "busy": {m: v["busy"] for m, v in res.modules.items()},
+        "stall": {m: {"token": v["stall_token"], "memory": v["stall_mem"], "queue": v["stall_queue"]}
+                  for m, v in res.modules.items()},
+        "queue_occupancy": None,   # not measured by the RTL testbench
         "bytes": nbytes,
         "memory_port_busy": None,
         "last_retire": max((r[2] for r in res.retire), default=0),

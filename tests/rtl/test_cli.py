@@ -23,7 +23,7 @@ def test_vdla_rtl_json_matches_vdla_sim(tmp_path, capsys):
     assert main(["rtl", str(path), "--sim", "icarus", "--json", "-o", str(tmp_path / "out.npz")]) == 0
     rtl = json.loads(capsys.readouterr().out)
     assert set(sim) <= set(rtl)
-    for key in ("cycles", "dram_sha256", "instructions", "config", "last_retire"):
+    for key in ("cycles", "dram_sha256", "instructions", "config", "last_retire", "busy", "stall"):
         assert rtl[key] == sim[key], key
     assert (tmp_path / "out.npz").exists()
 
