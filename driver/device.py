@@ -202,8 +202,7 @@ class HostMemoryDevice(Device):
     def image_bundle(bundle: Bundle, buffer: Buffer) -> Bundle:
         """The bundle as the device sees it: the image is the buffer's current contents."""
         image = buffer.handle[:bundle.dram.size]
-        return Bundle(dram=image.copy(), insn_offset=bundle.insn_offset, insn_count=bundle.insn_count,
-                      config=bundle.config, symbols=bundle.symbols, meta=bundle.meta)
+        return bundle.with_dram(image.copy())
 
 
 class SimDevice(HostMemoryDevice):

@@ -80,9 +80,7 @@ def cmd_exec(args) -> int:
     bundle = Bundle.load(args.file, config=args.config)
     result = execute(bundle)
     if args.output:
-        final = Bundle(dram=result.dram, insn_offset=bundle.insn_offset, insn_count=bundle.insn_count,
-                       config=bundle.config, symbols=bundle.symbols, meta=bundle.meta)
-        final.save(args.output)
+        bundle.with_dram(result.dram).save(args.output)
     report = {"model": "reference semantics", "config": bundle.config.fingerprint,
               "instructions": bundle.insn_count, "counters": result.counters.as_dict(),
               "tokens_left": result.tokens_left,

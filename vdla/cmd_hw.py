@@ -44,7 +44,7 @@ def cmd_hw_synth(args) -> int:
 def cmd_rtl(args) -> int:
     import numpy as np
 
-    from vdla_hw import isa, regmap, timing
+    from vdla_hw import regmap, timing
     from vdla_hw.bundle import Bundle
     from vdla_hw.errors import VdlaError
     from vdla_hw.rtl.runner import run_bundles
@@ -59,8 +59,7 @@ def cmd_rtl(args) -> int:
         names = [k for k, v in regmap.ERROR_BITS.items() if res.error & v]
         raise VdlaError(f"{args.file}: the RTL stopped with error {', '.join(names)} at instruction {res.error_insn}")
     if args.output:
-        Bundle(dram=res.dram, insn_offset=bundle.insn_offset, insn_count=bundle.insn_count, config=bundle.config,
-               symbols=bundle.symbols, meta=bundle.meta).save(args.output)
+        bundle.with_dram(res.dram).save(args.output)
     c = bundle.config
     insns = bundle.insns()
     mac_uops = sum(timing.uop_count(i) for i in insns if i.kind == "GEMM" and not i.reset)

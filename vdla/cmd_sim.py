@@ -14,8 +14,7 @@ def cmd_sim(args) -> int:
     result = simulate(bundle, max_cycles=args.max_cycles, race_check=not args.no_race_check,
                       trace_path=args.trace)
     if args.image:
-        Bundle(dram=result.dram, insn_offset=bundle.insn_offset, insn_count=bundle.insn_count,
-               config=bundle.config, symbols=bundle.symbols, meta=bundle.meta).save(args.image)
+        bundle.with_dram(result.dram).save(args.image)
     if args.tensor:
         import numpy as np
 

@@ -94,6 +94,12 @@ class Bundle:
         """The decoded instruction stream (EncodingError names the bad instruction)."""
         return isa.decode_program(self.insn_bytes, self.config)
 
+    def with_dram(self, dram: np.ndarray) -> Bundle:
+        """The same program, symbols and meta over another image (a run's final image, or inputs
+        written into a prebuilt bundle)."""
+        return Bundle(dram=dram, insn_offset=self.insn_offset, insn_count=self.insn_count, config=self.config,
+                      symbols=self.symbols, meta=self.meta)
+
     def read(self, name: str, dram: np.ndarray | None = None) -> np.ndarray:
         """The symbol ``name`` as a typed array of its shape, from ``dram`` (default: this image)."""
         if name not in self.symbols:

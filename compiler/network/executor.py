@@ -145,8 +145,7 @@ def fill_inputs(bundle: Bundle, node: QNode, args: list[np.ndarray], layer) -> B
             raise VdlaError(f"node {node.name!r}: input of {raw.size} bytes does not fit the prebuilt bundle's "
                             f"{name!r} symbol ({hi - lo} bytes); the bundle is for another graph")
         dram[lo:hi] = raw
-    return Bundle(dram=dram, insn_offset=bundle.insn_offset, insn_count=bundle.insn_count, config=c,
-                  symbols=bundle.symbols, meta=bundle.meta)
+    return bundle.with_dram(dram)
 
 
 class Executor:
