@@ -7,7 +7,7 @@ ranges from the instruction and the micro-ops it runs, so producers rarely write
 A range is ``(mem, lo, hi)``: elements ``lo <= index < hi`` of the SRAM ``mem`` (``uop``,
 ``inp``, ``wgt``, ``acc``, ``out``). Ranges are conservative (a bounding interval); that can
 only add synchronisation, never remove it. GEMM and ALU write ``acc`` and mirror into
-``out``; LOAD ACC writes ``acc`` only (SPEC.md section 4).
+``out``; LOAD ACC writes ``acc`` only (docs/spec.md section 4).
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ PARAMETERS: dict[str, tuple[type, float, float, str]] = {
     "INSN_OVERHEAD": (int, 0, 64, "cycles to decode an instruction and set up its loops"),
 }
 
-# The memory types of the ISA, by their encoding (SPEC.md section 3).
+# The memory types of the ISA, by their encoding (docs/spec.md section 3).
 MEM_TYPES = ("uop", "wgt", "inp", "acc", "out")
 
 

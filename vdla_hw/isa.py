@@ -1,6 +1,6 @@
 """The instruction set: one field table per instruction kind, and everything derived from it.
 
-Each kind's fields are listed once in :func:`field_table` (SPEC.md sections 3-4, VTA's packing:
+Each kind's fields are listed once in :func:`field_table` (docs/spec.md sections 3-4, VTA's packing:
 fields packed from bit 0 upward; a field that would cross bit 64 starts at bit 64). The bit
 layout, encoding, decoding, the rules of :func:`check_insn`, the assembler's text form
 (``vdla_hw.asm``) and the RTL's field slices all come from this table.
@@ -27,7 +27,7 @@ ALU_OPS = ("min", "max", "add", "shr", "mul")
 FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
 ITER_BITS = 14
 
-# Token queues named by (module, flag): which FIFO a flag pops or pushes (SPEC.md section 1).
+# Token queues named by (module, flag): which FIFO a flag pops or pushes (docs/spec.md section 1).
 TOKEN_QUEUES = ("l2c", "c2l", "c2s", "s2c")
 FLAG_QUEUE = {
     ("load", "pop_next"): "c2l", ("load", "push_next"): "l2c",
@@ -259,7 +259,7 @@ def decode_uops(words, config: Config) -> np.ndarray:
 
 
 def check_insn(insn: Insn, config: Config, index: int) -> None:
-    """Static rules of SPEC.md section 4 that do not depend on memory contents.
+    """Static rules of docs/spec.md section 4 that do not depend on memory contents.
 
     Flags a module cannot use, memory types an instruction cannot address, padding where none
     is allowed, a 2-D UOP load, an empty uop range bound. Raises ProgramError naming the field.

@@ -6,23 +6,23 @@ every size; nothing else in the project types these numbers.
 
 from __future__ import annotations
 
-SPEC = "SPEC.md section 2"
-TIMING = "SPEC.md section 5"
+SPEC = "docs/spec.md section 2"
+TIMING = "docs/spec.md section 5"
 
 # Timing-contract and memory-port parameters shared by the FPGA presets; see docs/timing.md.
 _PYNQ_PORT = {
-    "MEM_BYTES_PER_BEAT": (8, "PYNQ-Z1 HP0 is a 64-bit AXI3 port (SPEC.md section 5)"),
-    "MEM_MAX_BURST": (16, "AXI3 bursts of at most 16 beats (SPEC.md section 5)"),
-    "MEM_LATENCY": (32, "first-beat latency of 'tens of cycles' on Zynq HP ports (SPEC.md section 5)"),
+    "MEM_BYTES_PER_BEAT": (8, "PYNQ-Z1 HP0 is a 64-bit AXI3 port (docs/spec.md section 5)"),
+    "MEM_MAX_BURST": (16, "AXI3 bursts of at most 16 beats (docs/spec.md section 5)"),
+    "MEM_LATENCY": (32, "first-beat latency of 'tens of cycles' on Zynq HP ports (docs/spec.md section 5)"),
     "MEM_WRITE_LATENCY": (16, "write response after the last beat; Zynq HP write path (assumed)"),
     "MEM_BURST_GAP": (0, "HP ports accept outstanding bursts: address phases overlap data (docs/timing.md)"),
-    "DDR_BYTES_PER_CYCLE_CAP": (0, "0 = no cap; set to model DDR3 shared with the CPU (SPEC.md section 5)"),
-    "CMD_QUEUE_DEPTH": (512, "VTA block design command queues (SPEC.md section 5)"),
-    "TOKEN_QUEUE_DEPTH": (1024, "VTA block design token FIFOs (SPEC.md section 5)"),
+    "DDR_BYTES_PER_CYCLE_CAP": (0, "0 = no cap; set to model DDR3 shared with the CPU (docs/spec.md section 5)"),
+    "CMD_QUEUE_DEPTH": (512, "VTA block design command queues (docs/spec.md section 5)"),
+    "TOKEN_QUEUE_DEPTH": (1024, "VTA block design token FIFOs (docs/spec.md section 5)"),
     "FETCH_CYCLES_PER_INSN": (1, "fetch routes one 16-byte instruction per cycle after its burst arrives"),
     "QUEUE_LATENCY": (1, "a queued instruction or pushed token is visible one cycle later (registered FIFO)"),
-    "GEMM_PIPELINE_DEPTH": (4, "read-multiply-add-write pipeline of the GEMM core, II=1 (SPEC.md section 5)"),
-    "ALU_CYCLES_PER_UOP": (2, "one accumulator read port: one ALU uop per 2 cycles (SPEC.md section 5)"),
+    "GEMM_PIPELINE_DEPTH": (4, "read-multiply-add-write pipeline of the GEMM core, II=1 (docs/spec.md section 5)"),
+    "ALU_CYCLES_PER_UOP": (2, "one accumulator read port: one ALU uop per 2 cycles (docs/spec.md section 5)"),
     "ALU_PIPELINE_DEPTH": (3, "read-operate-write pipeline of the ALU"),
     "INSN_OVERHEAD": (1, "cycles to decode an instruction and set up its loops in load/compute/store"),
 }

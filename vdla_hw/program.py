@@ -1,5 +1,5 @@
 """Program-level rules shared by every model: decoding a bundle's stream, FINISH placement, and
-the SRAM/DRAM ranges an instruction touches (SPEC.md section 4).
+the SRAM/DRAM ranges an instruction touches (docs/spec.md section 4).
 
 The reference semantics, the simulator and the driver all call these, so a malformed program
 gets the same error, naming the same instruction and field, wherever it runs.

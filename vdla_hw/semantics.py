@@ -1,6 +1,6 @@
 """Reference semantics: a plain numpy interpreter that runs a bundle in program order.
 
-This is the living definition of what a program computes (SPEC.md section 4). It is short and
+This is the living definition of what a program computes (docs/spec.md section 4). It is short and
 slow on purpose; the simulator, the RTL and the board are all checked against it.
 
 Token rule: each instruction first takes its pops (a pop from an empty queue is an error: the
@@ -64,7 +64,7 @@ def wrap32(values: np.ndarray) -> np.ndarray:
 
 
 def alu_op(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """One ALU operation on int32 arrays ``a`` (accumulator) and ``b`` (operand), SPEC.md section 4."""
+    """One ALU operation on int32 arrays ``a`` (accumulator) and ``b`` (operand), docs/spec.md section 4."""
     a64, b64 = a.astype(np.int64), b.astype(np.int64)
     if op == "min":
         return np.minimum(a64, b64).astype(np.int32)

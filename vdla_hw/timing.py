@@ -1,5 +1,5 @@
 """The timing contract: how many cycles each module spends on each instruction, how queues hand
-work over, and how the one memory port serves its masters (SPEC.md section 5, docs/timing.md).
+work over, and how the one memory port serves its masters (docs/spec.md section 5, docs/timing.md).
 
 Every function here is a pure function of the configuration (and the instruction, its uops or
 its DRAM rows). The simulator (``vdla_sim``) schedules with these numbers and the RTL
@@ -46,7 +46,7 @@ from vdla_hw.config import Config
 ARBITRATION_ORDER = ("store", "compute", "load", "fetch")
 # AXI bursts never cross a 4 KB address boundary.
 BURST_BOUNDARY = 4096
-# A GEMM uop's accumulator write lands this many uops after its read (SPEC.md section 5).
+# A GEMM uop's accumulator write lands this many uops after its read (docs/spec.md section 5).
 GEMM_HAZARD_DISTANCE = 2
 
 

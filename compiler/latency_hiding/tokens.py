@@ -1,7 +1,7 @@
 """Dependency tokens: derive them from SRAM accesses, then fold them onto instructions.
 
 The modules (load, compute, store) each run their instructions in program order and meet
-only through the four token FIFOs (SPEC.md section 1). Given an annotated stream in program
+only through the four token FIFOs (docs/spec.md section 1). Given an annotated stream in program
 order (the order of the reference semantics), :func:`insert_tokens` finds, for every
 instruction ``j`` and each neighbouring module ``A``, the latest earlier instruction ``i`` of
 ``A`` that ``j`` conflicts with:
@@ -36,7 +36,7 @@ from vdla_hw import isa
 from vdla_hw.config import MEM_TYPES, Config
 from vdla_hw.errors import VdlaError
 
-# Neighbouring modules and the queue from producer to consumer (SPEC.md section 1).
+# Neighbouring modules and the queue from producer to consumer (docs/spec.md section 1).
 QUEUE = {("load", "compute"): "l2c", ("compute", "load"): "c2l",
          ("compute", "store"): "c2s", ("store", "compute"): "s2c"}
 NEIGHBOURS = {"load": ("compute",), "compute": ("load", "store"), "store": ("compute",)}

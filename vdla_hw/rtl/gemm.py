@@ -7,7 +7,7 @@ combinational behind them. ``sums`` lane (b, o) at bits 32*(b*BLOCK_OUT+o) is
 sum_i inp[b][i]*wgt[o][i] of the operands presented one cycle earlier.
 
 ALU: per int32 lane, MIN, MAX, ADD, SHR (amount clamped to [-31, 31]; negative shifts left)
-and MUL by the operand's low 8 bits as int8 (SPEC.md section 4); combinational.
+and MUL by the operand's low 8 bits as int8 (docs/spec.md section 4); combinational.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from pathlib import Path
 from vdla_hw.config import Config, load_config
 from vdla_hw.errors import VdlaError
 
-# xc7z020clg400-1 (SPEC.md section 6)
+# xc7z020clg400-1 (docs/spec.md section 6)
 DEVICE = {"name": "xc7z020", "lut": 53_200, "ff": 106_400, "dsp": 220, "bram36": 140}
 # what the osdi18 design must fit in (issue 4): at most 80 % of the LUTs
 LIMITS = {"lut": int(0.8 * DEVICE["lut"]), "ff": DEVICE["ff"], "dsp": DEVICE["dsp"], "bram36": DEVICE["bram36"]}
