@@ -19,6 +19,7 @@ import dataclasses
 from vdla_hw import isa
 from vdla_hw.config import Config
 from vdla_hw.errors import VdlaError
+from vdla_hw.limits import MAX_DRAM_BYTES, mib
 
 OUT_MAX = 127
 
@@ -110,6 +111,21 @@ class Conv2D:
         if self.w * self.stride > stride_max:
             raise LayerError(self.name, "w", f"row pitch {self.w * self.stride} exceeds the LOAD x_stride "
                              f"field (at most {stride_max})")
+        nbytes = self.dram_bytes(config)
+        if nbytes > MAX_DRAM_BYTES:
+            raise LayerError(self.name, "size", f"its packed input, weights, bias and output need {mib(nbytes)} of "
+                             f"DRAM, more than the {mib(MAX_DRAM_BYTES)} a device image may hold "
+                             "(vdla_hw/limits.py); split the layer or use a smaller input")
+
+    def dram_bytes(self, config: Config) -> int:
+        """Bytes of the packed tensors in the layer's DRAM image (without uops and instructions):
+        a lower bound on its bundle's image, computed before anything is allocated."""
+        nb, icb, ocb = (-(-self.n // config.batch), -(-self.ic // config.block_in), -(-self.oc // config.block_out))
+        inp = nb * icb * self.h * self.w * config.elem_bytes("inp")
+        wgt = ocb * icb * self.k * self.k * config.elem_bytes("wgt")
+        bias = nb * ocb * config.elem_bytes("acc")
+        out = nb * ocb * self.oh * self.ow * config.elem_bytes("out")
+        return inp + wgt + bias + out
 
     def as_conv2d(self) -> Conv2D:
         return self

@@ -1,21 +1,38 @@
 """The ``vdla`` command: a thin layer over the packages.
 
-User mistakes (bad files, programs, configurations) print one line ``vdla: error: ...`` and
-exit with status 2; no tracebacks. Each subcommand lives in a ``cmd_*`` function registered in
-:func:`build_parser`.
+Each subcommand lives in a ``cmd_*`` function registered in :func:`build_parser` (or in a
+module of :data:`EXTENSIONS` through its ``add_parser(sub)``). The contract every command gets
+from this module and :mod:`vdla.argtypes`, and that new commands keep by using them:
+
+* **One line, exit status 2, for every user error.** A command raises
+  ``vdla_hw.errors.VdlaError`` (or a subclass) with a message that names what and where;
+  :func:`main` prints ``vdla: error: MESSAGE``. Usage errors (argparse) are one line too
+  (``vdla.argtypes.ArgumentParser``), as are a file system error (``OSError``: disk full,
+  permission) and running out of memory. Anything else is a bug: one line ``vdla: internal
+  error``, exit status 1 (``VDLA_DEBUG=1`` shows the traceback).
+* **Arguments are checked while parsing, before any work**: ranges with
+  ``argtypes.int_range``/``float_range``/``port``/``seed`` (never a bare ``int``/``float``),
+  files the command writes with ``type=argtypes.output_file`` and folders with
+  ``type=argtypes.output_dir`` (a test walks every command and holds it to this).
+* **A closed pipe ends quietly** (``vdla sim big.npz --json | head -1``): exit status 141
+  (128 + SIGPIPE, as a killed ``cat`` gives), nothing on stderr.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 
+from vdla.argtypes import ArgumentParser, int_range, output_file, quiet_broken_pipe
+from vdla_hw.limits import DEFAULT_MAX_CYCLES
 from vdla_hw.errors import VdlaError
 
 EXIT_USER_ERROR = 2
+EXIT_INTERNAL_ERROR = 1
+EXIT_BROKEN_PIPE = 128 + 13  # SIGPIPE
 # Modules that each add subcommands through ``add_parser(subparsers)``; one per package area.
 EXTENSIONS = ("vdla.cmd_sim", "vdla.cmd_compile", "vdla.cmd_run", "vdla.cmd_hw", "vdla.cmd_deploy")
 
@@ -78,7 +95,7 @@ def cmd_exec(args) -> int:
     from vdla_hw.semantics import execute
 
     bundle = Bundle.load(args.file, config=args.config)
-    result = execute(bundle)
+    result = execute(bundle, max_cycles=args.max_cycles)
     if args.output:
         bundle.with_dram(result.dram).save(args.output)
     report = {"model": "reference semantics", "config": bundle.config.fingerprint,
@@ -103,8 +120,8 @@ def cmd_exec(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vdla", description="VDLA co-design simulator")
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="vdla", description="VDLA co-design simulator")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     config = sub.add_parser("config", help="show a configuration")
@@ -119,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     asm = sub.add_parser("asm", help="assemble a text program into a bundle")
     asm.add_argument("file")
-    asm.add_argument("-o", "--output", required=True, help="bundle file to write (.npz)")
+    asm.add_argument("-o", "--output", type=output_file, required=True, help="bundle file to write (.npz)")
     asm.add_argument("--config", default=None, help="preset or JSON file, unless the file has .config")
     asm.set_defaults(func=cmd_asm)
 
@@ -130,9 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     exe = sub.add_parser("exec", help="run a bundle on the reference semantics (no timing)")
     exe.add_argument("file")
-    exe.add_argument("-o", "--output", help="write the final image as a bundle (.npz, key 'dram')")
+    exe.add_argument("-o", "--output", type=output_file, help="write the final image as a bundle (.npz, key 'dram')")
     exe.add_argument("--config", default=None, help="require this configuration")
     exe.add_argument("--json", action="store_true", help="machine-readable output")
+    exe.add_argument("--max-cycles", type=int_range(1), default=DEFAULT_MAX_CYCLES,
+                     help="refuse a program whose serial work (every instruction's cost under the timing "
+                     f"contract, added up) passes this (default {DEFAULT_MAX_CYCLES:,})")
     exe.set_defaults(func=cmd_exec)
     for name in EXTENSIONS:
         importlib.import_module(name).add_parser(sub)
@@ -143,13 +163,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        quiet_broken_pipe()
+        return EXIT_BROKEN_PIPE
     except VdlaError as err:
-        print(f"vdla: error: {err}", file=sys.stderr)
-        return EXIT_USER_ERROR
+        return _error(str(err), EXIT_USER_ERROR)
     except KeyboardInterrupt:
-        print("vdla: interrupted", file=sys.stderr)
-        return 130
+        return _error("interrupted", 130, prefix="vdla: ")
+    except OSError as err:  # the file system said no (disk full, permission, ...)
+        where = f"{err.filename}: " if err.filename else ""
+        return _error(f"{where}{err.strerror or err}", EXIT_USER_ERROR)
+    except MemoryError:
+        return _error("out of memory (the inputs are too large for this machine)", EXIT_USER_ERROR)
+    except Exception as err:  # noqa: BLE001 - a bug: one line, the traceback on request
+        if os.environ.get("VDLA_DEBUG"):
+            raise
+        return _error(f"{type(err).__name__}: {err} (a bug: please report it with the command line; "
+                      "VDLA_DEBUG=1 shows the traceback)", EXIT_INTERNAL_ERROR, prefix="vdla: internal error: ")
+
+
+def _error(message: str, code: int, prefix: str = "vdla: error: ") -> int:
+    try:
+        print(prefix + " ".join(message.split()), file=sys.stderr)
+    except (BrokenPipeError, OSError):
+        pass
+    return code
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 
+from vdla.argtypes import int_range, output_file, seed
 from vdla_hw.errors import VdlaError
 
 
@@ -54,21 +55,21 @@ def cmd_compile(args) -> int:
 
 
 def _common(p, default_name: str) -> None:
-    p.add_argument("--n", type=int, default=1, help="batch size (default 1)")
-    p.add_argument("--ic", type=int, required=True, help="input channels / features")
-    p.add_argument("--oc", type=int, required=True, help="output channels / features")
-    p.add_argument("--shift", type=int, default=0, help="requantization right shift (0..31)")
+    p.add_argument("--n", type=int_range(1), default=1, help="batch size (default 1)")
+    p.add_argument("--ic", type=int_range(1), required=True, help="input channels / features")
+    p.add_argument("--oc", type=int_range(1), required=True, help="output channels / features")
+    p.add_argument("--shift", type=int_range(0, 31), default=0, help="requantization right shift (0..31)")
     p.add_argument("--relu", action="store_true", help="clip at 0 instead of -128")
     p.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
-    p.add_argument("--vthreads", type=int, default=None, help="virtual threads (default: the search's choice)")
+    p.add_argument("--vthreads", type=int_range(1), default=None, help="virtual threads (default: the search's choice)")
     p.add_argument("--schedule", default=None,
                    help="fix the tiling: th=ROWS,tw=COLS,toc=OC_BLOCKS,tic=IC_BLOCKS[,vthreads=N][,order=spatial|oc]")
     p.add_argument("--input", default=None, help=".npy int8 input (NCHW; dense: N x I)")
     p.add_argument("--weight", default=None, help=".npy int8 weights (OIHW; dense: O x I)")
     p.add_argument("--bias", default=None, help=".npy int32 bias (O,)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random tensors")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the random tensors")
     p.add_argument("--name", default=None, help=f"layer name in messages (default {default_name})")
-    p.add_argument("-o", "--output", required=True, help="bundle file to write (.npz)")
+    p.add_argument("-o", "--output", type=output_file, required=True, help="bundle file to write (.npz)")
     p.set_defaults(func=cmd_compile)
 
 
@@ -78,9 +79,9 @@ def add_parser(sub) -> None:
     ops = comp.add_subparsers(dest="op", required=True, metavar="OP")
     conv = ops.add_parser("conv2d", help="y = clip((conv(x, w) + b) >> shift, lo, 127), NCHW int8")
     for key, meaning in (("h", "input height"), ("w", "input width"), ("k", "kernel size (square)")):
-        conv.add_argument(f"--{key}", type=int, required=True, help=meaning)
-    conv.add_argument("--stride", type=int, default=1, help="stride (default 1)")
-    conv.add_argument("--pad", type=int, default=0, help="zero padding on each side (default 0)")
+        conv.add_argument(f"--{key}", type=int_range(1), required=True, help=meaning)
+    conv.add_argument("--stride", type=int_range(1), default=1, help="stride (default 1)")
+    conv.add_argument("--pad", type=int_range(0), default=0, help="zero padding on each side (default 0)")
     _common(conv, "conv2d")
     dense = ops.add_parser("dense", help="y = clip((x @ w.T + b) >> shift, lo, 127), int8")
     _common(dense, "dense")

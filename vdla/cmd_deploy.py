@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from vdla.argtypes import float_range, host_port, int_range, output_dir, port
+from vdla.cmd_run import resolution_arg
 from vdla_hw.errors import VdlaError
 
 PACKAGE_FORMAT = "vdla-package"
@@ -339,6 +341,8 @@ def deploy(model: str, board: str, *, config=None, resolution: int = 224, option
 
 
 def cmd_serve(args) -> int:
+    if args.bitstream and args.backend != "pynq":
+        raise VdlaError(f"--bitstream is for --backend pynq; the {args.backend} backend has no bitstream")
     options = {"bitstream": args.bitstream} if args.bitstream else {}
     if args.backend == "pynq":
         import os
@@ -392,7 +396,7 @@ def cmd_bitstream(args) -> int:
 def _add_bitstream(sub) -> None:
     p = sub.add_parser("bitstream", help="write the PYNQ-Z1 Vivado project (block design, .bit/.hwh, manifest)")
     p.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="project folder to write")
+    p.add_argument("-o", "--output", type=output_dir, required=True, metavar="DIR", help="project folder to write")
     p.set_defaults(func=cmd_bitstream)
 
 
@@ -411,24 +415,24 @@ def add_parser(sub) -> None:
     s.add_argument("--backend", choices=["sim", "rtl", "pynq"], default="sim", help="device backend")
     s.add_argument("--config", default=None, help="device configuration: preset or JSON file (default osdi18)")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0 on the board)")
-    s.add_argument("--port", type=int, default=9091)
+    s.add_argument("--port", type=port, default=9091, help="TCP port (0: any free port)")
     s.add_argument("--bitstream", default=None, help="pynq: the .bit (default /home/xilinx/vdla/bitstreams/"
                    "<fingerprint>/vdla.bit or $VDLA_BITSTREAM)")
     s.set_defaults(func=cmd_serve)
 
     d = sub.add_parser("deploy", help="compile, package and run a network on a `vdla serve` board")
     d.add_argument("model", help="resnet18, resnet34 or a float ONNX file")
-    d.add_argument("--board", required=True, metavar="HOST:PORT", help="where `vdla serve` listens")
+    d.add_argument("--board", type=host_port, required=True, metavar="HOST:PORT", help="where `vdla serve` listens")
     d.add_argument("--config", default=None, help="preset or JSON file (default osdi18); must match the board")
-    d.add_argument("--resolution", type=int, default=224, help="input size of the built-in models")
+    d.add_argument("--resolution", type=resolution_arg(), default=224, help="input size of the built-in models")
     d.add_argument("--json", action="store_true", help="machine-readable report (with output_sha256)")
-    d.add_argument("--vthreads", type=int, default=None, help="virtual threads per layer (default: search)")
+    d.add_argument("--vthreads", type=int_range(1), default=None, help="virtual threads per layer (default: search)")
     d.add_argument("--stem-on-vdla", action="store_true")
     d.add_argument("--add-on-vdla", action="store_true")
     d.add_argument("--fc-on-vdla", action="store_true")
     d.add_argument("--no-arm-library", action="store_true", help="do not build the Cortex-A9 library (the "
                    "server then uses its host JIT)")
-    d.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for the board's answer")
+    d.add_argument("--timeout", type=float_range(0.0, low_open=True), default=3600.0, help="seconds to wait for the board's answer")
     d.set_defaults(func=cmd_deploy)
 
     group = _hw_group(sub)

@@ -9,6 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from vdla.argtypes import int_range, output_dir, output_file
+
 
 def cmd_hw_verilog(args) -> int:
     from vdla_hw.config import load_config
@@ -48,10 +50,11 @@ def cmd_rtl(args) -> int:
     from vdla_hw.bundle import Bundle
     from vdla_hw.errors import VdlaError
     from vdla_hw.rtl.runner import run_bundles
-    from vdla_hw.semantics import execute
+    from vdla_sim import simulate
 
     bundle = Bundle.load(args.file, config=args.config)
-    ref = execute(bundle)  # program errors are reported like `vdla exec` does, before simulating
+    # program errors and runaway programs are reported as `vdla sim` does, before the (slow) RTL
+    ref = simulate(bundle, max_cycles=args.max_cycles, race_check=False)
     res = run_bundles([bundle], args.sim, budgets=[args.max_cycles], waves=args.vcd)[0]
     if res.timeout:
         raise VdlaError(f"{args.file}: the RTL did not finish within {args.max_cycles} cycles (status {res.status:#x})")
@@ -108,20 +111,20 @@ def add_parser(sub) -> None:
     hw_sub = hw.add_subparsers(dest="hw_command", required=True, metavar="ACTION")
     ver = hw_sub.add_parser("verilog", help="write the Verilog of a configuration")
     ver.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
-    ver.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write vdla_top.v into")
+    ver.add_argument("-o", "--output", type=output_dir, required=True, metavar="DIR", help="directory to write vdla_top.v into")
     ver.set_defaults(func=cmd_hw_verilog)
     syn = hw_sub.add_parser("synth", help="synthesise for the PYNQ-Z1 (xc7z020) with yosys and report resources")
     syn.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
     syn.add_argument("--json", action="store_true", help="machine-readable output (keys lut, ff, dsp, bram36)")
-    syn.add_argument("--keep", metavar="DIR", help="keep the synthesis work directory")
+    syn.add_argument("--keep", type=output_dir, metavar="DIR", help="keep the synthesis work directory")
     syn.set_defaults(func=cmd_hw_synth)
 
     rtl = sub.add_parser("rtl", help="run a bundle on the RTL (cocotb, Icarus or Verilator)")
     rtl.add_argument("file", help="program bundle (.npz)")
     rtl.add_argument("--config", default=None, help="require this configuration (preset or JSON file)")
     rtl.add_argument("--sim", choices=("icarus", "verilator"), default="icarus", help="HDL simulator")
-    rtl.add_argument("-o", "--output", help="write the final image as a bundle (.npz, key 'dram')")
-    rtl.add_argument("--vcd", metavar="W.vcd", help="write waves")
+    rtl.add_argument("-o", "--output", type=output_file, help="write the final image as a bundle (.npz, key 'dram')")
+    rtl.add_argument("--vcd", type=output_file, metavar="W.vcd", help="write waves")
     rtl.add_argument("--json", action="store_true", help="machine-readable output (the keys of `vdla sim --json`)")
-    rtl.add_argument("--max-cycles", type=int, default=2_000_000, help="give up after this many cycles")
+    rtl.add_argument("--max-cycles", type=int_range(1), default=2_000_000, help="give up after this many cycles")
     rtl.set_defaults(func=cmd_rtl)

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from vdla.argtypes import int_range, output_dir, output_file, seed
 from vdla_hw.errors import VdlaError
 
 
@@ -60,9 +61,10 @@ def cmd_run(args) -> int:
     else:
         print(table(report.records, report.totals))
         q = report.quantization
+        errors = sorted(q["per_layer_error"].values())
+        median = f"{errors[len(errors) // 2] * 100:.1f}%" if errors else "n/a (no quantized layers)"
         print(f"quantization: top-1 agreement with the float model {q['top1_agreement'] * 100:.0f}% on "
-              f"{q['test_inputs']} inputs; median per-layer error "
-              f"{sorted(q['per_layer_error'].values())[len(q['per_layer_error']) // 2] * 100:.1f}%")
+              f"{q['test_inputs']} inputs; median per-layer error {median}")
         print(f"bit exact vs the quantized numpy reference: {report.bit_exact}   output sha256 {report.output_sha256}")
         t = report.timings
         print(f"wall time {t['total']:.1f} s (simulation {t['simulate']:.1f} s, compile {t['compile']:.1f} s)")
@@ -80,16 +82,23 @@ def cmd_model(args) -> int:
     return 0
 
 
+def resolution_arg():
+    """--resolution of the built-in models: 32 up to the documented limit (vdla_hw/limits.py)."""
+    from vdla_hw.limits import RESNET_MAX_RESOLUTION
+
+    return int_range(32, RESNET_MAX_RESOLUTION)
+
+
 def add_parser(sub) -> None:
     run = sub.add_parser("run", help="the offload study: import, quantize, partition and run a network")
     run.add_argument("model", help="resnet18, resnet34 or a float ONNX file")
     run.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
     run.add_argument("--target", default="sim", choices=["sim", "rtl", "pynq"],
                      help="device backend for accelerator ops (rtl: Verilator, slow; pynq: on the board)")
-    run.add_argument("--resolution", type=int, default=224, help="input size of the built-in models")
-    run.add_argument("--plots", metavar="DIR", help="write layers.csv, summary.json and the four figures here")
+    run.add_argument("--resolution", type=resolution_arg(), default=224, help="input size of the built-in models")
+    run.add_argument("--plots", type=output_dir, metavar="DIR", help="write layers.csv, summary.json and the four figures here")
     run.add_argument("--json", action="store_true", help="machine-readable report on stdout")
-    run.add_argument("--vthreads", type=int, default=None, help="virtual threads per layer (default: search)")
+    run.add_argument("--vthreads", type=int_range(1), default=None, help="virtual threads per layer (default: search)")
     run.add_argument("--stem-on-vdla", action="store_true", help="run the 3-channel stem on VDLA (padded to 16)")
     run.add_argument("--add-on-vdla", action="store_true", help="run residual adds on the ALU")
     run.add_argument("--fc-on-vdla", action="store_true", help="run the classifier as a GEMM")
@@ -97,7 +106,7 @@ def add_parser(sub) -> None:
 
     model = sub.add_parser("model", help="write a built-in model (deterministic random weights) as ONNX")
     model.add_argument("name", choices=["resnet18", "resnet34"])
-    model.add_argument("--resolution", type=int, default=224)
-    model.add_argument("--seed", type=int, default=0)
-    model.add_argument("-o", "--output", required=True)
+    model.add_argument("--resolution", type=resolution_arg(), default=224, help="input size (multiple of 32)")
+    model.add_argument("--seed", type=seed, default=0, help="seed of the random weights")
+    model.add_argument("-o", "--output", type=output_file, required=True, help="ONNX file to write")
     model.set_defaults(func=cmd_model)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
+from vdla.argtypes import int_range, output_file
+from vdla_hw.limits import DEFAULT_MAX_CYCLES
+
 
 def cmd_sim(args) -> int:
     from vdla_hw.bundle import Bundle
@@ -48,11 +51,12 @@ def add_parser(sub) -> None:
     sim = sub.add_parser("sim", help="run a bundle on the cycle-level simulator")
     sim.add_argument("file", help="program bundle (.npz)")
     sim.add_argument("--config", default=None, help="require this configuration (preset or JSON file)")
-    sim.add_argument("-o", "--image", metavar="OUT.npz", help="write the final image as a bundle (.npz, key 'dram')")
-    sim.add_argument("--output", dest="tensor", metavar="Y.npy",
+    sim.add_argument("-o", "--image", type=output_file, metavar="OUT.npz", help="write the final image as a bundle (.npz, key 'dram')")
+    sim.add_argument("--output", dest="tensor", type=output_file, metavar="Y.npy",
                      help="write the compiled layer's output tensor (NCHW int8, unpacked; bundles of vdla compile)")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
-    sim.add_argument("--trace", metavar="T.json", help="write a Chrome/Perfetto trace")
-    sim.add_argument("--max-cycles", type=int, default=None, help="stop with an error after this many cycles")
+    sim.add_argument("--trace", type=output_file, metavar="T.json", help="write a Chrome/Perfetto trace")
+    sim.add_argument("--max-cycles", type=int_range(1), default=DEFAULT_MAX_CYCLES,
+                     help=f"stop with an error after this many cycles (default {DEFAULT_MAX_CYCLES:,})")
     sim.add_argument("--no-race-check", action="store_true", help="skip the token race detector")
     sim.set_defaults(func=cmd_sim)

@@ -23,6 +23,7 @@ from compiler.quantize import quantize_graph, reference
 from compiler.quantize.qgraph import QGraph
 from driver import open_device
 from vdla_hw.config import load_config
+from vdla_hw.limits import MAX_TENSOR_BYTES, RESNET_MAX_RESOLUTION, mib
 
 BUILTIN = {"resnet18": 18, "resnet34": 34}
 CALIBRATION_SEED, TEST_SEED = 1, 2
@@ -33,11 +34,24 @@ def load_model(model: str, resolution: int = 224) -> Graph:
     if model in BUILTIN:
         from compiler.frontend.resnet import build_resnet
 
-        return from_model(build_resnet(BUILTIN[model], resolution), model)
+        if not 32 <= resolution <= RESNET_MAX_RESOLUTION:
+            raise ModelError(model, f"resolution {resolution} is outside 32..{RESNET_MAX_RESOLUTION} (the stem's "
+                             f"output must fit {mib(MAX_TENSOR_BYTES)} as float32; vdla_hw/limits.py)")
+        return check_sizes(from_model(build_resnet(BUILTIN[model], resolution), model), model)
     path = Path(model)
     if path.suffix.lower() != ".onnx" and not path.exists():
         raise ModelError(model, f"not a built-in model ({', '.join(BUILTIN)}) nor an ONNX file")
-    return load_onnx(path)
+    return check_sizes(load_onnx(path), model)
+
+
+def check_sizes(graph: Graph, model: str) -> Graph:
+    """Refuse a network with a tensor larger than the documented limit before any work on it."""
+    for name, shape in graph.shapes.items():
+        nbytes = 4 * int(np.prod(shape, dtype=object))
+        if nbytes > MAX_TENSOR_BYTES:
+            raise ModelError(model, f"tensor {name!r} of shape {tuple(shape)} needs {mib(nbytes)} as float32, more "
+                             f"than the {mib(MAX_TENSOR_BYTES)} limit (vdla_hw/limits.py); use a smaller input")
+    return graph
 
 
 def quantization_report(graph: Graph, q: QGraph, images: np.ndarray) -> dict:

@@ -130,13 +130,20 @@ class _Parser:
                 raise self.error(line, f".data NAME MEM COUNT [random SEED | values ...], MEM one of {', '.join(MEM_TYPES)}")
             builder, mem = self.ensure_builder(), words[2]
             count = self.number(words[3], line)
+            try:
+                builder.check_count(words[1], mem, count)
+            except VdlaError as err:
+                raise self.error(line, str(err)) from None
             per = int(np.prod(builder.config.elem_shape(mem)))
             info = np.iinfo(np.dtype(builder.config.elem_dtype(mem)))
             try:
                 if len(words) == 4:
                     builder.alloc(words[1], mem, count)
                 elif words[4] == "random" and len(words) == 6:
-                    rng = np.random.default_rng(self.number(words[5], line))
+                    seed = self.number(words[5], line)
+                    if not 0 <= seed < 1 << 64:
+                        raise self.error(line, f"random seed {seed} must be in 0..2**64-1")
+                    rng = np.random.default_rng(seed)
                     low, high = (-128, 128) if info.bits == 8 else (-1000, 1000)
                     builder.array(words[1], mem, rng.integers(low, high, size=count * per))
                 elif words[4] == "values":

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +33,9 @@ import numpy as np
 
 from vdla_hw import isa
 from vdla_hw.config import MEM_TYPES, Config, load_config
+from vdla_hw.presets import PRESETS
 from vdla_hw.errors import BundleError, VdlaError
+from vdla_hw.limits import MAX_DRAM_BYTES, mib
 
 FORMAT = "vdla-bundle"
 FORMAT_VERSION = 1
@@ -80,10 +83,19 @@ class Bundle:
         end = self.insn_offset + self.insn_count * self.config.insn_bytes
         if end > self.dram.size:
             raise BundleError(where, f"instructions end at byte {end}, past the {self.dram.size}-byte DRAM image")
+        if self.dram.size > MAX_DRAM_BYTES:
+            raise BundleError(where, f"the DRAM image of {mib(self.dram.size)} exceeds the {mib(MAX_DRAM_BYTES)} "
+                              "limit (vdla_hw/limits.py)")
         for name, sym in self.symbols.items():
+            if sym.mem not in MEM_TYPES:
+                raise BundleError(where, f"symbol {name!r} has unknown memory type {sym.mem!r}")
             lo, hi = sym.byte_range(self.config)
-            if sym.mem not in MEM_TYPES or lo < 0 or hi > self.dram.size:
+            if lo < 0 or sym.count < 0 or hi > self.dram.size:
                 raise BundleError(where, f"symbol {name!r} ({sym.mem} {sym.index}+{sym.count}) lies outside the image")
+            per = int(np.prod(self.config.elem_shape(sym.mem), dtype=np.int64))
+            if any(d < 0 for d in sym.shape) or int(np.prod(sym.shape, dtype=object)) != sym.count * per:
+                raise BundleError(where, f"symbol {name!r}: shape {sym.shape} does not hold {sym.count} {sym.mem} "
+                                  f"elements of {per} values")
 
     @property
     def insn_bytes(self) -> bytes:
@@ -128,23 +140,23 @@ class Bundle:
         ``config`` (optional) must match the bundle's own configuration fingerprint.
         """
         where = str(path)
-        try:
-            with np.load(path, allow_pickle=False) as npz:
-                data = {key: npz[key] for key in npz.files}
-        except FileNotFoundError:
-            raise BundleError(where, "no such file") from None
-        except IsADirectoryError:
-            raise BundleError(where, "is a directory, not a bundle file") from None
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as err:
-            raise BundleError(where, f"not a readable .npz bundle (corrupt or truncated: {err})") from None
-        for key in ("dram", "insn_offset", "insn_count", "config"):
+        data = _read_npz(path, where)
+        for key in ("format", "version", "dram", "insn_offset", "insn_count", "config"):
             if key not in data:
                 raise BundleError(where, f"missing key {key!r} (a bundle has {', '.join(KEYS)})")
+        if data["format"].shape != () or str(data["format"]) != FORMAT:
+            raise BundleError(where, f"key 'format' is {_short(data['format'])}, not {FORMAT!r}: not a program bundle")
+        if data["version"].shape != () or data["version"].dtype.kind not in "iu" or int(data["version"]) != FORMAT_VERSION:
+            raise BundleError(where, f"bundle format version {_short(data['version'])}; this vdla reads version "
+                              f"{FORMAT_VERSION} (rebuild the bundle with this vdla)")
         dram = data["dram"]
         if dram.dtype != np.uint8 or dram.ndim != 1:
             raise BundleError(where, f"key 'dram' must be a 1-D uint8 array, got {dram.dtype} {dram.shape}")
+        text = str(data["config"]) if data["config"].shape == () else ""
+        if not (text.lstrip().startswith("{") or text in PRESETS):
+            raise BundleError(where, "key 'config' must hold the configuration as JSON (Config.to_json)")
         try:
-            own = load_config(str(data["config"]))
+            own = load_config(text)
         except VdlaError as err:
             raise BundleError(where, f"key 'config': {err}") from None
         if "fingerprint" in data and str(data["fingerprint"]) != own.fingerprint:
@@ -155,10 +167,12 @@ class Bundle:
                 raise BundleError(where, f"bundle was built for configuration {own.fingerprint} ({own.name}), "
                                   f"not {wanted.fingerprint} ({wanted.name}); recompile it for this configuration")
         try:
-            symbols = {k: Symbol(v["mem"], int(v["index"]), int(v["count"]), tuple(v["shape"]))
+            symbols = {str(k): Symbol(str(v["mem"]), int(v["index"]), int(v["count"]), tuple(int(d) for d in v["shape"]))
                        for k, v in json.loads(str(data.get("symbols", "{}"))).items()}
             meta = json.loads(str(data.get("meta", "{}")))
-        except (ValueError, KeyError, TypeError) as err:
+            if not isinstance(meta, dict):
+                raise TypeError("meta is not a JSON object")
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
             raise BundleError(where, f"keys 'symbols'/'meta' are not valid bundle JSON ({err})") from None
         for key in ("insn_offset", "insn_count"):
             if data[key].shape != () or data[key].dtype.kind not in "iu":
@@ -168,6 +182,46 @@ class Bundle:
         bundle.insn_offset, bundle.insn_count = int(data["insn_offset"]), int(data["insn_count"])
         bundle.check(where)
         return bundle
+
+
+def _short(value: np.ndarray) -> str:
+    text = repr(value.item()) if value.shape == () else f"an array of shape {value.shape}"
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+NPY_MAGIC, ZIP_MAGIC = b"\x93NUMPY", b"PK\x03\x04"
+
+
+def _read_npz(path: str | Path, where: str) -> dict[str, np.ndarray]:
+    """Every array of a bundle file, after checking from the zip directory (before decompressing
+    anything) that no member is larger than the documented DRAM image limit."""
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+    except FileNotFoundError:
+        raise BundleError(where, "no such file") from None
+    except IsADirectoryError:
+        raise BundleError(where, "is a directory, not a bundle file") from None
+    except OSError as err:
+        raise BundleError(where, f"cannot read ({err.strerror or err})") from None
+    if magic == NPY_MAGIC:
+        raise BundleError(where, "is a single .npy array, not a bundle (a .npz of dram, insn_offset, insn_count, "
+                          "config, ...; write one with vdla asm or vdla compile)")
+    if not magic.startswith(ZIP_MAGIC):
+        raise BundleError(where, "not a readable .npz bundle (corrupt or truncated: no zip header)")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if info.file_size > MAX_DRAM_BYTES + 4096:
+                    raise BundleError(where, f"member {info.filename} holds {mib(info.file_size)}, more than the "
+                                      f"{mib(MAX_DRAM_BYTES)} DRAM image limit (vdla_hw/limits.py)")
+        with np.load(path, allow_pickle=False) as npz:
+            return {key: npz[key] for key in npz.files}
+    except BundleError:
+        raise
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, RuntimeError, NotImplementedError,
+            zlib.error) as err:
+        raise BundleError(where, f"not a readable .npz bundle (corrupt or truncated: {err})") from None
 
 
 class BundleBuilder:
@@ -186,9 +240,20 @@ class BundleBuilder:
         self.insns: list[isa.Insn] = []
         self.meta: dict = {}
 
-    def _place(self, name: str, mem: str, count: int, shape: tuple[int, ...], payload: bytes | None) -> int:
+    def check_count(self, name: str, mem: str, count: int) -> None:
+        """Raise VdlaError unless ``count`` elements of ``mem`` can still be placed (before anyone
+        allocates them): a known memory type, a count >= 0, the image within MAX_DRAM_BYTES."""
         if mem not in MEM_TYPES:
             raise VdlaError(f"symbol {name!r}: unknown memory type {mem!r} (known: {', '.join(MEM_TYPES)})")
+        if count < 0:
+            raise VdlaError(f"symbol {name!r}: element count {count} is negative")
+        end = self._size + count * self.config.elem_bytes(mem)
+        if end > MAX_DRAM_BYTES:
+            raise VdlaError(f"symbol {name!r}: {count} {mem} elements would grow the DRAM image to {mib(end)}, past "
+                            f"the {mib(MAX_DRAM_BYTES)} limit (vdla_hw/limits.py)")
+
+    def _place(self, name: str, mem: str, count: int, shape: tuple[int, ...], payload: bytes | None) -> int:
+        self.check_count(name, mem, count)
         if name in self.symbols:
             raise VdlaError(f"symbol {name!r} is defined twice")
         size = self.config.elem_bytes(mem)

@@ -52,3 +52,7 @@ class BundleError(VdlaError):
     def __init__(self, path: str, why: str):
         self.path, self.why = path, why
         super().__init__(f"{path}: {why}")
+
+
+class LimitError(VdlaError):
+    """An input asks for more work or memory than a documented limit (vdla_hw/limits.py) allows."""

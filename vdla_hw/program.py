@@ -71,6 +71,33 @@ def loop_indices(insn: isa.Insn, uops: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return dst.reshape(-1), src.reshape(-1), wgt.reshape(-1)
 
 
+def loop_chunks(insn: isa.Insn, uops: np.ndarray, max_uops: int):
+    """Split a GEMM/ALU loop nest into consecutive pieces of at most ``max_uops`` uops (whole
+    inner loops when one fits; never less than one pass over the uop range, which the uop SRAM
+    bounds), so a model never materialises more indices than that:
+    yields ``(piece, piece_uops, first)`` in execution order, where ``piece`` is the instruction
+    with the piece's trip counts, ``piece_uops`` the uop table with the piece's starting offsets
+    added, and ``first`` the flattened position of the piece's first uop in the whole loop."""
+    n_u = len(uops)
+    if n_u == 0 or insn.iter_out == 0 or insn.iter_in == 0:
+        return
+    names = ("dst_factor", "src_factor", "wgt_factor")
+    f_out = np.array([insn.fields.get(f + "_out", 0) for f in names], dtype=np.int64)
+    f_in = np.array([insn.fields.get(f + "_in", 0) for f in names], dtype=np.int64)
+    per_row = insn.iter_in * n_u
+    if per_row <= max_uops:
+        rows = max(1, max_uops // per_row)
+        for i0 in range(0, insn.iter_out, rows):
+            i1 = min(insn.iter_out, i0 + rows)
+            yield insn.replace(iter_out=i1 - i0), uops + i0 * f_out, i0 * per_row
+        return
+    cols = max(1, max_uops // n_u)
+    for i in range(insn.iter_out):
+        for j0 in range(0, insn.iter_in, cols):
+            j1 = min(insn.iter_in, j0 + cols)
+            yield insn.replace(iter_out=1, iter_in=j1 - j0), uops + i * f_out + j0 * f_in, i * per_row + j0 * n_u
+
+
 def check_uop_range(insn: isa.Insn, config: Config, index: int) -> None:
     if insn.uop_end > config.depth("uop"):
         raise ProgramError(index, insn.kind, "uop_end", f"uop range {insn.uop_bgn}:{insn.uop_end} exceeds "

@@ -3,6 +3,10 @@
 This is the living definition of what a program computes (docs/spec.md section 4). It is short and
 slow on purpose; the simulator, the RTL and the board are all checked against it.
 
+Work bound: ``max_cycles`` bounds the program's serial work, the sum of every instruction's
+cost under the timing contract as if nothing overlapped; an instruction that would pass it is
+refused before it runs (the interpreter's memory does not depend on loop trip counts).
+
 Token rule: each instruction first takes its pops (a pop from an empty queue is an error: the
 token is produced later in program order or never), executes, then makes its pushes. Tokens
 left when FINISH retires are reported, not an error.
@@ -14,10 +18,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vdla_hw import isa, program
+from vdla_hw import isa, program, timing
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
-from vdla_hw.errors import ProgramError
+from vdla_hw.errors import LimitError, ProgramError
+from vdla_hw.limits import DEFAULT_MAX_CYCLES
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -83,15 +88,22 @@ def alu_op(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     raise ValueError(f"unknown ALU op {op!r}")
 
 
-def execute(bundle: Bundle) -> ExecResult:
-    """Run ``bundle`` in program order; returns the final DRAM image, counters and leftover tokens."""
+def execute(bundle: Bundle, max_cycles: int | None = None) -> ExecResult:
+    """Run ``bundle`` in program order; returns the final DRAM image, counters and leftover tokens.
+    ``max_cycles`` (default ``DEFAULT_MAX_CYCLES``) bounds the serial work (see above)."""
     config = bundle.config
     insns = program.decode_checked(bundle)
+    limit = DEFAULT_MAX_CYCLES if max_cycles is None else max_cycles
     dram = bundle.dram.copy()
     srams = Srams(config)
     counters = Counters()
     tokens = {q: 0 for q in isa.TOKEN_QUEUES}
+    work = 0
     for index, insn in enumerate(insns):
+        work += sum(timing.exec_cost(config, insn)[:3])
+        if work > limit:
+            raise LimitError(f"instruction {index} ({insn.kind}) brings the program's serial work to {work:,} "
+                             f"cycles, past the limit of {limit:,}; raise --max-cycles if it is really that long")
         for flag in ("pop_prev", "pop_next"):
             if insn.fields.get(flag, 0):
                 queue = isa.FLAG_QUEUE[(insn.module, flag)]

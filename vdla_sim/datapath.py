@@ -7,6 +7,9 @@ The results equal the reference semantics (``vdla_hw.semantics``) exactly:
   far below 2**53), converted to int64, summed per accumulator and wrapped to int32 once;
   wrap-around addition commutes, so the order of a uop loop does not matter. The loop nest is
   turned into as few matrix products as its factors allow (:func:`_gemm_products`).
+* Loops longer than a chunk (``vdla_hw.limits.LOOP_CHUNK_BYTES`` of products) run piece by
+  piece (``program.loop_chunks``), so memory does not grow with trip counts; the plan cache
+  is bounded the same way.
 * ALU: the loop is run in "waves" -- the largest chunks of consecutive uops (whole instruction,
   one outer iteration, one inner iteration, one uop) in which no accumulator is written twice
   and none is read after an earlier uop of the chunk wrote it -- so each wave equals
@@ -19,11 +22,13 @@ import numpy as np
 
 from vdla_hw import isa, program, timing
 from vdla_hw.config import Config
+from vdla_hw.limits import LOOP_CHUNK_BYTES
 from vdla_hw.semantics import Counters, Srams, alu_op
 from vdla_sim.errors import HazardError
 from vdla_sim.races import RaceTracker
 
 _NONE = np.iinfo(np.int64).max
+PLAN_CACHE_CHUNKS = 8
 # OpenBLAS splits a product of more than 64**3 multiply-adds over threads; on a machine shared
 # with other jobs that is many times slower than one thread for these small products, so
 # products are cut into row blocks below this size.
@@ -55,6 +60,9 @@ class Datapath:
         self.uop_table = np.zeros((config.depth("uop"), 3), dtype=np.int64)
         self.uop_version = 0
         self.plans: dict = {}
+        # uops per loop piece: int64 products of BATCH x BLOCK_OUT (or gathers of BATCH x BLOCK_IN) per uop
+        self.chunk = max(1, LOOP_CHUNK_BYTES // (8 * config.batch * max(config.block_in, config.block_out)))
+        self.plan_uops = 0  # uops held by the cached plans, at most PLAN_CACHE_CHUNKS chunks
         for mem in ("uop", "wgt", "inp", "acc", "out"):
             size = self.elem_bytes[mem] = config.elem_bytes(mem)
             usable = dram[: dram.size // size * size]
@@ -135,9 +143,19 @@ class Datapath:
     def gemm(self, insn: isa.Insn, index: int) -> None:
         n = timing.uop_count(insn)
         self.counters.gemm_uops += n
-        plan = self._plan(insn, index)
-        if n == 0:
+        if n > self.chunk:
+            uops = self._uops(insn, index)
+            tail = np.empty(0, dtype=np.int64)
+            for piece, piece_uops, first in program.loop_chunks(insn, uops, self.chunk):
+                plan = _GemmPlan(piece, piece_uops, self, tail=tail, first=first)
+                self._gemm_apply(insn, plan, index)
+                tail = plan.tail
             return
+        plan = self._plan(insn, index)
+        if n:
+            self._gemm_apply(insn, plan, index)
+
+    def _gemm_apply(self, insn: isa.Insn, plan: _GemmPlan, index: int) -> None:
         if self.races is not None:
             if not insn.reset:
                 self.races.read_elems("inp", plan.src, index)
@@ -163,9 +181,12 @@ class Datapath:
         plan = self.plans.get(key)
         if plan is None:
             uops = self._uops(insn, index)  # range errors are raised here (they repeat with the key)
-            if len(self.plans) > 512:
+            n = timing.uop_count(insn)
+            if len(self.plans) > 512 or self.plan_uops + n > PLAN_CACHE_CHUNKS * self.chunk:
                 self.plans.clear()
+                self.plan_uops = 0
             plan = self.plans[key] = _GemmPlan(insn, uops, self)
+            self.plan_uops += n
         return plan
 
     def alu(self, insn: isa.Insn, index: int) -> None:
@@ -174,6 +195,12 @@ class Datapath:
         self.counters.alu_uops += n
         if n == 0:
             return
+        pieces = program.loop_chunks(insn, uops, self.chunk) if n > self.chunk else [(insn, uops, 0)]
+        for piece, piece_uops, _ in pieces:  # in execution order: the same as one sequential loop
+            self._alu_piece(piece, piece_uops, index)
+
+    def _alu_piece(self, insn: isa.Insn, uops: np.ndarray, index: int) -> None:
+        n = timing.uop_count(insn)
         dst, src, _ = program.loop_indices(insn, uops)
         if self.races is not None:
             self.races.write_elems("out", dst, index)
@@ -222,16 +249,23 @@ class _GemmPlan:
     Products are summed in float64 (exact: far below 2**53), then per accumulator in int64.
     """
 
-    def __init__(self, insn: isa.Insn, uops: np.ndarray, dp: Datapath):
+    def __init__(self, insn: isa.Insn, uops: np.ndarray, dp: Datapath, *, tail: np.ndarray | None = None,
+                 first: int = 0):
+        """``insn``/``uops``: the loop (or one piece of it, whose first uop is at position
+        ``first`` of the whole loop, after the whole loop's last uops ``tail``)."""
         dst, src, wgt = program.loop_indices(insn, uops)
         self.dst, self.src, self.wgt = np.unique(dst), np.unique(src), np.unique(wgt)
         self.hazard = None
+        self.tail = dst[-timing.GEMM_HAZARD_DISTANCE:].copy()
         if not insn.reset and dst.size:
-            bad = timing.gemm_hazard(dst)
+            before = np.empty(0, dtype=np.int64) if tail is None else tail
+            seq = np.concatenate([before, dst])
+            bad = timing.gemm_hazard(seq)
             if bad >= 0:
-                prev = bad - 1 if dst[bad - 1] == dst[bad] else bad - 2
-                self.hazard = (f"uop {bad} of the loop writes acc[{dst[bad]}], which uop {prev} also writes "
-                               f"{bad - prev} uop(s) earlier; the GEMM pipeline needs "
+                prev = bad - 1 if seq[bad - 1] == seq[bad] else bad - 2
+                at = first - before.size
+                self.hazard = (f"uop {at + bad} of the loop writes acc[{seq[bad]}], which uop {at + prev} also "
+                               f"writes {bad - prev} uop(s) earlier; the GEMM pipeline needs "
                                f"{timing.GEMM_HAZARD_DISTANCE} other accumulators in between")
         self.order = self.starts = None
         if insn.reset or not dst.size:

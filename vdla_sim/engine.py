@@ -16,6 +16,7 @@ from bisect import bisect_left, bisect_right
 from vdla_hw import isa, program, timing
 from vdla_hw.bundle import Bundle
 from vdla_hw.errors import ProgramError
+from vdla_hw.limits import DEFAULT_MAX_CYCLES
 from vdla_sim.datapath import Datapath
 from vdla_sim.errors import CycleLimitError, DeadlockError
 from vdla_sim.memory import MemoryPort, Request
@@ -25,7 +26,6 @@ EXEC_MODULES = ("load", "compute", "store")
 # token queue -> (producer, consumer)
 TOKEN_ENDS = {"l2c": ("load", "compute"), "c2l": ("compute", "load"),
               "c2s": ("compute", "store"), "s2c": ("store", "compute")}
-DEFAULT_MAX_CYCLES = 1 << 40
 PUSH_FLAG = {(m, q): f for (m, f), q in isa.FLAG_QUEUE.items() if f.startswith("push")}
 
 
@@ -211,8 +211,11 @@ class Engine:
         mod.t_start = t
         if self.races is not None:
             self.races.begin(index, mod.name, pushers)
-        self.datapath.execute(self.insns[index], index)
         pre, port, post, beats = self.costs[index]
+        if t + pre + port + post > self.max_cycles:  # refuse before doing the instruction's work
+            raise CycleLimitError(self.max_cycles, f"{self._describe(index)} would run from cycle {t} to "
+                                  f"{t + pre + port + post} on {mod.name}")
+        self.datapath.execute(self.insns[index], index)
         if port:
             mod.state, mod.post, mod.t_req = "wait_mem", post, t + pre
             self.port.request(Request(t + pre, mod.name, port, tag=index, beats=beats, bytes=self.nbytes[index],

@@ -26,6 +26,8 @@ def _read(path: str | Path):
         raise ModelError(where, "no such file")
     try:
         model = onnx.load(str(path))
+    except onnx.checker.ValidationError as err:  # e.g. its external .data file is missing
+        raise ModelError(where, f"cannot read its tensors: {' '.join(str(err).split())}") from None
     except (DecodeError, ValueError, OSError) as err:
         raise ModelError(where, f"not an ONNX model file ({type(err).__name__})") from None
     if not model.graph.node:
@@ -47,6 +49,10 @@ class _Importer:
         self.graph = model.graph
         self.consts = {t.name: numpy_helper.to_array(t).astype(np.float32) if numpy_helper.to_array(t).dtype.kind == "f"
                        else numpy_helper.to_array(t) for t in self.graph.initializer}
+        for name, value in self.consts.items():
+            if value.dtype.kind == "f" and not np.isfinite(value).all():
+                raise ModelError(where, f"initializer {name!r} holds {int((~np.isfinite(value)).sum())} NaN or "
+                                 "infinite values; the model cannot be quantized")
         self.alias: dict[str, str] = {}
         self.nodes: list[Node] = []
         self.shapes: dict[str, tuple[int, ...]] = {}

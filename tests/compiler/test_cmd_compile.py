@@ -2,6 +2,7 @@
 errors with exit status 2."""
 
 import numpy as np
+import pytest
 
 import vdla_sim
 from compiler.accel import layer_output
@@ -52,9 +53,13 @@ def test_compile_errors_are_one_line(tmp_path, capsys):
         (["--k", 3, "--schedule", "th=2,tw=2,toc=1,tic=1,speed=9"], "bad item 'speed=9'"),
         (["--k", 3, "--input", tmp_path / "none.npy"], "--weight is missing"),
         (["--k", 3, "--config", "tiny", "--schedule", "th=6,tw=6,toc=1,tic=1"], "buffer of tiny holds"),
-        (["--k", 3, "--vthreads", 0], "vthreads: must be a positive integer"),
     ]
     for extra, message in cases:
         code, _, err = run(capsys, "compile", "conv2d", "--h", 8, "--w", 8, "--ic", 8, "--oc", 8, *extra,
                            "-o", tmp_path / "x.npz")
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (extra, err)
+    with pytest.raises(SystemExit) as usage:  # ranges are checked while parsing (vdla.argtypes)
+        run(capsys, "compile", "conv2d", "--h", 8, "--w", 8, "--ic", 8, "--oc", 8, "--k", 3, "--vthreads", 0,
+            "-o", tmp_path / "x.npz")
+    err = capsys.readouterr().err
+    assert usage.value.code == 2 and "--vthreads: 0 is outside" in err and len(err.strip().splitlines()) == 1

@@ -31,3 +31,15 @@ def test_vdla_rtl_json_matches_vdla_sim(tmp_path, capsys):
 def test_vdla_rtl_user_error(tmp_path, capsys):
     assert main(["rtl", str(tmp_path / "missing.npz")]) == 2
     assert "vdla: error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sim", ["icarus", "verilator"])
+def test_vdla_rtl_writes_the_vcd_it_names(tmp_path, capsys, sim):
+    bundle = assemble(EXAMPLES[0].read_text(), source=str(EXAMPLES[0]))
+    path, vcd = tmp_path / "p.npz", tmp_path / "w.vcd"
+    bundle.save(path)
+    assert main(["rtl", str(path), "--sim", sim, "--vcd", str(vcd)]) == 0
+    assert f"waves written to {vcd}" in capsys.readouterr().err
+    text = vcd.read_text()
+    assert text.startswith("$date") or "$timescale" in text[:2000]
+    assert "$enddefinitions" in text and "\n#" in text  # a VCD header and time steps

@@ -1,13 +1,23 @@
 """Conversion of the top level to Verilog, with a header naming the generator and the
-configuration fingerprint (generated files are never edited by hand)."""
+configuration fingerprint (generated files are never edited by hand).
+
+The output is byte-for-byte deterministic (the bitstream manifest records its SHA-256): MyHDL
+orders some statements (reset assignments, sensitivity lists) by iterating sets of names, whose
+order follows Python's per-process string hashing, so the conversion runs in a child process
+with ``PYTHONHASHSEED=0``; the converter's ``// Date:`` and ``// File:`` lines are dropped.
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tempfile
 import warnings
 from pathlib import Path
 
 from vdla_hw.config import Config, load_config
+from vdla_hw.errors import VdlaError
 from vdla_hw.rtl.params import rtl_params
 
 TOP = "vdla_top"
@@ -28,9 +38,26 @@ def to_verilog(config: Config | str, out_dir: str | Path, top: str = TOP) -> Pat
     """Write ``<top>.v`` for ``config`` into ``out_dir`` (``vdla_top``: the core with its
     beat-level memory port; ``vdla_axi_top``: the FPGA top with the AXI3 master); returns its path."""
     config = load_config(config)
-    p = rtl_params(config)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / (top + ".v")
+    if sys.flags.hash_randomization:
+        with tempfile.TemporaryDirectory() as tmp:
+            done = subprocess.run([sys.executable, "-m", "vdla_hw.rtl.convert", config.to_json(), top, tmp],
+                                  env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True)
+            if done.returncode != 0:
+                last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                raise VdlaError(f"Verilog conversion of {top} ({config.name}) failed: {last}")
+            body = Path(tmp, top + ".v").read_text()
+    else:
+        body = _convert(config, top)
+    path.write_text(header(config) + body + "\n")
+    return path
+
+
+def _convert(config: Config, top: str) -> str:
+    """The converter's Verilog of ``top`` without its date and temporary-file lines."""
+    p = rtl_params(config)
     if top == "vdla_axi_top":
         from vdla_hw.rtl.axi_master import axi_top_ports, vdla_axi_top
         inst = vdla_axi_top(p, **axi_top_ports(p))
@@ -41,7 +68,8 @@ def to_verilog(config: Config | str, out_dir: str | Path, top: str = TOP) -> Pat
         warnings.simplefilter("ignore")
         inst.convert(hdl="Verilog", path=tmp, name=top, testbench=False, timescale="1ns/1ps")
         text = Path(tmp, top + ".v").read_text()
-    body = "\n".join(line for line in text.splitlines() if not line.startswith("// Date:"))
-    path = out_dir / (top + ".v")
-    path.write_text(header(config) + body + "\n")
-    return path
+    return "\n".join(line for line in text.splitlines() if not line.startswith(("// Date:", "// File:")))
+
+
+if __name__ == "__main__":  # the child process of to_verilog: CONFIG_JSON TOP DIR
+    Path(sys.argv[3], sys.argv[2] + ".v").write_text(_convert(load_config(sys.argv[1]), sys.argv[2]))

@@ -1,0 +1,93 @@
+"""Bounded work in the simulator and the reference semantics (vdla_hw/limits.py): the cycle
+limit refuses an instruction before its work, long loops run in pieces with flat memory, and
+pieces give exactly the results (and the hazard errors) of one whole loop."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from vdla_hw import program
+from vdla_hw.bundle import BundleBuilder
+from vdla_hw.errors import LimitError
+from vdla_hw.semantics import execute
+from vdla_sim import CycleLimitError, HazardError, simulate
+from vdla_sim import datapath
+from vdla_sim.progen import random_program
+
+
+def long_gemm(iters: int, config="tiny"):
+    """One GEMM of iters x iters iterations over 3 uops (all reading inp[0] / wgt[0])."""
+    b = BundleBuilder(config)
+    c = b.config
+    rng = np.random.default_rng(0)
+    x = b.array("x", "inp", rng.integers(-128, 128, size=(1, c.batch, c.block_in)))
+    w = b.array("w", "wgt", rng.integers(-128, 128, size=(1, c.block_out, c.block_in)))
+    k = b.uops("k", [(0, 0, 0), (1, 0, 0), (2, 0, 0)])
+    y = b.alloc("y", "out", 3)
+    b.emit("LOAD", memory_type=0, dram_base=k, y_size=1, x_size=3, x_stride=3)
+    b.emit("LOAD", memory_type=2, dram_base=x, y_size=1, x_size=1, x_stride=1)
+    b.emit("LOAD", memory_type=1, dram_base=w, y_size=1, x_size=1, x_stride=1, push_next=1)
+    b.emit("GEMM", uop_end=3, iter_out=iters, iter_in=iters, pop_prev=1)
+    b.emit("GEMM", uop_end=3, push_next=1)
+    b.emit("STORE", memory_type=4, dram_base=y, y_size=1, x_size=3, x_stride=3, pop_prev=1)
+    return b.build()
+
+
+def test_an_instruction_past_the_cycle_limit_is_refused_before_it_runs():
+    bundle = long_gemm(200)  # 120,000 uops
+    with pytest.raises(CycleLimitError, match=r"instruction 3 \(GEMM\) would run from cycle"):
+        simulate(bundle, max_cycles=100_000)
+    assert simulate(bundle, max_cycles=200_000).cycles < 200_000
+
+
+def test_reference_semantics_bound_their_serial_work():
+    bundle = long_gemm(200)
+    with pytest.raises(LimitError, match=r"instruction 3 \(GEMM\) brings the program's serial work"):
+        execute(bundle, max_cycles=100_000)
+
+
+def small_pieces(monkeypatch, uops: int):
+    """Make the simulator cut loops into pieces of ``uops`` uops (tiny: BATCH 1 x BLOCK 4)."""
+    monkeypatch.setattr(datapath, "LOOP_CHUNK_BYTES", 8 * 4 * uops)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_loops_in_pieces_equal_whole_loops(monkeypatch, seed):
+    bundle = random_program(seed, "tiny")
+    whole = simulate(bundle)
+    small_pieces(monkeypatch, 3)
+    pieces = simulate(bundle)
+    assert np.array_equal(whole.dram, pieces.dram) and whole.cycles == pieces.cycles
+    assert whole.counters.as_dict() == pieces.counters.as_dict()
+
+
+def test_a_hazard_across_two_pieces_is_reported_like_in_one_loop(monkeypatch):
+    b = BundleBuilder("tiny")
+    k = b.uops("k", [(0, 0, 0), (1, 0, 0), (2, 0, 0)])
+    b.emit("LOAD", memory_type=0, dram_base=k, y_size=1, x_size=3, x_stride=3)
+    b.emit("GEMM", uop_end=3, iter_out=2, iter_in=1, dst_factor_out=2)  # acc 0 1 2 | 2 3 4
+    bundle = b.build()
+    with pytest.raises(HazardError) as whole:
+        simulate(bundle, race_check=False)
+    small_pieces(monkeypatch, 3)  # one piece per outer iteration: the repeat is across the cut
+    gemm = bundle.insns()[1]
+    assert [(p.iter_out, f) for p, _, f in program.loop_chunks(gemm, np.zeros((3, 3), np.int64), 3)] == [(1, 0), (1, 3)]
+    with pytest.raises(HazardError) as pieces:
+        simulate(bundle, race_check=False)
+    assert str(whole.value) == str(pieces.value) and "uop 3 of the loop writes acc[2]" in str(whole.value)
+
+
+def peak_bytes(bundle) -> int:
+    tracemalloc.start()
+    try:
+        simulate(bundle, race_check=True)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_does_not_grow_with_loop_trip_counts(monkeypatch):
+    small_pieces(monkeypatch, 4096)
+    small, large = peak_bytes(long_gemm(150)), peak_bytes(long_gemm(600))  # 67,500 and 1,080,000 uops
+    assert large < 1.5 * small, (small, large)
