@@ -9,6 +9,7 @@ time the server measured for the five slowest layers.
 """
 
 import argparse
+import secrets
 import sys
 import threading
 import time
@@ -16,8 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from compiler.network import package as netfiles  # noqa: E402
 from driver.protocol import request  # noqa: E402
-from vdla import cmd_deploy  # noqa: E402
+from vdla.deploy import build_package, serve  # noqa: E402
+from vdla.network import prepare  # noqa: E402
 
 
 def main() -> None:
@@ -28,28 +31,29 @@ def main() -> None:
     args = ap.parse_args()
     quiet = lambda message: None  # noqa: E731
     t0 = time.perf_counter()
-    q, x, placements, config = cmd_deploy.prepare(args.model, config=args.config, resolution=args.resolution,
-                                                  progress=quiet)
+    prepared = prepare(args.model, config=args.config, resolution=args.resolution)
+    q, placements, config = prepared.q, prepared.placements, prepared.config
     t1 = time.perf_counter()
-    bundles = cmd_deploy.compile_bundles(q, placements, config, progress=quiet)
+    bundles = netfiles.compile_bundles(q, placements, config)
     t2 = time.perf_counter()
-    arm = cmd_deploy.arm_library_files(q, placements)
+    arm = netfiles.arm_library_files(q, placements)
     t3 = time.perf_counter()
-    files = cmd_deploy.build_package(q, x, placements, config, model=args.model, arm_library=True, progress=quiet)
+    files = build_package(prepared, model=args.model, arm_library=True, progress=quiet)
     size = sum(len(d) for d in files.values())
     stop, ready, box = threading.Event(), threading.Event(), {}
-    thread = threading.Thread(target=cmd_deploy.serve, args=("sim", config, "127.0.0.1", 0), daemon=True,
-                              kwargs={"stop": stop, "log": quiet,
+    key = secrets.token_bytes(32)
+    thread = threading.Thread(target=serve, args=("sim", config, "127.0.0.1", 0), daemon=True,
+                              kwargs={"key": key, "stop": stop, "log": quiet,
                                       "ready": lambda s: (box.update(port=s.address[1]), ready.set())})
     thread.start()
     ready.wait(30)
-    result, _, stats = request(("127.0.0.1", box["port"]), {"op": "run"}, files)
+    result, _, stats = request(("127.0.0.1", box["port"]), {"op": "run"}, files, key=key)
     stop.set()
     thread.join(10)
     print(f"{args.model} at {args.resolution}x{args.resolution}, {config.name} ({config.fingerprint})")
     print(f"  prepare (import, quantize, partition) {t1 - t0:7.2f} s")
     print(f"  compile {len(bundles)} bundles            {t2 - t1:7.2f} s")
-    print(f"  Cortex-A9 library ({len(arm[cmd_deploy.ARM_LIBRARY]) / 1e3:.0f} kB)       {t3 - t2:7.2f} s")
+    print(f"  Cortex-A9 library ({len(arm[netfiles.ARM_LIBRARY]) / 1e3:.0f} kB)       {t3 - t2:7.2f} s")
     print(f"  package {size / 1e6:.1f} MB, sent in {stats['send_seconds']:.3f} s "
           f"({size / 1e6 / max(stats['send_seconds'], 1e-9):.0f} MB/s on loopback)")
     print(f"  server: load {result['seconds']['load']:.2f} s, execute {result['seconds']['execute']:.2f} s "

@@ -91,25 +91,52 @@ class NetworkReport:
                 "output_sha256": self.output_sha256, "wall_seconds": self.timings}
 
 
-def run_network(model: str = "resnet18", *, config=None, target: str = "sim", resolution: int = 224,
-                options: PartitionOptions = PartitionOptions(), vthreads: int | None = None,
-                calibration: int = 4, test_inputs: int = 4, progress=None) -> NetworkReport:
-    """Import, quantize, partition and run ``model`` once on ``target``; check it bit for bit."""
+@dataclass
+class Prepared:
+    """What every run of a model starts from: the float graph, its quantized graph (calibrated on
+    ``calibration`` synthetic images), the test images, the placements and the configuration."""
+
+    graph: Graph
+    q: QGraph
+    tests: np.ndarray
+    placements: dict
+    config: object
+    timings: dict
+
+
+def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
+            options: PartitionOptions = PartitionOptions(), calibration: int = 4, test_inputs: int = 4,
+            progress=None) -> Prepared:
+    """Import, quantize and partition ``model`` (the same for ``vdla run`` and ``vdla deploy``)."""
     say = progress or (lambda message: None)
     config = load_config(config)
-    clock = {"start": time.perf_counter()}
+    start = time.perf_counter()
     say(f"importing {model}" + (f" at {resolution}x{resolution}" if model in BUILTIN else ""))
     graph = load_model(model, resolution)
     _, channels, height, width = graph.shapes[graph.input]
     if height != width:
         raise ModelError(model, f"input {height}x{width} is not square; the image generator makes square inputs")
-    clock["import"] = time.perf_counter()
+    imported = time.perf_counter()
     say(f"quantizing on {calibration} calibration inputs")
     q = quantize_graph(graph, synthetic_images(calibration, height, CALIBRATION_SEED, channels))
     tests = synthetic_images(test_inputs, height, TEST_SEED, channels)
-    quant = quantization_report(graph, q, tests)
-    clock["quantize"] = time.perf_counter()
     placements = partition(q, config, options)
+    return Prepared(graph, q, tests, placements, config,
+                    {"import": imported - start, "quantize": time.perf_counter() - imported})
+
+
+def run_network(model: str = "resnet18", *, config=None, target: str = "sim", resolution: int = 224,
+                options: PartitionOptions = PartitionOptions(), vthreads: int | None = None,
+                calibration: int = 4, test_inputs: int = 4, progress=None) -> NetworkReport:
+    """Import, quantize, partition and run ``model`` once on ``target``; check it bit for bit."""
+    say = progress or (lambda message: None)
+    clock = {"start": time.perf_counter()}
+    p = prepare(model, config=config, resolution=resolution, options=options, calibration=calibration,
+                test_inputs=test_inputs, progress=progress)
+    graph, q, tests, placements, config = p.graph, p.q, p.tests, p.placements, p.config
+    quant = quantization_report(graph, q, tests)
+    clock["import"] = clock["start"] + p.timings["import"]
+    clock["quantize"] = time.perf_counter()
     device = open_device(target, config)
     say(f"running {sum(p.target == 'vdla' for p in placements.values())} ops on VDLA ({target}, {config.name}) "
         f"and {sum(p.target == 'cpu' for p in placements.values())} on the CPU")

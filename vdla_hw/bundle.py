@@ -23,6 +23,7 @@ meta           JSON: free-form description written by the producer (compiler, as
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 import zlib
@@ -139,8 +140,15 @@ class Bundle:
 
         ``config`` (optional) must match the bundle's own configuration fingerprint.
         """
-        where = str(path)
-        data = _read_npz(path, where)
+        return cls._from_arrays(read_npz(path, str(path)), str(path), config)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, where: str, config: str | Config | None = None) -> Bundle:
+        """A bundle from the bytes of a bundle file (``where`` names it in errors)."""
+        return cls._from_arrays(read_npz(data, where), where, config)
+
+    @classmethod
+    def _from_arrays(cls, data: dict[str, np.ndarray], where: str, config) -> Bundle:
         for key in ("format", "version", "dram", "insn_offset", "insn_count", "config"):
             if key not in data:
                 raise BundleError(where, f"missing key {key!r} (a bundle has {', '.join(KEYS)})")
@@ -192,12 +200,16 @@ def _short(value: np.ndarray) -> str:
 NPY_MAGIC, ZIP_MAGIC = b"\x93NUMPY", b"PK\x03\x04"
 
 
-def _read_npz(path: str | Path, where: str) -> dict[str, np.ndarray]:
-    """Every array of a bundle file, after checking from the zip directory (before decompressing
-    anything) that no member is larger than the documented DRAM image limit."""
+def read_npz(source: str | Path | bytes, where: str, max_total: int = MAX_DRAM_BYTES + 4096) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` file (a path, or its bytes), after checking from the zip
+    directory, before decompressing anything, that its members hold at most ``max_total``
+    bytes (default: one DRAM image of the documented limit); no pickles. BundleError otherwise."""
     try:
-        with open(path, "rb") as fh:
-            magic = fh.read(6)
+        if isinstance(source, bytes):
+            magic, source = source[:6], io.BytesIO(source)
+        else:
+            with open(source, "rb") as fh:
+                magic = fh.read(6)
     except FileNotFoundError:
         raise BundleError(where, "no such file") from None
     except IsADirectoryError:
@@ -208,20 +220,22 @@ def _read_npz(path: str | Path, where: str) -> dict[str, np.ndarray]:
         raise BundleError(where, "is a single .npy array, not a bundle (a .npz of dram, insn_offset, insn_count, "
                           "config, ...; write one with vdla asm or vdla compile)")
     if not magic.startswith(ZIP_MAGIC):
-        raise BundleError(where, "not a readable .npz bundle (corrupt or truncated: no zip header)")
+        raise BundleError(where, "not a readable .npz file (corrupt or truncated: no zip header)")
     try:
-        with zipfile.ZipFile(path) as archive:
-            for info in archive.infolist():
-                if info.file_size > MAX_DRAM_BYTES + 4096:
-                    raise BundleError(where, f"member {info.filename} holds {mib(info.file_size)}, more than the "
-                                      f"{mib(MAX_DRAM_BYTES)} DRAM image limit (vdla_hw/limits.py)")
-        with np.load(path, allow_pickle=False) as npz:
+        with zipfile.ZipFile(source) as archive:
+            total = sum(info.file_size for info in archive.infolist())
+        if total > max_total:
+            raise BundleError(where, f"its arrays hold {mib(total)}, more than the {mib(max_total)} limit "
+                              "(vdla_hw/limits.py)")
+        if not isinstance(source, (str, Path)):
+            source.seek(0)
+        with np.load(source, allow_pickle=False) as npz:
             return {key: npz[key] for key in npz.files}
     except BundleError:
         raise
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, RuntimeError, NotImplementedError,
             zlib.error) as err:
-        raise BundleError(where, f"not a readable .npz bundle (corrupt or truncated: {err})") from None
+        raise BundleError(where, f"not a readable .npz file (corrupt or truncated: {err})") from None
 
 
 class BundleBuilder:

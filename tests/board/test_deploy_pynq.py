@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from driver import auth
 from driver.protocol import request
-from vdla import cmd_deploy
+from vdla.deploy import serve
 from vdla_hw.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,11 +23,10 @@ HOST_PYTHON = Path(os.environ.get("VDLA_HOST_PYTHON", ROOT / ".venv" / "bin" / "
 HOST_SIDE = """
 import json, sys
 from pathlib import Path
-from vdla import cmd_deploy
-from vdla.network import run_network
+from vdla.deploy import build_package
+from vdla.network import prepare, run_network
 out = Path(sys.argv[1])
-q, x, placements, config = cmd_deploy.prepare("resnet18", resolution=32, progress=lambda m: None)
-files = cmd_deploy.build_package(q, x, placements, config, model="resnet18", progress=lambda m: None)
+files = build_package(prepare("resnet18", resolution=32), model="resnet18", progress=lambda m: None)
 for name, data in files.items():
     (out / name).parent.mkdir(parents=True, exist_ok=True)
     (out / name).write_bytes(data)
@@ -49,21 +49,24 @@ def test_package_from_the_host_runs_on_the_pynq_backend(tmp_path):
     pynq_sim.register()
     bit = write_bitstream(tmp_path / "bit", load_config("osdi18"))
     stop, ready, box = threading.Event(), threading.Event(), {}
+    key, _ = auth.server_key(tmp_path / "keys" / "serve.key")  # created on first start, as `vdla serve` does
 
     def on_ready(server):
         box["address"] = server.address
         ready.set()
 
-    thread = threading.Thread(target=cmd_deploy.serve, args=("pynq", None, "127.0.0.1", 0), daemon=True,
-                              kwargs={"stop": stop, "ready": on_ready, "log": lambda m: None,
+    thread = threading.Thread(target=serve, args=("pynq", None, "127.0.0.1", 0), daemon=True,
+                              kwargs={"key": key, "stop": stop, "ready": on_ready, "log": lambda m: None,
                                       "device_options": {"bitstream": bit}})
     thread.start()
     try:
         assert ready.wait(60)
         address = f"127.0.0.1:{box['address'][1]}"
-        info, _, _ = request(address, {"op": "ping"})
+        info, _, _ = request(address, {"op": "ping"}, key=key)
         assert info["backend"] == "pynq" and info["pynq"] == "3.0.1" and info["numpy"].startswith("1.")
-        result, blobs, _ = request(address, {"op": "run"}, files, timeout_s=600)
+        with pytest.raises(auth.AuthError):  # another key is refused on the board too
+            request(address, {"op": "run"}, files, key=bytes(32), timeout_s=60)
+        result, blobs, _ = request(address, {"op": "run"}, files, key=key, timeout_s=600)
     finally:
         stop.set()
         thread.join(10)

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -16,38 +17,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from compiler.network import package as netfiles
 from driver import DeviceError
-from driver.protocol import MAGIC, PREFIX, PROTOCOL_VERSION, request
+from driver.package import seal
+from driver.protocol import request
 from tests.driver.device_cases import deadlocking_bundle
-from vdla import cmd_deploy
+from tests.driver.serving import KEY, greet, ping, serving, signed_head
 from vdla.cli import main
+from vdla.deploy import build_package
+from vdla.network import prepare
 from vdla_hw import isa
 from vdla_hw.bundle import Bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 RESOLUTION = 32
-
-
-@contextlib.contextmanager
-def serving(config=None):
-    """`vdla serve --backend sim` in a thread on an ephemeral loopback port."""
-    stop, ready, box, logs = threading.Event(), threading.Event(), {}, []
-
-    def on_ready(server):
-        box["server"] = server
-        ready.set()
-
-    thread = threading.Thread(target=cmd_deploy.serve, args=("sim", config, "127.0.0.1", 0),
-                              kwargs={"stop": stop, "ready": on_ready, "log": logs.append}, daemon=True)
-    thread.start()
-    assert ready.wait(30), "server did not start"
-    server = box["server"]
-    server.logs = logs
-    try:
-        yield server, f"127.0.0.1:{server.address[1]}"
-    finally:
-        stop.set()
-        thread.join(10)
 
 
 @pytest.fixture(scope="module")
@@ -58,23 +41,19 @@ def server():
 
 @pytest.fixture(scope="module")
 def package():
-    q, x, placements, config = cmd_deploy.prepare("resnet18", resolution=RESOLUTION, progress=lambda m: None)
-    files = cmd_deploy.build_package(q, x, placements, config, model="resnet18", progress=lambda m: None)
-    return files
+    return build_package(prepare("resnet18", resolution=RESOLUTION), model="resnet18", progress=lambda m: None)
 
 
 def _still_serving(address):
-    result, _, _ = request(address, {"op": "ping"}, timeout_s=30)
+    result = ping(address)
     assert result["backend"] == "sim" and result["fingerprint"]
 
 
 def _reseal(files):
     """Recompute the manifest's hashes after changing files (a well-formed but altered package)."""
     manifest = json.loads(files["manifest.json"])
-    import hashlib
-    manifest["files"] = {n: {"size": len(d), "sha256": hashlib.sha256(d).hexdigest()}
-                         for n, d in files.items() if n != "manifest.json"}
-    return {**files, "manifest.json": json.dumps(manifest).encode()}
+    fields = {k: v for k, v in manifest.items() if k not in ("format", "version", "files")}
+    return seal({n: d for n, d in files.items() if n != "manifest.json"}, **fields)
 
 
 def test_package_lists_every_file_with_its_hash(package):
@@ -84,7 +63,7 @@ def test_package_lists_every_file_with_its_hash(package):
     on_vdla = {k for k, v in json.loads(package["placements.json"]).items() if v["target"] == "vdla"}
     assert {n for n in package if n.startswith("bundles/")} == {f"bundles/{k}.npz" for k in on_vdla}
     assert len(on_vdla) == 19  # ResNet-18's convs but the 3-channel stem
-    q = cmd_deploy.graph_from_files(package)
+    q = netfiles.graph_from_files(package)
     assert q.nodes[0].op == "quantize" and isinstance(q.node("conv1").attrs["stride"], tuple)
 
 
@@ -93,28 +72,31 @@ def test_the_board_rebuilds_the_arm_library_specs(package):
     exactly the specs (and so the symbols) of the graph's CPU ops."""
     from compiler.network.partition import Placement
 
-    q = cmd_deploy.graph_from_files(package)
+    q = netfiles.graph_from_files(package)
     placements = {k: Placement(**v) for k, v in json.loads(package["placements.json"]).items()}
-    rebuilt = cmd_deploy.library_specs(package["cpu/libvdla_cpu.json"])
-    assert sorted(s.symbol for s in rebuilt) == sorted(s.symbol for s in cmd_deploy.cpu_specs(q, placements))
-    assert set(rebuilt) == set(cmd_deploy.cpu_specs(q, placements))
-    with pytest.raises(cmd_deploy.PackageError, match="libvdla_cpu.json does not describe"):
-        cmd_deploy.library_specs(b"{}")
+    rebuilt = netfiles.library_specs(package["cpu/libvdla_cpu.json"])
+    assert sorted(s.symbol for s in rebuilt) == sorted(s.symbol for s in netfiles.cpu_specs(q, placements))
+    assert set(rebuilt) == set(netfiles.cpu_specs(q, placements))
+    with pytest.raises(netfiles.NetworkFilesError, match="libvdla_cpu.json does not describe"):
+        netfiles.library_specs(b"{}")
 
 
-def test_cli_deploy_over_loopback_matches_vdla_run():
-    """The acceptance check: `vdla serve --backend sim` (a separate process) + `vdla deploy
-    resnet18` gives the output_sha256 of the local `vdla run` of the same model."""
+def test_cli_deploy_over_loopback_matches_vdla_run(tmp_path):
+    """The acceptance check: `vdla serve --backend sim` (a separate process, creating its key
+    file) + `vdla deploy resnet18 --key-file` gives the output_sha256 of the local `vdla run`."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "vdla", "serve", "--backend", "sim", "--port", "0"],
-                            cwd=ROOT, stderr=subprocess.PIPE, text=True, env=env)
+    key_file = tmp_path / "keys" / "serve.key"
+    proc = subprocess.Popen([sys.executable, "-m", "vdla", "serve", "--backend", "sim", "--port", "0",
+                             "--key-file", str(key_file)], cwd=ROOT, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        line = proc.stderr.readline()
-        port = re.search(r"on 127\.0\.0\.1:(\d+)", line)
-        assert port, line
+        lines = [proc.stderr.readline() for _ in range(4)]
+        assert "created the key file" in lines[0] and "--key-file" in lines[1], lines
+        port = re.search(r"on 127\.0\.0\.1:(\d+), key id", lines[3])
+        assert port, lines
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600 and stat.S_IMODE(key_file.parent.stat().st_mode) == 0o700
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-            assert main(["deploy", "resnet18", "--board", f"127.0.0.1:{port.group(1)}",
+            assert main(["deploy", "resnet18", "--board", f"127.0.0.1:{port.group(1)}", "--key-file", str(key_file),
                          "--resolution", str(RESOLUTION), "--json"]) == 0
         deployed = json.loads(out.getvalue())
         out = io.StringIO()
@@ -134,7 +116,7 @@ def test_cli_deploy_over_loopback_matches_vdla_run():
 def test_package_for_another_configuration(package):
     with serving("tiny") as (server, address):
         with pytest.raises(DeviceError, match="compiled for configuration 1x16_.* this server's device is 1x4_"):
-            request(address, {"op": "run"}, package)
+            request(address, {"op": "run"}, package, key=KEY)
         _still_serving(address)
 
 
@@ -146,12 +128,12 @@ def test_corrupt_package(server, package):
     data[len(data) // 2] ^= 0xFF
     broken[name] = bytes(data)
     with pytest.raises(DeviceError, match=f"{name}: size or SHA-256 differs from the manifest; the package is corrupt"):
-        request(address, {"op": "run"}, broken)
+        request(address, {"op": "run"}, broken, key=KEY)
     resealed = _reseal({**package, "graph.json": b"{not json"})
     with pytest.raises(DeviceError, match="graph.json/arrays.npz do not describe a quantized graph"):
-        request(address, {"op": "run"}, resealed)
+        request(address, {"op": "run"}, resealed, key=KEY)
     with pytest.raises(DeviceError, match="no manifest.json"):
-        request(address, {"op": "run"}, {"x": b"1"})
+        request(address, {"op": "run"}, {"x": b"1"}, key=KEY)
     _still_serving(address)
 
 
@@ -171,16 +153,16 @@ def test_device_timeout_inside_a_network(server, package):
     altered = _reseal({**package, name: path.read_bytes()})
     path.unlink()
     with pytest.raises(DeviceError, match="sim device timed out after a deadlock .*compute: 1 insns retired"):
-        request(address, {"op": "run"}, altered)
+        request(address, {"op": "run"}, altered, key=KEY)
     _still_serving(address)
 
 
 def test_connection_dropped_mid_transfer(server):
     srv, address = server
     errors = srv.stats["errors"]
-    text = json.dumps({"op": "run", "blobs": [{"name": "manifest.json", "size": 5000, "sha256": "0"}]}).encode()
+    header = {"op": "run", "nonce": "00" * 16, "blobs": [{"name": "manifest.json", "size": 5000, "sha256": "0" * 64}]}
     with socket.create_connection(("127.0.0.1", srv.address[1]), timeout=10) as sock:
-        sock.sendall(PREFIX.pack(MAGIC, PROTOCOL_VERSION, len(text)) + text + b"{" * 100)
+        sock.sendall(signed_head(header, greet(sock)) + b"{" * 100)
     deadline = time.monotonic() + 10
     while srv.stats["errors"] == errors and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -191,9 +173,9 @@ def test_connection_dropped_mid_transfer(server):
 def test_unknown_op_and_unreachable_board(server):
     _, address = server
     with pytest.raises(DeviceError, match="unknown op 'format'"):
-        request(address, {"op": "format"})
+        request(address, {"op": "format"}, key=KEY)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         free = s.getsockname()[1]
     with pytest.raises(DeviceError, match="cannot connect .* is `vdla serve` running"):
-        request(f"127.0.0.1:{free}", {"op": "ping"}, timeout_s=5)
+        request(f"127.0.0.1:{free}", {"op": "ping"}, key=KEY, timeout_s=5)

@@ -95,9 +95,10 @@ def test_control_slave_refuses_bad_run_registers():
 
 def test_executor_runs_a_network_unchanged_on_a_register_device():
     from compiler.network import execute as run_graph
-    from vdla import cmd_deploy
+    from vdla.network import prepare
 
-    q, x, placements, config = cmd_deploy.prepare("resnet18", resolution=32, progress=lambda m: None)
+    p = prepare("resnet18", resolution=32)
+    q, x, placements, config = p.q, p.tests[:1], p.placements, p.config
     reference = run_graph(q, x, placements, open_device("sim", config))
     on_registers = run_graph(q, x, placements, ModelDevice(config))
     np.testing.assert_array_equal(on_registers.output, reference.output)

@@ -1,0 +1,126 @@
+"""Deployment as an API: ``deploy()`` (host) packs a network and runs it on a ``vdla serve``
+board; ``serve()`` (board) answers authenticated ``ping``, ``status`` and ``run`` requests.
+
+The host does what ``vdla run`` does up to the partition (:func:`vdla.network.prepare`: same
+model, quantization, calibration and test input), turns it into files
+(``compiler.network.package``), seals them with a manifest (``driver.package``) and sends them
+over the authenticated protocol (``driver.protocol``) with the shared key (``driver.auth``).
+The server (``driver.server``) checks the package against its device and runs it with the
+executor; the answer's ``output_sha256`` is ``vdla run``'s for the same model and options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from vdla_hw.config import ISA_VERSION
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def build_package(prepared, *, model: str, vthreads=None, arm_library: bool = True, progress=_say) -> dict[str, bytes]:
+    """The sealed package of a prepared network (:func:`vdla.network.prepare`)."""
+    from compiler.network.package import network_files
+    from driver.package import seal
+
+    p = prepared
+    files = network_files(p.q, p.tests[:1], p.placements, p.config, vthreads=vthreads, arm_library=arm_library,
+                          progress=progress)
+    return seal(files, model=model, config=p.config.to_json(), fingerprint=p.config.fingerprint,
+                isa_version=ISA_VERSION)
+
+
+def deploy(model: str, board: str, *, key: bytes, config=None, resolution: int = 224, options=None, vthreads=None,
+           arm_library: bool = True, timeout_s: float = 3600.0, progress=_say) -> dict:
+    """Compile and package ``model``, run it on ``board`` and return the report (with the output)."""
+    from compiler.network import PartitionOptions
+    from compiler.network.executor import LayerRecord
+    from compiler.network.package import npy_array
+    from compiler.network.report import summarise
+    from compiler.quantize import reference
+    from driver.package import PackageError
+    from driver.protocol import parse_address, request
+    from vdla.network import prepare
+
+    address = parse_address(board)
+    p = prepare(model, config=config, resolution=resolution, options=options or PartitionOptions(),
+                progress=progress)
+    files = build_package(p, model=model, vthreads=vthreads, arm_library=arm_library, progress=progress)
+    size = sum(len(d) for d in files.values())
+    progress(f"sending a {size / 1e6:.1f} MB package to {board}")
+    result, blobs, stats = request(address, {"op": "run"}, files, key=key, timeout_s=timeout_s)
+    output = npy_array(blobs.get("output.npy", b""), "the server's output.npy")
+    sha = hashlib.sha256(np.ascontiguousarray(output).tobytes()).hexdigest()
+    if sha != result.get("output_sha256"):
+        raise PackageError(f"{board}: the output's SHA-256 differs from the one the server reported")
+    fields = {f.name for f in dataclasses.fields(LayerRecord)}
+    records = [LayerRecord(**{k: v for k, v in row.items() if k in fields}) for row in result["layers"]]
+    x = p.tests[:1]
+    return {"model": model, "config": p.config.name, "fingerprint": p.config.fingerprint, "board": board,
+            "backend": result["backend"], "cpu_kernels": result["cpu_kernels"], "layers": result["layers"],
+            "totals": summarise(records), "bit_exact": bool(np.array_equal(output, reference.forward(p.q, x))),
+            "output_sha256": sha, "package_bytes": size, "transfer": stats, "server_seconds": result["seconds"],
+            "output": output}
+
+
+def run_package(files: dict[str, bytes], device) -> tuple[dict, dict[str, bytes]]:
+    """The server's ``run``: check the package against ``device``, then run its network."""
+    from compiler.network.package import run_files
+    from driver.package import check
+
+    manifest = check(files, device.config.fingerprint, device.config.name)
+    reply, out = run_files(files, device)
+    return {"model": str(manifest.get("model", "?")), "fingerprint": device.config.fingerprint, **reply}, out
+
+
+def server_key(path: str | Path | None, log=_say) -> bytes:
+    """The server's key from ``path`` (default ``driver.auth.default_key_file()``); created, and
+    announced once with what to do with it, on first start."""
+    from driver import auth
+
+    path = Path(path) if path else auth.default_key_file()
+    key, created = auth.server_key(path)
+    if created:
+        log(f"vdla serve: created the key file {path} (mode 0600, key id {auth.key_id(key)}).\n"
+            f"  Every client needs a copy: copy it to the host (e.g. scp, then chmod 600) and pass it to "
+            f"`vdla deploy --key-file`.\n  Whoever holds it can run any code on this machine as this server's "
+            "user (docs/board.md, 'Security').")
+    return key
+
+
+def serve(backend: str, config=None, host: str = "127.0.0.1", port: int = 9091, *, key: bytes, stop=None,
+          max_requests=None, device_options=None, limits=None, log=_say, ready=None):
+    """Open the device and answer ``ping``, ``status`` and ``run`` requests (:mod:`driver.server`)."""
+    from driver import auth, open_device
+    from driver.server import Server, ServerLimits, host_info
+
+    device = open_device(backend, config, **(device_options or {}))
+
+    def ping(header, blobs):
+        return {"backend": backend, "config": device.config.name, "fingerprint": device.config.fingerprint,
+                **host_info()}, {}
+
+    def run(header, blobs):
+        return run_package(blobs, device)
+
+    try:
+        server = Server({"ping": ping, "run": run}, host, port, key=key, limits=limits or ServerLimits(), log=log)
+    except BaseException:
+        device.close()
+        raise
+    log(f"vdla serve: {backend} device ({device.config.name}, {device.config.fingerprint}) on "
+        f"{server.address[0]}:{server.address[1]}, key id {auth.key_id(key)}")
+    if ready is not None:
+        ready(server)
+    try:
+        server.serve(stop, max_requests)
+    finally:
+        device.close()
+    return server
