@@ -1,5 +1,5 @@
-"""The import direction of ARCHITECTURE.md: vdla_hw (spec) <- vdla_sim, compiler, driver <- vdla
-<- experiments; driver may use vdla_sim and vdla_hw.rtl; nothing imports experiments; the spec
+"""The import direction of ARCHITECTURE.md: vdla_hw (spec) <- vdla_sim, compiler, driver <- dse <-
+vdla <- experiments; driver may use vdla_sim and vdla_hw.rtl; nothing imports experiments; the spec
 modules of vdla_hw never import MyHDL.
 
 Two refinements: the compiler may run the simulator (its schedule search and studies), and
@@ -10,15 +10,16 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
-PACKAGES = ("vdla_hw", "vdla_sim", "compiler", "driver", "vdla", "experiments", "bitstreams")
+PACKAGES = ("vdla_hw", "vdla_sim", "compiler", "driver", "dse", "vdla", "experiments", "bitstreams")
 ALLOWED = {
     "vdla_hw": {"vdla_hw"},
     "vdla_sim": {"vdla_hw", "vdla_sim"},
     "compiler": {"vdla_hw", "compiler", "vdla_sim"},
     "driver": {"vdla_hw", "driver", "vdla_sim"},
     "bitstreams": {"vdla_hw", "bitstreams"},
-    "vdla": {"vdla_hw", "vdla_sim", "compiler", "driver", "vdla", "bitstreams"},
-    "experiments": {"vdla_hw", "vdla_sim", "compiler", "driver", "vdla", "experiments"},
+    "dse": {"vdla_hw", "vdla_sim", "compiler", "driver", "dse"},
+    "vdla": {"vdla_hw", "vdla_sim", "compiler", "driver", "dse", "vdla", "bitstreams"},
+    "experiments": {"vdla_hw", "vdla_sim", "compiler", "driver", "dse", "vdla", "experiments"},
 }
 
 

@@ -34,7 +34,7 @@ EXIT_USER_ERROR = 2
 EXIT_INTERNAL_ERROR = 1
 EXIT_BROKEN_PIPE = 128 + 13  # SIGPIPE
 # Modules that each add subcommands through ``add_parser(subparsers)``; one per package area.
-EXTENSIONS = ("vdla.cmd_sim", "vdla.cmd_compile", "vdla.cmd_run", "vdla.cmd_hw", "vdla.cmd_deploy")
+EXTENSIONS = ("vdla.cmd_sim", "vdla.cmd_compile", "vdla.cmd_run", "vdla.cmd_hw", "vdla.cmd_deploy", "vdla.cmd_sweep")
 
 
 def _print_json(data) -> None:

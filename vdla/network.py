@@ -54,6 +54,15 @@ def check_sizes(graph: Graph, model: str) -> Graph:
     return graph
 
 
+def quantize_model(graph: Graph, model: str, calibration: int = 4) -> QGraph:
+    """The int8 graph of ``graph`` (named ``model`` in errors), calibrated on ``calibration``
+    synthetic images: what ``vdla run`` and ``vdla sweep`` execute."""
+    _, channels, height, width = graph.shapes[graph.input]
+    if height != width:
+        raise ModelError(model, f"input {height}x{width} is not square; the image generator makes square inputs")
+    return quantize_graph(graph, synthetic_images(calibration, height, CALIBRATION_SEED, channels))
+
+
 def quantization_report(graph: Graph, q: QGraph, images: np.ndarray) -> dict:
     """Per-layer relative RMS error of the int8 network against the float one, and top-1 agreement."""
     fv, qv = float_ref.run(graph, images), reference.run(q, images)
@@ -113,12 +122,10 @@ def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
     start = time.perf_counter()
     say(f"importing {model}" + (f" at {resolution}x{resolution}" if model in BUILTIN else ""))
     graph = load_model(model, resolution)
-    _, channels, height, width = graph.shapes[graph.input]
-    if height != width:
-        raise ModelError(model, f"input {height}x{width} is not square; the image generator makes square inputs")
+    _, channels, height, _ = graph.shapes[graph.input]
     imported = time.perf_counter()
     say(f"quantizing on {calibration} calibration inputs")
-    q = quantize_graph(graph, synthetic_images(calibration, height, CALIBRATION_SEED, channels))
+    q = quantize_model(graph, model, calibration)
     tests = synthetic_images(test_inputs, height, TEST_SEED, channels)
     placements = partition(q, config, options)
     return Prepared(graph, q, tests, placements, config,

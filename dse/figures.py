@@ -1,0 +1,154 @@
+"""The sweep's figures (PNG), per model:
+
+1. ``pareto_<model>.png``: latency against each resource (LUT, FF, DSP, BRAM36); every point,
+   filled where it fits the part and hollow where it does not, the part's usable capacity as a
+   dashed line, and the 2-D Pareto front (latency vs that resource) as a step line.
+2. ``sensitivity_<model>.png``: per swept parameter, the latency of every point at each value
+   (dots) and the best one (line): how much each parameter moves the result.
+3. ``energy_<model>.png``: energy per inference against latency, coloured by the share of the
+   part used, with the latency-energy front.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from dse import parts as fpga
+from dse.metrics import RESOURCES
+from dse.pareto import pareto_rows
+
+LABELS = {"lut": "LUT", "ff": "FF", "dsp": "DSP48", "bram36": "BRAM36"}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(text).stem)
+
+
+def _ok(rows, *keys):
+    return [r for r in rows if r.get("status") == "ok" and all(isinstance(r.get(k), (int, float)) for k in keys)]
+
+
+def _step(ax, front: list[dict], x: str, y: str, **style):
+    front = sorted(front, key=lambda r: r[x])
+    xs = [r[x] for r in front]
+    ys = [r[y] * 1e3 for r in front]
+    ax.step(xs, ys, where="post", **style)
+
+
+def pareto_figure(rows, model: str, out_dir: Path, part: str) -> Path:
+    plt = _pyplot()
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
+    cap = fpga.capacity(part)
+    for ax, resource in zip(axes.flat, RESOURCES):
+        pts = _ok(rows, "latency_s", resource)
+        fit = [r for r in pts if r.get(f"fits_{part}")]
+        out = [r for r in pts if not r.get(f"fits_{part}")]
+        ax.scatter([r[resource] for r in fit], [r["latency_s"] * 1e3 for r in fit], s=18, color="#2b8cbe",
+                   label=f"fits {part}")
+        ax.scatter([r[resource] for r in out], [r["latency_s"] * 1e3 for r in out], s=18, facecolors="none",
+                   edgecolors="#d7301f", label=f"does not fit {part}")
+        front = pareto_rows(pts, ("latency_s", resource))
+        if front:
+            _step(ax, front, resource, "latency_s", color="black", lw=1.2, label="Pareto front")
+        ax.axvline(cap[resource], color="grey", ls="--", lw=1)
+        ax.text(cap[resource], ax.get_ylim()[1], f" {part}", color="grey", va="top", ha="left", fontsize=8)
+        ax.set_xlabel(f"{LABELS[resource]}" + (" (usable: 80 % of the part)" if resource == "lut" else ""))
+        ax.set_ylabel("latency per inference (ms)")
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=8, loc="upper right")
+    fig.suptitle(f"{model}: latency vs resources ({len(_ok(rows, 'latency_s'))} configurations)")
+    fig.tight_layout()
+    path = out_dir / f"pareto_{_slug(model)}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _axis_values(values):
+    """Positions for parameter values on an axis (categories for text and booleans)."""
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return {v: v for v in values}, False
+    order = sorted(set(values), key=str)
+    return {v: i for i, v in enumerate(order)}, True
+
+
+def sensitivity_figure(rows, dims: list[str], model: str, out_dir: Path) -> Path:
+    plt = _pyplot()
+    pts = _ok(rows, "latency_s")
+    n = max(1, len(dims))
+    cols = min(3, n)
+    fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(4.2 * cols, 3.3 * ((n + cols - 1) // cols)),
+                             squeeze=False)
+    for ax, dim in zip(axes.flat, dims):
+        values = [r.get(dim) for r in pts]
+        pos, categorical = _axis_values([v for v in values if v is not None] or [0])
+        xs = [pos[v] for v in values if v is not None]
+        ys = [r["latency_s"] * 1e3 for r, v in zip(pts, values) if v is not None]
+        ax.scatter(xs, ys, s=10, alpha=0.5, color="#2b8cbe", label="all points")
+        best = {}
+        for x, y in zip(xs, ys):
+            best[x] = min(best.get(x, np.inf), y)
+        keys = sorted(best)
+        ax.plot(keys, [best[k] for k in keys], color="black", marker="o", lw=1.2, label="best")
+        if categorical:
+            ax.set_xticks(list(pos.values()), [str(k) for k in pos])
+        ax.set_xlabel(dim)
+        ax.set_ylabel("latency (ms)")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(dims):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle(f"{model}: latency per parameter value")
+    fig.tight_layout()
+    path = out_dir / f"sensitivity_{_slug(model)}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def energy_figure(rows, model: str, out_dir: Path, part: str) -> Path:
+    plt = _pyplot()
+    pts = _ok(rows, "latency_s", "energy_j")
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    use = [r["part_use"] if isinstance(r.get("part_use"), (int, float)) else np.nan for r in pts]
+    sc = ax.scatter([r["latency_s"] * 1e3 for r in pts], [r["energy_j"] * 1e3 for r in pts], c=use, cmap="viridis",
+                    s=20)
+    fig.colorbar(sc, ax=ax, label=f"share of the {part} used (max over resources)")
+    front = sorted(pareto_rows(pts, ("latency_s", "energy_j")), key=lambda r: r["latency_s"])
+    if front:
+        ax.step([r["latency_s"] * 1e3 for r in front], [r["energy_j"] * 1e3 for r in front], where="post",
+                color="black", lw=1.2, label="Pareto front")
+        ax.legend(fontsize=8)
+    ax.set_xlabel("latency per inference (ms)")
+    ax.set_ylabel("accelerator energy per inference (mJ)")
+    ax.grid(alpha=0.3)
+    ax.set_title(f"{model}: energy vs latency (per-access energy table)", fontsize=10)
+    fig.tight_layout()
+    path = out_dir / f"energy_{_slug(model)}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def draw_all(rows, dims: list[str], out_dir: Path, part: str, objectives) -> list[Path]:
+    paths = []
+    for model in dict.fromkeys(r.get("model") for r in rows):
+        mine = [r for r in rows if r.get("model") == model]
+        if not _ok(mine, "latency_s"):
+            continue
+        paths.append(pareto_figure(mine, model, out_dir, part))
+        paths.append(sensitivity_figure(mine, dims, model, out_dir))
+        paths.append(energy_figure(mine, model, out_dir, part))
+    return paths

@@ -1,0 +1,66 @@
+"""One point's row: what a Ray worker computes for a configuration, knobs and model.
+
+:func:`point_task` is the body of the sweep's Ray task. It never raises for a problem of the
+point itself: a project error (``VdlaError``: a layer that fits no schedule, a configuration
+the compiler rejects) makes an ``invalid`` row with that error's message. Anything else is a
+bug or a lost worker, which the driver records as ``failed``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+from dse import parts as fpga
+from dse.energy import energy, load_table
+from dse.evaluate import evaluate
+from dse.metrics import RESOURCES, energy_columns, performance
+from dse.resources import ResourceModelError, load_model
+from vdla_hw.config import Config
+from vdla_hw.errors import ConfigError, VdlaError
+
+
+def hardware_columns(config: Config, resources: dict | None, basis: str, part: str) -> dict:
+    """Resource, fit and part-use columns from ``resources`` (None: unknown, with ``basis`` saying why)."""
+    row = {"resource_basis": basis, "fmax_mhz": None}
+    if resources is None:
+        row.update({r: None for r in RESOURCES})
+        row["part_use"] = None
+        row.update({f"fits_{p}": None for p in fpga.part_names()})
+        return row
+    row.update({r: resources[r] for r in RESOURCES})
+    if resources.get("fmax_mhz") is not None:
+        row["fmax_mhz"] = resources["fmax_mhz"]
+    row["part_use"] = fpga.part_use(resources, part)
+    row.update({f"fits_{p}": fpga.fits(resources, p) for p in fpga.part_names()})
+    return row
+
+
+def modelled_resources(config: Config) -> tuple[dict | None, str]:
+    """(resources, basis) from the resource model; None where it cannot say."""
+    try:
+        model = load_model()
+    except ResourceModelError as err:
+        return None, f"no resource model: {err}"
+    try:
+        return model.predict(config), model.basis
+    except ConfigError as err:
+        return None, f"not implemented by the RTL: {err}"
+
+
+def point_task(q, config_json: str, knobs: dict, cache_dir: str | None, energy_table: str | None,
+               part: str) -> dict:
+    """The result columns of one point (see :mod:`dse.metrics`); ``status`` ok or invalid."""
+    start = time.perf_counter()
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+    try:
+        config = Config.from_json_text(config_json, source="sweep point")
+        evaluation = evaluate(q, config, knobs, cache_dir)
+        row = {"status": "ok", "error": None, **performance(evaluation, config)}
+        row.update(energy_columns(energy(evaluation.activity, config, load_table(energy_table))))
+        row.update(hardware_columns(config, *modelled_resources(config), part))
+    except VdlaError as err:
+        row = {"status": "invalid", "error": str(err).splitlines()[0]}
+    row.update(eval_s=time.perf_counter() - start, worker=worker)
+    return row

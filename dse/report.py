@@ -1,0 +1,78 @@
+"""The end of a sweep: ``pareto.csv``, the figures, ``summary.json`` and the summary dict.
+
+The Pareto front is computed from the rows *as stored in points.csv* (read back), so the file
+and a recomputation from points.csv agree by construction of the same function on the same data.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dse.metrics import DEFAULT_OBJECTIVES, RESOURCES
+from dse.pareto import pareto_rows
+from dse.resources import ResourceModelError, load_model
+from dse.store import read_rows, write_rows
+
+
+def objectives_of(space) -> tuple[str, ...]:
+    return tuple(space.search.objectives) if space.search.method == "nsga2" else DEFAULT_OBJECTIVES
+
+
+def resource_model_summary() -> dict:
+    try:
+        model = load_model()
+    except ResourceModelError as err:
+        return {"available": False, "why": str(err)}
+    errors = model.errors("holdout")["summary"]
+    return {"available": True, "basis": model.basis, "stale": model.stale, "rtl_key": model.rtl_key,
+            "holdout_max_rel_error": {r: round(errors[r]["max_rel"], 4) for r in RESOURCES},
+            "holdout_mean_rel_error": {r: round(errors[r]["mean_rel"], 4) for r in RESOURCES}}
+
+
+def best_points(rows: list[dict], part: str) -> dict:
+    """Per model: the lowest-latency point that fits ``part``."""
+    best = {}
+    for row in rows:
+        if row.get("status") != "ok" or row.get(f"fits_{part}") is not True:
+            continue
+        current = best.get(row["model"])
+        if current is None or row["latency_s"] < current["latency_s"]:
+            best[row["model"]] = row
+    return {m: {"key": r["key"], "fingerprint": r["fingerprint"], "latency_s": r["latency_s"],
+                "speedup": r["speedup"], "part_use": r["part_use"], "energy_j": r["energy_j"]}
+            for m, r in best.items()}
+
+
+def finish(space, out_dir: Path, models, options, store, progress, seconds: float) -> dict:
+    from dse import figures
+
+    header, rows = read_rows(store.path)
+    rows = [r for r in rows if r.get("model") in {m.name for m in models}]
+    objectives = objectives_of(space)
+    front = pareto_rows(rows, objectives)
+    write_rows(out_dir / "pareto.csv", header, front)
+    outputs = [str(store.path), str(out_dir / "pareto.csv")]
+    dims = [d.name for d in space.dimensions]
+    if options.figures:
+        outputs += [str(p) for p in figures.draw_all(rows, dims, out_dir, options.part, objectives)]
+    counts = dict(progress.counts)
+    computed = counts["ok"] + counts["invalid"] + counts["failed"]
+    summary = {
+        "space": space.source, "search": space.search.method, "models": [m.name for m in models],
+        "points": len(rows), "ok": sum(r["status"] == "ok" for r in rows),
+        "invalid": sum(r["status"] == "invalid" for r in rows), "failed": sum(r["status"] == "failed" for r in rows),
+        "computed_now": computed, "resumed": counts["resumed"], "stale_rows_recomputed": store.stale,
+        "seconds": round(seconds, 2), "points_per_s": round(computed / seconds, 3) if seconds else 0.0,
+        "objectives": list(objectives), "pareto_points": len(front), "part": options.part,
+        "best_fitting": best_points(rows, options.part),
+        "resource_model": resource_model_summary(),
+        "energy_table": options.energy_table or "built-in (dse/data/energy_horowitz45.json)",
+        "clock_estimate": "none: the RTL flow reports no fmax yet (fmax_mhz left empty)",
+        "ray": {"address": options.address or "local", "workers": options.workers},
+        "outputs": outputs,
+    }
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    summary["outputs"].append(str(out_dir / "summary.json"))
+    return summary
+

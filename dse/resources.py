@@ -1,0 +1,155 @@
+"""The resource model: LUT, FF, DSP48E1 and BRAM36 of a configuration's RTL without synthesising it.
+
+Two parts, both checked on configurations the model never saw (``holdout`` in the calibration):
+
+- **BRAM36** is counted structurally from the RTL's own memory geometry
+  (``vdla_hw.rtl.params``: each SRAM, banked when its element is narrower than a beat, and the
+  three command queues): a RAM deeper than :data:`LUTRAM_MAX_DEPTH` entries takes block RAMs
+  in the cheapest 7-series aspect ratio (RAMB18 16K x 1 ... 512 x 36, RAMB36 32K x 1 ... 512 x 72,
+  the 9/18/36/72 widths using the parity bits as data, as yosys does); a shallower one is LUTRAM.
+- **LUT, FF and DSP** are linear in a few structural features (:func:`features`): the MACs of the
+  GEMM core, the ALU lanes, the memory beat width and the bits held in LUTRAM, with coefficients
+  fitted by least squares to the yosys runs of the ``fit`` configurations.
+
+The calibration data (``dse/data/resource_calibration.json``, made by ``python -m dse.calibrate``)
+carries the key of the RTL sources it came from; when the RTL changes, :attr:`ResourceModel.stale`
+is true and the sweep says so in its summary and in every point's ``resource_basis``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from vdla_hw.config import MEM_TYPES, Config
+from vdla_hw.errors import VdlaError
+
+CALIBRATION_FILE = Path(__file__).parent / "data" / "resource_calibration.json"
+LUTRAM_MAX_DEPTH = 64
+CMD_QUEUES = 3
+# Entry width of a command queue: a 128-bit instruction and its 32-bit index (vdla_hw.rtl.top).
+CMD_ENTRY_BITS = 128 + 32
+RAMB18 = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
+RAMB36 = ((32768, 1), (16384, 2), (8192, 4), (4096, 9), (2048, 18), (1024, 36), (512, 72))
+LINEAR = {"lut": ("one", "macs", "lanes", "beat_bits", "lutram_bits"),
+          "ff": ("one", "macs", "lanes", "beat_bits"),
+          "dsp": ("one", "macs", "lanes")}
+TARGET_ERROR = 0.10
+
+
+class ResourceModelError(VdlaError):
+    """The resource model cannot be used (no calibration data)."""
+
+
+def rams(config: Config) -> list[tuple[int, int]]:
+    """(depth, width bits) of every RAM of the RTL for ``config``; raises ConfigError for a
+    configuration the RTL does not implement (with the RTL's own message)."""
+    from vdla_hw.rtl.params import rtl_params
+
+    p = rtl_params(config)
+    out = []
+    for mem in MEM_TYPES:
+        g = p.mems[mem]
+        out += [(g.bank_depth, g.width)] * (2 * g.lanes) if g.narrow else [(g.depth, g.width)]
+    out += [(config.CMD_QUEUE_DEPTH, CMD_ENTRY_BITS)] * CMD_QUEUES
+    return out
+
+
+def bram36_of(depth: int, width: int) -> float:
+    """BRAM36 equivalents of one RAM in the cheapest aspect ratio (a RAMB18 counts 0.5)."""
+    options = [math.ceil(depth / d) * math.ceil(width / w) * 0.5 for d, w in RAMB18]
+    options += [math.ceil(depth / d) * math.ceil(width / w) for d, w in RAMB36]
+    return min(options)
+
+
+def features(config: Config) -> dict:
+    """Structural features of ``config``'s RTL (see the module docstring)."""
+    bram = lutram = 0.0
+    for depth, width in rams(config):
+        if depth > LUTRAM_MAX_DEPTH:
+            bram += bram36_of(depth, width)
+        else:
+            lutram += depth * width
+    return {"one": 1.0, "macs": float(config.batch * config.block_in * config.block_out),
+            "lanes": float(config.batch * config.block_out), "beat_bits": 8.0 * config.MEM_BYTES_PER_BEAT,
+            "lutram_bits": lutram, "bram36": bram}
+
+
+def calibration_config(point: dict) -> Config:
+    overrides = dict(point["overrides"])
+    return Config.from_preset(overrides.pop("preset", "osdi18"), **overrides)
+
+
+@dataclass
+class ResourceModel:
+    coefficients: dict        # resource -> {feature: coefficient}
+    data: dict                # the calibration file's contents
+    rtl_key: str              # key of the RTL sources the calibration was made from
+
+    @property
+    def stale(self) -> bool:
+        """True when the RTL sources changed since the calibration (its numbers may be off)."""
+        from dse.synth import rtl_source_key
+
+        return self.rtl_key != rtl_source_key()
+
+    @property
+    def basis(self) -> str:
+        note = " (STALE: the RTL changed since calibration; run python -m dse.calibrate)" if self.stale else ""
+        return f"resource model fitted to yosys runs of RTL {self.rtl_key}{note}"
+
+    def predict(self, config: Config) -> dict:
+        """LUT, FF, DSP, BRAM36 of ``config`` (raises ConfigError where the RTL does not implement it)."""
+        f = features(config)
+        out = {r: max(0.0, sum(c * f[k] for k, c in coef.items())) for r, coef in self.coefficients.items()}
+        out = {r: round(v) for r, v in out.items()}
+        out["bram36"] = f["bram36"]
+        return out
+
+    def errors(self, role: str = "holdout") -> dict:
+        """Per resource: relative errors of the prediction on the calibration points of ``role``."""
+        rows = []
+        for name, point in sorted(self.data["points"].items()):
+            if point.get("role") != role or "error" in point:
+                continue
+            predicted = self.predict(calibration_config(point))
+            rows.append({"name": name, **{f"{r}": point[r] for r in ("lut", "ff", "dsp", "bram36")},
+                         **{f"{r}_model": predicted[r] for r in predicted}})
+        summary = {}
+        for r in ("lut", "ff", "dsp", "bram36"):
+            rel = [abs(row[f"{r}_model"] - row[r]) / row[r] for row in rows if row[r]]
+            absolute = [abs(row[f"{r}_model"] - row[r]) for row in rows]
+            summary[r] = {"max_rel": max(rel, default=0.0), "mean_rel": float(np.mean(rel)) if rel else 0.0,
+                          "max_abs": max(absolute, default=0.0)}
+        return {"points": rows, "summary": summary}
+
+
+def fit(data: dict) -> ResourceModel:
+    """Least-squares coefficients of :data:`LINEAR` on the ``fit`` points of ``data``."""
+    points = [p for p in data["points"].values() if p.get("role") == "fit" and "error" not in p]
+    if len(points) < max(len(v) for v in LINEAR.values()) + 1:
+        raise ResourceModelError(f"{CALIBRATION_FILE}: {len(points)} usable calibration points are too few to fit "
+                                 "the resource model; run python -m dse.calibrate")
+    feats = [features(calibration_config(p)) for p in points]
+    coefficients = {}
+    for resource, names in LINEAR.items():
+        a = np.array([[f[n] for n in names] for f in feats])
+        b = np.array([p[resource] for p in points], dtype=float)
+        solution, *_ = np.linalg.lstsq(a, b, rcond=None)
+        coefficients[resource] = dict(zip(names, map(float, solution)))
+    return ResourceModel(coefficients, data, data["rtl_key"])
+
+
+@functools.cache
+def load_model(path: str | None = None) -> ResourceModel:
+    source = Path(path) if path else CALIBRATION_FILE
+    try:
+        data = json.loads(source.read_text())
+    except (OSError, ValueError) as err:
+        raise ResourceModelError(f"{source}: no usable calibration data ({err}); run python -m dse.calibrate") from None
+    return fit(data)

@@ -1,0 +1,276 @@
+"""Run a sweep on Ray: every point an independent task, results stored as they complete.
+
+:func:`run_sweep` connects to Ray (an embedded local instance by default, an existing cluster
+with ``address``), puts each quantized model in the object store once, and keeps at most
+``workers`` tasks in flight, fed by a *source* of points: the full grid (:class:`GridSource`)
+or a multi-objective search (:class:`dse.search.SearchSource`). Tasks run with
+``max_retries=0``: a task that raises or a worker that dies loses only its point, recorded as
+``failed`` and tried again on the next run. Points already in ``DIR/points.csv`` are not
+computed again (:mod:`dse.store`). Configurations the configuration itself rejects become
+``invalid`` rows without a task.
+
+Points that share the accelerator work (same configuration apart from the clock, same model
+and virtual threads) are not run at the same time when another point can run instead, so the
+second finds the first one's programs in the shared cache (:mod:`dse.cache`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from dse import parts as fpga
+from dse.cache import code_key, digest
+from dse.evaluate import cycle_config
+from dse.metrics import columns
+from dse.point import point_task
+from dse.progress import Progress
+from dse.space import Point, Space, point_config, point_key
+from dse.store import PointStore
+from vdla_hw.errors import ConfigError, VdlaError
+
+
+@dataclass
+class Model:
+    """A quantized network to sweep, with the hash that keys its points."""
+
+    name: str
+    q: object
+    hash: str
+
+
+@dataclass
+class SweepOptions:
+    address: str | None = None      # an existing Ray cluster; None: embedded local Ray
+    workers: int | None = None      # tasks in flight (default: the CPUs Ray offers)
+    synth: bool = False             # synthesise every configuration with yosys (slow)
+    energy_table: str | None = None
+    part: str = fpga.DEFAULT_PART   # the part of the ``part_use`` objective
+    progress: bool = True
+    figures: bool = True
+    stream: object = None
+
+
+@dataclass
+class Item:
+    """A point on its way through the sweep."""
+
+    point: Point
+    model: Model
+    key: str
+    row: dict
+    config: object = None
+    cycle_key: str = ""
+    tag: object = None              # the source's own handle (an optuna trial)
+
+
+def qgraph_hash(q) -> str:
+    """sha256 (16 hex) of a quantized graph's nodes, attributes, shapes and scales."""
+    import numpy as np
+
+    h = hashlib.sha256()
+    h.update(json.dumps([q.name, q.input, q.output, {k: list(v) for k, v in q.shapes.items()}, q.fracs],
+                        sort_keys=True).encode())
+    for node in q.nodes:
+        h.update(json.dumps([node.name, node.op, node.inputs, node.output]).encode())
+        for key in sorted(node.attrs):
+            value = node.attrs[key]
+            if isinstance(value, np.ndarray):
+                h.update(key.encode() + str(value.dtype).encode() + str(value.shape).encode() + value.tobytes())
+            else:
+                h.update(key.encode() + json.dumps(value, default=str).encode())
+    return h.hexdigest()[:16]
+
+
+def make_item(space: Space, point: Point, model: Model) -> Item:
+    """The point's key and the identity part of its row; an invalid configuration's row is complete."""
+    row = {"model": model.name, "model_hash": model.hash, **point.assignment()}
+    try:
+        config = point_config(space.base, point)
+    except ConfigError as err:
+        key = point_key("invalid-" + digest(space.base, point.params), point.knobs, model.hash)
+        row.update(key=key, status="invalid", error=str(err), fingerprint=None)
+        return Item(point, model, key, row)
+    key = point_key(config.fingerprint, point.knobs, model.hash)
+    row.update(key=key, fingerprint=config.fingerprint, config_json=json.dumps(config.params, sort_keys=True))
+    cycle = (cycle_config(config).fingerprint, model.hash, point.knob["vthreads"])
+    return Item(point, model, key, row, config, json.dumps(cycle))
+
+
+class GridSource:
+    """Every point of the grid, for every model."""
+
+    def __init__(self, space: Space, models: list[Model]):
+        self.queue = [make_item(space, Point.of(a, m.name), m) for m in models for a in space.grid()]
+        self.total = len(self.queue)
+        self.resumed = 0  # points the source already accounted for (a search seeded from the store)
+
+    def next(self, busy: set[str]) -> Item | None:
+        if not self.queue:
+            return None
+        for i, item in enumerate(self.queue[:64]):
+            if item.cycle_key not in busy:
+                return self.queue.pop(i)
+        return self.queue.pop(0)
+
+    def tell(self, item: Item, row: dict) -> None:
+        pass
+
+    def finished(self) -> bool:
+        return not self.queue
+
+
+LOOPBACK = ("127.", "localhost", "::1", "[::1]")
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _loopback_only() -> None:
+    """Keep Ray on the loopback interface: every server of an embedded instance (or of a client of
+    a head on 127.0.0.1) binds 127.0.0.1 instead of the machine's network address. Ray 2.58 takes
+    its node address from this switch (named for its single-machine platforms), read when a
+    node starts; it is set before Ray is imported and, if Ray already was, on its constants."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    import ray._private.ray_constants as constants
+
+    constants.ENABLE_RAY_CLUSTER = False
+
+
+def _check_reachable(address: str) -> None:
+    """A one-line error instead of Ray's endless reconnecting when nothing listens at ``address``."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise VdlaError(f"--address {address!r}: expected HOST:PORT of a Ray head (ray start --head --port PORT)")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as err:
+        raise VdlaError(f"--address {address}: no Ray head answers there ({err.strerror or err}); start one with "
+                        "ray start --head, or leave --address out for an embedded local Ray") from None
+
+
+def _init_ray(options: SweepOptions):
+    # The driver's own Ray logging stays quiet; worker output is not forwarded (errors come back
+    # as exceptions and are recorded in the points).
+    kwargs = {"logging_level": logging.ERROR, "log_to_driver": False}
+    if options.address:
+        _check_reachable(options.address)
+        if options.address.startswith(LOOPBACK):
+            _loopback_only()
+        import ray
+
+        try:
+            ray.init(address=options.address, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as err:
+            raise VdlaError(f"--address {options.address}: cannot join the Ray cluster ({err})") from None
+    else:
+        _loopback_only()
+        import ray
+
+        ray.init(num_cpus=options.workers or os.cpu_count(), include_dashboard=False, **kwargs)
+    return ray
+
+
+def _failure(err: Exception) -> str:
+    """One line saying why a task failed (a Ray error wraps the worker's exception)."""
+    cause = getattr(err, "cause", None)
+    text = f"{type(cause).__name__}: {cause}" if cause is not None else f"{type(err).__name__}: {err}"
+    return " ".join(text.split())[:500]
+
+
+def run_sweep(space: Space, out_dir: str | Path, models: list[Model], options: SweepOptions = SweepOptions(),
+              source=None) -> dict:
+    """Evaluate ``space`` for ``models`` into ``out_dir``; returns the summary (also summary.json)."""
+    from dse.report import finish
+
+    fpga.check_part(options.part)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    dims = [d.name for d in space.dimensions]
+    cols = columns(dims, fpga.part_names())
+    store = PointStore(out_dir, cols, code_key())
+    if source is None:
+        if space.search.method == "grid":
+            source = GridSource(space, models)
+        else:
+            from dse.search import SearchSource
+
+            source = SearchSource(space, models, store)
+    progress = Progress(source.total, options.stream, options.progress)
+    progress.counts["resumed"] = source.resumed
+    start = time.perf_counter()
+    # Ray's driver prints worker deaths and other cluster events on stdout; they belong with the
+    # progress on stderr (stdout carries only the summary, e.g. --json).
+    with contextlib.redirect_stdout(sys.stderr):
+        ray = _init_ray(options)
+        try:
+            _drive(ray, source, store, progress, models, out_dir, options)
+        finally:
+            ray.shutdown()
+    return finish(space, out_dir, models, options, store, progress, time.perf_counter() - start)
+
+
+def _drive(ray, source, store: PointStore, progress: Progress, models: list[Model], out_dir: Path,
+           options: SweepOptions) -> None:
+    """Feed points from ``source`` to Ray, at most ``capacity`` in flight, and record each result."""
+    from dse.synth_runs import SynthRuns
+
+    capacity = options.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    refs = {m.hash: ray.put(m.q) for m in models}
+    task = ray.remote(num_cpus=1, max_retries=0)(point_task)
+    synth = SynthRuns(ray, out_dir, options) if options.synth else None
+    pending: dict = {}
+    while True:
+        busy = {item.cycle_key for item in pending.values()}
+        while len(pending) + (synth.in_flight if synth else 0) < capacity:
+            item = source.next(busy)
+            if item is None:
+                break
+            done = store.done(item.key)
+            if done is not None:
+                progress.add("resumed")
+                source.tell(item, done)
+            elif item.config is None:
+                _record(store, progress, source, item, item.row)
+            else:
+                ref = task.remote(refs[item.model.hash], item.config.to_json(), item.point.knob,
+                                  str(out_dir / "cache"), options.energy_table, options.part)
+                pending[ref] = item
+                busy.add(item.cycle_key)
+                if synth:
+                    synth.request(item.config)
+        waiting = list(pending) + (synth.refs() if synth else [])
+        if not waiting:
+            break  # a source gives nothing only when it is exhausted or waits on results
+        ready, _ = ray.wait(waiting, num_returns=1, timeout=1.0)
+        for ref in ready:
+            if synth and synth.owns(ref):
+                for item, row in synth.complete(ref):
+                    _record(store, progress, source, item, row)
+                continue
+            item = pending.pop(ref)
+            try:
+                row = {**item.row, **ray.get(ref)}
+            except Exception as err:  # a task that raised or a worker that died: this point only
+                row = {**item.row, "status": "failed", "error": _failure(err)}
+            if synth and row["status"] == "ok":
+                held = synth.attach(item, row)
+                if held:
+                    continue
+            _record(store, progress, source, item, row)
+        progress.show()
+    progress.show(final=True)
+
+
+def _record(store: PointStore, progress: Progress, source, item: Item, row: dict) -> None:
+    store.add(row)
+    progress.add(row["status"])
+    source.tell(item, row)
+

@@ -1,0 +1,99 @@
+"""``vdla sweep --synth``: one yosys synthesis per distinct configuration, as Ray tasks.
+
+Results are kept in ``DIR/synth/<fingerprint>.json`` with the key of the RTL sources they came
+from, so a re-run synthesises only what is new or what the RTL has changed under. A point's
+row waits until its configuration's synthesis is done; then its resource columns hold the
+synthesised numbers (``resource_basis`` says so) and the model's prediction moves to
+``*_model`` columns, so every ``--synth`` sweep also measures the model's error on its own points.
+A synthesis that fails leaves the resources empty with the reason in ``resource_basis``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dse.metrics import RESOURCES
+from dse.point import hardware_columns
+from dse.synth import rtl_source_key, synthesize
+
+
+def synth_task(config_json: str) -> dict:
+    from vdla_hw.config import Config
+
+    try:
+        return {"ok": True, **synthesize(Config.from_json_text(config_json, source="sweep point"))}
+    except Exception as err:  # recorded in the rows of this configuration, not fatal to the sweep
+        return {"ok": False, "error": " ".join(f"{type(err).__name__}: {err}".split())[:300]}
+
+
+class SynthRuns:
+    def __init__(self, ray, out_dir: Path, options):
+        self.ray, self.options = ray, options
+        self.folder = Path(out_dir) / "synth"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.task = ray.remote(num_cpus=1, max_retries=0)(synth_task)
+        self.pending: dict = {}          # ref -> fingerprint
+        self.results: dict = {}          # fingerprint -> result
+        self.held: dict = {}             # fingerprint -> [(item, row)]
+        self.rtl_key = rtl_source_key()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.pending)
+
+    def refs(self) -> list:
+        return list(self.pending)
+
+    def owns(self, ref) -> bool:
+        return ref in self.pending
+
+    def _stored(self, fingerprint: str) -> dict | None:
+        try:
+            result = json.loads((self.folder / f"{fingerprint}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return result if result.get("rtl_key") == self.rtl_key else None
+
+    def request(self, config) -> None:
+        fp = config.fingerprint
+        if fp in self.results or fp in self.pending.values():
+            return
+        stored = self._stored(fp)
+        if stored is not None:
+            self.results[fp] = stored
+            return
+        self.pending[self.task.remote(config.to_json())] = fp
+
+    def complete(self, ref) -> list:
+        fp = self.pending.pop(ref)
+        try:
+            result = self.ray.get(ref)
+        except Exception as err:  # a lost worker: the rows keep no resources, with the reason
+            result = {"ok": False, "error": f"{type(err).__name__}: {err}"[:300]}
+        result["rtl_key"] = self.rtl_key
+        if result["ok"]:
+            (self.folder / f"{fp}.json").write_text(json.dumps(result, indent=1))
+        self.results[fp] = result
+        return [(item, self.merge(item, row)) for item, row in self.held.pop(fp, [])]
+
+    def attach(self, item, row: dict) -> bool:
+        """Merge the synthesis into ``row`` now (False) or hold the row until it is done (True)."""
+        fp = item.config.fingerprint
+        if fp in self.results:
+            row.update(self.merge(item, row))
+            return False
+        self.held.setdefault(fp, []).append((item, row))
+        return True
+
+    def merge(self, item, row: dict) -> dict:
+        result = self.results[item.config.fingerprint]
+        row = dict(row)
+        for r in RESOURCES:
+            row[f"{r}_model"] = row.get(r)
+        if result["ok"]:
+            basis = f"yosys synthesis of RTL {result['rtl_key']} ({result.get('seconds', 0):.0f} s)"
+            row.update(hardware_columns(item.config, result, basis, self.options.part))
+        else:
+            row.update(hardware_columns(item.config, None, f"synthesis failed: {result['error']}", self.options.part))
+        return row

@@ -1,0 +1,69 @@
+"""The sweep's point evaluation (cached programs, timing-only device) against a plain run of the
+network through the executor on the simulator (`vdla run`'s path), and the clock invariance the
+caches rely on."""
+
+import dataclasses
+
+import pytest
+
+import vdla_sim
+from compiler.accel import compile_layer
+from compiler.layers import Conv2D
+from compiler.network import PartitionOptions
+from dse.evaluate import evaluate
+from dse.space import KNOB_DEFAULTS
+from vdla.network import load_model, quantize_model, run_network
+from vdla_hw.config import Config
+
+
+@pytest.fixture(scope="module")
+def small_q(small_cnn_path):
+    return quantize_model(load_model(small_cnn_path), "small_cnn")
+
+
+CASES = [
+    ("osdi18", {}, {}),
+    ("osdi18", {"LOG_BLOCK": 3, "LOG_ACC_BUFF_SIZE": 15, "CLOCK_MHZ": 150.0}, {"vthreads": 1}),
+    ("vta-pynq", {"MEM_LATENCY": 64}, {"add_on_vdla": True, "fc_on_vdla": True, "vthreads": 2}),
+]
+
+
+@pytest.mark.parametrize("preset, overrides, knobs", CASES)
+def test_evaluation_equals_a_plain_run_on_the_simulator(small_q, small_cnn_path, preset, overrides, knobs):
+    config = Config.from_preset(preset, **overrides)
+    knobs = {**KNOB_DEFAULTS, **knobs}
+    ev = evaluate(small_q, config, knobs)
+    vthreads = None if knobs["vthreads"] == "search" else knobs["vthreads"]
+    options = PartitionOptions(stem_on_vdla=knobs["stem_on_vdla"], add_on_vdla=knobs["add_on_vdla"],
+                               fc_on_vdla=knobs["fc_on_vdla"])
+    plain = run_network(small_cnn_path, config=config, options=options, vthreads=vthreads)
+    assert plain.bit_exact
+    assert [(r.name, r.placement, r.cycles, r.bytes) for r in ev.records] == \
+        [(r.name, r.placement, r.cycles, r.bytes) for r in plain.records]
+    for key in ("offload_s", "cpu_only_s", "accelerator_cycles", "cpu_resident_s", "speedup"):
+        assert ev.totals[key] == pytest.approx(plain.totals[key], rel=1e-12), key
+
+
+def test_a_second_evaluation_reuses_every_program(small_q):
+    config = Config.from_preset("osdi18", LOG_INP_BUFF_SIZE=14)
+    first = evaluate(small_q, config, KNOB_DEFAULTS)
+    again = evaluate(small_q, dataclasses.replace(config), KNOB_DEFAULTS)
+    assert again.stats["programs_simulated"] == 0
+    assert again.totals == first.totals
+
+
+def test_cycles_do_not_depend_on_the_clock():
+    """What lets points that differ only in CLOCK_MHZ share compiled and simulated programs."""
+    layer = Conv2D(h=14, w=14, ic=64, oc=64, k=3, pad=1, shift=6, relu=True)
+    runs = [vdla_sim.simulate(compile_layer(layer, Config.from_preset("osdi18", CLOCK_MHZ=mhz)), race_check=False)
+            for mhz in (50.0, 200.0, 333.0)]
+    assert len({r.cycles for r in runs}) == 1
+    assert len({r.dram.tobytes() for r in runs}) == 1
+
+
+def test_evaluation_scales_accelerator_time_with_the_clock(small_q):
+    slow = evaluate(small_q, Config.from_preset("osdi18", CLOCK_MHZ=100.0), KNOB_DEFAULTS)
+    fast = evaluate(small_q, Config.from_preset("osdi18", CLOCK_MHZ=250.0), KNOB_DEFAULTS)
+    assert slow.totals["accelerator_cycles"] == fast.totals["accelerator_cycles"]
+    assert slow.totals["accelerator_s"] == pytest.approx(2.5 * fast.totals["accelerator_s"], rel=1e-12)
+    assert fast.stats["programs_simulated"] == 0

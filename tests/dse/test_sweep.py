@@ -1,0 +1,226 @@
+"""`vdla sweep` end to end on Ray: a small grid on the embedded local Ray, resumption (after a
+finished and after an interrupted sweep), a worker killed mid-point, and a sweep against a head
+started with `ray start --head` on 127.0.0.1. The Pareto set in pareto.csv is checked against a
+brute-force recomputation from points.csv."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from dse.metrics import OBJECTIVES
+from dse.store import read_rows
+from vdla.cli import main
+from vdla_hw.config import Config
+from vdla_hw.errors import ConfigError
+
+VENV_BIN = Path(sys.executable).parent
+GRID = {"LOG_BLOCK": [3, 4], "LOG_ACC_BUFF_SIZE": [15, 17], "CLOCK_MHZ": [100, 200], "add_on_vdla": [False, True]}
+
+
+def write_space(tmp_path, parameters=GRID, **extra) -> str:
+    path = tmp_path / "space.json"
+    path.write_text(json.dumps({"base": "osdi18", "parameters": parameters, **extra}))
+    return str(path)
+
+
+def sweep(capsys, *argv) -> dict:
+    assert main(["sweep", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def brute_force_front(rows, objectives):
+    ok = [r for r in rows if r["status"] == "ok" and all(isinstance(r[o], (int, float)) for o in objectives)]
+
+    def vec(r):
+        return [OBJECTIVES[o] * r[o] for o in objectives]
+
+    def dominates(a, b):
+        return all(x <= y for x, y in zip(vec(a), vec(b))) and any(x < y for x, y in zip(vec(a), vec(b)))
+
+    return {r["key"] for r in ok if not any(dominates(o, r) for o in ok if o["model"] == r["model"])}
+
+
+def test_small_sweep_on_local_ray(capsys, tmp_path, small_cnn_path):
+    out = tmp_path / "out"
+    space = write_space(tmp_path)
+    summary = sweep(capsys, space, "-o", str(out), "--models", small_cnn_path, "--workers", "2")
+    assert (summary["points"], summary["ok"], summary["invalid"], summary["failed"]) == (16, 12, 4, 0)
+    assert summary["computed_now"] == 16 and summary["resumed"] == 0
+    _, rows = read_rows(out / "points.csv")
+    assert len({r["key"] for r in rows}) == 16
+    for row in rows:
+        if row["status"] == "invalid":  # BLOCK 8 with a 128 kB accumulator overflows the micro-op
+            with pytest.raises(ConfigError) as err:
+                Config.from_preset("osdi18", LOG_BLOCK=row["LOG_BLOCK"], LOG_ACC_BUFF_SIZE=row["LOG_ACC_BUFF_SIZE"],
+                                   CLOCK_MHZ=float(row["CLOCK_MHZ"]))
+            assert row["error"] == str(err.value) and row["latency_s"] is None
+        else:
+            assert row["latency_s"] > 0 and row["speedup"] > 0 and row["energy_j"] > 0
+            assert row["lut"] > 0 and row["dsp"] > 0 and isinstance(row["fits_xc7z020"], bool)
+            assert row["throughput_ips"] == pytest.approx(1 / row["latency_s"])
+    # the clock only rescales accelerator time: same cycles at 100 and 200 MHz
+    by_clock = {}
+    for r in rows:
+        if r["status"] == "ok":
+            by_clock.setdefault((r["LOG_BLOCK"], r["LOG_ACC_BUFF_SIZE"], r["add_on_vdla"]), set()).add(
+                r["accelerator_cycles"])
+    assert all(len(cycles) == 1 for cycles in by_clock.values())
+    _, front = read_rows(out / "pareto.csv")
+    assert {r["key"] for r in front} == brute_force_front(rows, summary["objectives"])
+    assert front
+    for name in ("pareto_small_cnn.png", "sensitivity_small_cnn.png", "energy_small_cnn.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads((out / "summary.json").read_text())["points"] == 16
+    again = sweep(capsys, space, "-o", str(out), "--models", small_cnn_path, "--workers", "2")
+    assert (again["computed_now"], again["resumed"], again["points"]) == (0, 16, 16)
+
+
+def test_an_unreachable_address_is_a_one_line_error(capsys, tmp_path, small_cnn_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = main(["sweep", write_space(tmp_path), "-o", str(tmp_path / "o"), "--models", small_cnn_path,
+                 "--address", f"127.0.0.1:{port}"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2 and err.startswith("vdla: error: --address") and "no Ray head" in err
+
+
+def descendants(pid: int) -> list[int]:
+    children = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+BIG_GRID = {"LOG_BLOCK": [3, 4], "LOG_INP_BUFF_SIZE": [13, 14], "LOG_ACC_BUFF_SIZE": [14, 15, 16],
+            "vthreads": ["search", 1, 2]}
+
+
+def start_sweep(tmp_path, small_cnn_path, out) -> subprocess.Popen:
+    space = write_space(tmp_path, BIG_GRID)
+    return subprocess.Popen([str(VENV_BIN / "vdla"), "sweep", space, "-o", str(out), "--models", small_cnn_path,
+                             "--workers", "2", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(predicate, timeout: float, what: str):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.slow
+def test_resuming_an_interrupted_sweep_computes_only_the_missing_points(capsys, tmp_path, small_cnn_path):
+    out = tmp_path / "out"
+    proc = start_sweep(tmp_path, small_cnn_path, out)
+    try:
+        wait_for(lambda: len(read_rows(out / "points.csv")[1]) >= 4, 180, "four points")
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    _, rows = read_rows(out / "points.csv")
+    total = 2 * 2 * 3 * 3
+    assert 4 <= len(rows) < total
+    summary = sweep(capsys, write_space(tmp_path, BIG_GRID), "-o", str(out), "--models", small_cnn_path,
+                    "--workers", "2")
+    assert summary["resumed"] == len(rows)
+    assert summary["computed_now"] == total - len(rows)
+    assert summary["points"] == total and summary["failed"] == 0
+
+
+@pytest.mark.slow
+def test_a_killed_worker_loses_only_its_point(capsys, tmp_path, small_cnn_path):
+    out = tmp_path / "out"
+    proc = start_sweep(tmp_path, small_cnn_path, out)
+    try:
+        busy = wait_for(lambda: [p for p in descendants(proc.pid) if cmdline(p).startswith("ray::point_task")],
+                        180, "a worker running a point")
+        os.kill(busy[0], signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, stderr
+    summary = json.loads(stdout)
+    _, rows = read_rows(out / "points.csv")
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert len(failed) == 1 == summary["failed"], [r["error"] for r in failed]
+    assert "died" in failed[0]["error"].lower() or "worker" in failed[0]["error"].lower()
+    assert summary["points"] == 36 and summary["ok"] + summary["invalid"] == 35
+    again = sweep(capsys, write_space(tmp_path, BIG_GRID), "-o", str(out), "--models", small_cnn_path,
+                  "--workers", "2")
+    assert (again["computed_now"], again["failed"], again["ok"] + again["invalid"]) == (1, 0, 36)
+
+
+@pytest.mark.slow
+def test_sweep_on_a_ray_head_started_separately(capsys, tmp_path, small_cnn_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    temp = Path(tempfile.mkdtemp(prefix="vdla-ray-", dir="/tmp"))  # short: Ray's socket paths must fit AF_UNIX
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # the head's servers on 127.0.0.1 only
+    head = subprocess.Popen([str(VENV_BIN / "ray"), "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1",
+                             "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats", "--block",
+                             f"--temp-dir={temp}"], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def listening():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return True
+            except OSError:
+                return False
+
+        wait_for(listening, 120, "the Ray head")
+        out = tmp_path / "out"
+        summary = sweep(capsys, write_space(tmp_path, {"LOG_BLOCK": [3, 4], "LOG_ACC_BUFF_SIZE": [15], "CLOCK_MHZ": [100, 150]}), "-o",
+                        str(out), "--models", small_cnn_path, "--address", f"127.0.0.1:{port}")
+        assert summary["ray"]["address"] == f"127.0.0.1:{port}"
+        assert (summary["points"], summary["ok"], summary["failed"]) == (4, 4, 0)
+        workers = {r["worker"].split(":")[1] for r in read_rows(out / "points.csv")[1]}
+        logs = {p.name.rsplit("-", 1)[-1].split(".")[0] for p in temp.glob("session_*/logs/worker-*.err")}
+        assert workers <= logs  # the points ran in the head's worker processes
+    finally:
+        os.killpg(head.pid, signal.SIGINT)  # `ray start --block` stops its processes on SIGINT
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait()
+    def leftovers():
+        return [p for p in Path("/proc").iterdir() if p.name.isdigit() and str(temp) in cmdline(int(p.name))]
+
+    wait_for(lambda: not leftovers(), 30, "the head's processes to stop")
+    shutil.rmtree(temp, ignore_errors=True)

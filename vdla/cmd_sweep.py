@@ -1,0 +1,88 @@
+"""``vdla sweep``: explore accelerator configurations x models on Ray (:mod:`dse`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from vdla_hw.errors import VdlaError
+
+
+def prepare_models(names: list[str], resolution: int) -> list:
+    """Import and quantize each model once, as ``vdla run`` does; keyed by the quantized graph's hash."""
+    from dse.runner import Model, qgraph_hash
+    from vdla.network import load_model, quantize_model
+
+    models = []
+    for name in dict.fromkeys(names):
+        start = time.perf_counter()
+        q = quantize_model(load_model(name, resolution), name)
+        models.append(Model(name, q, qgraph_hash(q)))
+        print(f"sweep: {name} imported and quantized ({time.perf_counter() - start:.1f} s)", file=sys.stderr)
+    return models
+
+
+def print_summary(s: dict) -> None:
+    print(f"sweep of {s['space']} ({s['search']}): {s['points']} points, {s['ok']} ok, {s['invalid']} invalid, "
+          f"{s['failed']} failed; {s['computed_now']} computed now in {s['seconds']:.1f} s "
+          f"({s['points_per_s']:.2f} points/s), {s['resumed']} already in the directory")
+    for model, best in s["best_fitting"].items():
+        print(f"  {model}: fastest configuration that fits the {s['part']}: {best['fingerprint']}  "
+              f"{best['latency_s'] * 1e3:.2f} ms  {best['speedup']:.2f}x over CPU only  "
+              f"uses {best['part_use'] * 100:.0f} % of the part  {best['energy_j'] * 1e3:.2f} mJ")
+    print(f"  Pareto front ({', '.join(s['objectives'])}): {s['pareto_points']} points")
+    rm = s["resource_model"]
+    if rm["available"]:
+        err = rm["holdout_max_rel_error"]
+        print(f"  resources: {rm['basis']}; largest error on held-out configurations: "
+              + ", ".join(f"{k.upper()} {v * 100:.1f} %" for k, v in err.items()))
+    else:
+        print(f"  resources: {rm['why']}")
+    print(f"  clock estimate: {s['clock_estimate']}")
+    for path in s["outputs"]:
+        print(f"  wrote {path}")
+
+
+def cmd_sweep(args) -> int:
+    from dse import parts
+    from dse.runner import SweepOptions, run_sweep
+    from dse.space import load_space
+
+    space = load_space(args.space)
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise VdlaError(f"{out}: exists and is not a directory (-o names the sweep's output directory)")
+    if args.workers is not None and args.workers < 1:
+        raise VdlaError(f"--workers {args.workers}: must be at least 1")
+    if args.energy_table:
+        from dse.energy import load_table
+
+        load_table(args.energy_table)  # a bad table is an error before any work starts
+    parts.check_part(args.part)
+    models = prepare_models(args.models or list(space.models), args.resolution or space.resolution)
+    options = SweepOptions(address=args.address, workers=args.workers, synth=args.synth,
+                           energy_table=args.energy_table, part=args.part)
+    summary = run_sweep(space, out, models, options)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print_summary(summary)
+    return 0
+
+
+def add_parser(sub) -> None:
+    sweep = sub.add_parser("sweep", help="co-design sweep: configurations x models on Ray, Pareto fronts")
+    sweep.add_argument("space", help="SPACE.json: base preset, parameters to vary, search method (docs/dse.md)")
+    sweep.add_argument("-o", "--output", required=True, metavar="DIR",
+                       help="directory for points.csv, pareto.csv, the figures and summary.json (re-runs resume)")
+    sweep.add_argument("--models", nargs="+", metavar="M", help="models to sweep (default: the space's, or resnet18)")
+    sweep.add_argument("--resolution", type=int, default=None, help="input size of the built-in models")
+    sweep.add_argument("--address", help="an existing Ray cluster (default: an embedded local Ray)")
+    sweep.add_argument("--workers", type=int, default=None, help="points in flight (default: the CPUs Ray offers)")
+    sweep.add_argument("--synth", action="store_true", help="synthesise every configuration with yosys (slow)")
+    sweep.add_argument("--energy-table", metavar="FILE", help="per-access energy table (default: built-in)")
+    sweep.add_argument("--part", default="xc7z020", help="FPGA part of the part-use objective (dse/data/parts.json)")
+    sweep.add_argument("--json", action="store_true", help="print the summary as JSON")
+    sweep.set_defaults(func=cmd_sweep)
