@@ -1,46 +1,48 @@
 """Evaluate one point: a quantized network on one configuration with one set of software knobs.
 
-The network runs through the project's own executor (``compiler.network.execute``), so the
+The network runs through the project's own executor (``compiler.network.Executor``), so the
 CPU-resident time, the layout conversions and the totals are exactly those of ``vdla run``;
-only the accelerator side is served from caches:
+only the accelerator side is served from caches (:class:`TimingExecutor`):
 
-- every accelerator op gets a *prebuilt* bundle compiled once per (layer shape, configuration,
-  virtual threads) — with random tensors, because the accelerator's timing does not depend on
-  the values it computes (no data-dependent control in the ISA);
-- the device is :class:`TimingDevice`: it simulates a program once per (instruction stream,
-  configuration) and returns the cycles, counters and activity counts from then on. The image
-  it returns is the program's input image, so the values flowing through the network are not
-  the network's (timing and the CPU model do not read them).
+- every accelerator op's program is compiled (random tensors: the accelerator's timing does not
+  depend on the values it computes, there is no data-dependent control in the ISA) and simulated
+  once per (layer shape and attributes, configuration, virtual threads); what the executor needs
+  of it — cycles, counters, activity counts, the output's layout — is kept as a *layer timing*
+  in this process and on disk (``DIR/cache/layers``), so any worker reuses it;
+- the executor then gets a :class:`TimedProgram` instead of a bundle and the
+  :class:`TimingDevice` answers with the stored timing. The values flowing through the network
+  are therefore not the network's (zeros leave each accelerator op); timing and the CPU model do
+  not read them.
 
 Cycles do not depend on the fabric clock (every timing-contract parameter is in cycles), so
 programs are compiled and simulated for the configuration with ``CLOCK_MHZ`` set to
 :data:`REFERENCE_CLOCK_MHZ`, and seconds use the point's own clock: points that differ only in
-the clock share all accelerator work. ``tests/dse/test_evaluate.py`` checks both claims
-against a plain ``vdla run``-style execution.
+the clock share all accelerator work. ``tests/dse/test_evaluate.py`` checks both claims against
+a plain run of the network on the simulator.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import numpy as np
 
 from compiler.accel import compile_layer
-from compiler.network import PartitionOptions, execute, partition
+from compiler.network import PartitionOptions, partition
 from compiler.network.alu_add import compile_add
+from compiler.network.executor import Executor
 from compiler.network.partition import conv_layer, dense_layer
 from compiler.network.report import summarise
 from compiler.quantize.qgraph import QGraph, QNode
 from dse import activity as act
 from dse.cache import DiskCache, Lru, digest
 from driver.device import RunResult
-from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
 
 REFERENCE_CLOCK_MHZ = 100.0
-_BUNDLES = Lru(64)      # compiled programs of this process (images of a few MB each)
-_RUNS = Lru(4096)       # (instruction stream, configuration) -> simulated entry
+_TIMINGS = Lru(4096)    # layer key -> layer timing (small dicts)
 
 
 def cycle_config(config: Config) -> Config:
@@ -59,71 +61,89 @@ def _random_int8(shape, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(-128, 128, shape, dtype=np.int8)
 
 
-def prebuilt_bundle(node: QNode, q: QGraph, config: Config, vthreads: int | None, disk: DiskCache) -> Bundle:
-    """The program of accelerator op ``node`` on ``config`` (a cycle configuration), from the
-    caches or compiled now. A searched schedule is kept on disk so another worker compiles the
-    same program without searching again."""
+def compile_op(node: QNode, q: QGraph, config: Config, vthreads: int | None):
+    """The program of accelerator op ``node`` on ``config``, compiled with random tensors."""
     if node.op == "add":
         a = node.attrs
         shape = q.shapes[node.inputs[0]]
-        key = digest("add", list(shape), a["a_shift"], a["b_shift"], a["shift"], bool(a["relu"]), config.params)
-        bundle = _BUNDLES.get(key)
-        if bundle is None:
-            bundle = compile_add(_random_int8(shape, 1), _random_int8(shape, 2), a_shift=a["a_shift"],
-                                 b_shift=a["b_shift"], shift=a["shift"], relu=a["relu"], config=config, name="add")
-            _BUNDLES.put(key, bundle)
+        bundle = compile_add(_random_int8(shape, 1), _random_int8(shape, 2), a_shift=a["a_shift"],
+                             b_shift=a["b_shift"], shift=a["shift"], relu=a["relu"], config=config, name="add")
         return bundle
-    layer = _layer_of(node, q)
-    key = digest(layer.describe(), config.params, vthreads)
-    bundle = _BUNDLES.get(key)
-    if bundle is None:
-        stored = disk.get("schedules", key)
-        if stored is not None:
-            bundle = compile_layer(layer, config, schedule=stored["schedule"])
-        else:
-            bundle = compile_layer(layer, config, vthreads=vthreads)
-            disk.put("schedules", key, {"schedule": bundle.meta["schedule"]})
-        _BUNDLES.put(key, bundle)
-    return bundle
+    return compile_layer(_layer_of(node, q), config, vthreads=vthreads)
+
+
+def layer_key(node: QNode, q: QGraph, config: Config, vthreads: int | None) -> str:
+    """What a layer timing depends on: the op's shapes and attributes (not its weights), the
+    configuration's parameters and the virtual threads (plus the code, see dse.cache)."""
+    if node.op == "add":
+        a = node.attrs
+        what = ["add", list(q.shapes[node.inputs[0]]), a["a_shift"], a["b_shift"], a["shift"], bool(a["relu"])]
+    else:
+        what = _layer_of(node, q).describe()
+    return digest(what, config.params, vthreads)
+
+
+def layer_timing(node: QNode, q: QGraph, config: Config, vthreads: int | None, disk: DiskCache,
+                 stats: dict) -> dict:
+    """The timing of accelerator op ``node`` on ``config`` (a cycle configuration), from the
+    caches or compiled and simulated now."""
+    import vdla_sim
+
+    key = layer_key(node, q, config, vthreads)
+    timing = _TIMINGS.get(key) or disk.get("layers", key)
+    if timing is None:
+        start = time.perf_counter()
+        bundle = compile_op(node, q, config, vthreads)
+        compiled = time.perf_counter()
+        sim = vdla_sim.simulate(bundle, race_check=False)
+        stats["compile_s"] += compiled - start
+        stats["simulate_s"] += time.perf_counter() - compiled
+        stats["programs_simulated"] += 1
+        timing = {"cycles": sim.cycles, "gemm_utilization": sim.gemm_utilization,
+                  "bytes": {k: int(v) for k, v in sim.bytes.items()}, "activity": act.program_activity(bundle),
+                  "output_shape": list(bundle.meta["output"]["shape"]), "meta": bundle.meta}
+        disk.put("layers", key, timing)
+    else:
+        stats["programs_reused"] += 1
+    _TIMINGS.put(key, timing)
+    return timing
+
+
+class TimedProgram:
+    """What the executor reads of an accelerator op's bundle when only its timing matters:
+    ``meta`` and ``read("out", image)``, which gives zeros in the program's output layout."""
+
+    def __init__(self, timing: dict):
+        self.timing, self.meta = timing, timing["meta"]
+
+    def read(self, name: str, dram=None) -> np.ndarray:
+        return np.zeros(math.prod(self.timing["output_shape"]), dtype=np.int8)
 
 
 class TimingDevice:
-    """An accelerator device for the executor that simulates each distinct program once.
+    """The executor's accelerator device for :class:`TimedProgram`: the stored cycles at the
+    point's clock, the executor's counters and, as ``details``, the timing with its activity."""
 
-    ``config`` is the point's configuration (its clock converts cycles to seconds); programs are
-    built for its cycle configuration. ``run`` returns the program's input image (see the
-    module docstring), the cycles, the executor's counters and, as ``details``, the cached
-    entry with the activity counts."""
+    def __init__(self, config: Config):
+        self.config = config
 
-    def __init__(self, config: Config, disk: DiskCache):
-        self.config, self.disk = config, disk
-        self.cycle_fingerprint = cycle_config(config).fingerprint
-        self.simulated = self.reused = 0
-        self.sim_seconds = 0.0
+    def run(self, program: TimedProgram) -> RunResult:
+        t = program.timing
+        counters = {"gemm_utilization": t["gemm_utilization"], "bytes": t["bytes"]}
+        return RunResult(dram=np.zeros(0, dtype=np.uint8), cycles=t["cycles"],
+                         seconds=t["cycles"] / self.config.clock_hz, counters=counters, details=t)
 
-    def entry(self, bundle: Bundle) -> dict:
-        key = digest(bundle.insn_bytes, self.cycle_fingerprint)
-        entry = _RUNS.get(key) or self.disk.get("runs", key)
-        if entry is None:
-            import vdla_sim
 
-            start = time.perf_counter()
-            sim = vdla_sim.simulate(bundle, race_check=False)
-            self.sim_seconds += time.perf_counter() - start
-            entry = {"cycles": sim.cycles, "gemm_utilization": sim.gemm_utilization,
-                     "bytes": {k: int(v) for k, v in sim.bytes.items()}, "activity": act.program_activity(bundle)}
-            self.disk.put("runs", key, entry)
-            self.simulated += 1
-        else:
-            self.reused += 1
-        _RUNS.put(key, entry)
-        return entry
+class TimingExecutor(Executor):
+    """The executor with every accelerator op's program replaced by its stored timing."""
 
-    def run(self, bundle: Bundle) -> RunResult:
-        entry = self.entry(bundle)
-        counters = {"gemm_utilization": entry["gemm_utilization"], "bytes": entry["bytes"]}
-        return RunResult(dram=bundle.dram, cycles=entry["cycles"], seconds=entry["cycles"] / self.config.clock_hz,
-                         counters=counters, details=entry)
+    def __init__(self, q, placements, device, *, programs: dict[str, TimedProgram], **options):
+        super().__init__(q, placements, device, **options)
+        self.programs = programs
+
+    def bundle_for(self, node: QNode, args):
+        layer = None if node.op == "add" else _layer_of(node, self.q)
+        return self.programs[node.name], layer
 
 
 @dataclasses.dataclass
@@ -145,18 +165,15 @@ def evaluate(q: QGraph, config: Config, knobs: dict, cache_dir=None) -> Evaluati
     vthreads = None if knobs["vthreads"] == "search" else int(knobs["vthreads"])
     placements = partition(q, config, options)
     cycles = cycle_config(config)
-    prebuilt = {node.name: prebuilt_bundle(node, q, cycles, vthreads, disk)
+    stats = {"compile_s": 0.0, "simulate_s": 0.0, "programs_simulated": 0, "programs_reused": 0}
+    programs = {node.name: TimedProgram(layer_timing(node, q, cycles, vthreads, disk, stats))
                 for node in q.nodes if placements[node.name].target == "vdla"}
-    compiled = time.perf_counter()
-    device = TimingDevice(config, disk)
+    timed = time.perf_counter()
     x = np.zeros(q.shapes[q.input], dtype=np.float32)
-    result = execute(q, x, placements, device, prebuilt=prebuilt, vthreads=vthreads)
+    result = TimingExecutor(q, placements, TimingDevice(config), programs=programs, vthreads=vthreads).run(x)
     total = act.empty()
     for r in result.records:
         if r.placement == "vdla":
             act.add(total, r.extra["run"]["activity"])
-    stats = {"compile_s": compiled - start, "execute_s": time.perf_counter() - compiled,
-             "simulate_s": device.sim_seconds, "programs_simulated": device.simulated,
-             "programs_reused": device.reused}
+    stats.update(timing_s=timed - start, execute_s=time.perf_counter() - timed)
     return Evaluation(result.records, summarise(result.records), total, stats)
-

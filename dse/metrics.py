@@ -23,7 +23,7 @@ PERFORMANCE = ("latency_s", "throughput_ips", "cpu_only_s", "speedup", "offloade
                "ops_on_vdla")
 HARDWARE = ("lut", "ff", "dsp", "bram36", "resource_basis", "fmax_mhz", "part_use")
 ENERGY = ("energy_j", "energy_mac_j", "energy_alu_j", *(f"energy_sram_{b}_j" for b in BUFFERS), "energy_dram_j")
-TRAILER = ("config_json", "eval_s", "worker")
+TRAILER = ("config_json", "eval_s", "programs_simulated", "worker")
 
 
 def columns(dimensions: list[str], parts: list[str]) -> list[str]:

@@ -57,7 +57,8 @@ def point_task(q, config_json: str, knobs: dict, cache_dir: str | None, energy_t
     try:
         config = Config.from_json_text(config_json, source="sweep point")
         evaluation = evaluate(q, config, knobs, cache_dir)
-        row = {"status": "ok", "error": None, **performance(evaluation, config)}
+        row = {"status": "ok", "error": None, **performance(evaluation, config),
+               "programs_simulated": evaluation.stats["programs_simulated"]}
         row.update(energy_columns(energy(evaluation.activity, config, load_table(energy_table))))
         row.update(hardware_columns(config, *modelled_resources(config), part))
     except VdlaError as err:

@@ -1,0 +1,76 @@
+"""Benchmark of `vdla sweep`: a grid of ResNet-18 (224 x 224) configurations on the embedded local Ray.
+
+Target (issue 16): at least 100 configurations in under 10 minutes on the 2-core machine. The
+grid varies BLOCK (16, 32), the input, weight and accumulator buffers and the clock; a fresh
+output directory is used, so nothing is resumed. Prints the points, points/s, the wall time, the
+per-point evaluation time of points that compiled and simulated their programs against points
+that reused another point's (same configuration apart from the clock), and the load average.
+
+    .venv/bin/python benchmarks/sweep_resnet18.py [--workers 2] [--keep DIR]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dse.runner import SweepOptions, run_sweep  # noqa: E402
+from dse.space import parse_space  # noqa: E402
+from dse.store import read_rows  # noqa: E402
+from vdla.cmd_sweep import prepare_models  # noqa: E402
+
+SPACE = {
+    "base": "osdi18",
+    "resolution": 224,
+    "parameters": {
+        "LOG_BLOCK": [4, 5],
+        "LOG_INP_BUFF_SIZE": [14, 15, 16],
+        "LOG_WGT_BUFF_SIZE": [15, 16, 17, 18],
+        "LOG_ACC_BUFF_SIZE": [16, 17],
+        "CLOCK_MHZ": [100, 150, 200],
+    },
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--keep", metavar="DIR", help="write the sweep here (default: a temporary directory)")
+    args = ap.parse_args()
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="vdla-sweep-bench-") as tmp:
+        out = Path(args.keep or tmp) / "sweep"
+        if out.exists() and any(out.iterdir()):
+            sys.exit(f"{out} is not empty: the benchmark needs a fresh directory")
+        space = parse_space(json.loads(json.dumps(SPACE)), "benchmarks/sweep_resnet18.py")
+        start = time.perf_counter()
+        models = prepare_models(["resnet18"], 224)
+        prepared = time.perf_counter()
+        summary = run_sweep(space, out, models, SweepOptions(workers=args.workers))
+        wall = time.perf_counter() - start
+        _, rows = read_rows(out / "points.csv")
+    ok = [r for r in rows if r["status"] == "ok"]
+    cycle_configs = {json.dumps({k: v for k, v in json.loads(r["config_json"]).items() if k != "CLOCK_MHZ"},
+                                sort_keys=True) for r in ok}
+    fresh = [r["eval_s"] for r in ok if r["programs_simulated"]]
+    shared = [r["eval_s"] for r in ok if not r["programs_simulated"]]
+    print(f"vdla sweep benchmark: ResNet-18 at 224, {args.workers} workers on the embedded local Ray")
+    print(f"  configurations       {len(rows)} ({len(ok)} ok, {summary['invalid']} invalid, {summary['failed']} failed)")
+    print(f"  distinct cycle configurations (all but the clock): {len(cycle_configs)}")
+    print(f"  wall time            {wall:.1f} s (model import and quantization {prepared - start:.1f} s)")
+    print(f"  points/s             {len(rows) / wall:.3f} over the whole run; sweep alone {summary['points_per_s']:.3f}")
+    print(f"  per-point evaluation (worker wall time): {len(fresh)} that compiled and simulated: median "
+          f"{statistics.median(fresh) if fresh else 0:.2f} s; {len(shared)} that reused them: median "
+          f"{statistics.median(shared) if shared else 0:.2f} s")
+    print(f"  load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}")
+    print(f"  target: >= 100 configurations in < 600 s: {'met' if len(ok) >= 100 and wall < 600 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
