@@ -1,7 +1,8 @@
 """Benchmark of `vdla sweep`: a grid of ResNet-18 (224 x 224) configurations on the embedded local Ray.
 
 Target (issue 16): at least 100 configurations in under 10 minutes on the 2-core machine. The
-grid varies BLOCK (16, 32), the input, weight and accumulator buffers and the clock; a fresh
+grid (examples/sweep_resnet18.json) varies BLOCK (16, 32), the input, weight and accumulator
+buffers and the clock; a fresh
 output directory is used, so nothing is resumed. Prints the points, points/s, the wall time, the
 per-point evaluation time of points that compiled and simulated their programs against points
 that reused another point's (same configuration apart from the clock), and the load average.
@@ -21,21 +22,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dse.runner import SweepOptions, run_sweep  # noqa: E402
-from dse.space import parse_space  # noqa: E402
+from dse.space import load_space  # noqa: E402
 from dse.store import read_rows  # noqa: E402
 from vdla.cmd_sweep import prepare_models  # noqa: E402
 
-SPACE = {
-    "base": "osdi18",
-    "resolution": 224,
-    "parameters": {
-        "LOG_BLOCK": [4, 5],
-        "LOG_INP_BUFF_SIZE": [14, 15, 16],
-        "LOG_WGT_BUFF_SIZE": [15, 16, 17, 18],
-        "LOG_ACC_BUFF_SIZE": [16, 17],
-        "CLOCK_MHZ": [100, 150, 200],
-    },
-}
+SPACE = Path(__file__).resolve().parents[1] / "examples" / "sweep_resnet18.json"
 
 
 def main() -> None:
@@ -48,7 +39,7 @@ def main() -> None:
         out = Path(args.keep or tmp) / "sweep"
         if out.exists() and any(out.iterdir()):
             sys.exit(f"{out} is not empty: the benchmark needs a fresh directory")
-        space = parse_space(json.loads(json.dumps(SPACE)), "benchmarks/sweep_resnet18.py")
+        space = load_space(SPACE)
         start = time.perf_counter()
         models = prepare_models(["resnet18"], 224)
         prepared = time.perf_counter()

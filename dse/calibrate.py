@@ -18,7 +18,7 @@ import sys
 import time
 
 from dse.resources import CALIBRATION_FILE
-from dse.synth import rtl_source_key, synthesize, yosys_version
+from dse.synth import rtl_source_key, rtl_verilog_key, synthesize, yosys_version
 
 # name -> (role, overrides of the osdi18 preset, or {"preset": P})
 CALIBRATION: dict[str, tuple[str, dict]] = {
@@ -55,15 +55,38 @@ def config_of(overrides: dict):
     return Config.from_preset(overrides.pop("preset", "osdi18"), **overrides)
 
 
+def report() -> str:
+    """Markdown table of the fitted model against every calibration point, held-out ones first."""
+    from dse.resources import load_model
+
+    model = load_model()
+    lines = ["| configuration | role | LUT (model) | FF (model) | DSP (model) | BRAM36 (model) |",
+             "|---|---|---|---|---|---|"]
+    for role in ("holdout", "fit"):
+        for row in model.errors(role)["points"]:
+            cells = [f"{row[r]:g} ({row[r + '_model']:g}, {100 * (row[r + '_model'] - row[r]) / row[r]:+.1f} %)"
+                     if row[r] else f"{row[r]:g} ({row[r + '_model']:g})" for r in ("lut", "ff", "dsp", "bram36")]
+            lines.append(f"| {row['name']} | {role} | " + " | ".join(cells) + " |")
+    held = model.errors("holdout")["summary"]
+    lines += ["", "largest relative error on held-out configurations: "
+              + ", ".join(f"{r.upper()} {100 * held[r]['max_rel']:.1f} %" for r in ("lut", "ff", "dsp", "bram36"))
+              + f" (RTL {model.data.get('verilog_key', model.rtl_key)}{', STALE' if model.is_stale() else ''})"]
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--resume", action="store_true", help="keep stored results made from the same RTL sources")
     ap.add_argument("--only", nargs="*", metavar="NAME", help="synthesise only these configurations")
+    ap.add_argument("--report", action="store_true", help="print the model's error table (Markdown) and stop")
     args = ap.parse_args(argv)
+    if args.report:
+        print(report())
+        return 0
     key = rtl_source_key()
     old = json.loads(CALIBRATION_FILE.read_text()) if CALIBRATION_FILE.exists() else {"points": {}}
     keep = old["points"] if args.resume and old.get("rtl_key") == key else {}
-    data = {"rtl_key": key, "yosys": yosys_version(), "flow": "vdla_hw.rtl.synth (synth_xilinx -family xc7 -flatten)",
+    data = {"rtl_key": key, "verilog_key": rtl_verilog_key(), "yosys": yosys_version(), "flow": "vdla_hw.rtl.synth (synth_xilinx -family xc7 -flatten)",
             "regenerate": "python -m dse.calibrate", "points": dict(keep)}
     names = args.only or list(CALIBRATION)
     for name in names:

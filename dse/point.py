@@ -37,21 +37,22 @@ def hardware_columns(config: Config, resources: dict | None, basis: str, part: s
     return row
 
 
-def modelled_resources(config: Config) -> tuple[dict | None, str]:
-    """(resources, basis) from the resource model; None where it cannot say."""
+def modelled_resources(config: Config, basis: str) -> tuple[dict | None, str]:
+    """(resources, basis) from the resource model; None, with the reason, where it cannot say."""
     try:
         model = load_model()
     except ResourceModelError as err:
         return None, f"no resource model: {err}"
     try:
-        return model.predict(config), model.basis
+        return model.predict(config), basis
     except ConfigError as err:
         return None, f"not implemented by the RTL: {err}"
 
 
 def point_task(q, config_json: str, knobs: dict, cache_dir: str | None, energy_table: str | None,
-               part: str) -> dict:
-    """The result columns of one point (see :mod:`dse.metrics`); ``status`` ok or invalid."""
+               part: str, resource_basis: str) -> dict:
+    """The result columns of one point (see :mod:`dse.metrics`); ``status`` ok or invalid.
+    ``resource_basis`` is the resource model's basis as the driver found it (stale or not)."""
     start = time.perf_counter()
     worker = f"{socket.gethostname()}:{os.getpid()}"
     try:
@@ -60,7 +61,7 @@ def point_task(q, config_json: str, knobs: dict, cache_dir: str | None, energy_t
         row = {"status": "ok", "error": None, **performance(evaluation, config),
                "programs_simulated": evaluation.stats["programs_simulated"]}
         row.update(energy_columns(energy(evaluation.activity, config, load_table(energy_table))))
-        row.update(hardware_columns(config, *modelled_resources(config), part))
+        row.update(hardware_columns(config, *modelled_resources(config, resource_basis), part))
     except VdlaError as err:
         row = {"status": "invalid", "error": str(err).splitlines()[0]}
     row.update(eval_s=time.perf_counter() - start, worker=worker)

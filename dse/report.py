@@ -9,23 +9,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dse.metrics import DEFAULT_OBJECTIVES, RESOURCES
+from dse.metrics import RESOURCES
 from dse.pareto import pareto_rows
 from dse.resources import ResourceModelError, load_model
 from dse.store import read_rows, write_rows
 
 
-def objectives_of(space) -> tuple[str, ...]:
-    return tuple(space.search.objectives) if space.search.method == "nsga2" else DEFAULT_OBJECTIVES
+def resource_state(cache_dir) -> dict:
+    """The resource model as this sweep uses it: available, stale, its basis and held-out error."""
+    from dse.cache import DiskCache
 
-
-def resource_model_summary() -> dict:
     try:
         model = load_model()
     except ResourceModelError as err:
-        return {"available": False, "why": str(err)}
+        return {"available": False, "why": str(err), "basis": f"no resource model: {err}"}
+    stale = model.is_stale(DiskCache(cache_dir))
     errors = model.errors("holdout")["summary"]
-    return {"available": True, "basis": model.basis, "stale": model.stale, "rtl_key": model.rtl_key,
+    return {"available": True, "basis": model.basis(stale), "stale": stale,
+            "rtl_key": model.data.get("verilog_key", model.rtl_key),
             "holdout_max_rel_error": {r: round(errors[r]["max_rel"], 4) for r in RESOURCES},
             "holdout_mean_rel_error": {r: round(errors[r]["mean_rel"], 4) for r in RESOURCES}}
 
@@ -44,12 +45,12 @@ def best_points(rows: list[dict], part: str) -> dict:
             for m, r in best.items()}
 
 
-def finish(space, out_dir: Path, models, options, store, progress, seconds: float) -> dict:
+def finish(space, out_dir: Path, models, options, store, progress, seconds: float, resources: dict) -> dict:
     from dse import figures
 
     header, rows = read_rows(store.path)
     rows = [r for r in rows if r.get("model") in {m.name for m in models}]
-    objectives = objectives_of(space)
+    objectives = space.search.objectives
     front = pareto_rows(rows, objectives)
     write_rows(out_dir / "pareto.csv", header, front)
     outputs = [str(store.path), str(out_dir / "pareto.csv")]
@@ -66,7 +67,7 @@ def finish(space, out_dir: Path, models, options, store, progress, seconds: floa
         "seconds": round(seconds, 2), "points_per_s": round(computed / seconds, 3) if seconds else 0.0,
         "objectives": list(objectives), "pareto_points": len(front), "part": options.part,
         "best_fitting": best_points(rows, options.part),
-        "resource_model": resource_model_summary(),
+        "resource_model": resources,
         "energy_table": options.energy_table or "built-in (dse/data/energy_horowitz45.json)",
         "clock_estimate": "none: the RTL flow reports no fmax yet (fmax_mhz left empty)",
         "ray": {"address": options.address or "local", "workers": options.workers},

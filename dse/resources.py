@@ -12,8 +12,9 @@ Two parts, both checked on configurations the model never saw (``holdout`` in th
   fitted by least squares to the yosys runs of the ``fit`` configurations.
 
 The calibration data (``dse/data/resource_calibration.json``, made by ``python -m dse.calibrate``)
-carries the key of the RTL sources it came from; when the RTL changes, :attr:`ResourceModel.stale`
-is true and the sweep says so in its summary and in every point's ``resource_basis``.
+carries the keys of the RTL it came from (sources and generated Verilog); when the RTL changes,
+:meth:`ResourceModel.is_stale` is true and the sweep says so in its summary and in every point's
+``resource_basis``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ CMD_ENTRY_BITS = 128 + 32
 RAMB18 = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
 RAMB36 = ((32768, 1), (16384, 2), (8192, 4), (4096, 9), (2048, 18), (1024, 36), (512, 72))
 LINEAR = {"lut": ("one", "macs", "lanes", "beat_bits", "lutram_bits"),
-          "ff": ("one", "macs", "lanes", "beat_bits"),
+          "ff": ("one", "macs", "lanes", "beat_bits", "lutram_bits"),
           "dsp": ("one", "macs", "lanes")}
 TARGET_ERROR = 0.10
 
@@ -91,17 +92,24 @@ class ResourceModel:
     data: dict                # the calibration file's contents
     rtl_key: str              # key of the RTL sources the calibration was made from
 
-    @property
-    def stale(self) -> bool:
-        """True when the RTL sources changed since the calibration (its numbers may be off)."""
-        from dse.synth import rtl_source_key
+    def is_stale(self, cache=None) -> bool:
+        """True when the RTL changed since the calibration (its numbers may be off). Unchanged
+        sources answer at once; changed ones are settled by the generated Verilog's hash (a
+        comment edit is not a change), kept in ``cache`` (a dse.cache.DiskCache) per source key."""
+        from dse.synth import rtl_source_key, rtl_verilog_key
 
-        return self.rtl_key != rtl_source_key()
+        source = rtl_source_key()
+        if source == self.rtl_key:
+            return False
+        stored = cache.get("rtl", source) if cache is not None else None
+        verilog = stored["verilog_key"] if stored else rtl_verilog_key()
+        if cache is not None and not stored:
+            cache.put("rtl", source, {"verilog_key": verilog})
+        return verilog != self.data.get("verilog_key")
 
-    @property
-    def basis(self) -> str:
-        note = " (STALE: the RTL changed since calibration; run python -m dse.calibrate)" if self.stale else ""
-        return f"resource model fitted to yosys runs of RTL {self.rtl_key}{note}"
+    def basis(self, stale: bool) -> str:
+        note = " (STALE: the RTL changed since calibration; run python -m dse.calibrate)" if stale else ""
+        return f"resource model fitted to yosys runs of RTL {self.data.get('verilog_key', self.rtl_key)}{note}"
 
     def predict(self, config: Config) -> dict:
         """LUT, FF, DSP, BRAM36 of ``config`` (raises ConfigError where the RTL does not implement it)."""

@@ -188,7 +188,7 @@ def _failure(err: Exception) -> str:
 def run_sweep(space: Space, out_dir: str | Path, models: list[Model], options: SweepOptions = SweepOptions(),
               source=None) -> dict:
     """Evaluate ``space`` for ``models`` into ``out_dir``; returns the summary (also summary.json)."""
-    from dse.report import finish
+    from dse.report import finish, resource_state
 
     fpga.check_part(options.part)
     out_dir = Path(out_dir)
@@ -206,19 +206,22 @@ def run_sweep(space: Space, out_dir: str | Path, models: list[Model], options: S
     progress = Progress(source.total, options.stream, options.progress)
     progress.counts["resumed"] = source.resumed
     start = time.perf_counter()
+    resources = resource_state(out_dir / "cache")
+    if resources.get("stale"):
+        progress.note(f"sweep: {resources['basis']}")
     # Ray's driver prints worker deaths and other cluster events on stdout; they belong with the
     # progress on stderr (stdout carries only the summary, e.g. --json).
     with contextlib.redirect_stdout(sys.stderr):
         ray = _init_ray(options)
         try:
-            _drive(ray, source, store, progress, models, out_dir, options)
+            _drive(ray, source, store, progress, models, out_dir, options, resources["basis"])
         finally:
             ray.shutdown()
-    return finish(space, out_dir, models, options, store, progress, time.perf_counter() - start)
+    return finish(space, out_dir, models, options, store, progress, time.perf_counter() - start, resources)
 
 
 def _drive(ray, source, store: PointStore, progress: Progress, models: list[Model], out_dir: Path,
-           options: SweepOptions) -> None:
+           options: SweepOptions, resource_basis: str) -> None:
     """Feed points from ``source`` to Ray, at most ``capacity`` in flight, and record each result."""
     from dse.synth_runs import SynthRuns
 
@@ -241,7 +244,7 @@ def _drive(ray, source, store: PointStore, progress: Progress, models: list[Mode
                 _record(store, progress, source, item, item.row)
             else:
                 ref = task.remote(refs[item.model.hash], item.config.to_json(), item.point.knob,
-                                  str(out_dir / "cache"), options.energy_table, options.part)
+                                  str(out_dir / "cache"), options.energy_table, options.part, resource_basis)
                 pending[ref] = item
                 busy.add(item.cycle_key)
                 if synth:

@@ -30,7 +30,7 @@ import hashlib
 import itertools
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from vdla_hw.config import PARAMETERS, Config
@@ -90,14 +90,14 @@ class Search:
     trials: int = 0
     seed: int = 0
     population: int = 0
-    objectives: tuple = ("latency_s", "lut")
+    objectives: tuple = ()       # what the Pareto front (and the search) optimise
 
 
 @dataclass(frozen=True)
 class Space:
     base: dict                    # {"preset": P, KEY: value, ...}
     dimensions: tuple[Dimension, ...]
-    search: Search = field(default_factory=Search)
+    search: Search
     models: tuple[str, ...] = ("resnet18",)
     resolution: int = 224
     source: str = "<space>"
@@ -152,29 +152,30 @@ def _dimension(source: str, name: str, spec) -> Dimension:
 
 
 def _search(source: str, spec) -> Search:
+    from dse.metrics import DEFAULT_OBJECTIVES, OBJECTIVES
+
     if spec is None:
-        return Search()
+        return Search(objectives=DEFAULT_OBJECTIVES)
     if not isinstance(spec, dict) or spec.get("method") not in METHODS:
         raise SpaceError(source, "search.method", f"must be one of {', '.join(METHODS)}")
     unknown = set(spec) - {"method", "trials", "seed", "population", "objectives"}
     if unknown:
         raise SpaceError(source, "search", f"unknown keys {sorted(unknown)} (method, trials, seed, population, objectives)")
+    objectives = spec.get("objectives", list(DEFAULT_OBJECTIVES))
+    if (not isinstance(objectives, list) or len(objectives) < 2 or len(set(objectives)) != len(objectives)
+            or not all(o in OBJECTIVES for o in objectives)):
+        raise SpaceError(source, "search.objectives", f"{objectives!r}: give at least two different of "
+                         f"{', '.join(OBJECTIVES)}")
     if spec["method"] == "grid":
-        return Search()
-    from dse.metrics import OBJECTIVES
-
+        return Search(objectives=tuple(objectives))
     trials = spec.get("trials")
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise SpaceError(source, "search.trials", f"{trials!r}: nsga2 needs a positive trial budget")
-    objectives = tuple(spec.get("objectives", Search.objectives))
-    bad = [o for o in objectives if o not in OBJECTIVES]
-    if bad or len(objectives) < 2:
-        raise SpaceError(source, "search.objectives", f"{list(objectives)}: give at least two of {', '.join(OBJECTIVES)}")
     seed, population = spec.get("seed", 0), spec.get("population", 0)
     for key, value in (("seed", seed), ("population", population)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise SpaceError(source, f"search.{key}", f"{value!r} is not a non-negative integer")
-    return Search("nsga2", trials, seed, population, objectives)
+    return Search("nsga2", trials, seed, population, tuple(objectives))
 
 
 def _base(source: str, spec) -> dict:

@@ -3,7 +3,9 @@
 
 Synthesis is CPU-heavy and the machines are shared, so the work runs at a lowered priority
 (:data:`NICE`). The result carries the key of the RTL sources it was made from
-(:func:`rtl_source_key`), so a stored result can be recognised as stale once the RTL changes.
+(:func:`rtl_source_key`), so a stored result can be recognised as stale once the RTL changes;
+:func:`rtl_verilog_key` (the hash of a generated Verilog) tells a real change from an edit of
+comments.
 """
 
 from __future__ import annotations
@@ -31,6 +33,15 @@ def rtl_source_key() -> str:
         for path in sorted(ROOT.glob(pattern)):
             digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
+
+
+def rtl_verilog_key(config: str = "tiny") -> str:
+    """sha256 (16 hex digits) of the generated Verilog of ``config`` (deterministic: see
+    vdla_hw.rtl.convert): the exact test of whether the RTL changed, a few seconds to compute."""
+    from vdla_hw.rtl.convert import to_verilog
+
+    with tempfile.TemporaryDirectory(prefix="vdla-dse-rtl-") as tmp:
+        return hashlib.sha256(to_verilog(config, tmp).read_bytes()).hexdigest()[:16]
 
 
 def yosys_version() -> str:

@@ -7,7 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from vdla_hw.errors import VdlaError
+from vdla.argtypes import host_port, int_range, output_dir
+from vdla.cmd_run import resolution_arg
 
 
 def prepare_models(names: list[str], resolution: int) -> list:
@@ -52,10 +53,6 @@ def cmd_sweep(args) -> int:
 
     space = load_space(args.space)
     out = Path(args.output)
-    if out.exists() and not out.is_dir():
-        raise VdlaError(f"{out}: exists and is not a directory (-o names the sweep's output directory)")
-    if args.workers is not None and args.workers < 1:
-        raise VdlaError(f"--workers {args.workers}: must be at least 1")
     if args.energy_table:
         from dse.energy import load_table
 
@@ -75,12 +72,14 @@ def cmd_sweep(args) -> int:
 def add_parser(sub) -> None:
     sweep = sub.add_parser("sweep", help="co-design sweep: configurations x models on Ray, Pareto fronts")
     sweep.add_argument("space", help="SPACE.json: base preset, parameters to vary, search method (docs/dse.md)")
-    sweep.add_argument("-o", "--output", required=True, metavar="DIR",
+    sweep.add_argument("-o", "--output", required=True, metavar="DIR", type=output_dir,
                        help="directory for points.csv, pareto.csv, the figures and summary.json (re-runs resume)")
     sweep.add_argument("--models", nargs="+", metavar="M", help="models to sweep (default: the space's, or resnet18)")
-    sweep.add_argument("--resolution", type=int, default=None, help="input size of the built-in models")
-    sweep.add_argument("--address", help="an existing Ray cluster (default: an embedded local Ray)")
-    sweep.add_argument("--workers", type=int, default=None, help="points in flight (default: the CPUs Ray offers)")
+    sweep.add_argument("--resolution", type=resolution_arg(), default=None, help="input size of the built-in models")
+    sweep.add_argument("--address", type=host_port, metavar="HOST:PORT",
+                       help="the head of an existing Ray cluster (default: an embedded local Ray)")
+    sweep.add_argument("--workers", type=int_range(1, 1024), default=None,
+                       help="points in flight (default: the CPUs Ray offers)")
     sweep.add_argument("--synth", action="store_true", help="synthesise every configuration with yosys (slow)")
     sweep.add_argument("--energy-table", metavar="FILE", help="per-access energy table (default: built-in)")
     sweep.add_argument("--part", default="xc7z020", help="FPGA part of the part-use objective (dse/data/parts.json)")

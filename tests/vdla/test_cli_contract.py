@@ -90,6 +90,7 @@ def outputs(tmp_path):
         (["hw", "synth", "--keep", bad], "hw synth"),
         (["hw", "bitstream", "-o", bad], "hw bitstream"),
         (["run", "resnet18", "--plots", blocker], "run"),      # an existing file as the plots folder
+        (["sweep", "space.json", "-o", blocker], "sweep"),      # an existing file as the sweep folder
         (["sim", bundle, "-o", tmp_path], "sim"),              # a folder as the output file
     ]
 

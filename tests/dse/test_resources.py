@@ -1,0 +1,57 @@
+"""The resource model against its yosys calibration data: the structural BRAM count equals
+synthesis on every configuration, the fitted LUT/FF/DSP model is within 10 % on the held-out
+configurations, staleness follows the RTL, and configurations the RTL refuses have no resources."""
+
+import json
+
+import pytest
+
+from dse.cache import DiskCache
+from dse.resources import CALIBRATION_FILE, ResourceModelError, calibration_config, features, fit, load_model
+from dse.synth import rtl_source_key
+from vdla_hw.config import Config
+from vdla_hw.errors import ConfigError
+
+DATA = json.loads(CALIBRATION_FILE.read_text())
+POINTS = {name: p for name, p in DATA["points"].items() if "error" not in p}
+
+
+@pytest.mark.parametrize("name", sorted(POINTS))
+def test_structural_bram_count_equals_synthesis(name):
+    assert features(calibration_config(POINTS[name]))["bram36"] == POINTS[name]["bram36"]
+
+
+def test_held_out_error_is_within_ten_percent():
+    model = load_model()
+    holdout = model.errors("holdout")
+    assert len(holdout["points"]) >= 2
+    for resource in ("lut", "dsp", "bram36", "ff"):
+        assert holdout["summary"][resource]["max_rel"] <= 0.10, (resource, holdout["points"])
+
+
+def test_the_held_out_points_are_not_fitted():
+    without = {**DATA, "points": {k: v for k, v in DATA["points"].items() if v.get("role") == "fit"}}
+    assert fit(without).coefficients == load_model().coefficients
+
+
+def test_too_little_data_is_an_error():
+    with pytest.raises(ResourceModelError, match="too few"):
+        fit({**DATA, "points": dict(list(POINTS.items())[:2])})
+
+
+def test_staleness_follows_the_rtl(tmp_path):
+    model = fit(DATA)
+    model.rtl_key = rtl_source_key()
+    assert not model.is_stale()
+    model.rtl_key = "0" * 16  # sources differ: the generated Verilog's hash decides (kept in the cache)
+    cache = DiskCache(tmp_path)
+    cache.put("rtl", rtl_source_key(), {"verilog_key": model.data.get("verilog_key")})
+    assert not model.is_stale(cache)
+    cache.put("rtl", rtl_source_key(), {"verilog_key": "changed"})
+    assert model.is_stale(cache)
+    assert "STALE" in model.basis(True) and "STALE" not in model.basis(False)
+
+
+def test_configurations_the_rtl_refuses_have_no_resources():
+    with pytest.raises(ConfigError, match="not supported by the RTL"):
+        load_model().predict(Config.from_preset("osdi18", DDR_BYTES_PER_CYCLE_CAP=4.0))
