@@ -1,9 +1,21 @@
-"""Shared pytest setup: hypothesis profiles (CI runs the same examples every time)."""
+"""Shared pytest setup: hypothesis profiles (CI runs the same examples every time), and a fresh
+CPU cost-model cache per session (tests never read analyses an earlier run left behind)."""
 
 import os
+import shutil
+import tempfile
 
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+def pytest_configure(config):
+    config._vdla_cache = tempfile.mkdtemp(prefix="vdla-test-cache-")
+    os.environ["VDLA_CACHE_DIR"] = config._vdla_cache
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(getattr(config, "_vdla_cache", ""), ignore_errors=True)

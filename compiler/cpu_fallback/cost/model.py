@@ -1,0 +1,144 @@
+"""Modelled seconds on a CPU: kernels from their code, and the host's work around an offload.
+
+Kernel time (``CpuModel.kernel_cost``), from the code-level analysis of :mod:`.analysis`::
+
+    core    = sum over machine blocks of executions x cycles per execution (llvm-mca + bounds)
+    branch  = loop entries x mispredict_cycles          (each loop's exit is mispredicted once)
+    l2      = lines L1 missed but L2 held x l2_line_cycles
+    dram    = (lines read from DRAM x line_bytes + output bytes written back) / DRAM bandwidth
+    cycles  = max(core + branch, l2 + dram)             (an out-of-order core and its prefetcher
+                                                         overlap memory traffic with compute)
+
+Host overheads of one offloaded layer (``CpuModel.offload_cost``), from what the runtime does on
+the board (``RuntimeProfile``, filled in by the caller from the driver and executor):
+
+    pack        NCHW -> blocked layout of the inputs (the code-level cost of our pack kernel)
+    copy        whole-image copies (executor's copy of the prebuilt image, the device write and
+                the read-back) plus the packed inputs, at the measured memcpy rate
+    flush       clean the image by cache line before the accelerator reads it
+    registers   control-register writes and reads (not the STATUS polls)
+    poll        how much later than the accelerator's finish the exponential-back-off poll
+                sees DONE (sleeps stretched by the kernel's timer slack)
+    invalidate  invalidate the image by cache line before the CPU reads it back
+    unpack      blocked -> NCHW of the output (code-level cost of our unpack kernel)
+
+Not modelled: the Python interpreter's own time per driver call, buffer allocation (``pynq``
+CMA) and freeing, and the ctypes call into each CPU kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .analysis import analyse
+from .cpus import Cpu, load_cpu
+
+DEFAULT_CPU = "cortex-a9"
+
+
+@dataclass(frozen=True)
+class KernelCost:
+    """Modelled time of one kernel call: seconds, cycles, what it rests on and its parts."""
+
+    seconds: float
+    cycles: float
+    basis: str
+    parts: dict = field(default_factory=dict)
+
+    @property
+    def bound(self) -> str:
+        return self.parts.get("bound", "")
+
+
+@dataclass(frozen=True)
+class RuntimeProfile:
+    """What the board runtime does per offloaded layer (the caller reads it off the driver)."""
+
+    register_writes: int
+    register_reads: int
+    image_copies: int
+    poll_first_s: float
+    poll_max_s: float
+    sleep_slack_s: float = 50e-6  # Linux default timer slack of a normal thread, prctl(2) PR_SET_TIMERSLACK
+
+
+@dataclass(frozen=True)
+class HostCost:
+    """Modelled host seconds around one offloaded layer, by part (see the module docstring)."""
+
+    seconds: float
+    parts: dict
+
+
+class CpuModel:
+    """Modelled CPU time from generated code, for one CPU (``"cortex-a9"``, ``"cortex-a53"``, ...).
+
+    ``kernel_cost(spec)`` -> :class:`KernelCost`; ``offload_cost(...)`` -> :class:`HostCost`;
+    ``describe()`` -> name, clock and every parameter with its source. Analyses are cached on
+    disk (see :mod:`.analysis`), so a second run costs a file read per kernel.
+    """
+
+    def __init__(self, cpu: str | Cpu = DEFAULT_CPU):
+        self.cpu = load_cpu(cpu) if isinstance(cpu, str) else cpu
+        self.basis = f"llvm-mca {self.cpu.mca.cpu} + memory model"
+
+    @property
+    def name(self) -> str:
+        return self.cpu.name
+
+    def describe(self) -> dict:
+        return {**self.cpu.as_dict(), "basis": self.basis}
+
+    def kernel_cost(self, spec) -> KernelCost:
+        cpu = self.cpu
+        analysis = analyse(spec, cpu)
+        core = analysis.core_cycles
+        mispredicts = sum(analysis.loop_entries.values())
+        branch = mispredicts * cpu.mispredict_cycles
+        l2_lines = analysis.l1_misses - analysis.l2_misses
+        dram_read = cpu.line_bytes * (analysis.l2_misses - (0 if cpu.write_allocate else analysis.l2_store_misses))
+        written = sum(arg.nbytes for arg in spec.args() if arg.output)
+        dram_write = -(-written // cpu.line_bytes) * cpu.line_bytes
+        l2 = l2_lines * cpu.l2_line_cycles
+        dram = (dram_read + dram_write) / cpu.dram_bytes_per_s * cpu.clock_hz
+        cycles = max(core + branch, l2 + dram)
+        parts = {"core_cycles": core, "branch_cycles": branch, "mispredicts": mispredicts,
+                 "l2_cycles": l2, "dram_cycles": dram, "l2_lines": l2_lines, "dram_bytes": dram_read + dram_write,
+                 "bound": "compute" if core + branch >= l2 + dram else "memory",
+                 "estimated_share": analysis.estimated_cycles / core if core else 0.0,
+                 "loops": len(analysis.loop_entries), "stand_ins": len(analysis.stand_ins)}
+        return KernelCost(cycles / cpu.clock_hz, cycles, self.basis, parts)
+
+    def seconds(self, spec) -> float:
+        return self.kernel_cost(spec).seconds
+
+    def offload_cost(self, *, image_bytes: int, packs=(), unpacks=(), input_bytes: int = 0,
+                     accelerator_s: float = 0.0, runtime: RuntimeProfile) -> HostCost:
+        """Host seconds around one run of a program image of ``image_bytes`` bytes whose inputs
+        are packed by the kernel specs ``packs`` (``input_bytes`` written into the image) and
+        whose outputs are unpacked by ``unpacks``, the accelerator busy ``accelerator_s``."""
+        cpu = self.cpu
+        lines = -(-image_bytes // cpu.line_bytes)
+        maintenance = lines * cpu.cache_maintenance_cycles_per_line / cpu.clock_hz
+        dirty = min(image_bytes, cpu.l2_bytes)  # copies of larger images wrote most lines back already
+        parts = {
+            "pack": sum(self.seconds(spec) for spec in packs),
+            "copy": (runtime.image_copies * image_bytes + input_bytes) / cpu.memcpy_bytes_per_s,
+            "flush": maintenance + dirty / cpu.dram_bytes_per_s,
+            "registers": (runtime.register_writes + runtime.register_reads) * cpu.mmio_access_s,
+            "poll": poll_delay(accelerator_s, runtime, cpu.mmio_access_s),
+            "invalidate": maintenance,
+            "unpack": sum(self.seconds(spec) for spec in unpacks),
+        }
+        return HostCost(sum(parts.values()), parts)
+
+
+def poll_delay(busy_s: float, runtime: RuntimeProfile, read_s: float) -> float:
+    """How long after the accelerator finishes (``busy_s`` after START) the driver's poll loop
+    reads DONE: it reads STATUS at once, then after sleeps of poll_first_s, doubling up to
+    poll_max_s, each stretched by the timer slack."""
+    now, pause = read_s, runtime.poll_first_s
+    while now < busy_s:
+        now += pause + runtime.sleep_slack_s + read_s
+        pause = min(2 * pause, runtime.poll_max_s)
+    return now - busy_s
