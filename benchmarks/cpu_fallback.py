@@ -1,10 +1,11 @@
 """Benchmark of the CPU fallback kernels.
 
 Prints (1) host JIT time against a straightforward numpy implementation for the stem conv,
-ResNet-18's max pool and a residual add, (2) host compile time per kernel, (3) the Cortex-A9
-model's MODELLED seconds for ResNet-18 next to the TVM paper's Fig. 21 CPU bars.
+ResNet-18's max pool and a residual add, (2) host compile time per kernel, (3) the code-level
+CPU model's MODELLED seconds for ResNet-18's CPU kernels next to the TVM paper's Fig. 21
+CPU-only bars (validation, nothing fitted), with the time the analysis took cold and cached.
 
-    .venv/bin/python benchmarks/cpu_fallback.py [--repeat N]
+    .venv/bin/python benchmarks/cpu_fallback.py [--repeat N] [--cpu cortex-a9]
 """
 
 import argparse
@@ -17,7 +18,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import compiler.cpu_fallback as cf  # noqa: E402
-from compiler.cpu_fallback import a9_model, resnet18  # noqa: E402
+from compiler.cpu_fallback import resnet18  # noqa: E402
 from compiler.cpu_fallback.arm import compile_arm_object  # noqa: E402
 from compiler.cpu_fallback.call import timed  # noqa: E402
 
@@ -104,29 +105,44 @@ def short(spec):
     return text if len(text) <= 62 else text[:59] + "..."
 
 
-def a9_predictions():
-    params, rows = resnet18.fig21_comparison()
-    print("\n== Cortex-A9 model (MODELLED seconds, PYNQ-Z1 650 MHz NEON) vs TVM paper Fig. 21 "
-          "CPU-only bars ==")
-    print(f"calibrated on the stem conv (0.151 s): efficiency = {params.efficiency:.3f} of the "
-          f"NEON peak ({params.macs_per_cycle:g} MAC/cycle, {params.clock_hz / 1e6:g} MHz)")
-    print(f"{'group':10s} {'modelled s':>11s} {'paper s':>8s} {'error':>8s}")
-    for group, modelled, paper, error in rows:
-        note = "  (calibration point)" if group == "layer0" else ""
-        print(f"{group:10s} {modelled:11.3f} {paper:8.3f} {error:+8.1%}{note}")
-    print("modelled per-kernel seconds of the 'other' group:")
-    for spec in resnet18.cpu_workload()["other"]:
-        timing = a9_model.kernel_time(spec, params)
-        print(f"  {short(spec):62s} {timing.seconds * 1e3:8.3f} ms ({timing.bound}-bound)")
+def model_predictions(cpu):
+    import os
+    import tempfile
+
+    from compiler.cpu_fallback.cost import CpuModel, analysis
+
+    model = CpuModel(cpu)
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ[analysis.CACHE_ENV] = cache
+        start = time.perf_counter()
+        groups = resnet18.cpu_only_seconds(model)
+        cold = time.perf_counter() - start
+        analysis._memo.clear()
+        start = time.perf_counter()
+        resnet18.cpu_only_seconds(model)
+        warm = time.perf_counter() - start
+        paper = resnet18.fig21_cpu_only()
+        print(f"\n== {model.basis} (MODELLED, {model.cpu.clock_hz / 1e6:g} MHz) vs TVM paper Fig. 21 "
+              "CPU-only bars ==")
+        print(f"{'group':10s} {'modelled s':>11s} {'paper s':>8s} {'error':>8s}")
+        for group in ("layer0", "conv", "other", "total"):
+            print(f"{group:10s} {groups[group]:11.3f} {paper[group]:8.3f} {groups[group] / paper[group] - 1:+8.1%}")
+        print("modelled per kernel (other group):")
+        for spec in resnet18.cpu_workload()["other"]:
+            cost = model.kernel_cost(spec)
+            print(f"  {short(spec):62s} {cost.seconds * 1e3:8.3f} ms ({cost.bound}-bound)")
+        print(f"analysis of {sum(len(v) for v in resnet18.cpu_workload().values())} kernels: {cold:.1f} s cold, "
+              f"{warm:.2f} s from the disk cache")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=10, help="timing repetitions (best of)")
+    parser.add_argument("--cpu", default="cortex-a9", help="CPU data file to model (cortex-a9, cortex-a53)")
     args = parser.parse_args()
     host_vs_numpy(args.repeat)
     compile_times()
-    a9_predictions()
+    model_predictions(args.cpu)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,20 @@ from driver import status as st
 from driver.device import Buffer, Device, DeviceError, RunResult
 from vdla_hw import regmap
 from vdla_hw.bundle import Bundle
+from vdla_hw.isa import MODULES
 
 DONE_OR_ERROR = regmap.STATUS_DONE | regmap.STATUS_ERROR
+RUN_REGISTERS = ("DRAM_BASE", "DRAM_BYTES", "INSN_ADDR", "INSN_COUNT")
+
+
+def run_register_accesses() -> tuple[int, int]:
+    """(writes, reads) of control registers in one successful ``run``, the STATUS polls not
+    counted: ID_ISA/ID_CONFIG twice (``run`` and ``start`` both check the bundle), STATUS before
+    starting, the four run registers and CTRL=START, then CYCLES_LO/HI, every per-module counter
+    and CTRL=CLEAR (the host-overhead model charges these per offloaded layer)."""
+    writes = len(RUN_REGISTERS) + 2
+    reads = 2 * 2 + 1 + 2 + len(MODULES) * len(regmap.MODULE_COUNTERS)
+    return writes, reads
 
 
 class RegisterDevice(Device):
@@ -54,8 +66,8 @@ class RegisterDevice(Device):
             self._wr("CTRL", regmap.CTRL_CLEAR)
         if buffer.address >> 32:
             raise DeviceError(f"buffer at {buffer.address:#x} is above 4 GiB; DRAM_BASE has 32 bits")
-        for name, value in (("DRAM_BASE", buffer.address), ("DRAM_BYTES", bundle.dram.size),
-                            ("INSN_ADDR", bundle.insn_offset), ("INSN_COUNT", bundle.insn_count)):
+        values = (buffer.address, bundle.dram.size, bundle.insn_offset, bundle.insn_count)
+        for name, value in zip(RUN_REGISTERS, values):
             self._wr(name, value)
         self._started = time.perf_counter()
         self._wr("CTRL", regmap.CTRL_START)

@@ -23,20 +23,21 @@ def write_outputs(report, out_dir: Path, progress=_progress) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / "layers.csv", out_dir / "summary.json"]
     with open(written[0], "w", newline="") as fh:
-        rows = [r.as_dict() for r in report.records]
+        rows = [{**r.as_dict(), "host": json.dumps(r.host_parts)} for r in report.records]
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
     summary = report.as_dict()
     del summary["layers"]
     written[1].write_text(json.dumps(summary, indent=2))
-    config = next(r.extra["run"].config for r in report.records if r.placement == "vdla")
     written += plots.fig21_breakdown(report, out_dir)
     written += plots.layer_speedup(report, out_dir)
-    written += plots.roofline(report, roofline_without_latency_hiding(report, progress), out_dir, config)
-    # The timeline shows the conv that keeps the GEMM core busiest: load/compute overlap at its best.
-    best = max((r for r in report.records if r.placement == "vdla" and r.op == "conv"), key=lambda r: r.utilization)
-    written += plots.timeline(report, best.name, out_dir)
+    convs = [r for r in report.records if r.placement == "vdla" and r.op == "conv"]
+    if convs:  # the roofline and the timeline are about offloaded convolutions
+        config = convs[0].extra["run"].config
+        written += plots.roofline(report, roofline_without_latency_hiding(report, progress), out_dir, config)
+        # The timeline shows the conv that keeps the GEMM core busiest: load/compute overlap at its best.
+        written += plots.timeline(report, max(convs, key=lambda r: r.utilization).name, out_dir)
     return written
 
 
@@ -51,7 +52,7 @@ def cmd_run(args) -> int:
     options = PartitionOptions(stem_on_vdla=args.stem_on_vdla, add_on_vdla=args.add_on_vdla,
                                fc_on_vdla=args.fc_on_vdla)
     report = run_network(args.model, config=args.config, target=args.target, resolution=args.resolution,
-                         options=options, vthreads=args.vthreads, progress=_progress)
+                         options=options, vthreads=args.vthreads, progress=_progress, cpu=args.cpu)
     if not report.bit_exact:
         raise VdlaError(f"{args.model}: the executed network's output differs from the numpy reference of the "
                         "quantized graph (a bug: please report it with this command line)")
@@ -90,6 +91,8 @@ def resolution_arg():
 
 
 def add_parser(sub) -> None:
+    from compiler.cpu_fallback.cost.cpus import cpu_names
+
     run = sub.add_parser("run", help="the offload study: import, quantize, partition and run a network")
     run.add_argument("model", help="resnet18, resnet34 or a float ONNX file")
     run.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
@@ -102,6 +105,8 @@ def add_parser(sub) -> None:
     run.add_argument("--stem-on-vdla", action="store_true", help="run the 3-channel stem on VDLA (padded to 16)")
     run.add_argument("--add-on-vdla", action="store_true", help="run residual adds on the ALU")
     run.add_argument("--fc-on-vdla", action="store_true", help="run the classifier as a GEMM")
+    run.add_argument("--cpu", default="cortex-a9", choices=cpu_names(),
+                     help="CPU whose modelled times the report gives (default cortex-a9, the PYNQ-Z1's)")
     run.set_defaults(func=cmd_run)
 
     model = sub.add_parser("model", help="write a built-in model (deterministic random weights) as ONNX")

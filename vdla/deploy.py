@@ -11,7 +11,6 @@ executor; the answer's ``output_sha256`` is ``vdla run``'s for the same model an
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import sys
 from pathlib import Path
@@ -60,8 +59,7 @@ def deploy(model: str, board: str, *, key: bytes, config=None, resolution: int =
     sha = hashlib.sha256(np.ascontiguousarray(output).tobytes()).hexdigest()
     if sha != result.get("output_sha256"):
         raise PackageError(f"{board}: the output's SHA-256 differs from the one the server reported")
-    fields = {f.name for f in dataclasses.fields(LayerRecord)}
-    records = [LayerRecord(**{k: v for k, v in row.items() if k in fields}) for row in result["layers"]]
+    records = [LayerRecord.from_dict(row) for row in result["layers"]]
     x = p.tests[:1]
     return {"model": model, "config": p.config.name, "fingerprint": p.config.fingerprint, "board": board,
             "backend": result["backend"], "cpu_kernels": result["cpu_kernels"], "layers": result["layers"],

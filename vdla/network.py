@@ -1,7 +1,8 @@
 """The main job as an API: import (or build) a model, quantize, partition, run, report.
 
 ``run_network("resnet18")`` returns a :class:`NetworkReport` whose ``as_dict()`` is the JSON of
-``vdla run``: ``layers``, ``totals``, ``quantization``, ``bit_exact``, ``output_sha256``.
+``vdla run``: ``layers``, ``totals``, ``quantization``, ``bit_exact``, ``output_sha256``. CPU and
+host times come from the code-level CPU model (``cpu=`` names its data file).
 """
 
 from __future__ import annotations
@@ -26,6 +27,20 @@ from vdla_hw.config import load_config
 from vdla_hw.limits import MAX_TENSOR_BYTES, RESNET_MAX_RESOLUTION, mib
 
 BUILTIN = {"resnet18": 18, "resnet34": 34}
+DEFAULT_CPU = "cortex-a9"
+
+
+def board_runtime():
+    """What the board runtime does per offloaded layer, read off the code that does it: the
+    register sequence and poll schedule of ``driver.registers.RegisterDevice``, and three copies
+    of the whole program image (the executor's ``fill_inputs`` copies the prebuilt image,
+    ``Device.run`` writes it into the DMA buffer and reads it back)."""
+    from compiler.cpu_fallback.cost import RuntimeProfile
+    from driver.registers import RegisterDevice, run_register_accesses
+
+    writes, reads = run_register_accesses()
+    return RuntimeProfile(register_writes=writes, register_reads=reads, image_copies=3,
+                          poll_first_s=RegisterDevice.poll_first_s, poll_max_s=RegisterDevice.poll_max_s)
 CALIBRATION_SEED, TEST_SEED = 1, 2
 
 
@@ -88,6 +103,7 @@ class NetworkReport:
     bit_exact: bool
     output: np.ndarray
     timings: dict = field(default_factory=dict)
+    resolution: int = 0   # input height (= width) of the network
 
     @property
     def output_sha256(self) -> str:
@@ -95,7 +111,7 @@ class NetworkReport:
 
     def as_dict(self) -> dict:
         return {"model": self.model, "config": self.config_name, "fingerprint": self.fingerprint,
-                "target": self.target, "layers": [r.as_dict() for r in self.records], "totals": self.totals,
+                "target": self.target, "resolution": self.resolution, "layers": [r.as_dict() for r in self.records], "totals": self.totals,
                 "quantization": self.quantization, "bit_exact": self.bit_exact,
                 "output_sha256": self.output_sha256, "wall_seconds": self.timings}
 
@@ -134,9 +150,13 @@ def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
 
 def run_network(model: str = "resnet18", *, config=None, target: str = "sim", resolution: int = 224,
                 options: PartitionOptions = PartitionOptions(), vthreads: int | None = None,
-                calibration: int = 4, test_inputs: int = 4, progress=None) -> NetworkReport:
-    """Import, quantize, partition and run ``model`` once on ``target``; check it bit for bit."""
+                calibration: int = 4, test_inputs: int = 4, progress=None, cpu: str = DEFAULT_CPU) -> NetworkReport:
+    """Import, quantize, partition and run ``model`` once on ``target``; check it bit for bit.
+    ``cpu`` names the CPU whose modelled times the report gives (``cost.cpu_names()``)."""
+    from compiler.cpu_fallback.cost import CpuModel
+
     say = progress or (lambda message: None)
+    cpu_model = CpuModel(cpu)
     clock = {"start": time.perf_counter()}
     p = prepare(model, config=config, resolution=resolution, options=options, calibration=calibration,
                 test_inputs=test_inputs, progress=progress)
@@ -148,16 +168,19 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     say(f"running {sum(p.target == 'vdla' for p in placements.values())} ops on VDLA ({target}, {config.name}) "
         f"and {sum(p.target == 'cpu' for p in placements.values())} on the CPU")
     x = tests[:1]
-    result = execute(q, x, placements, device, progress=say, vthreads=vthreads)
+    result = execute(q, x, placements, device, progress=say, vthreads=vthreads, cpu_model=cpu_model,
+                     runtime=board_runtime())
     clock["execute"] = time.perf_counter()
     bit_exact = bool(np.array_equal(result.output, reference.forward(q, x)))
     clock["check"] = time.perf_counter()
     timings = {"import": clock["import"] - clock["start"], "quantize": clock["quantize"] - clock["import"],
                "execute": clock["execute"] - clock["quantize"], "simulate": result.sim_wall_seconds,
                "compile": result.compile_wall_seconds, "cpu_kernels": result.cpu_wall_seconds,
+               "cpu_model": result.model_wall_seconds,
                "reference_check": clock["check"] - clock["execute"], "total": clock["check"] - clock["start"]}
-    return NetworkReport(model, config.name, config.fingerprint, target, result.records, summarise(result.records),
-                         quant, bit_exact, result.output, timings)
+    return NetworkReport(model, config.name, config.fingerprint, target, result.records,
+                         summarise(result.records, cpu_model.describe()), quant, bit_exact, result.output, timings,
+                         resolution=int(tests.shape[2]))
 
 
 def roofline_without_latency_hiding(report: NetworkReport, progress=None) -> dict[str, tuple[float, float]]:

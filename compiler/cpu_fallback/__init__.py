@@ -6,10 +6,11 @@ Operators (numpy in, numpy out, compiled on first use and cached by shape)::
 
 Lower level: kernel specs (``Conv2dSpec``, ...), ``HostJit``/``host_jit`` (host MCJIT),
 ``arm.build_arm_library`` (Cortex-A9 shared library), ``call.load_library`` (ctypes loader for
-the board) and ``a9_model`` (modelled Cortex-A9 seconds). See docs/cpu_fallback.md.
-Importing this package does no work and does not import llvmlite: the specs, the time model and
+the board) and ``cost`` (modelled CPU seconds from the generated code). See docs/cpu_fallback.md.
+Importing this package does no work and does not import llvmlite: the specs and
 ``load_library`` (ctypes) are what the board needs, and llvmlite has no ARMv7 wheel. The host JIT
-(module ``__getattr__`` below) and the numpy-level operators load llvmlite on first use.
+(module ``__getattr__`` below), the numpy-level operators and the cost model's analysis load
+llvmlite on first use.
 """
 
 import importlib

@@ -11,7 +11,6 @@ Groups match Fig. 21: ``layer0`` is the stem conv, ``conv`` the other 19 convolu
 
 from compiler.paper import read_csv
 
-from . import a9_model
 from .conv import Conv2dSpec
 from .dense import DenseSpec
 from .elementwise import AddSpec, QuantizeSpec
@@ -63,19 +62,8 @@ def cpu_workload():
             "other": other}
 
 
-def fig21_comparison(params=None):
-    """Calibrate on the stem conv (unless ``params`` given) and compare groups with Fig. 21.
-
-    Returns ``(params, rows)`` with rows ``(group, modelled_s, paper_s, error_fraction)``.
-    """
-    paper = fig21_cpu_only()
-    workload = cpu_workload()
-    if params is None:
-        params = a9_model.calibrate(workload["layer0"][0], paper["layer0"])
-    rows = []
-    for group in ("layer0", "conv", "other"):
-        modelled = a9_model.total_seconds(workload[group], params)
-        rows.append((group, modelled, paper[group], modelled / paper[group] - 1))
-    total = sum(r[1] for r in rows)
-    rows.append(("total", total, paper["total"], total / paper["total"] - 1))
-    return params, rows
+def cpu_only_seconds(model) -> dict:
+    """Modelled seconds of each Fig. 21 CPU-only group (and their total) with ``model`` (a
+    ``cost.CpuModel``), kernel by kernel, without running the network."""
+    groups = {group: sum(model.seconds(spec) for spec in specs) for group, specs in cpu_workload().items()}
+    return {**groups, "total": sum(groups.values())}

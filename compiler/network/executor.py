@@ -2,10 +2,12 @@
 LLVM kernels, and record per op what it cost.
 
 Times: accelerator ops take the device's cycles at the configured clock; CPU ops take the
-Cortex-A9 model's seconds (``compiler.cpu_fallback.a9_model``, calibrated on the paper's stem
-conv; labelled *modelled*). Every op also gets the A9 time it would take on the CPU, which makes
-the CPU-only baseline. Moving activations between the CPU's NCHW and the accelerator's blocked
-layout costs modelled A9 pack/unpack time at each boundary (``pack_seconds``).
+``cpu_model``'s seconds for their kernel (a :class:`compiler.cpu_fallback.cost.CpuModel`:
+modelled from the generated code, its basis recorded per op). Every op also gets the time its
+kernel would take on the CPU, which makes the CPU-only baseline, and every offloaded op gets the
+host's modelled work around it (``host_seconds`` by part: packing, image copies, cache
+maintenance, registers, polling, unpacking, as ``runtime`` describes the board runtime).
+Without a ``cpu_model`` (the board, which measures instead) nothing is modelled.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 from compiler import layout
 from compiler.accel import as_conv_tensors, compile_layer, layer_output
 from compiler.cpu_fallback import (AddSpec, Conv2dSpec, DenseSpec, GlobalAvgPoolSpec, MaxPool2dSpec, PackSpec,
-                                   QuantizeSpec, ReluSpec, UnpackSpec, a9_model, resnet18)
+                                   QuantizeSpec, ReluSpec, UnpackSpec)
 from compiler.network.alu_add import add_output, compile_add
 from compiler.network.partition import Placement, conv_layer, dense_layer
 from compiler.quantize.qgraph import QGraph, QNode
@@ -45,17 +47,30 @@ class LayerRecord:
     reason: str
     macs: int
     cycles: int = 0             # accelerator cycles (0 on the CPU)
-    seconds: float = 0.0        # time in the CPU + VDLA configuration (accelerator or modelled A9)
-    cpu_seconds: float = 0.0    # modelled A9 time of this op on the CPU (the CPU-only baseline)
-    pack_seconds: float = 0.0   # modelled A9 layout conversion at CPU/VDLA boundaries
+    seconds: float = 0.0        # time in the CPU + VDLA configuration (accelerator or modelled CPU)
+    cpu_seconds: float = 0.0    # modelled CPU time of this op's kernel (the CPU-only baseline)
+    cpu_cycles: float = 0.0     # the same in CPU cycles
+    cpu_basis: str = ""         # what the CPU time rests on
+    host_seconds: float = 0.0   # modelled host work around an offloaded op (sum of host_parts)
+    host_parts: dict = field(default_factory=dict)
     utilization: float = 0.0    # GEMM utilisation on the accelerator
     bytes: int = 0              # DRAM bytes the accelerator moved
     wall_seconds: float = 0.0   # host time spent compiling and running this op here
     extra: dict = field(default_factory=dict)
 
+    # JSON key -> attribute (the report's names)
+    KEYS = {"name": "name", "op": "op", "placement": "placement", "reason": "reason", "macs": "macs",
+            "cycles": "cycles", "seconds": "seconds", "cpu_s": "cpu_seconds", "cpu_cycles": "cpu_cycles",
+            "cpu_basis": "cpu_basis", "host_s": "host_seconds", "host": "host_parts",
+            "utilization": "utilization", "bytes": "bytes"}
+
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("name", "op", "placement", "reason", "macs", "cycles", "seconds",
-                                                "cpu_seconds", "pack_seconds", "utilization", "bytes")}
+        return {key: getattr(self, attr) for key, attr in self.KEYS.items()}
+
+    @classmethod
+    def from_dict(cls, row: dict) -> "LayerRecord":
+        """The record of an ``as_dict()`` row (unknown keys ignored)."""
+        return cls(**{attr: row[key] for key, attr in cls.KEYS.items() if key in row})
 
 
 @dataclass
@@ -109,20 +124,13 @@ def cpu_kernel(node: QNode, args: list[np.ndarray]):
     raise VdlaError(f"node {node.name!r}: no CPU kernel for op {node.op}")
 
 
-def layout_seconds(config: Config, params, packs: list[tuple], unpacks: list[tuple]) -> float:
-    """Modelled A9 time to pack (shape, dtype) tensors into the blocked layout and unpack others."""
-    total = 0.0
-    for cls, tensors in ((PackSpec, packs), (UnpackSpec, unpacks)):
-        for shape, dtype in tensors:
-            n, c, h, w = shape if len(shape) == 4 else (shape[0], shape[1], 1, 1)
-            spec = cls(n=n, c=c, h=h, w=w, batch=config.batch, block=config.block_in, dtype=dtype)
-            total += a9_model.seconds(spec, params)
-    return total
-
-
-def calibrated_a9():
-    """A9 model parameters calibrated on the paper's stem conv (Fig. 21: 0.151 s)."""
-    return a9_model.calibrate(resnet18.stem_spec(), resnet18.fig21_cpu_only()["layer0"])
+def layout_specs(config: Config, tensors: list[tuple], cls) -> list:
+    """Pack (or unpack) kernel specs of (shape, dtype) activations: NCHW, or (N, C) as N x C x 1 x 1."""
+    specs = []
+    for shape, dtype in tensors:
+        n, c, h, w = shape if len(shape) == 4 else (shape[0], shape[1], 1, 1)
+        specs.append(cls(n=n, c=c, h=h, w=w, batch=config.batch, block=config.block_in, dtype=dtype))
+    return specs
 
 
 def fill_inputs(bundle: Bundle, node: QNode, args: list[np.ndarray], layer) -> Bundle:
@@ -151,15 +159,19 @@ def fill_inputs(bundle: Bundle, node: QNode, args: list[np.ndarray], layer) -> B
 class Executor:
     """Runs a graph op by op. ``prebuilt`` maps node names to bundles compiled earlier (a deployed
     package): their inputs are written in instead of compiling. ``kernels`` maps a CPU kernel spec
-    to a callable (default: the host JIT; on the board, the packaged ARM library)."""
+    to a callable (default: the host JIT; on the board, the packaged ARM library). ``cpu_model``
+    (``kernel_cost(spec)``, ``offload_cost(...)``, ``name``) models CPU and host time, with
+    ``runtime`` (a ``cost.RuntimeProfile``) saying what the board runtime does per offload."""
 
     def __init__(self, q: QGraph, placements: dict[str, Placement], device: AcceleratorDevice, *, progress=None,
-                 a9_params=None, vthreads: int | None = None, prebuilt: dict[str, Bundle] | None = None,
-                 kernels=None):
+                 cpu_model=None, runtime=None, vthreads: int | None = None,
+                 prebuilt: dict[str, Bundle] | None = None, kernels=None):
         self.q, self.placements, self.device = q, placements, device
         self.config = device.config
         self.progress = progress or (lambda message: None)
-        self.params = a9_params or calibrated_a9()
+        if cpu_model is not None and runtime is None:
+            raise ValueError("Executor: a cpu_model needs the runtime profile of the board runtime")
+        self.cpu_model, self.runtime = cpu_model, runtime
         self.vthreads = vthreads
         self.prebuilt = prebuilt or {}
         if kernels is None:
@@ -169,15 +181,21 @@ class Executor:
         self.kernels = kernels
         self.sim_wall = self.compile_wall = self.cpu_wall = 0.0
 
-    def cpu_time(self, node: QNode, args: list[np.ndarray]) -> tuple[float, object]:
+    def cpu_time(self, node: QNode, args: list[np.ndarray], record: LayerRecord):
+        """Record the modelled CPU time of ``node``'s kernel; return (spec, inputs, shape) or None."""
         kernel = cpu_kernel(node, args)
-        if kernel is None:
-            return 0.0, None
-        return a9_model.seconds(kernel[0], self.params), kernel
+        if self.cpu_model is None:
+            record.cpu_basis = "not modelled"
+        elif kernel is None:
+            record.cpu_basis = "no work (a reshape)"
+        else:
+            cost = self.cpu_model.kernel_cost(kernel[0])
+            record.cpu_seconds, record.cpu_cycles, record.cpu_basis = cost.seconds, cost.cycles, cost.basis
+        return kernel
 
     def run_cpu(self, node: QNode, args: list[np.ndarray], record: LayerRecord) -> np.ndarray:
-        seconds, kernel = self.cpu_time(node, args)
-        record.seconds = record.cpu_seconds = seconds
+        kernel = self.cpu_time(node, args, record)
+        record.seconds = record.cpu_seconds
         if kernel is None:
             return args[0].reshape(self.q.shapes[node.output])
         spec, inputs, shape = kernel
@@ -203,12 +221,7 @@ class Executor:
         return compile_layer(layer, self.config, tensors=tensors, vthreads=self.vthreads), layer
 
     def run_vdla(self, node: QNode, args: list[np.ndarray], record: LayerRecord) -> np.ndarray:
-        record.cpu_seconds = self.cpu_time(node, args)[0]
-        if node.op == "add":
-            record.pack_seconds = layout_seconds(self.config, self.params, [(args[0].shape, "int32")] * 2,
-                                                 [(args[0].shape, "int8")])
-        else:
-            record.pack_seconds = self._conv_boundaries(node)
+        self.cpu_time(node, args, record)
         start = time.perf_counter()
         bundle, layer = self.bundle_for(node, args)
         compiled = time.perf_counter()
@@ -217,22 +230,25 @@ class Executor:
         self.compile_wall += compiled - start
         self.sim_wall += record.extra["device_wall"]
         record.cycles, record.seconds = run.cycles, run.seconds
+        if self.cpu_model is not None:
+            self.host_time(node, args, bundle, run.seconds, record)
         record.utilization = float(run.counters.get("gemm_utilization", 0.0))
         record.bytes = int(sum(v for k, v in run.counters.get("bytes", {}).items() if k != "insn"))
         read = add_output if node.op == "add" else layer_output
         return read(bundle, run.dram).reshape(self.q.shapes[node.output])
 
-    def _conv_boundaries(self, node: QNode) -> float:
-        """Pack the input unless another VDLA conv left it blocked; unpack the output unless only
-        VDLA convs read it (adds on the ALU take NCHW int32, so they count as CPU here)."""
-        def on_vdla_conv(n: QNode | None) -> bool:
-            return n is not None and n.op != "add" and self.placements[n.name].target == "vdla"
-
-        producer = next((n for n in self.q.nodes if n.output == node.inputs[0]), None)
-        users = [n for n in self.q.nodes if node.output in n.inputs]
-        packs = [] if on_vdla_conv(producer) else [(self.q.shapes[node.inputs[0]], "int8")]
-        unpacks = [] if users and all(on_vdla_conv(u) for u in users) else [(self.q.shapes[node.output], "int8")]
-        return layout_seconds(self.config, self.params, packs, unpacks)
+    def host_time(self, node: QNode, args: list[np.ndarray], bundle: Bundle, busy_s: float,
+                  record: LayerRecord) -> None:
+        """What the board runtime does around this offload: pack every input into the blocked
+        layout (int32 for ALU adds), run the prebuilt image (copies, cache maintenance,
+        registers, polling), unpack the output to NCHW for whoever reads it next."""
+        dtype = "int32" if node.op == "add" else "int8"
+        packs = layout_specs(self.config, [(a.shape, dtype) for a in args], PackSpec)
+        unpacks = layout_specs(self.config, [(self.q.shapes[node.output], "int8")], UnpackSpec)
+        cost = self.cpu_model.offload_cost(image_bytes=int(bundle.dram.size), packs=packs, unpacks=unpacks,
+                                           input_bytes=sum(s.io_bytes()[1] for s in packs), accelerator_s=busy_s,
+                                           runtime=self.runtime)
+        record.host_seconds, record.host_parts = cost.seconds, dict(cost.parts)
 
     def run(self, x: np.ndarray) -> ExecResult:
         values = {self.q.input: np.ascontiguousarray(x, dtype=np.float32)}
@@ -249,7 +265,8 @@ class Executor:
             record.wall_seconds = time.perf_counter() - start
             values[node.output] = out
             records.append(record)
-            where = f"{record.cycles:>10,d} cycles" if place.target == "vdla" else f"{record.cpu_seconds * 1e3:8.3f} ms A9"
+            cpu = self.cpu_model.name if self.cpu_model is not None else "CPU"
+            where = f"{record.cycles:>10,d} cycles" if place.target == "vdla" else f"{record.cpu_seconds * 1e3:8.3f} ms {cpu}"
             self.progress(f"[{index + 1:>2}/{len(self.q.nodes)}] {node.name:<24} {node.op:<8} {place.target:<4} {where}"
                           f"  ({record.wall_seconds:.2f} s)")
         return ExecResult(values[self.q.output], records, self.sim_wall, self.compile_wall, self.cpu_wall)

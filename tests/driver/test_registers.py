@@ -104,3 +104,21 @@ def test_executor_runs_a_network_unchanged_on_a_register_device():
     np.testing.assert_array_equal(on_registers.output, reference.output)
     assert [r.cycles for r in on_registers.records] == [r.cycles for r in reference.records]
 
+
+
+def test_run_register_accesses_counts_what_a_run_does():
+    """The host-overhead model charges run_register_accesses() per layer: it must equal the
+    register reads and writes of a real run (the one STATUS poll excluded)."""
+    from driver.registers import run_register_accesses
+
+    bundle, _, _ = programs.blocked_matmul("tiny")
+    device = ModelDevice("tiny")
+    device.run(bundle)  # leaves the device cleared, as between two layers
+    seen = {"reads": [], "writes": []}
+    read, write = device._rd, device._wr
+    device._rd = lambda name: seen["reads"].append(name) or read(name)
+    device._wr = lambda name, value: seen["writes"].append(name) or write(name, value)
+    device.run(bundle)
+    polls = seen["reads"].count("STATUS") - 1  # the model finishes at START: one poll sees DONE
+    assert polls == 1
+    assert run_register_accesses() == (len(seen["writes"]), len(seen["reads"]) - polls)

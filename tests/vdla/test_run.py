@@ -21,10 +21,49 @@ def test_run_json_has_the_documented_keys(capsys):
     assert code == 0, err
     report = json.loads(out)
     assert report["bit_exact"] is True and len(report["output_sha256"]) == 64
-    layer_keys = {"name", "op", "placement", "reason", "macs", "cycles", "seconds", "cpu_seconds", "utilization"}
+    layer_keys = {"name", "op", "placement", "reason", "macs", "cycles", "seconds", "cpu_s", "cpu_cycles",
+                  "cpu_basis", "host_s", "host", "utilization"}
     assert all(layer_keys <= set(layer) for layer in report["layers"])
-    assert {"cpu_only_s", "offload_s", "speedup", "amdahl_bound"} <= set(report["totals"])
+    totals = report["totals"]
+    assert {"cpu_only_s", "offload_s", "speedup", "amdahl_bound", "host_s", "cpu_model"} <= set(totals)
     assert "[33/33] fc" in err  # progress on stderr
+    # Every CPU op's time comes from the code-level model; every offloaded op has host overheads.
+    for layer in report["layers"]:
+        if layer["op"] == "flatten":
+            assert layer["cpu_s"] == 0 and layer["cpu_basis"] == "no work (a reshape)"
+            continue
+        assert layer["cpu_basis"] == "llvm-mca cortex-a9 + memory model", layer
+        assert layer["cpu_s"] > 0 and layer["cpu_cycles"] == pytest.approx(layer["cpu_s"] * 650e6)
+        if layer["placement"] == "vdla":
+            assert layer["host_s"] == pytest.approx(sum(layer["host"].values())) and layer["host_s"] > 0
+            assert set(layer["host"]) == {"pack", "copy", "flush", "registers", "poll", "invalidate", "unpack"}
+        else:
+            assert layer["host_s"] == 0 and layer["seconds"] == layer["cpu_s"]
+    assert totals["categories"]["cpu_plus_vdla"]["host"] == pytest.approx(totals["host_s"])
+    assert totals["cpu_model"]["name"] == "cortex-a9" and totals["cpu_model"]["clock_hz"] == 650e6
+    assert all(p["source"] for p in totals["cpu_model"]["params"].values())
+    # The Amdahl bound counts the host's work as CPU-resident time.
+    resident = sum(layer["seconds"] for layer in report["layers"] if layer["placement"] == "cpu") + totals["host_s"]
+    assert totals["amdahl_bound"] == pytest.approx(totals["cpu_only_s"] / resident)
+
+
+def test_run_other_cpu_gives_other_documented_times(capsys):
+    _, a9, _ = run(capsys, "run", "resnet18", "--resolution", "32", "--json")
+    code, a53, err = run(capsys, "run", "resnet18", "--resolution", "32", "--json", "--cpu", "cortex-a53")
+    assert code == 0, err
+    a9, a53 = json.loads(a9), json.loads(a53)
+    assert a53["totals"]["cpu_model"]["name"] == "cortex-a53"
+    assert a53["totals"]["cpu_model"]["clock_hz"] == 1.2e9
+    stem9, stem53 = (next(layer for layer in r["layers"] if layer["name"] == "conv1") for r in (a9, a53))
+    assert stem53["cpu_basis"] == "llvm-mca cortex-a53 + memory model"
+    assert stem53["cpu_s"] != stem9["cpu_s"] and a53["output_sha256"] == a9["output_sha256"]
+
+
+def test_run_rejects_an_unknown_cpu(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "resnet18", "--cpu", "cortex-m0"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'cortex-m0'" in capsys.readouterr().err
 
 
 def test_model_then_run_the_file_gives_the_same_output(capsys, tmp_path):

@@ -6,10 +6,12 @@ import pytest
 from compiler.frontend import from_model
 from compiler.frontend.inputs import synthetic_images
 from compiler.frontend.resnet import build_resnet
+from compiler.cpu_fallback.cost import CpuModel
 from compiler.network import PartitionOptions, execute, partition
 from compiler.network.report import summarise
 from compiler.quantize import quantize_graph, reference
 from driver import open_device
+from vdla.network import board_runtime
 from vdla_hw.config import load_config
 
 
@@ -47,11 +49,21 @@ def test_options_move_stem_adds_and_classifier(resnet18_32):
 def test_resnet18_executor_vs_quantized_reference(resnet18_32, preset):
     x = synthetic_images(1, 32, 5)
     device = open_device("sim", preset)
-    result = execute(resnet18_32, x, partition(resnet18_32, device.config), device)
+    result = execute(resnet18_32, x, partition(resnet18_32, device.config), device, cpu_model=CpuModel(),
+                     runtime=board_runtime())
     np.testing.assert_array_equal(result.output, reference.forward(resnet18_32, x))
     totals = summarise(result.records)
-    assert totals["speedup"] > 1 and totals["amdahl_bound"] > totals["speedup"]
-    assert all(r.cycles > 0 for r in result.records if r.placement == "vdla")
+    assert totals["offloaded_speedup"] > 1 and totals["amdahl_bound"] > totals["speedup"]
+    assert all(r.cycles > 0 and r.host_seconds > 0 for r in result.records if r.placement == "vdla")
+
+
+def test_executor_without_a_cpu_model_models_nothing(resnet18_32):
+    """The board runs the executor without a model (it measures): no invented times."""
+    device = open_device("sim", "osdi18")
+    result = execute(resnet18_32, synthetic_images(1, 32, 5), partition(resnet18_32, device.config), device)
+    assert all(r.cpu_seconds == 0 and r.host_seconds == 0 and r.cpu_basis == "not modelled" for r in result.records)
+    with pytest.raises(ValueError, match="needs the runtime profile"):
+        execute(resnet18_32, synthetic_images(1, 32, 5), {}, device, cpu_model=CpuModel())
 
 
 def test_everything_on_vdla_is_still_bit_exact(resnet18_32):
