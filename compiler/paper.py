@@ -24,3 +24,21 @@ def fig10() -> list[dict]:
     return [{**row, "ops_per_byte": float(row["ops_per_byte"]),
              "gops_no_latency_hiding": float(row["gops_no_latency_hiding"]),
              "gops_latency_hiding": float(row["gops_latency_hiding"])} for row in read_csv("tvm_fig10_roofline.csv")]
+
+
+FIG10_SHAPE = ("H", "W", "IC", "OC", "K", "stride", "pad")
+FIG10_ROOF = {"gops": 51.2, "gbps": 0.8}  # the roof of the paper's Fig. 10 (VTA's 100 MHz PYNQ build)
+
+
+def fig10_label(h: int, w: int, ic: int, oc: int, k: int, stride: int, pad: int) -> str | None:
+    """The Fig. 10 label (C1..C11) of a conv with this input size and shape, or None."""
+    for row in fig10():
+        if tuple(int(row[key]) for key in FIG10_SHAPE) == (h, w, ic, oc, k, stride, pad):
+            return row["label"]
+    return None
+
+
+def is_fig21_setting(model: str, resolution: int) -> bool:
+    """The paper's Fig. 21 and Fig. 10 measured ResNet-18 at 224x224: only there do its bars
+    and points stand beside ours."""
+    return model == "resnet18" and resolution == 224

@@ -21,14 +21,12 @@ from vdla.cmd_run import write_outputs
 from vdla.network import run_network
 
 
-def fig10_label(record, rows) -> str | None:
+def fig10_label(record) -> str | None:
     """The Fig. 10 label (C1..C11) of a conv record, by shape, or None."""
     layer = record.extra.get("layer")
-    for row in rows:
-        shape = tuple(int(row[k]) for k in ("H", "W", "IC", "OC", "K", "stride", "pad"))
-        if layer is not None and shape == (layer.h, layer.w, layer.ic, layer.oc, layer.k, layer.stride, layer.pad):
-            return row["label"]
-    return None
+    if layer is None or record.op != "conv":
+        return None
+    return paper.fig10_label(layer.h, layer.w, layer.ic, layer.oc, layer.k, layer.stride, layer.pad)
 
 
 def comparison(reports: dict) -> list[dict]:
@@ -46,7 +44,7 @@ def comparison(reports: dict) -> list[dict]:
         row = {"metric": f"{label_row['label']} utilisation (%)",
                "paper": round(100 * label_row["gops_latency_hiding"] / 51.2, 1)}
         for preset, report in reports.items():
-            match = [r for r in report.records if fig10_label(r, [label_row])]
+            match = [r for r in report.records if fig10_label(r) == label_row["label"]]
             if match:
                 r = match[0]
                 gops = 2 * r.macs / r.seconds / 1e9

@@ -1,22 +1,32 @@
 """The four figures of the offload study (PNG and PDF), from a :class:`vdla.network.NetworkReport`.
 
-1. ``fig21_breakdown``: stacked bars CPU-only vs CPU + VDLA by category, the paper's bars beside.
-2. ``layer_speedup``: per-layer speedup of offloaded ops, whole-network speedup and Amdahl bound.
-3. ``roofline``: GOPS vs ops/byte of every offloaded conv with and without latency hiding, the
-   configuration's compute and memory roofs, and the paper's Fig. 10 points.
+1. ``fig21_breakdown``: stacked bars CPU-only vs CPU + VDLA by category (stem, other convs,
+   other ops, host work around offloads); the paper's Fig. 21 bars stand beside ours only for
+   ResNet-18 at 224x224, the setting the paper measured. Any other network gets its own bars at
+   its own scale.
+2. ``layer_speedup``: per-layer speedup of offloaded ops (CPU time / (accelerator + host time)
+   and accelerator alone), the whole-network speedup and the Amdahl bound.
+3. ``roofline``: GOPS vs ops/byte of every offloaded conv with and without latency hiding under
+   this configuration's roofs; beside it, for ResNet-18 at 224, the paper's Fig. 10 points
+   under the paper's own roof (51.2 GOPS, 0.8 GB/s). Points carry layer labels.
 4. ``timeline``: load/compute/store activity of one layer (instruction spans from the simulator).
+
+Log axes read as plain numbers; legends sit outside the data.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 
 from compiler import paper
 
-CATEGORIES = ("layer0", "conv", "other")
-COLORS = {"layer0": "#8c6bb1", "conv": "#2b8cbe", "other": "#fdae6b"}
+CATEGORIES = ("layer0", "conv", "other", "host")
+LABELS = {"layer0": "stem conv (layer 0)", "conv": "other convolutions", "other": "other ops",
+          "host": "host around offloads"}
+COLORS = {"layer0": "#8c6bb1", "conv": "#2b8cbe", "other": "#fdae6b", "host": "#74c476"}
 ZOOM_INSNS = 40  # the timeline zooms on this many compute instructions when a layer has more
 
 
@@ -39,69 +49,159 @@ def _save(fig, out_dir: Path, name: str) -> list[Path]:
     return paths
 
 
+def plain_log_ticks(axis) -> None:
+    """Ticks of a log axis as plain numbers (0.5, 2, 10, 100), not powers of ten."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+
+def _legend_outside(ax, **kwargs) -> None:
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8, **kwargs)
+
+
+def short_name(name: str) -> str:
+    """``layer2.0.downsample.0`` -> ``l2.0.ds``: layer labels that fit beside a point."""
+    name = re.sub(r"^layer", "l", name)
+    return name.replace(".downsample.0", ".ds").replace(".conv", ".c")
+
+
 def fig21_breakdown(report, out_dir: Path) -> list[Path]:
     plt = _pyplot()
     ours = report.totals["categories"]
-    theirs = paper.fig21()
-    bars = [("CPU only\n(ours, modelled A9)", ours["cpu_only"]), ("CPU only\n(paper)", theirs["cpu_only"]),
-            ("CPU + VDLA\n(ours)", ours["cpu_plus_vdla"]), ("CPU + VDLA\n(paper)", theirs["cpu_plus_vdla"])]
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for i, (label, values) in enumerate(bars):
+    cpu = (report.totals.get("cpu_model") or {}).get("name", "CPU")
+    bars = [(f"CPU only\n(ours, {cpu})", ours["cpu_only"], False), ("CPU + VDLA\n(ours)", ours["cpu_plus_vdla"], False)]
+    beside_paper = paper.is_fig21_setting(report.model, report.resolution)
+    if beside_paper:
+        theirs = paper.fig21()
+        bars = [bars[0], ("CPU only\n(paper)", theirs["cpu_only"], True),
+                bars[1], ("CPU + VDLA\n(paper)", theirs["cpu_plus_vdla"], True)]
+    tallest = max(sum(v.get(c, 0.0) for c in CATEGORIES) for _, v, _ in bars)
+    scale, unit = (1.0, "s") if tallest >= 1 else (1e3, "ms")  # a readable scale for small networks
+    fig, ax = plt.subplots(figsize=(8.5 if beside_paper else 6.5, 4.5))
+    for i, (_, values, hatched) in enumerate(bars):
         bottom = 0.0
         for cat in CATEGORIES:
-            ax.bar(i, values[cat], bottom=bottom, color=COLORS[cat], edgecolor="black", linewidth=0.5,
-                   hatch="//" if "paper" in label else None, label=cat if i == 0 else None)
-            bottom += values[cat]
-        ax.text(i, bottom, f"{bottom:.3f} s", ha="center", va="bottom", fontsize=8)
+            value = values.get(cat, 0.0) * scale
+            ax.bar(i, value, bottom=bottom, color=COLORS[cat], edgecolor="black", linewidth=0.5,
+                   hatch="//" if hatched else None, label=LABELS[cat] if i == 0 else None)
+            bottom += value
+        ax.text(i, bottom, f"{bottom:.3g} {unit}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(bars)), [b[0] for b in bars], fontsize=8)
-    ax.set_ylabel("inference time (s)")
-    ax.set_title(f"{report.model}: CPU only vs CPU + VDLA ({report.config_name}), like TVM Fig. 21")
-    ax.legend(title="category (hatched: paper)", fontsize=8)
+    ax.set_ylabel(f"inference time ({unit})")
+    ax.set_ylim(0, 1.12 * tallest * scale)
+    name = Path(report.model).name
+    where = "beside TVM Fig. 21 (hatched; the paper's 'other' includes its host work)" if beside_paper else \
+        f"{name} at {report.resolution}x{report.resolution}: no paper measurement to compare"
+    ax.set_title(f"{name}: CPU only vs CPU + VDLA ({report.config_name})\n{where}", fontsize=9)
+    _legend_outside(ax, title="category")
     return _save(fig, out_dir, "fig21_breakdown")
 
 
 def layer_speedup(report, out_dir: Path) -> list[Path]:
     plt = _pyplot()
     rows = [r for r in report.records if r.placement == "vdla" and r.seconds]
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    speed = [r.cpu_seconds / r.seconds for r in rows]
-    ax.bar(range(len(rows)), speed, color=COLORS["conv"], label="offloaded op: A9 time / VDLA time")
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(rows) + 3), 4.5))
+    x = np.arange(len(rows))
+    alone = [r.cpu_seconds / r.seconds for r in rows]
+    with_host = [r.cpu_seconds / (r.seconds + r.host_seconds) for r in rows]
+    ax.bar(x - 0.2, alone, 0.4, color=COLORS["conv"], label="CPU time / accelerator time")
+    ax.bar(x + 0.2, with_host, 0.4, color=COLORS["host"], label="CPU time / (accelerator + host) time")
     t = report.totals
-    ax.axhline(t["speedup"], color="black", linestyle="--", label=f"whole network {t['speedup']:.1f}x")
-    ax.axhline(t["amdahl_bound"], color="red", linestyle=":", label=f"Amdahl bound {t['amdahl_bound']:.1f}x")
+    ax.axhline(t["speedup"], color="black", linestyle="--", label=f"whole network {t['speedup']:.2f}x")
+    ax.axhline(t["amdahl_bound"], color="red", linestyle=":", label=f"Amdahl bound {t['amdahl_bound']:.2f}x")
+    ax.axhline(1.0, color="grey", linewidth=0.6)
     ax.set_yscale("log")
-    ax.set_xticks(range(len(rows)), [r.name for r in rows], rotation=70, fontsize=7)
-    ax.set_ylabel("speedup over the Cortex-A9 (x, log)")
-    ax.set_title(f"{report.model}: per-layer speedup and what Amdahl's law leaves ({report.config_name})")
-    ax.legend(fontsize=8)
+    plain_log_ticks(ax.yaxis)
+    ax.set_xticks(x, [short_name(r.name) for r in rows], rotation=70, fontsize=7)
+    ax.set_ylabel("speedup over the CPU (x, log scale)")
+    ax.set_title(f"{Path(report.model).name}: per-layer speedup and what Amdahl's law leaves ({report.config_name})",
+                 fontsize=9)
+    _legend_outside(ax)
     return _save(fig, out_dir, "layer_speedup")
+
+
+def _roof(ax, peak: float, bw: float, label: str, span: tuple[float, float], color="black") -> None:
+    x = np.logspace(np.log10(span[0]), np.log10(span[1]), 200)
+    ax.plot(x, np.minimum(peak, bw * x), color=color, label=label)
+
+
+def _span(*groups) -> tuple[float, float]:
+    """An x range around the points and the ridge points of the roofs."""
+    values = [v for group in groups for v in group if v > 0]
+    return min(values) / 3, max(values) * 3
+
+
+def _label_points(ax, xs, ys, labels, color) -> None:
+    """One label per point: names of layers that land on the same spot (repeated shapes) are
+    joined, each name written once."""
+    spots: dict[tuple, list[str]] = {}
+    for x, y, text in zip(xs, ys, labels):
+        names = spots.setdefault((round(np.log10(x), 2), round(np.log10(y), 2)), [])
+        if text not in names:
+            names.append(text)
+    for (lx, ly), names in spots.items():
+        ax.annotate(", ".join(names), (10 ** lx, 10 ** ly), textcoords="offset points", xytext=(4, 3), fontsize=6,
+                    color=color)
+
+
+def _log_axes(ax) -> None:
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plain_log_ticks(ax.xaxis)
+    plain_log_ticks(ax.yaxis)
+    ax.set_xlabel("arithmetic intensity (ops per DRAM byte)")
 
 
 def roofline(report, points_no_lh: dict, out_dir: Path, config) -> list[Path]:
     """``points_no_lh``: layer name -> (ops per byte, GOPS) without latency hiding."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 5))
-    peak = config.peak_ops_per_s / 1e9
-    bw = config.mem_bytes_per_s / 1e9
-    x = np.logspace(0, 3.5, 200)
-    ax.plot(x, np.minimum(peak, bw * x), color="black", label=f"roof: {peak:.1f} GOPS, {bw:.2f} GB/s")
+    with_paper = paper.is_fig21_setting(report.model, report.resolution)
+    fig, axes = plt.subplots(1, 2 if with_paper else 1, figsize=(12 if with_paper else 7, 5), squeeze=False)
+    ax = axes[0, 0]
+    peak, bw = config.peak_ops_per_s / 1e9, config.mem_bytes_per_s / 1e9
     convs = [r for r in report.records if r.placement == "vdla" and r.op == "conv" and r.bytes]
-    ax.scatter([2 * r.macs / r.bytes for r in convs], [2 * r.macs / r.seconds / 1e9 for r in convs],
-               color="#2b8cbe", label="ours, latency hiding", zorder=3)
+    xs = [2 * r.macs / r.bytes for r in convs]
+    ys = [2 * r.macs / r.seconds / 1e9 for r in convs]
+    fig10 = paper.fig10() if with_paper else []
+    span = _span(xs, [p[0] for p in points_no_lh.values()], [peak / bw],
+                 [p["ops_per_byte"] for p in fig10], [paper.FIG10_ROOF["gops"] / paper.FIG10_ROOF["gbps"]] * bool(fig10))
+    _roof(ax, peak, bw, f"roof of {config.name}: {peak:.1f} GOPS, {bw:.2f} GB/s", span)
+    ax.scatter(xs, ys, color="#2b8cbe", label="latency hiding", zorder=3)
+    names = []
+    for r in convs:
+        layer = r.extra.get("layer")
+        label = paper.fig10_label(layer.h, layer.w, layer.ic, layer.oc, layer.k, layer.stride, layer.pad) \
+            if layer is not None and with_paper else None
+        names.append(label or short_name(r.name))
+    _label_points(ax, xs, ys, names, "#2b8cbe")
     if points_no_lh:
         ax.scatter([p[0] for p in points_no_lh.values()], [p[1] for p in points_no_lh.values()], facecolors="none",
-                   edgecolors="#2b8cbe", label="ours, no latency hiding", zorder=3)
-    fig10 = paper.fig10()
-    ax.scatter([p["ops_per_byte"] for p in fig10], [p["gops_latency_hiding"] for p in fig10], marker="^",
-               color="#e6550d", label="paper Fig. 10, latency hiding (51.2 GOPS roof)")
-    ax.scatter([p["ops_per_byte"] for p in fig10], [p["gops_no_latency_hiding"] for p in fig10], marker="^",
-               facecolors="none", edgecolors="#e6550d", label="paper Fig. 10, no latency hiding")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (ops per DRAM byte)")
+                   edgecolors="#2b8cbe", label="no latency hiding", zorder=3)
+    _log_axes(ax)
     ax.set_ylabel("throughput (GOPS)")
-    ax.set_title(f"Roofline of the offloaded convolutions ({config.name})")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(f"ours: {Path(report.model).name} convolutions on {config.name}", fontsize=9)
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.14), fontsize=7, ncol=2)
+    if with_paper:
+        right = axes[0, 1]
+        roof = paper.FIG10_ROOF
+        _roof(right, roof["gops"], roof["gbps"], f"paper's roof: {roof['gops']} GOPS, {roof['gbps']} GB/s", span,
+              color="#e6550d")
+        px = [p["ops_per_byte"] for p in fig10]
+        right.scatter(px, [p["gops_latency_hiding"] for p in fig10], marker="^", color="#e6550d",
+                      label="latency hiding", zorder=3)
+        right.scatter(px, [p["gops_no_latency_hiding"] for p in fig10], marker="^", facecolors="none",
+                      edgecolors="#e6550d", label="no latency hiding", zorder=3)
+        _label_points(right, px, [p["gops_latency_hiding"] for p in fig10], [p["label"] for p in fig10], "#e6550d")
+        _log_axes(right)
+        right.set_title("TVM paper Fig. 10 (VTA's PYNQ build, 100 MHz)", fontsize=9)
+        right.legend(loc="upper left", bbox_to_anchor=(0.0, -0.14), fontsize=7, ncol=2)
+        low = min(ax.get_ylim()[0], right.get_ylim()[0])
+        for a in (ax, right):
+            a.set_ylim(low, max(peak, roof["gops"]) * 1.6)
+    fig.tight_layout()
     return _save(fig, out_dir, "roofline")
 
 
@@ -119,15 +219,14 @@ def timeline(report, layer: str, out_dir: Path) -> list[Path]:
     if len(compute_starts) > ZOOM_INSNS:
         views.append((compute_starts[ZOOM_INSNS], f"first {ZOOM_INSNS} compute instructions"))
     fig, axes = plt.subplots(len(views), 1, figsize=(10, 2.5 * len(views)), squeeze=False)
+    colors = (COLORS["layer0"], COLORS["conv"], COLORS["other"])
     for ax, (hi, what) in zip(axes[:, 0], views):
-        lo = 0
         for row, module in enumerate(modules):
-            ax.broken_barh(spans[module], (row - 0.35, 0.7), facecolors=list(COLORS.values())[row],
-                           edgecolors="white", linewidth=0.3)
-        ax.set_xlim(lo, hi)
+            ax.broken_barh(spans[module], (row - 0.35, 0.7), facecolors=colors[row], edgecolors="white", linewidth=0.3)
+        ax.set_xlim(0, hi)
         ax.set_yticks(range(len(modules)), modules)
         ax.set_xlabel(f"cycle ({what})")
     axes[0, 0].set_title(f"{layer}: load / compute / store overlap ({report.config_name}, {sim.cycles:,} cycles, "
-                      f"GEMM utilisation {record.utilization * 100:.0f}%)")
+                         f"GEMM utilisation {record.utilization * 100:.0f}%)", fontsize=9)
     fig.tight_layout()
     return _save(fig, out_dir, "timeline")
