@@ -250,7 +250,26 @@ class Executor:
                                            runtime=self.runtime)
         record.host_seconds, record.host_parts = cost.seconds, dict(cost.parts)
 
+    def kernel_specs(self) -> list:
+        """Every kernel spec this run asks the CPU model for (so it can analyse them ahead)."""
+        specs = []
+        for node in self.q.nodes:
+            dtype = np.float32 if node.op == "quantize" else np.int8
+            args = [np.zeros(self.q.shapes[name], dtype) for name in node.inputs]
+            kernel = cpu_kernel(node, args)
+            specs += [kernel[0]] if kernel else []
+            if self.placements[node.name].target == "vdla":
+                packed = "int32" if node.op == "add" else "int8"
+                specs += layout_specs(self.config, [(a.shape, packed) for a in args], PackSpec)
+                specs += layout_specs(self.config, [(self.q.shapes[node.output], "int8")], UnpackSpec)
+        return specs
+
     def run(self, x: np.ndarray) -> ExecResult:
+        if self.cpu_model is not None and hasattr(self.cpu_model, "prefetch"):
+            started = self.cpu_model.prefetch(self.kernel_specs())
+            if started:
+                self.progress(f"analysing {started} CPU kernels for {self.cpu_model.name} in the background "
+                              "(cached for the next run)")
         values = {self.q.input: np.ascontiguousarray(x, dtype=np.float32)}
         records = []
         for index, node in enumerate(self.q.nodes):

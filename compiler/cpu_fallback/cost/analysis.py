@@ -168,13 +168,30 @@ def cache_dir() -> Path:
     return Path(base) / "cpu-cost"
 
 
+def _path(key: str, cpu) -> Path:
+    return cache_dir() / cpu.name / key[:2] / f"{key}.json"
+
+
+def is_cached(spec, cpu) -> bool:
+    """Whether the analysis is in memory or on disk (no work needed)."""
+    key = cache_key(spec, cpu)
+    return key in _memo or _path(key, cpu).is_file()
+
+
+def remember(spec, cpu, result: KernelAnalysis) -> KernelAnalysis:
+    """Keep an analysis made elsewhere (a worker process, which wrote the disk cache)."""
+    with _lock:
+        _memo[cache_key(spec, cpu)] = result
+    return result
+
+
 def analyse(spec, cpu) -> KernelAnalysis:
     """The analysis of ``spec`` on ``cpu``, from the in-process memo, the disk cache or fresh."""
     key = cache_key(spec, cpu)
     with _lock:
         if key in _memo:
             return _memo[key]
-    path = cache_dir() / cpu.name / key[:2] / f"{key}.json"
+    path = _path(key, cpu)
     result = None
     try:
         result = KernelAnalysis.from_json(json.loads(path.read_text()))

@@ -28,9 +28,10 @@ CMA) and freeing, and the ctypes call into each CPU kernel.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
-from .analysis import analyse
+from .analysis import analyse, is_cached, remember
 from .cpus import Cpu, load_cpu
 
 DEFAULT_CPU = "cortex-a9"
@@ -78,9 +79,29 @@ class CpuModel:
     disk (see :mod:`.analysis`), so a second run costs a file read per kernel.
     """
 
-    def __init__(self, cpu: str | Cpu = DEFAULT_CPU):
+    PREFETCH_MIN = 4  # fewer uncached kernels than this are analysed in-process, on demand
+
+    def __init__(self, cpu: str | Cpu = DEFAULT_CPU, *, workers: int | None = None):
         self.cpu = load_cpu(cpu) if isinstance(cpu, str) else cpu
         self.basis = f"llvm-mca {self.cpu.mca.cpu} + memory model"
+        self.workers = (os.cpu_count() or 1) if workers is None else workers
+        self._pending = {}
+
+    def prefetch(self, specs) -> int:
+        """Start analysing the uncached ones of ``specs`` in worker processes (the caller goes on
+        with its own work; ``kernel_cost`` waits for a pending one). Returns how many started."""
+        todo = [s for s in dict.fromkeys(specs) if s not in self._pending and not is_cached(s, self.cpu)]
+        if self.workers < 2 or len(todo) < self.PREFETCH_MIN:
+            return 0
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(todo)),
+                                   mp_context=multiprocessing.get_context("spawn"))
+        for spec in todo:
+            self._pending[spec] = pool.submit(analyse, spec, self.cpu)
+        pool.shutdown(wait=False)  # the workers finish the queue, then exit
+        return len(todo)
 
     @property
     def name(self) -> str:
@@ -91,7 +112,8 @@ class CpuModel:
 
     def kernel_cost(self, spec) -> KernelCost:
         cpu = self.cpu
-        analysis = analyse(spec, cpu)
+        pending = self._pending.pop(spec, None)
+        analysis = remember(spec, cpu, pending.result()) if pending is not None else analyse(spec, cpu)
         core = analysis.core_cycles
         mispredicts = sum(analysis.loop_entries.values())
         branch = mispredicts * cpu.mispredict_cycles

@@ -9,8 +9,9 @@ The optimised IR of a kernel (the one :mod:`.target` compiled for the CPU, block
   ``alloca``: scratch rows live in L1) a call ``@vdla.touch(addr, bytes, is_store)`` feeds the
   two-level cache simulator of :mod:`.cachesim`.
 
-The inputs are zero-filled buffers of the spec's argument shapes: every kernel's control flow
-depends on shapes and parameters only, never on values. The IR is not optimised again, so the
+The inputs are zero-filled buffers of the spec's argument shapes, page-aligned one after the
+other (:func:`arena`), so the simulated caches see the same layout in every run: every kernel's
+control flow depends on shapes and parameters only, never on values. The IR is not optimised again, so the
 instrumented module executes exactly the optimised kernel's blocks, loads and stores.
 """
 
@@ -131,6 +132,23 @@ def instrument(ir_text: str, symbol: str) -> tuple[str, list[str]]:
     return text, blocks
 
 
+ARENA_ALIGN = 1 << 20  # above every simulated cache's set span, so set indices are reproducible
+PAGE = 4096
+
+
+def arena(args) -> list[np.ndarray]:
+    """Zeroed buffers for ``args``, page-aligned one after another in one 1 MiB-aligned block:
+    the cache simulation sees the same addresses (modulo the alignment) in every process."""
+    sizes = [-(-arg.nbytes // PAGE) * PAGE for arg in args]
+    block = np.zeros(sum(sizes) + ARENA_ALIGN, dtype=np.uint8)
+    offset = -block.ctypes.data % ARENA_ALIGN
+    buffers = []
+    for arg, size in zip(args, sizes):
+        buffers.append(block[offset:offset + arg.nbytes].view(arg.dtype).reshape(arg.shape))
+        offset += size
+    return buffers
+
+
 def run_profile(ir_text: str, spec, cpu) -> Profile:
     """Instrument ``spec``'s optimised IR, run it once on zero inputs, read the counters."""
     from ..jit import host_target_machine
@@ -144,7 +162,7 @@ def run_profile(ir_text: str, spec, cpu) -> Profile:
     kernel.verify()
     engine = llvm.create_mcjit_compiler(kernel, host_machine)
     engine.finalize_object()
-    buffers = [np.zeros(arg.shape, dtype=arg.dtype) for arg in spec.args()]
+    buffers = arena(spec.args())
     function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(buffers))(engine.get_function_address(spec.symbol))
     function(*[b.ctypes.data for b in buffers])
     counts = np.ctypeslib.as_array((ctypes.c_int64 * len(blocks)).from_address(

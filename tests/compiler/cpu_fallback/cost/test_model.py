@@ -78,3 +78,20 @@ def test_resnet18_workload_matches_the_layer_table():
     assert 0.9 * 1813.56e6 < macs <= 1813.56e6
     adds = [s for s in workload["other"] if s.family == "add"]
     assert sum(s.size for s in adds) == 752_640
+
+
+def test_prefetched_analyses_equal_in_process_ones(tmp_path, monkeypatch):
+    """Kernels analysed ahead in worker processes give the same costs as analysed on demand."""
+    from compiler.cpu_fallback.cost import analysis
+
+    monkeypatch.setenv(analysis.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(analysis, "_memo", {})
+    specs = [cf.ReluSpec(size=n) for n in (1024, 2048, 4096, 8192)]
+    model = CpuModel("cortex-a9", workers=2)
+    assert model.prefetch(specs) == 4 and model.prefetch(specs) == 0  # already pending
+    ahead = [model.kernel_cost(s).cycles for s in specs]
+    assert len(list(tmp_path.rglob("*.json"))) == 4  # the workers filled the disk cache
+    monkeypatch.setattr(analysis, "_memo", {})
+    monkeypatch.setattr(analysis, "cache_dir", lambda: tmp_path / "elsewhere")
+    assert [CpuModel("cortex-a9", workers=0).kernel_cost(s).cycles for s in specs] == ahead
+    assert CpuModel("cortex-a9", workers=0).prefetch(specs) == 0
