@@ -5,6 +5,8 @@ to do. User mistakes (bad shapes, dtypes, parameters) are ``ValueError`` subclas
 cross toolchain is a ``RuntimeError`` subclass because it is an installation problem.
 """
 
+from vdla_hw.errors import VdlaError
+
 
 class KernelError(ValueError):
     """Base class: a kernel was asked to do something it cannot do."""
@@ -22,5 +24,6 @@ class KernelDtypeError(KernelError):
     """An input array has the wrong dtype for the kernel it is passed to."""
 
 
-class ToolchainError(RuntimeError):
-    """A tool for the ARM build or the qemu run (ld.lld, gcc, qemu-arm) is missing or failed."""
+class ToolchainError(RuntimeError, VdlaError):
+    """A tool for the ARM build, the qemu run or the cost model (ld.lld, gcc, qemu-arm, llvm-mca) is
+    missing or failed: an installation problem, reported to the user in one line (a VdlaError)."""

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 import numpy as np
 
+from vdla_hw.errors import VdlaError
+
 from .cachesim import STATS, simulator_ir
 
 _LABEL = re.compile(r"^(b\d+):")
@@ -39,8 +41,9 @@ _SCALAR_BYTES = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "float": 4, "double": 8,
 _MEMORY_CALLS = re.compile(r"@llvm\.(mem\w+|masked\.\w+|\w+\.neon\.\w+)\b")
 
 
-class ProfileError(RuntimeError):
-    """The generated IR has a memory operation the profiler cannot follow."""
+class ProfileError(RuntimeError, VdlaError):
+    """The generated IR has a memory operation the profiler cannot follow (a kernel the cost
+    model does not support yet; the message names it)."""
 
 
 @dataclass(frozen=True)
