@@ -6,8 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-import tempfile
-from pathlib import Path
 
 from vdla.argtypes import int_range, output_dir, output_file
 
@@ -24,22 +22,20 @@ def cmd_hw_verilog(args) -> int:
 
 def cmd_hw_synth(args) -> int:
     from vdla_hw.config import load_config
-    from vdla_hw.rtl.synth import synthesize
+    from vdla_hw.rtl.fmax import _stderr, describe, estimate_fmax
 
     config = load_config(args.config)
-    with tempfile.TemporaryDirectory(prefix="vdla-synth-") as tmp:
-        work = Path(args.keep) if args.keep else Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
-        res = synthesize(config, work)
-    res.pop("cells")
+    res = estimate_fmax(config, args.top, keep=args.keep, use_cache=not args.no_cache, progress=_stderr)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
-    print(f"synthesis of {config.name} ({config.fingerprint}) for the {res['device']} (yosys synth_xilinx)")
+    print(f"synthesis of {config.name} ({config.fingerprint}, {res['module']}) for the {res['device']} "
+          "(yosys synth_xilinx)")
     for key, label in (("lut", "LUT"), ("ff", "FF"), ("dsp", "DSP48E1"), ("bram36", "BRAM36")):
         dev = res["device_" + key]
         print(f"  {label:<8} {res[key]:>9g} / {dev:<7} {100 * res[key] / dev:5.1f} %")
     print(f"  fits (LUT <= 80 %, DSP <= 220, BRAM36 <= 140): {'yes' if res['fits'] else 'NO'}")
+    print(describe(res))
     return 0
 
 
@@ -113,10 +109,14 @@ def add_parser(sub) -> None:
     ver.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
     ver.add_argument("-o", "--output", type=output_dir, required=True, metavar="DIR", help="directory to write vdla_top.v into")
     ver.set_defaults(func=cmd_hw_verilog)
-    syn = hw_sub.add_parser("synth", help="synthesise for the PYNQ-Z1 (xc7z020) with yosys and report resources")
+    syn = hw_sub.add_parser("synth", help="synthesise for the PYNQ-Z1 (xc7z020) with yosys: resources and the estimated clock")
     syn.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
-    syn.add_argument("--json", action="store_true", help="machine-readable output (keys lut, ff, dsp, bram36)")
-    syn.add_argument("--keep", type=output_dir, metavar="DIR", help="keep the synthesis work directory")
+    syn.add_argument("--top", choices=("core", "axi"), default="core",
+                     help="core: vdla_top (beat-level memory port); axi: vdla_axi_top, the FPGA top")
+    syn.add_argument("--json", action="store_true",
+                     help="machine-readable output (lut, ff, dsp, bram36, fmax_mhz, critical_path, ...)")
+    syn.add_argument("--keep", type=output_dir, metavar="DIR", help="keep the synthesis work directory (bypasses the cache)")
+    syn.add_argument("--no-cache", action="store_true", help="synthesise even if a cached result exists")
     syn.set_defaults(func=cmd_hw_synth)
 
     rtl = sub.add_parser("rtl", help="run a bundle on the RTL (cocotb, Icarus or Verilator)")

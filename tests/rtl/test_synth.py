@@ -1,11 +1,16 @@
-"""Fit: yosys synth_xilinx of the osdi18 design fits the PYNQ-Z1's xc7z020 (DSP48E1 <= 220 with
-two int8 multiplies packed per DSP, LUTs <= 80 %, BRAM36 <= 140). Slow (minutes)."""
+"""Fit and clock: yosys synth_xilinx of the osdi18 design fits the PYNQ-Z1's xc7z020 (DSP48E1 <= 220 with
+two int8 multiplies packed per DSP, LUTs <= 80 %, BRAM36 <= 140), and `vdla hw synth --json` reports
+the estimated clock with its critical path (vdla_hw.rtl.fmax). Slow (minutes; cached after)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from vdla_hw.rtl.synth import LIMITS, parse_stat, synthesize
+from vdla.cli import main
+from vdla_hw.rtl.fmax import estimate_fmax
+from vdla_hw.rtl.synth import LIMITS, parse_stat
 
 pytestmark = [pytest.mark.rtl, pytest.mark.slow]
 
@@ -17,11 +22,22 @@ def test_parse_stat_counts_cells():
     assert (res["lut"], res["ff"], res["dsp"], res["bram36"]) == (22, 3, 5, 2.0)
 
 
-def test_osdi18_fits_the_pynq_z1(tmp_path):
-    res = synthesize("osdi18", tmp_path)
+def test_osdi18_fits_the_pynq_z1_and_reports_its_clock(capsys):
+    res = estimate_fmax("osdi18", "core")
     assert res["dsp"] <= LIMITS["dsp"], res
     assert res["lut"] <= LIMITS["lut"], res
     assert res["bram36"] <= LIMITS["bram36"], res
     assert res["fits"]
     # the GEMM core's 256 int8 multiplies use 128 packed DSPs
     assert res["dsp"] >= 128
+    cp = res["critical_path"]
+    assert res["target_mhz"] == 200 and 0 < res["fmax_mhz"] < 1000
+    assert res["fmax_mhz"] == pytest.approx(1000 / res["period_ns"], abs=0.1)
+    assert cp["logic_levels"] == len(cp["cells"]) - 2 and cp["start"]["signal"] and cp["end"]["signal"]
+    # the CLI prints the same (a cache hit now)
+    assert main(["hw", "synth", "--config", "osdi18", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fmax_mhz"] == res["fmax_mhz"] and out["critical_path"] == cp
+    assert main(["hw", "synth", "--config", "osdi18"]) == 0
+    text = capsys.readouterr().out
+    assert "MHz estimated" in text and cp["start"]["signal"] in text

