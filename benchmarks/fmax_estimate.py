@@ -1,0 +1,62 @@
+"""Benchmark of the clock estimate (vdla_hw.rtl.fmax): the table of presets x tops with their target
+clock, estimated clock, critical path and resources, and how long an estimate takes -- a cache
+miss (synthesis + analysis), the analysis alone, and a cache hit (what a design-space loop pays).
+
+    .venv/bin/python benchmarks/fmax_estimate.py [--presets tiny osdi18 vta-pynq] [--tops core axi]
+
+Misses take minutes for osdi18 and vta-pynq on 2 cores; later runs hit the cache (build/timing/).
+"""
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from vdla_hw.rtl import sta  # noqa: E402
+from vdla_hw.rtl.fmax import analyse_verilog, estimate_fmax  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--presets", nargs="+", default=["tiny", "osdi18", "vta-pynq"])
+    ap.add_argument("--tops", nargs="+", default=["core", "axi"], choices=["core", "axi"])
+    ap.add_argument("--reference", action="store_true", help="also time PicoRV32 (tests/data/reference_circuits)")
+    args = ap.parse_args()
+    print(f"{'preset':<9} {'top':<5} {'target':>7} {'estimate':>9} {'LUT':>7} {'FF':>6} {'DSP':>4} {'BRAM36':>6}"
+          f" {'first s':>8} {'hit s':>7}  critical path")
+    for preset in args.presets:
+        for top in args.tops:
+            t0 = time.perf_counter()
+            res = estimate_fmax(preset, top, progress=lambda m: print(f"  ({m})", file=sys.stderr))
+            t1 = time.perf_counter()
+            estimate_fmax(preset, top)
+            t2 = time.perf_counter()
+            cp = res["critical_path"]
+            print(f"{preset:<9} {top:<5} {res['target_mhz']:>5g}MHz {res['fmax_mhz']:>6.1f}MHz {res['lut']:>7}"
+                  f" {res['ff']:>6} {res['dsp']:>4} {res['bram36']:>6g} {t1 - t0:>8.1f} {t2 - t1:>7.3f}  "
+                  f"{cp['delay_ns']:.1f} ns {cp['start']['signal']} -> {cp['end']['signal']} "
+                  f"({cp['logic_levels']} levels)")
+    if args.reference:
+        ref = Path(__file__).resolve().parents[1] / "tests" / "data" / "reference_circuits" / "picorv32"
+        with tempfile.TemporaryDirectory() as tmp:
+            vfile = Path(tmp) / "picorv32_tabtest.v"
+            vfile.write_text((ref / "tabtest.v").read_text() + (ref / "picorv32.v").read_text())
+            t0 = time.perf_counter()
+            _, timing = analyse_verilog(vfile, "top", Path(tmp))
+            t1 = time.perf_counter()
+            netlist = json.loads((Path(tmp) / "netlist.json").read_text())
+            t2 = time.perf_counter()
+            sta.analyse(netlist, "top")
+            t3 = time.perf_counter()
+        print(f"PicoRV32 reference: estimate {timing['fmax_mhz']} MHz vs 243 MHz published (Vivado 2016.1, "
+              f"xc7a15t-1): ratio {timing['fmax_mhz'] / 243:.2f}; synthesis+analysis {t1 - t0:.1f} s, "
+              f"analysis alone {t3 - t2:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
