@@ -267,6 +267,11 @@ def _trace(nl: Netlist, arrival: dict, end: tuple) -> Path:
     for s in steps:   # keep the design's own source lines, not yosys' techmap files
         src = nl.cells[s.cell].get("attributes", {}).get("src", "")
         s.src = "|".join(p for p in src.split("|") if p and not p.startswith("/share/"))
+    for k in (0, -1):   # an end without a kept name: say what it is and where its logic comes from
+        s, near = steps[k], steps[1 if k == 0 else -2]
+        where = s.src or near.src
+        if s.signal.startswith("<net") and where:
+            s.signal = f"{s.cell_type} {'at' if s.src else 'fed from'} {where}"
     return Path(total, steps)
 
 
