@@ -23,6 +23,15 @@ DONE_OR_ERROR = regmap.STATUS_DONE | regmap.STATUS_ERROR
 RUN_REGISTERS = ("DRAM_BASE", "DRAM_BYTES", "INSN_ADDR", "INSN_COUNT")
 
 
+def run_profile() -> dict:
+    """What a ``RegisterDevice.run`` does besides computing, for the host-overhead model (the
+    fields of ``compiler.cpu_fallback.cost.RuntimeProfile``): register writes and reads, whole
+    image copies (written into the DMA buffer, read back) and the STATUS poll schedule."""
+    writes, reads = run_register_accesses()
+    return {"register_writes": writes, "register_reads": reads, "image_copies": 2,
+            "poll_first_s": RegisterDevice.poll_first_s, "poll_max_s": RegisterDevice.poll_max_s}
+
+
 def run_register_accesses() -> tuple[int, int]:
     """(writes, reads) of control registers in one successful ``run``, the STATUS polls not
     counted: ID_ISA/ID_CONFIG twice (``run`` and ``start`` both check the bundle), STATUS before

@@ -101,7 +101,8 @@ def layer_timing(node: QNode, q: QGraph, config: Config, vthreads: int | None, d
         stats["programs_simulated"] += 1
         timing = {"cycles": sim.cycles, "gemm_utilization": sim.gemm_utilization,
                   "bytes": {k: int(v) for k, v in sim.bytes.items()}, "activity": act.program_activity(bundle),
-                  "output_shape": list(bundle.meta["output"]["shape"]), "meta": bundle.meta}
+                  "output_shape": list(bundle.meta["output"]["shape"]), "meta": bundle.meta,
+                  "image_bytes": int(bundle.dram.size)}
         disk.put("layers", key, timing)
     else:
         stats["programs_reused"] += 1
@@ -145,6 +146,9 @@ class TimingExecutor(Executor):
         layer = None if node.op == "add" else _layer_of(node, self.q)
         return self.programs[node.name], layer
 
+    def image_bytes(self, program: TimedProgram) -> int:
+        return program.timing["image_bytes"]
+
 
 @dataclasses.dataclass
 class Evaluation:
@@ -156,8 +160,12 @@ class Evaluation:
     stats: dict
 
 
-def evaluate(q: QGraph, config: Config, knobs: dict, cache_dir=None) -> Evaluation:
-    """Run ``q`` on ``config`` with ``knobs`` (see :data:`dse.space.KNOBS`) through the executor."""
+def evaluate(q: QGraph, config: Config, knobs: dict, cache_dir=None, cpu: str = "cortex-a9") -> Evaluation:
+    """Run ``q`` on ``config`` with ``knobs`` (see :data:`dse.space.KNOBS`) through the executor;
+    CPU and host times from the code-level CPU model of ``cpu`` (its analyses cached on disk)."""
+    from compiler.cpu_fallback.cost import CpuModel, RuntimeProfile
+    from driver.registers import run_profile
+
     start = time.perf_counter()
     disk = DiskCache(cache_dir)
     options = PartitionOptions(stem_on_vdla=knobs["stem_on_vdla"], add_on_vdla=knobs["add_on_vdla"],
@@ -170,10 +178,13 @@ def evaluate(q: QGraph, config: Config, knobs: dict, cache_dir=None) -> Evaluati
                 for node in q.nodes if placements[node.name].target == "vdla"}
     timed = time.perf_counter()
     x = np.zeros(q.shapes[q.input], dtype=np.float32)
-    result = TimingExecutor(q, placements, TimingDevice(config), programs=programs, vthreads=vthreads).run(x)
+    # workers=0: a sweep already runs points in parallel; each kernel is analysed once, then cached.
+    model = CpuModel(cpu, workers=0)
+    result = TimingExecutor(q, placements, TimingDevice(config), programs=programs, vthreads=vthreads,
+                            cpu_model=model, runtime=RuntimeProfile(**run_profile())).run(x)
     total = act.empty()
     for r in result.records:
         if r.placement == "vdla":
             act.add(total, r.extra["run"]["activity"])
     stats.update(timing_s=timed - start, execute_s=time.perf_counter() - timed)
-    return Evaluation(result.records, summarise(result.records), total, stats)
+    return Evaluation(result.records, summarise(result.records, model.describe()), total, stats)

@@ -31,16 +31,12 @@ DEFAULT_CPU = "cortex-a9"
 
 
 def board_runtime():
-    """What the board runtime does per offloaded layer, read off the code that does it: the
-    register sequence and poll schedule of ``driver.registers.RegisterDevice``, and three copies
-    of the whole program image (the executor's ``fill_inputs`` copies the prebuilt image,
-    ``Device.run`` writes it into the DMA buffer and reads it back)."""
+    """What the board runtime's driver does per offloaded layer (``driver.registers.run_profile``:
+    register sequence, image copies, poll schedule), for the executor's host-overhead model."""
     from compiler.cpu_fallback.cost import RuntimeProfile
-    from driver.registers import RegisterDevice, run_register_accesses
+    from driver.registers import run_profile
 
-    writes, reads = run_register_accesses()
-    return RuntimeProfile(register_writes=writes, register_reads=reads, image_copies=3,
-                          poll_first_s=RegisterDevice.poll_first_s, poll_max_s=RegisterDevice.poll_max_s)
+    return RuntimeProfile(**run_profile())
 CALIBRATION_SEED, TEST_SEED = 1, 2
 
 

@@ -240,6 +240,10 @@ class Executor:
         read = add_output if node.op == "add" else layer_output
         return read(bundle, run.dram).reshape(self.q.shapes[node.output])
 
+    def image_bytes(self, bundle) -> int:
+        """Bytes of the program image a run copies and keeps coherent (its whole DRAM image)."""
+        return int(bundle.dram.size)
+
     def host_time(self, node: QNode, args: list[np.ndarray], bundle: Bundle, busy_s: float,
                   record: LayerRecord) -> None:
         """What the board runtime does around this offload: pack every input into the blocked
@@ -249,9 +253,10 @@ class Executor:
         packs = layout_specs(self.config, [(a.shape, dtype) for a in args], PackSpec)
         unpacks = layout_specs(self.config, [(self.q.shapes[node.output], "int8")], UnpackSpec)
         start = time.perf_counter()
-        cost = self.cpu_model.offload_cost(image_bytes=int(bundle.dram.size), packs=packs, unpacks=unpacks,
+        # extra_copies: fill_inputs copies the prebuilt image before writing the inputs into it.
+        cost = self.cpu_model.offload_cost(image_bytes=self.image_bytes(bundle), packs=packs, unpacks=unpacks,
                                            input_bytes=sum(s.io_bytes()[1] for s in packs), accelerator_s=busy_s,
-                                           runtime=self.runtime)
+                                           runtime=self.runtime, extra_copies=1)
         self.model_wall += time.perf_counter() - start
         record.host_seconds, record.host_parts = cost.seconds, dict(cost.parts)
 

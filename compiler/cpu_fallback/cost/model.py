@@ -57,7 +57,7 @@ class RuntimeProfile:
 
     register_writes: int
     register_reads: int
-    image_copies: int
+    image_copies: int          # whole-image copies the device makes per run (write, read back)
     poll_first_s: float
     poll_max_s: float
     sleep_slack_s: float = 50e-6  # Linux default timer slack of a normal thread, prctl(2) PR_SET_TIMERSLACK
@@ -135,17 +135,18 @@ class CpuModel:
         return self.kernel_cost(spec).seconds
 
     def offload_cost(self, *, image_bytes: int, packs=(), unpacks=(), input_bytes: int = 0,
-                     accelerator_s: float = 0.0, runtime: RuntimeProfile) -> HostCost:
+                     accelerator_s: float = 0.0, runtime: RuntimeProfile, extra_copies: int = 0) -> HostCost:
         """Host seconds around one run of a program image of ``image_bytes`` bytes whose inputs
         are packed by the kernel specs ``packs`` (``input_bytes`` written into the image) and
-        whose outputs are unpacked by ``unpacks``, the accelerator busy ``accelerator_s``."""
+        whose outputs are unpacked by ``unpacks``, the accelerator busy ``accelerator_s``;
+        ``extra_copies`` whole-image copies the caller makes besides the device's."""
         cpu = self.cpu
         lines = -(-image_bytes // cpu.line_bytes)
         maintenance = lines * cpu.cache_maintenance_cycles_per_line / cpu.clock_hz
         dirty = min(image_bytes, cpu.l2_bytes)  # copies of larger images wrote most lines back already
         parts = {
             "pack": sum(self.seconds(spec) for spec in packs),
-            "copy": (runtime.image_copies * image_bytes + input_bytes) / cpu.memcpy_bytes_per_s,
+            "copy": ((runtime.image_copies + extra_copies) * image_bytes + input_bytes) / cpu.memcpy_bytes_per_s,
             "flush": maintenance + dirty / cpu.dram_bytes_per_s,
             "registers": (runtime.register_writes + runtime.register_reads) * cpu.mmio_access_s,
             "poll": poll_delay(accelerator_s, runtime, cpu.mmio_access_s),
