@@ -22,10 +22,11 @@ def cmd_hw_verilog(args) -> int:
 
 def cmd_hw_synth(args) -> int:
     from vdla_hw.config import load_config
-    from vdla_hw.rtl.fmax import _stderr, describe, estimate_fmax
+    from vdla_hw.rtl.fmax import describe, estimate_fmax, progress_to_stderr
 
     config = load_config(args.config)
-    res = estimate_fmax(config, args.top, keep=args.keep, use_cache=not args.no_cache, progress=_stderr)
+    res = estimate_fmax(config, args.top, keep=args.keep, use_cache=not args.no_cache,
+                        progress=progress_to_stderr)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0

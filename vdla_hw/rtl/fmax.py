@@ -103,7 +103,8 @@ def estimate_fmax(config: Config | str | None, top: str = "core", *, keep: str |
     return res
 
 
-def _stderr(msg: str) -> None:
+def progress_to_stderr(msg: str) -> None:
+    """The ``progress`` callback of the CLI: one line on stderr."""
     print(msg, file=sys.stderr, flush=True)
 
 
