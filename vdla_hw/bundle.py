@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import io
 import json
-import zipfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +35,7 @@ from vdla_hw.config import MEM_TYPES, Config, load_config
 from vdla_hw.presets import PRESETS
 from vdla_hw.errors import BundleError, VdlaError
 from vdla_hw.limits import MAX_DRAM_BYTES, mib
+from vdla_hw.npyfile import read_npz
 
 FORMAT = "vdla-bundle"
 FORMAT_VERSION = 1
@@ -124,15 +123,24 @@ class Bundle:
 
     # --- files ----------------------------------------------------------------------------
     def save(self, path: str | Path) -> None:
+        with open(path, "wb") as fh:
+            self._write(fh)
+
+    def to_bytes(self) -> bytes:
+        """The bundle file's bytes (what :meth:`save` writes; :meth:`from_bytes` reads them)."""
+        buf = io.BytesIO()
+        self._write(buf)
+        return buf.getvalue()
+
+    def _write(self, fh) -> None:
         symbols = {k: {"mem": s.mem, "index": s.index, "count": s.count, "shape": list(s.shape)}
                    for k, s in self.symbols.items()}
-        with open(path, "wb") as fh:
-            np.savez_compressed(
-                fh, format=np.array(FORMAT), version=np.array(FORMAT_VERSION), dram=self.dram,
-                insn_offset=np.array(self.insn_offset, dtype=np.int64),
-                insn_count=np.array(self.insn_count, dtype=np.int64),
-                config=np.array(self.config.to_json()), fingerprint=np.array(self.config.fingerprint),
-                symbols=np.array(json.dumps(symbols)), meta=np.array(json.dumps(self.meta)))
+        np.savez_compressed(
+            fh, format=np.array(FORMAT), version=np.array(FORMAT_VERSION), dram=self.dram,
+            insn_offset=np.array(self.insn_offset, dtype=np.int64),
+            insn_count=np.array(self.insn_count, dtype=np.int64),
+            config=np.array(self.config.to_json()), fingerprint=np.array(self.config.fingerprint),
+            symbols=np.array(json.dumps(symbols)), meta=np.array(json.dumps(self.meta)))
 
     @classmethod
     def load(cls, path: str | Path, config: str | Config | None = None) -> Bundle:
@@ -167,8 +175,9 @@ class Bundle:
             own = load_config(text)
         except VdlaError as err:
             raise BundleError(where, f"key 'config': {err}") from None
-        if "fingerprint" in data and str(data["fingerprint"]) != own.fingerprint:
-            raise BundleError(where, f"fingerprint {data['fingerprint']} does not match its config ({own.fingerprint})")
+        if "fingerprint" in data and (data["fingerprint"].shape != () or str(data["fingerprint"]) != own.fingerprint):
+            raise BundleError(where, f"fingerprint {_short(data['fingerprint'])} does not match its config "
+                              f"({own.fingerprint})")
         if config is not None:
             wanted = load_config(config)
             if wanted.fingerprint != own.fingerprint:
@@ -195,47 +204,6 @@ class Bundle:
 def _short(value: np.ndarray) -> str:
     text = repr(value.item()) if value.shape == () else f"an array of shape {value.shape}"
     return text if len(text) < 60 else text[:57] + "..."
-
-
-NPY_MAGIC, ZIP_MAGIC = b"\x93NUMPY", b"PK\x03\x04"
-
-
-def read_npz(source: str | Path | bytes, where: str, max_total: int = MAX_DRAM_BYTES + 4096) -> dict[str, np.ndarray]:
-    """Every array of an ``.npz`` file (a path, or its bytes), after checking from the zip
-    directory, before decompressing anything, that its members hold at most ``max_total``
-    bytes (default: one DRAM image of the documented limit); no pickles. BundleError otherwise."""
-    try:
-        if isinstance(source, bytes):
-            magic, source = source[:6], io.BytesIO(source)
-        else:
-            with open(source, "rb") as fh:
-                magic = fh.read(6)
-    except FileNotFoundError:
-        raise BundleError(where, "no such file") from None
-    except IsADirectoryError:
-        raise BundleError(where, "is a directory, not a bundle file") from None
-    except OSError as err:
-        raise BundleError(where, f"cannot read ({err.strerror or err})") from None
-    if magic == NPY_MAGIC:
-        raise BundleError(where, "is a single .npy array, not a bundle (a .npz of dram, insn_offset, insn_count, "
-                          "config, ...; write one with vdla asm or vdla compile)")
-    if not magic.startswith(ZIP_MAGIC):
-        raise BundleError(where, "not a readable .npz file (corrupt or truncated: no zip header)")
-    try:
-        with zipfile.ZipFile(source) as archive:
-            total = sum(info.file_size for info in archive.infolist())
-        if total > max_total:
-            raise BundleError(where, f"its arrays hold {mib(total)}, more than the {mib(max_total)} limit "
-                              "(vdla_hw/limits.py)")
-        if not isinstance(source, (str, Path)):
-            source.seek(0)
-        with np.load(source, allow_pickle=False) as npz:
-            return {key: npz[key] for key in npz.files}
-    except BundleError:
-        raise
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, RuntimeError, NotImplementedError,
-            zlib.error) as err:
-        raise BundleError(where, f"not a readable .npz file (corrupt or truncated: {err})") from None
 
 
 class BundleBuilder:

@@ -73,7 +73,8 @@ class Config:
             if key not in PARAMETERS:
                 raise ConfigError(key, value, f"unknown parameter (known: {', '.join(PARAMETERS)})", self.name)
             kind, low, high, meaning = PARAMETERS[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or \
+                    (kind is int and value != int(value)):
                 raise ConfigError(key, value, f"must be {'an integer' if kind is int else 'a number'} ({meaning})", self.name)
             if not low <= value <= high:
                 raise ConfigError(key, value, f"must be in [{low}, {high}] ({meaning})", self.name)
@@ -120,8 +121,10 @@ class Config:
             raise ConfigError("json", source, "must be a JSON object of parameters")
         # Accepted forms: {"preset": P, KEY: value...}, or to_json()'s {"name": N, "params": {...}}.
         name = data.pop("name", None)
+        if name is not None and not isinstance(name, str):
+            raise ConfigError("name", name, "must be a string", source)
         base = data.pop("preset", name if name in PRESETS else DEFAULT_PRESET)
-        if base not in PRESETS:
+        if not isinstance(base, str) or base not in PRESETS:
             raise ConfigError("preset", base, f"unknown preset (known: {', '.join(PRESETS)})", source)
         data.pop("fingerprint", None)
         data.pop("sources", None)

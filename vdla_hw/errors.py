@@ -17,7 +17,8 @@ class ConfigError(VdlaError):
     def __init__(self, param: str, value: object, why: str, source: str = ""):
         self.param, self.value, self.why, self.source = param, value, why, source
         where = f"{source}: " if source else ""
-        super().__init__(f"{where}configuration parameter {param}={value!r}: {why}")
+        name = param if isinstance(param, str) and param.isidentifier() else repr(param)
+        super().__init__(f"{where}configuration parameter {name}={value!r}: {why}")
 
 
 class EncodingError(VdlaError):

@@ -161,6 +161,8 @@ def _compute(insn, config, srams, counters, index):
     program.check_uop_range(insn, config, index)
     uops = isa.decode_uops(srams.uop[insn.uop_bgn:insn.uop_end], config)
     program.check_loop_ranges(insn, uops, config, index)
+    if len(uops) == 0:
+        return  # an empty uop range: the loops do nothing (and cost nothing to skip)
     op = isa.ALU_OPS[insn.alu_opcode] if insn.kind == "ALU" else None
     for i in range(insn.iter_out):
         for j in range(insn.iter_in):

@@ -64,7 +64,7 @@ class _Importer:
             self.uses[out.name] = self.uses.get(out.name, 0) + 1
 
     def fail(self, node, why: str) -> ModelError:
-        return ModelError(self.where, why, node.name or node.output[0], node.op_type)
+        return ModelError(self.where, why, node.name or (node.output[0] if node.output else "?"), node.op_type)
 
     def value(self, name: str) -> str:
         while name in self.alias:
@@ -213,6 +213,19 @@ class _Importer:
         self.emit(node, "dense", [x], (shape[0], w.shape[0]), weight=np.ascontiguousarray(w, np.float32),
                   bias=np.asarray(bias, np.float32).copy())
 
+    def node(self, node) -> None:
+        if node.op_type == "Constant":
+            from onnx import numpy_helper
+            self.consts[node.output[0]] = numpy_helper.to_array(_attrs(node)["value"])
+        elif node.op_type in PASSTHROUGH:
+            self.alias[node.output[0]] = self.value(node.input[0])
+        else:
+            getattr(self, f"op_{node.op_type}")(node, _attrs(node))
+        for out in node.output[:1]:
+            if out in self.shapes and min(self.shapes[out], default=1) <= 0:
+                raise self.fail(node, f"output shape {self.shapes[out]} is empty (a window or stride larger "
+                                "than its input?)")
+
     # --- driver ---------------------------------------------------------------------------
     def run(self) -> Graph:
         inputs = [i for i in self.graph.input if i.name not in self.consts]
@@ -232,13 +245,13 @@ class _Importer:
                              "Relu, Clip, Add, MaxPool, GlobalAveragePool, AveragePool, Flatten, Reshape, Gemm, MatMul",
                              first.name or first.output[0], first.op_type)
         for node in self.graph.node:
-            if node.op_type == "Constant":
-                from onnx import numpy_helper
-                self.consts[node.output[0]] = numpy_helper.to_array(_attrs(node)["value"])
-            elif node.op_type in PASSTHROUGH:
-                self.alias[node.output[0]] = self.value(node.input[0])
-            else:
-                getattr(self, f"op_{node.op_type}")(node, _attrs(node))
+            try:
+                self.node(node)
+            except ModelError:
+                raise
+            except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, AttributeError, OverflowError) as err:
+                # a node whose inputs, attributes or initializers do not have the form its op needs
+                raise self.fail(node, f"malformed {node.op_type} node ({type(err).__name__}: {err})") from None
         output = self.value(self.graph.output[0].name)
         if output not in self.shapes:
             raise ModelError(self.where, f"graph output {output!r} is not computed by any node")
@@ -247,9 +260,15 @@ class _Importer:
 
 def load_onnx(path: str | Path) -> Graph:
     """The float graph of an ONNX file; ModelError names the file and node of any problem."""
-    return _Importer(_read(path), str(path)).run()
+    return from_model(_read(path), str(path))
 
 
 def from_model(model, where: str = "<model>") -> Graph:
     """The float graph of an in-memory ONNX ModelProto (``where`` names it in errors)."""
-    return _Importer(model, where).run()
+    try:
+        return _Importer(model, where).run()
+    except ModelError:
+        raise
+    except (IndexError, KeyError, ValueError, TypeError, AttributeError, OverflowError, UnicodeError) as err:
+        # malformed outside any one node (initializers, inputs, names): a damaged or odd file
+        raise ModelError(where, f"malformed model ({type(err).__name__}: {err})") from None

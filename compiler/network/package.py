@@ -23,6 +23,7 @@ import json
 import platform
 import tempfile
 import time
+import traceback
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -30,7 +31,8 @@ import numpy as np
 
 from compiler.network.partition import Placement
 from compiler.quantize.qgraph import QGraph, QNode
-from vdla_hw.bundle import Bundle, read_npz
+from vdla_hw.bundle import Bundle
+from vdla_hw.npyfile import read_npy, read_npz
 from vdla_hw.errors import VdlaError
 from vdla_hw.limits import MAX_TENSOR_BYTES, mib
 
@@ -49,13 +51,8 @@ def npy_bytes(array: np.ndarray) -> bytes:
 
 
 def npy_array(data: bytes, what: str) -> np.ndarray:
-    try:
-        array = np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, OSError, EOFError) as err:
-        raise NetworkFilesError(f"{what} is not a readable .npy array ({err})") from None
-    if not isinstance(array, np.ndarray):
-        raise NetworkFilesError(f"{what} is not a .npy array")
-    return array
+    """The array of ``.npy`` bytes from outside (header checked before numpy allocates)."""
+    return read_npy(data, what)
 
 
 # --- the quantized graph as JSON + arrays -------------------------------------------------
@@ -106,7 +103,23 @@ def graph_from_files(files: dict[str, bytes]) -> QGraph:
         if min(shape, default=1) < 0 or nbytes > MAX_TENSOR_BYTES:
             raise NetworkFilesError(f"graph.json: tensor {name!r} of shape {shape} is beyond the "
                                     f"{mib(MAX_TENSOR_BYTES)} tensor limit")
+    _check_structure(q)
     return q
+
+
+def _check_structure(q: QGraph) -> None:
+    """Every node reads tensors defined before it and writes a new one with a shape; names unique."""
+    defined, names = {q.input}, set()
+    for node in q.nodes:
+        missing = [i for i in node.inputs if i not in defined]
+        if missing or node.name in names or node.output in defined or node.output not in q.shapes:
+            why = (f"reads {missing[0]!r}, which no earlier node writes" if missing else
+                   "repeats a name" if node.name in names else f"writes {node.output!r} again or without a shape")
+            raise NetworkFilesError(f"graph.json: node {node.name!r} {why}")
+        defined.add(node.output)
+        names.add(node.name)
+    if q.input not in q.shapes or q.output not in defined:
+        raise NetworkFilesError("graph.json: the graph's input has no shape or its output is never written")
 
 
 # --- building the files (host side) -------------------------------------------------------
@@ -136,9 +149,7 @@ def compile_bundles(q: QGraph, placements: dict, config, vthreads=None, progress
             layer = conv_layer(node, shape) if node.op == "conv" else dense_layer(node, shape)
             bundle = compile_layer(layer, config, vthreads=vthreads, tensors={
                 "input": args[0], "weight": node.attrs["weight"], "bias": node.attrs["bias"]})
-        with tempfile.TemporaryDirectory(prefix="vdla-pkg-") as tmp:
-            bundle.save(Path(tmp) / "b.npz")
-            files[f"bundles/{node.name}.npz"] = (Path(tmp) / "b.npz").read_bytes()
+        files[f"bundles/{node.name}.npz"] = bundle.to_bytes()
         say(f"compiled {node.name} ({node.op}): {bundle.insn_count} instructions, {bundle.dram.size} bytes")
     return files
 
@@ -251,7 +262,14 @@ def run_files(files: dict[str, bytes], device, progress=None) -> tuple[dict, dic
         loaded = time.perf_counter()
         executor = Executor(q, placements, device, progress=progress, prebuilt=bundles,
                             kernels=None if kernels is None else kernels.__getitem__)
-        result = executor.run(x)
+        try:
+            result = executor.run(x)
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as err:
+            # a node whose attributes do not have the form its op needs (the graph came from outside)
+            frame = traceback.extract_tb(err.__traceback__)[-1]
+            raise NetworkFilesError(f"graph.json/arrays.npz: the graph does not run ({type(err).__name__}: {err} at "
+                                    f"{Path(frame.filename).name}:{frame.lineno}); was the package built by this "
+                                    "vdla?") from None
     layers = []
     for r in result.records:
         row = r.as_dict()

@@ -179,3 +179,22 @@ def test_unknown_op_and_unreachable_board(server):
         free = s.getsockname()[1]
     with pytest.raises(DeviceError, match="cannot connect .* is `vdla serve` running"):
         request(f"127.0.0.1:{free}", {"op": "ping"}, key=KEY, timeout_s=5)
+
+
+def test_the_112_byte_loop_inside_a_package_is_refused(server, package):
+    """Issue 11: the 16383 x 16383 GEMM loop sent inside a package made the server try a 6 GiB
+    allocation. Now the device refuses the instruction before it runs, and the server goes on."""
+    _, address = server
+    name = next(n for n in package if n.startswith("bundles/"))
+    bundle = Bundle.from_bytes(package[name], name)
+    uops = isa.encode_uops([(0, 0, 0), (1, 0, 0), (2, 0, 0)], bundle.config).view(np.uint8)
+    bundle.dram[:uops.size] = uops  # the uop table at element 0 of the image
+    loop = [isa.Insn("LOAD", memory_type=0, y_size=1, x_size=3, x_stride=3),
+            isa.Insn("GEMM", uop_end=3, iter_out=16383, iter_in=16383), isa.Insn("FINISH")]
+    stream = np.frombuffer(isa.encode_program(loop, bundle.config), dtype=np.uint8)
+    bundle.dram[bundle.insn_offset:bundle.insn_offset + stream.size] = stream
+    bundle.insn_count = len(loop)
+    altered = _reseal({**package, name: bundle.to_bytes()})
+    with pytest.raises(DeviceError, match=r"instruction 1 \(GEMM\) would run from cycle \d+ to 805208"):
+        request(address, {"op": "run"}, altered, key=KEY, timeout_s=120)
+    _still_serving(address)

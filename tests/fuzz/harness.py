@@ -1,0 +1,66 @@
+"""What every fuzz test asserts about one input: it ends, within a time limit, in a clean error
+(a VdlaError: one line for people) or a result, without allocating more than a bound.
+
+``outcome(fn, ...)`` runs ``fn`` under SIGALRM (a hang fails the test with the input that hung)
+and tracemalloc (numpy reports its buffers to it), and returns ("ok", value) or ("error",
+message); any other exception fails the test, as a traceback of the CLI would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import tracemalloc
+
+from hypothesis import HealthCheck, settings
+
+from vdla_hw.errors import VdlaError
+
+# Each fuzz test's budget (examples) is sized so the whole folder runs in about a minute on
+# 2 busy cores; CI's profile (tests/conftest.py) derandomizes them.
+FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                      HealthCheck.filter_too_much])
+MEMORY_BOUND = 256 << 20
+
+
+class Hang(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise Hang(f"no result within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def outcome(fn, *args, seconds: float = 10.0, memory: int = MEMORY_BOUND, errors=(VdlaError,), **kwargs):
+    """("ok", fn(...)) or ("error", one-line message); fails on anything else, a hang or a
+    peak allocation above ``memory`` bytes."""
+    tracemalloc.start()
+    try:
+        with time_limit(seconds):
+            try:
+                value = fn(*args, **kwargs)
+                result = ("ok", value)
+            except errors as err:
+                message = str(err)
+                assert message and "\n" not in message, f"error message is not one line: {message!r}"
+                result = ("error", message)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= memory, f"{fn.__name__} allocated {peak} bytes at its peak (bound {memory})"
+    return result
