@@ -16,7 +16,7 @@ The device has the ``REGISTER_RW`` capability, so ``pynq.MMIO`` routes every 32-
 (non-coherent, like the board's cacheable buffers): the model sees only what the driver flushed
 and the CPU sees the results only after an invalidate, so missing cache maintenance fails tests.
 The "bitstream" is a JSON file naming the configuration of the simulated hardware
-(:func:`write_fake_bitstream`); its metadata (what pynq parses from the ``.hwh`` on a board)
+(:func:`driver.fake_bitstream.write_fake_bitstream`); its metadata (what pynq parses from the ``.hwh`` on a board)
 comes from the manifest beside it.
 """
 
@@ -30,19 +30,12 @@ import numpy as np
 import pynq
 from pynq.buffer import PynqBuffer
 
+from driver.fake_bitstream import FAKE_FORMAT, write_fake_bitstream  # noqa: F401 - re-exported
 from driver.regmodel import RegisterModel
 from vdla_hw import regmap
 from vdla_hw.config import Config, load_config
 
-FAKE_FORMAT = "vdla-simulated-bitstream"
 MEMORY_BASE = 0x1800_0000  # where the fake contiguous-memory allocator starts (CMA-like)
-
-
-def write_fake_bitstream(path: str | Path, config: Config | str) -> Path:
-    """A stand-in ``.bit`` for the simulated device: the configuration its hardware implements."""
-    path = Path(path)
-    path.write_text(json.dumps({"format": FAKE_FORMAT, "config": load_config(config).to_json()}))
-    return path
 
 
 class _Metadata:

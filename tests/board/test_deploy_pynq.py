@@ -74,3 +74,28 @@ def test_package_from_the_host_runs_on_the_pynq_backend(tmp_path):
     assert result["backend"] == "pynq" and "output.npy" in blobs
     assert all(r["cycles"] > 0 for r in result["layers"] if r["placement"] == "vdla")
     assert sys.version_info[:2] >= (3, 10)
+
+
+@pytest.mark.skipif(not HOST_PYTHON.exists(), reason="needs the host environment .venv (scripts/setup.sh)")
+def test_the_readme_stand_in_bitstream_serves_the_simulated_device(tmp_path):
+    """The README's recipe, as written: `vdla hw bitstream` and `write_fake_bitstream` in the host
+    environment, then the pynq backend here runs a program on that stand-in like the simulator."""
+    import numpy as np
+
+    from driver import open_device, pynq_sim
+    from tests.hw import programs
+    from vdla_sim import simulate
+
+    host_bin = HOST_PYTHON.parent
+    env = {**os.environ, "PATH": f"{host_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    subprocess.run(["vdla", "hw", "bitstream", "--config", "tiny", "-o", "simbit"], cwd=tmp_path, env=env,
+                   check=True, capture_output=True, timeout=600)
+    subprocess.run(["python", "-c", "from driver.fake_bitstream import write_fake_bitstream; "
+                    "write_fake_bitstream('simbit/vdla.bit', 'tiny')"], cwd=tmp_path, env=env, check=True,
+                   timeout=120)
+    pynq_sim.register()
+    bundle, _, _ = programs.blocked_matmul("tiny")
+    with open_device("pynq", "tiny", bitstream=tmp_path / "simbit" / "vdla.bit") as device:
+        result = device.run(bundle)
+    expected = simulate(bundle)
+    assert np.array_equal(result.dram, expected.dram) and result.cycles == expected.cycles

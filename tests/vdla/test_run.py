@@ -114,10 +114,11 @@ def test_bad_models_are_one_line_errors_naming_the_node(capsys, tmp_path):
 
 
 @pytest.mark.slow
-def test_resnet18_full_size_is_bit_exact(capsys):
-    """The main job at 224x224 (default osdi18), end to end."""
-    code, out, err = run(capsys, "run", "resnet18", "--json")
+def test_resnet18_full_size_is_bit_exact(capsys, tmp_path):
+    """The main job at 224x224 (default osdi18), end to end, as the README writes it (with --plots)."""
+    code, out, err = run(capsys, "run", "resnet18", "--json", "--plots", tmp_path)
     assert code == 0, err
+    assert {"layers.csv", "summary.json", "fig21_breakdown.png", "roofline.png"} <= {p.name for p in tmp_path.iterdir()}
     report = json.loads(out)
     assert report["bit_exact"] is True
     assert report["totals"]["speedup"] > 5 and report["totals"]["offloaded_speedup"] > 20
