@@ -1,6 +1,6 @@
 """Activity counts of a program: what the accelerator does that costs energy.
 
-Counted from the instruction stream (the loop nests of SPEC.md section 4; no simulation
+Counted from the instruction stream (the loop nests of docs/spec.md section 4; no simulation
 needed), per run of the program:
 
 - ``macs``: int8 multiply-accumulates of non-reset GEMM micro-ops (BATCH x BLOCK_IN x BLOCK_OUT each);

@@ -5,8 +5,9 @@ A block runs as written unless the line before it is a marker comment ``<!-- doc
 
 ======================  ==========================================================================
 (no marker) sh, python  ``sh``: one bash script (``set -e``, ``vdla`` of this checkout on PATH);
-                        ``python``: the project's interpreter. Blocks of one file share a working
-                        folder, in order, so a block may use what an earlier one wrote.
+                        ``python``: the project's interpreter; ``json``: must parse. Blocks of one
+                        file share a working folder (with ``examples/`` of the checkout), in
+                        order, so a block may use what an earlier one wrote.
 ``asm``                 assembly: the file's asm blocks together (directives first) must assemble
                         and run on the reference semantics
 ``synopsis``            command synopses (``[--option]``, ``A|B``, placeholders): every option
@@ -24,6 +25,8 @@ A block runs as written unless the line before it is a marker comment ``<!-- doc
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import os
 import re
 import shlex
@@ -118,6 +121,7 @@ def workdirs(tmp_path_factory):
     def get(path: Path) -> Path:
         if path not in made:
             made[path] = tmp_path_factory.mktemp(path.stem)
+            (made[path] / "examples").symlink_to(ROOT / "examples")
         return made[path]
 
     return get
@@ -147,25 +151,28 @@ def test_code_block(path, line, marker, lang, body, workdirs):
             if command.startswith("vdla "):
                 check_options(command, where)
             else:
-                named = [w for w in command.split() if "/" in w or w.endswith(".py")]
-                assert named and all((ROOT / w).exists() for w in named), f"{where}: {command}"
+                words = command.split()
+                named = [w for w in words if "/" in w or w.endswith(".py")]
+                modules = [words[k + 1] for k, w in enumerate(words[:-1]) if w == "-m"]
+                assert (named or modules) and all((ROOT / w).exists() for w in named), f"{where}: {command}"
+                assert all(importlib.util.find_spec(m) for m in modules), f"{where}: no module in {command}"
         return
     if kind == "covered-by":
         targets = [ROOT / name for name in arg.split()]
         assert targets and all(t.is_file() for t in targets), f"{where}: covered-by {arg}: no such file"
-        texts = [t.read_text() for t in targets]
+        text = "\n".join(t.read_text() for t in targets)
         for command in commands(body):
             for part in command.split("&&"):
                 words = part.split()
                 for prefix in PREFIXES:
                     words[0] = words[0].removeprefix(prefix.strip())
                 if words[0] == "vdla":
-                    wanted = words[1:2] + [w for w in words[2:] if w.startswith("-")]
+                    wanted = words[1:2] + [w for w in words[2:] if w.startswith("-") or (ROOT / w).is_file()]
                 else:
                     wanted = [w for w in words if "/" in w or w.endswith((".sh", ".py"))] or \
                         [w for w in words if not w.startswith("-")]
-                assert any(all(w in text for w in wanted) for text in texts), \
-                    f"{where}: none of {arg} runs `{part.strip()}` (looked for {wanted})"
+                missing = [w for w in wanted if w not in text]
+                assert not missing, f"{where}: {arg} do not run `{part.strip()}` (no mention of {missing})"
         return
     if kind == "needs":
         if lang == "python":
@@ -178,6 +185,9 @@ def test_code_block(path, line, marker, lang, body, workdirs):
     if kind == "asm":
         return  # assembled together with the file's other asm blocks (test_assembly_blocks)
     assert not kind, f"{where}: unknown marker {marker!r}"
+    if lang == "json":
+        json.loads(body)
+        return
     if lang == "sh":
         script = "set -euo pipefail\n" + body
         done = subprocess.run(["bash", "-c", script], cwd=cwd, env=environment(cwd), capture_output=True,

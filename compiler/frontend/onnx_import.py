@@ -115,6 +115,10 @@ class _Importer:
         if a.get("training_mode", 0):
             raise self.fail(node, "training_mode=1 is not supported; export the model in eval mode")
         scale, beta, mean, var = (self.const(node, name).astype(np.float64) for name in node.input[1:5])
+        channels = conv.attrs["weight"].shape[0]
+        if any(p.shape != (channels,) for p in (scale, beta, mean, var)):
+            raise self.fail(node, f"scale, B, mean and var must each hold the Conv's {channels} channels, got shapes "
+                            f"{[p.shape for p in (scale, beta, mean, var)]}")
         k = scale / np.sqrt(var + a.get("epsilon", 1e-5))
         conv.attrs["weight"] = (conv.attrs["weight"] * k[:, None, None, None]).astype(np.float32)
         conv.attrs["bias"] = ((conv.attrs["bias"] - mean) * k + beta).astype(np.float32)
