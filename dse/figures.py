@@ -102,8 +102,8 @@ def sensitivity_figure(rows, dims: list[str], model: str, out_dir: Path) -> Path
             best[x] = min(best.get(x, np.inf), y)
         keys = sorted(best)
         ax.plot(keys, [best[k] for k in keys], color="black", marker="o", lw=1.2, label="best")
-        if categorical:
-            ax.set_xticks(list(pos.values()), [str(k) for k in pos])
+        if categorical or len(pos) <= 12:
+            ax.set_xticks(list(pos.values()), [f"{k:g}" if isinstance(k, float) else str(k) for k in pos])
         ax.set_xlabel(dim)
         ax.set_ylabel("latency (ms)")
         ax.grid(alpha=0.3)

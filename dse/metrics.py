@@ -26,10 +26,12 @@ ENERGY = ("energy_j", "energy_mac_j", "energy_alu_j", *(f"energy_sram_{b}_j" for
 TRAILER = ("config_json", "eval_s", "programs_simulated", "worker")
 
 
-def columns(dimensions: list[str], parts: list[str]) -> list[str]:
-    """Column order of points.csv: identity, the swept dimensions, results, bookkeeping."""
+def columns(dimensions: list[str], parts: list[str], synth: bool = False) -> list[str]:
+    """Column order of points.csv: identity, the swept dimensions, results, bookkeeping (with
+    ``synth``, the resource model's own prediction beside the synthesised resources)."""
     fits = [f"fits_{p}" for p in parts]
-    return [*IDENTITY, *dimensions, *PERFORMANCE, *HARDWARE, *fits, *ENERGY, *TRAILER]
+    model = [f"{r}_model" for r in RESOURCES] if synth else []
+    return [*IDENTITY, *dimensions, *PERFORMANCE, *HARDWARE, *model, *fits, *ENERGY, *TRAILER]
 
 
 def performance(evaluation, config) -> dict:

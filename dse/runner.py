@@ -194,7 +194,7 @@ def run_sweep(space: Space, out_dir: str | Path, models: list[Model], options: S
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     dims = [d.name for d in space.dimensions]
-    cols = columns(dims, fpga.part_names())
+    cols = columns(dims, fpga.part_names(), options.synth)
     store = PointStore(out_dir, cols, code_key())
     if source is None:
         if space.search.method == "grid":

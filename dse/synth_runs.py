@@ -1,7 +1,10 @@
 """``vdla sweep --synth``: one yosys synthesis per distinct configuration, as Ray tasks.
 
 Results are kept in ``DIR/synth/<fingerprint>.json`` with the key of the RTL sources they came
-from, so a re-run synthesises only what is new or what the RTL has changed under. A point's
+from, so a re-run synthesises only what is new or what the RTL has changed under. The RTL reads
+no clock parameter (``CLOCK_MHZ`` sets nothing in ``vdla_hw/rtl``; a test keeps it so), so
+configurations that differ only in the clock share one synthesis, keyed by the fingerprint of
+the configuration at the reference clock. A point's
 row waits until its configuration's synthesis is done; then its resource columns hold the
 synthesised numbers (``resource_basis`` says so) and the model's prediction moves to
 ``*_model`` columns, so every ``--synth`` sweep also measures the model's error on its own points.
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dse.evaluate import cycle_config
 from dse.metrics import RESOURCES
 from dse.point import hardware_columns
 from dse.synth import rtl_source_key, synthesize
@@ -55,15 +59,19 @@ class SynthRuns:
             return None
         return result if result.get("rtl_key") == self.rtl_key else None
 
+    @staticmethod
+    def key(config) -> str:
+        return cycle_config(config).fingerprint
+
     def request(self, config) -> None:
-        fp = config.fingerprint
+        fp = self.key(config)
         if fp in self.results or fp in self.pending.values():
             return
         stored = self._stored(fp)
         if stored is not None:
             self.results[fp] = stored
             return
-        self.pending[self.task.remote(config.to_json())] = fp
+        self.pending[self.task.remote(cycle_config(config).to_json())] = fp
 
     def complete(self, ref) -> list:
         fp = self.pending.pop(ref)
@@ -79,7 +87,7 @@ class SynthRuns:
 
     def attach(self, item, row: dict) -> bool:
         """Merge the synthesis into ``row`` now (False) or hold the row until it is done (True)."""
-        fp = item.config.fingerprint
+        fp = self.key(item.config)
         if fp in self.results:
             row.update(self.merge(item, row))
             return False
@@ -87,7 +95,7 @@ class SynthRuns:
         return True
 
     def merge(self, item, row: dict) -> dict:
-        result = self.results[item.config.fingerprint]
+        result = self.results[self.key(item.config)]
         row = dict(row)
         for r in RESOURCES:
             row[f"{r}_model"] = row.get(r)

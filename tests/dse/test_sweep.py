@@ -224,3 +224,25 @@ def test_sweep_on_a_ray_head_started_separately(capsys, tmp_path, small_cnn_path
 
     wait_for(lambda: not leftovers(), 30, "the head's processes to stop")
     shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_the_rtl_reads_no_clock():
+    """What lets --synth share one synthesis among configurations that differ only in the clock."""
+    sources = (Path(__file__).parents[2] / "vdla_hw" / "rtl").glob("*.py")
+    assert not [p.name for p in sources if "CLOCK_MHZ" in p.read_text() or "clock_hz" in p.read_text()]
+
+
+@pytest.mark.slow
+def test_synth_synthesises_each_configuration_once(capsys, tmp_path, small_cnn_path):
+    out = tmp_path / "out"
+    path = tmp_path / "space.json"
+    path.write_text(json.dumps({"base": "tiny", "parameters": {"CLOCK_MHZ": [100, 200]}}))
+    summary = sweep(capsys, str(path), "-o", str(out), "--models", small_cnn_path, "--synth", "--workers", "2")
+    assert (summary["ok"], summary["failed"]) == (2, 0)
+    stored = [json.loads(p.read_text()) for p in (out / "synth").glob("*.json")]
+    assert len(stored) == 1 and stored[0]["ok"]
+    for row in read_rows(out / "points.csv")[1]:
+        assert row["resource_basis"].startswith("yosys synthesis")
+        assert (row["lut"], row["ff"], row["dsp"], row["bram36"]) == \
+            (stored[0]["lut"], stored[0]["ff"], stored[0]["dsp"], stored[0]["bram36"])
+        assert row["lut_model"] == pytest.approx(row["lut"], rel=0.10)  # the model, measured on its own point
