@@ -23,14 +23,19 @@ CODE_SOURCES = ("vdla_hw/*.py", "vdla_sim/**/*.py", "compiler/**/*.py", "driver/
                 "dse/evaluate.py")
 
 
+def sources_key(patterns) -> str:
+    """sha256 (16 hex digits) of the project files matching ``patterns`` (names and contents)."""
+    h = hashlib.sha256()
+    for pattern in patterns:
+        for path in sorted(ROOT.glob(pattern)):
+            h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 @functools.cache
 def code_key() -> str:
-    """sha256 (16 hex digits) of the sources a cached layer result depends on."""
-    digest = hashlib.sha256()
-    for pattern in CODE_SOURCES:
-        for path in sorted(ROOT.glob(pattern)):
-            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    """The key of the sources a cached layer result depends on."""
+    return sources_key(CODE_SOURCES)
 
 
 def digest(*parts) -> str:

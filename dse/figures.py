@@ -32,6 +32,13 @@ def _pyplot():
     return plt
 
 
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    _pyplot().close(fig)
+    return path
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(text).stem)
 
@@ -48,8 +55,7 @@ def _step(ax, front: list[dict], x: str, y: str, **style):
 
 
 def pareto_figure(rows, model: str, out_dir: Path, part: str) -> Path:
-    plt = _pyplot()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
+    fig, axes = _pyplot().subplots(2, 2, figsize=(10, 7.5))
     cap = fpga.capacity(part)
     for ax, resource in zip(axes.flat, RESOURCES):
         pts = _ok(rows, "latency_s", resource)
@@ -69,11 +75,7 @@ def pareto_figure(rows, model: str, out_dir: Path, part: str) -> Path:
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=8, loc="upper right")
     fig.suptitle(f"{model}: latency vs resources ({len(_ok(rows, 'latency_s'))} configurations)")
-    fig.tight_layout()
-    path = out_dir / f"pareto_{_slug(model)}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, out_dir / f"pareto_{_slug(model)}.png")
 
 
 def _axis_values(values):
@@ -85,11 +87,10 @@ def _axis_values(values):
 
 
 def sensitivity_figure(rows, dims: list[str], model: str, out_dir: Path) -> Path:
-    plt = _pyplot()
     pts = _ok(rows, "latency_s")
     n = max(1, len(dims))
     cols = min(3, n)
-    fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(4.2 * cols, 3.3 * ((n + cols - 1) // cols)),
+    fig, axes = _pyplot().subplots((n + cols - 1) // cols, cols, figsize=(4.2 * cols, 3.3 * ((n + cols - 1) // cols)),
                              squeeze=False)
     for ax, dim in zip(axes.flat, dims):
         values = [r.get(dim) for r in pts]
@@ -111,17 +112,12 @@ def sensitivity_figure(rows, dims: list[str], model: str, out_dir: Path) -> Path
         ax.axis("off")
     axes.flat[0].legend(fontsize=8)
     fig.suptitle(f"{model}: latency per parameter value")
-    fig.tight_layout()
-    path = out_dir / f"sensitivity_{_slug(model)}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, out_dir / f"sensitivity_{_slug(model)}.png")
 
 
 def energy_figure(rows, model: str, out_dir: Path, part: str) -> Path:
-    plt = _pyplot()
     pts = _ok(rows, "latency_s", "energy_j")
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, ax = _pyplot().subplots(figsize=(6.5, 4.5))
     use = [r["part_use"] if isinstance(r.get("part_use"), (int, float)) else np.nan for r in pts]
     sc = ax.scatter([r["latency_s"] * 1e3 for r in pts], [r["energy_j"] * 1e3 for r in pts], c=use, cmap="viridis",
                     s=20)
@@ -135,11 +131,7 @@ def energy_figure(rows, model: str, out_dir: Path, part: str) -> Path:
     ax.set_ylabel("accelerator energy per inference (mJ)")
     ax.grid(alpha=0.3)
     ax.set_title(f"{model}: energy vs latency (per-access energy table)", fontsize=10)
-    fig.tight_layout()
-    path = out_dir / f"energy_{_slug(model)}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, out_dir / f"energy_{_slug(model)}.png")
 
 
 def draw_all(rows, dims: list[str], out_dir: Path, part: str, objectives) -> list[Path]:

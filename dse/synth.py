@@ -20,19 +20,16 @@ from pathlib import Path
 from vdla_hw.config import Config, load_config
 
 NICE = 10
-ROOT = Path(__file__).resolve().parents[1]
 # What the generated Verilog is made from: the RTL generator and the spec modules it derives
 # every width from (configuration, ISA, register map, timing contract).
 RTL_SOURCES = ("vdla_hw/rtl/*.py", "vdla_hw/*.py")
 
 
 def rtl_source_key() -> str:
-    """sha256 (16 hex digits) of the RTL generator's sources; changes whenever the RTL may."""
-    digest = hashlib.sha256()
-    for pattern in RTL_SOURCES:
-        for path in sorted(ROOT.glob(pattern)):
-            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    """The key (16 hex digits) of the RTL generator's sources; changes whenever the RTL may."""
+    from dse.cache import sources_key
+
+    return sources_key(RTL_SOURCES)
 
 
 def rtl_verilog_key(config: str = "tiny") -> str:
