@@ -47,11 +47,13 @@ def _ok(rows, *keys):
     return [r for r in rows if r.get("status") == "ok" and all(isinstance(r.get(k), (int, float)) for k in keys)]
 
 
-def _step(ax, front: list[dict], x: str, y: str, **style):
+def _step(ax, front: list[dict], x: str, y: str, scale_x: float = 1.0):
+    """The front as a step line through ringed points (a one-point front is just its ring)."""
     front = sorted(front, key=lambda r: r[x])
-    xs = [r[x] for r in front]
+    xs = [r[x] * scale_x for r in front]
     ys = [r[y] * 1e3 for r in front]
-    ax.step(xs, ys, where="post", **style)
+    ax.step(xs, ys, where="post", color="black", lw=1.2)
+    ax.plot(xs, ys, "o", mfc="none", mec="black", ms=9, label="Pareto front")
 
 
 def pareto_figure(rows, model: str, out_dir: Path, part: str) -> Path:
@@ -67,13 +69,13 @@ def pareto_figure(rows, model: str, out_dir: Path, part: str) -> Path:
                    edgecolors="#d7301f", label=f"does not fit {part}")
         front = pareto_rows(pts, ("latency_s", resource))
         if front:
-            _step(ax, front, resource, "latency_s", color="black", lw=1.2, label="Pareto front")
+            _step(ax, front, resource, "latency_s")
         ax.axvline(cap[resource], color="grey", ls="--", lw=1)
         ax.text(cap[resource], ax.get_ylim()[1], f" {part}", color="grey", va="top", ha="left", fontsize=8)
         ax.set_xlabel(f"{LABELS[resource]}" + (" (usable: 80 % of the part)" if resource == "lut" else ""))
         ax.set_ylabel("latency per inference (ms)")
         ax.grid(alpha=0.3)
-    axes.flat[0].legend(fontsize=8, loc="upper right")
+    axes.flat[0].legend(fontsize=8, loc="best")
     fig.suptitle(f"{model}: latency vs resources ({len(_ok(rows, 'latency_s'))} configurations)")
     return _save(fig, out_dir / f"pareto_{_slug(model)}.png")
 
@@ -122,11 +124,10 @@ def energy_figure(rows, model: str, out_dir: Path, part: str) -> Path:
     sc = ax.scatter([r["latency_s"] * 1e3 for r in pts], [r["energy_j"] * 1e3 for r in pts], c=use, cmap="viridis",
                     s=20)
     fig.colorbar(sc, ax=ax, label=f"share of the {part} used (max over resources)")
-    front = sorted(pareto_rows(pts, ("latency_s", "energy_j")), key=lambda r: r["latency_s"])
+    front = pareto_rows(pts, ("latency_s", "energy_j"))
     if front:
-        ax.step([r["latency_s"] * 1e3 for r in front], [r["energy_j"] * 1e3 for r in front], where="post",
-                color="black", lw=1.2, label="Pareto front")
-        ax.legend(fontsize=8)
+        _step(ax, front, "latency_s", "energy_j", scale_x=1e3)
+        ax.legend(fontsize=8, loc="best")
     ax.set_xlabel("latency per inference (ms)")
     ax.set_ylabel("accelerator energy per inference (mJ)")
     ax.grid(alpha=0.3)
