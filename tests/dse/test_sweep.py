@@ -246,3 +246,21 @@ def test_synth_synthesises_each_configuration_once(capsys, tmp_path, small_cnn_p
         assert (row["lut"], row["ff"], row["dsp"], row["bram36"]) == \
             (stored[0]["lut"], stored[0]["ff"], stored[0]["dsp"], stored[0]["bram36"])
         assert row["lut_model"] == pytest.approx(row["lut"], rel=0.10)  # the model, measured on its own point
+
+
+def test_nsga2_search_runs_its_budget_and_continues_on_a_rerun(capsys, tmp_path, small_cnn_path):
+    def space(trials):
+        return write_space(tmp_path, {"LOG_BLOCK": [3, 4], "LOG_INP_BUFF_SIZE": {"low": 12, "high": 15},
+                                      "LOG_ACC_BUFF_SIZE": {"low": 14, "high": 16},
+                                      "CLOCK_MHZ": {"low": 100, "high": 250, "step": 50}, "vthreads": [1, 2]},
+                           search={"method": "nsga2", "trials": trials, "population": 4, "seed": 3,
+                                   "objectives": ["latency_s", "lut", "energy_j"]})
+
+    out = str(tmp_path / "out")
+    first = sweep(capsys, space(8), "-o", out, "--models", small_cnn_path, "--workers", "2")
+    assert first["search"] == "nsga2" and first["points"] == first["computed_now"] == 8
+    again = sweep(capsys, space(12), "-o", out, "--models", small_cnn_path, "--workers", "2")
+    assert (again["resumed"], again["computed_now"], again["points"]) == (8, 4, 12)
+    _, rows = read_rows(Path(out) / "points.csv")
+    _, front = read_rows(Path(out) / "pareto.csv")
+    assert {r["key"] for r in front} == brute_force_front(rows, ["latency_s", "lut", "energy_j"])
