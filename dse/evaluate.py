@@ -112,12 +112,11 @@ def layer_timing(node: QNode, q: QGraph, config: Config, vthreads: int | None, d
 
 class TimedProgram:
     """What the executor reads of an accelerator op's bundle when only its timing matters:
-    ``meta``, the image's size (``dram``: a read-only view of zeros, no memory) and
-    ``read("out", image)``, which gives zeros in the program's output layout."""
+    ``meta`` and ``read("out", image)``, which gives zeros in the program's output layout (its
+    image size comes through :meth:`TimingExecutor.image_bytes`)."""
 
     def __init__(self, timing: dict):
         self.timing, self.meta = timing, timing["meta"]
-        self.dram = np.broadcast_to(np.zeros(1, dtype=np.uint8), (timing["image_bytes"],))
 
     def read(self, name: str, dram=None) -> np.ndarray:
         return np.zeros(math.prod(self.timing["output_shape"]), dtype=np.int8)

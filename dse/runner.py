@@ -174,7 +174,8 @@ def _init_ray(options: SweepOptions):
         _loopback_only()
         import ray
 
-        ray.init(num_cpus=options.workers or os.cpu_count(), include_dashboard=False, **kwargs)
+        # address="local": always a new instance of our own, never a cluster that happens to run here
+        ray.init(address="local", num_cpus=options.workers or os.cpu_count(), include_dashboard=False, **kwargs)
     return ray
 
 

@@ -1,10 +1,9 @@
 """``vdla sweep --synth``: one yosys synthesis per distinct configuration, as Ray tasks.
 
 Results are kept in ``DIR/synth/<fingerprint>.json`` with the key of the RTL sources they came
-from, so a re-run synthesises only what is new or what the RTL has changed under. The RTL reads
-no clock parameter (``CLOCK_MHZ`` sets nothing in ``vdla_hw/rtl``; a test keeps it so), so
-configurations that differ only in the clock share one synthesis, keyed by the fingerprint of
-the configuration at the reference clock. A point's
+from, so a re-run synthesises only what is new or what the RTL has changed under. Points that share a
+configuration (other models, other software knobs) share its synthesis; a different clock is a
+different configuration (the RTL's ID register holds the fingerprint, so its Verilog differs). A point's
 row waits until its configuration's synthesis is done; then its resource columns hold the
 synthesised numbers (``resource_basis`` says so) and the model's prediction moves to
 ``*_model`` columns, so every ``--synth`` sweep also measures the model's error on its own points.
@@ -16,7 +15,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dse.evaluate import cycle_config
 from dse.metrics import RESOURCES
 from dse.point import hardware_columns
 from dse.synth import rtl_source_key, synthesize
@@ -61,7 +59,7 @@ class SynthRuns:
 
     @staticmethod
     def key(config) -> str:
-        return cycle_config(config).fingerprint
+        return config.fingerprint
 
     def request(self, config) -> None:
         fp = self.key(config)
@@ -71,7 +69,7 @@ class SynthRuns:
         if stored is not None:
             self.results[fp] = stored
             return
-        self.pending[self.task.remote(cycle_config(config).to_json())] = fp
+        self.pending[self.task.remote(config.to_json())] = fp
 
     def complete(self, ref) -> list:
         fp = self.pending.pop(ref)
