@@ -79,6 +79,7 @@ class SearchSource:
         self.resumed = sum(len(s.trials) for s in self.studies.values())
         self.counted = {m.hash: len(self.studies[m.hash].trials) for m in self.models}
         self.asks = dict(self.counted)
+        self.waiting: dict[str, list] = {}   # key of a point in flight -> other trials that asked for it
         self.pending = 0
 
     def _seed_from_store(self) -> None:
@@ -101,8 +102,9 @@ class SearchSource:
                                                           state=state))
 
     def next(self, busy: set[str]):
-        """The next trial's point. A point already in the directory is told to the study at once
-        and not counted (NSGA-II may propose a point twice); asking stops after
+        """The next trial's point. A point already in the directory is told to the study at once,
+        one being evaluated is told when it completes; neither is counted (NSGA-II may propose a
+        point twice); asking stops after
         :data:`ASK_LIMIT` x the budget, so a space smaller than the budget still ends."""
         from dse.runner import make_item
 
@@ -116,8 +118,12 @@ class SearchSource:
                 if done is not None:
                     self._tell(study, trial, done)
                     continue
+                if item.key in self.waiting:  # the same point is being evaluated: told with it
+                    self.waiting[item.key].append(trial)
+                    continue
                 self.counted[m.hash] += 1
                 self.pending += 1
+                self.waiting[item.key] = []
                 item.tag = (m.hash, trial)
                 return item
         return None
@@ -136,7 +142,8 @@ class SearchSource:
             return
         model_hash, trial = item.tag
         self.pending -= 1
-        self._tell(self.studies[model_hash], trial, row)
+        for t in [trial, *self.waiting.pop(item.key, [])]:
+            self._tell(self.studies[model_hash], t, row)
 
     def finished(self) -> bool:
         return not self.pending and all(self.counted[m.hash] >= self.budget or
