@@ -60,16 +60,18 @@ def report() -> str:
     from dse.resources import load_model
 
     model = load_model()
-    lines = ["| configuration | role | LUT (model) | FF (model) | DSP (model) | BRAM36 (model) |",
-             "|---|---|---|---|---|---|"]
+    measured = ("lut", "ff", "dsp", "bram36") + (("fmax_mhz",) if model.clock else ())
+    names = {"lut": "LUT", "ff": "FF", "dsp": "DSP", "bram36": "BRAM36", "fmax_mhz": "fmax MHz"}
+    lines = ["| configuration | role | " + " | ".join(f"{names[r]} (model)" for r in measured) + " |",
+             "|---|---|" + "---|" * len(measured)]
     for role in ("holdout", "fit"):
         for row in model.errors(role)["points"]:
             cells = [f"{row[r]:g} ({row[r + '_model']:g}, {100 * (row[r + '_model'] - row[r]) / row[r]:+.1f} %)"
-                     if row[r] else f"{row[r]:g} ({row[r + '_model']:g})" for r in ("lut", "ff", "dsp", "bram36")]
+                     if row[r] else f"{row[r]:g} ({row[r + '_model']:g})" for r in measured]
             lines.append(f"| {row['name']} | {role} | " + " | ".join(cells) + " |")
     held = model.errors("holdout")["summary"]
     lines += ["", "largest relative error on held-out configurations: "
-              + ", ".join(f"{r.upper()} {100 * held[r]['max_rel']:.1f} %" for r in ("lut", "ff", "dsp", "bram36"))
+              + ", ".join(f"{names[r]} {100 * held[r]['max_rel']:.1f} %" for r in measured)
               + f" (RTL {model.data.get('verilog_key', model.rtl_key)}{', STALE' if model.is_stale() else ''})"]
     return "\n".join(lines)
 
@@ -94,7 +96,7 @@ def main(argv=None) -> int:
             print(f"unknown calibration configuration {name!r} (known: {', '.join(CALIBRATION)})", file=sys.stderr)
             return 2
     for name in names:
-        if name in data["points"]:
+        if name in data["points"] and "fmax_mhz" in data["points"][name]:
             continue
         role, overrides = CALIBRATION[name]
         config = config_of(overrides)

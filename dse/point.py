@@ -23,7 +23,7 @@ from vdla_hw.errors import ConfigError, VdlaError
 
 def hardware_columns(config: Config, resources: dict | None, basis: str, part: str) -> dict:
     """Resource, fit and part-use columns from ``resources`` (None: unknown, with ``basis`` saying why)."""
-    row = {"resource_basis": basis, "fmax_mhz": None}
+    row = {"resource_basis": basis, "fmax_mhz": None, "clock_met": None}
     if resources is None:
         row.update({r: None for r in RESOURCES})
         row["part_use"] = None
@@ -32,6 +32,7 @@ def hardware_columns(config: Config, resources: dict | None, basis: str, part: s
     row.update({r: resources[r] for r in RESOURCES})
     if resources.get("fmax_mhz") is not None:
         row["fmax_mhz"] = resources["fmax_mhz"]
+        row["clock_met"] = resources["fmax_mhz"] >= config.CLOCK_MHZ
     row["part_use"] = fpga.part_use(resources, part)
     row.update({f"fits_{p}": fpga.fits(resources, p) for p in fpga.part_names()})
     return row

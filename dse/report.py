@@ -25,10 +25,13 @@ def resource_state(cache_dir) -> dict:
         return {"available": False, "why": str(err), "basis": f"no resource model: {err}"}
     stale = model.is_stale(DiskCache(cache_dir))
     errors = model.errors("holdout")["summary"]
+    measured = RESOURCES + (("fmax_mhz",) if model.clock else ())
+    clock = ("fmax_mhz from a model of the critical path fitted to the RTL flow's estimate (vdla_hw.rtl.fmax)"
+             if model.clock else "none: the calibration data carry no fmax (python -m dse.calibrate records it)")
     return {"available": True, "basis": model.basis(stale), "stale": stale,
-            "rtl_key": model.data.get("verilog_key", model.rtl_key),
-            "holdout_max_rel_error": {r: round(errors[r]["max_rel"], 4) for r in RESOURCES},
-            "holdout_mean_rel_error": {r: round(errors[r]["mean_rel"], 4) for r in RESOURCES}}
+            "rtl_key": model.data.get("verilog_key", model.rtl_key), "clock_estimate": clock,
+            "holdout_max_rel_error": {r: round(errors[r]["max_rel"], 4) for r in measured},
+            "holdout_mean_rel_error": {r: round(errors[r]["mean_rel"], 4) for r in measured}}
 
 
 def best_points(rows: list[dict], part: str) -> dict:
@@ -69,7 +72,7 @@ def finish(space, out_dir: Path, models, options, store, progress, seconds: floa
         "best_fitting": best_points(rows, options.part),
         "resource_model": resources,
         "energy_table": options.energy_table or "built-in (dse/data/energy_horowitz45.json)",
-        "clock_estimate": "none: the RTL flow reports no fmax yet (fmax_mhz left empty)",
+        "clock_estimate": resources.get("clock_estimate", "none: no resource model"),
         "ray": {"address": options.address or "local", "workers": options.workers},
         "outputs": outputs,
     }

@@ -40,6 +40,9 @@ RAMB36 = ((32768, 1), (16384, 2), (8192, 4), (4096, 9), (2048, 18), (1024, 36), 
 LINEAR = {"lut": ("one", "macs", "lanes", "beat_bits", "lutram_bits"),
           "ff": ("one", "macs", "lanes", "beat_bits", "lutram_bits"),
           "dsp": ("one", "macs", "lanes")}
+# The clock: the critical path's delay (1000 / fmax_mhz, ns) linear in these features, fitted to
+# the RTL flow's own estimate (vdla_hw.rtl.fmax) where the calibration data carry one.
+CLOCK = ("one", "log_macs")
 TARGET_ERROR = 0.10
 
 
@@ -76,7 +79,8 @@ def features(config: Config) -> dict:
             bram += bram36_of(depth, width)
         else:
             lutram += depth * width
-    return {"one": 1.0, "macs": float(config.batch * config.block_in * config.block_out),
+    macs = config.batch * config.block_in * config.block_out
+    return {"one": 1.0, "macs": float(macs), "log_macs": math.log2(macs),
             "lanes": float(config.batch * config.block_out), "beat_bits": 8.0 * config.MEM_BYTES_PER_BEAT,
             "lutram_bits": lutram, "bram36": bram}
 
@@ -91,6 +95,7 @@ class ResourceModel:
     coefficients: dict        # resource -> {feature: coefficient}
     data: dict                # the calibration file's contents
     rtl_key: str              # key of the RTL sources the calibration was made from
+    clock: dict | None = None  # {feature: coefficient} of the critical path in ns, None: no fmax data
 
     def is_stale(self, cache=None) -> bool:
         """True when the RTL changed since the calibration (its numbers may be off). Unchanged
@@ -117,6 +122,8 @@ class ResourceModel:
         out = {r: max(0.0, sum(c * f[k] for k, c in coef.items())) for r, coef in self.coefficients.items()}
         out = {r: round(v) for r, v in out.items()}
         out["bram36"] = f["bram36"]
+        if self.clock:
+            out["fmax_mhz"] = round(1000.0 / sum(c * f[k] for k, c in self.clock.items()), 1)
         return out
 
     def errors(self, role: str = "holdout") -> dict:
@@ -126,12 +133,13 @@ class ResourceModel:
             if point.get("role") != role or "error" in point:
                 continue
             predicted = self.predict(calibration_config(point))
-            rows.append({"name": name, **{f"{r}": point[r] for r in ("lut", "ff", "dsp", "bram36")},
+            rows.append({"name": name, **{r: point.get(r) for r in ("lut", "ff", "dsp", "bram36", "fmax_mhz")},
                          **{f"{r}_model": predicted[r] for r in predicted}})
         summary = {}
-        for r in ("lut", "ff", "dsp", "bram36"):
-            rel = [abs(row[f"{r}_model"] - row[r]) / row[r] for row in rows if row[r]]
-            absolute = [abs(row[f"{r}_model"] - row[r]) for row in rows]
+        for r in ("lut", "ff", "dsp", "bram36", "fmax_mhz"):
+            rel = [abs(row[f"{r}_model"] - row[r]) / row[r] for row in rows if row.get(r) and row.get(f"{r}_model")]
+            absolute = [abs(row[f"{r}_model"] - row[r]) for row in rows if row.get(r) is not None
+                        and row.get(f"{r}_model") is not None]
             summary[r] = {"max_rel": max(rel, default=0.0), "mean_rel": float(np.mean(rel)) if rel else 0.0,
                           "max_abs": max(absolute, default=0.0)}
         return {"points": rows, "summary": summary}
@@ -150,7 +158,13 @@ def fit(data: dict) -> ResourceModel:
         b = np.array([p[resource] for p in points], dtype=float)
         solution, *_ = np.linalg.lstsq(a, b, rcond=None)
         coefficients[resource] = dict(zip(names, map(float, solution)))
-    return ResourceModel(coefficients, data, data["rtl_key"])
+    timed = [(f, p["fmax_mhz"]) for f, p in zip(feats, points) if p.get("fmax_mhz")]
+    clock = None
+    if len(timed) > len(CLOCK):
+        a = np.array([[f[n] for n in CLOCK] for f, _ in timed])
+        solution, *_ = np.linalg.lstsq(a, np.array([1000.0 / mhz for _, mhz in timed]), rcond=None)
+        clock = dict(zip(CLOCK, map(float, solution)))
+    return ResourceModel(coefficients, data, data["rtl_key"], clock)
 
 
 @functools.cache
