@@ -78,7 +78,7 @@ def table(records: list[LayerRecord], totals: dict) -> str:
     t = totals
     parts = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in t["host_parts"].items())
     lines += ["",
-              f"CPU only (modelled {cpu}):{'':<{max(0, 17 - len(cpu))}} {t['cpu_only_s']:.3f} s",
+              f"{'CPU only (modelled ' + cpu + '):':<36}{t['cpu_only_s']:.3f} s",
               f"host around offloads (modelled):    {t['host_s']:.3f} s   ({parts or 'none'})",
               f"CPU + VDLA:                         {t['offload_s']:.3f} s   speedup {t['speedup']:.2f}x",
               f"offloaded ops alone:                {t['accelerator_s'] * 1e3:.2f} ms on VDLA   "
