@@ -5,8 +5,10 @@ package once, then measures without and with N hostile connections held open (ha
 b"VDL" and wait, half send one byte every 2 s; each is re-opened as soon as the server drops
 it, so N stay open the whole time):
 
-* ping latency (authenticated ping: connect, hello, request, answer), median and max of 20;
-* the ResNet-18 deploy's request time (upload + server run + answer), and its output_sha256;
+* ping latency (authenticated ping: connect, hello, request, answer), median and max of 20 per
+  round;
+* the ResNet-18 deploy's request time (upload + server run + answer), and its output_sha256; the
+  rounds alternate a quiet and a loaded deploy and the medians are compared;
 * the server's resident memory (VmRSS) before, sampled every 0.2 s during, and its peak (VmHWM).
 
     .venv/bin/python benchmarks/serve_under_load.py [--resolution 224] [--hostile 20] [--runs 2]
@@ -34,6 +36,13 @@ from driver import auth  # noqa: E402
 from driver.protocol import request  # noqa: E402
 from vdla.deploy import build_package  # noqa: E402
 from vdla.network import prepare  # noqa: E402
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` so far (/proc/PID/stat), which other jobs' load on
+    the machine does not inflate the way it inflates wall time."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def memory(pid: int) -> dict:
@@ -77,11 +86,13 @@ class Hostile:
 
 
 def measure(address: str, key: bytes, files: dict, pid: int, runs: int) -> dict:
-    samples, stop = [], threading.Event()
+    samples, opened, stop = [], [], threading.Event()
 
     def sample():
         while not stop.wait(0.2):
             samples.append(memory(pid)["VmRSS"])
+            if len(samples) % 5 == 0:  # the server's open connections, once a second (this request included)
+                opened.append(request(address, {"op": "status"}, key=key, timeout_s=30)[0]["connections"] - 1)
 
     sampler = threading.Thread(target=sample, daemon=True)
     before = memory(pid)["VmRSS"]
@@ -91,25 +102,37 @@ def measure(address: str, key: bytes, files: dict, pid: int, runs: int) -> dict:
         start = time.perf_counter()
         request(address, {"op": "ping"}, key=key, timeout_s=30)
         pings.append(time.perf_counter() - start)
-    deploys, shas = [], set()
+    deploys, cpu, shas = [], [], set()
     for _ in range(runs):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), cpu_seconds(pid)
         result, _, _ = request(address, {"op": "run"}, files, key=key, timeout_s=3600)
         deploys.append(time.perf_counter() - start)
+        cpu.append(cpu_seconds(pid) - cpu_start)
         shas.add(result["output_sha256"])
     stop.set()
     sampler.join(5)
-    status, _, _ = request(address, {"op": "status"}, key=key, timeout_s=30)
-    return {"ping_median": statistics.median(pings), "ping_max": max(pings), "deploy": min(deploys),
-            "deploys": deploys, "sha": shas, "rss_before": before, "rss_max": max(samples + [before]),
-            "rss_after": memory(pid)["VmRSS"], "hwm": memory(pid)["VmHWM"], "connections": status["connections"]}
+    return {"pings": pings, "deploys": deploys, "cpu": cpu, "sha": shas, "rss_before": [before], "rss_max": [max(samples + [before])],
+            "rss_after": [memory(pid)["VmRSS"]], "hwm": memory(pid)["VmHWM"], "open": opened}
+
+
+def merge(rounds: list[dict]) -> dict:
+    """One condition over all rounds: pings and deploys pooled, memory from first to last."""
+    out = {"pings": [p for r in rounds for p in r["pings"]], "deploys": [d for r in rounds for d in r["deploys"]],
+           "cpu": [c for r in rounds for c in r["cpu"]],
+           "sha": set().union(*(r["sha"] for r in rounds)), "rss_before": rounds[0]["rss_before"][0],
+           "rss_max": max(r["rss_max"][0] for r in rounds), "rss_after": rounds[-1]["rss_after"][0],
+           "hwm": rounds[-1]["hwm"], "open": [n for r in rounds for n in r["open"]]}
+    out.update(ping_median=statistics.median(out["pings"]), ping_max=max(out["pings"]),
+               deploy=statistics.median(out["deploys"]))
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--resolution", type=int, default=224)
     ap.add_argument("--hostile", type=int, default=20)
-    ap.add_argument("--runs", type=int, default=3, help="deploys per condition (the fastest is reported)")
+    ap.add_argument("--runs", type=int, default=4,
+                    help="rounds of one quiet and one loaded deploy (medians are reported)")
     ap.add_argument("--warmup", type=int, default=2, help="deploys before measuring")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="vdla-bench-") as tmp:
@@ -139,10 +162,13 @@ def main() -> None:
                 request(address, {"op": "run"}, files, key=key, timeout_s=3600)
                 print(f"warm-up deploy {k + 1}: {time.perf_counter() - start:.2f} s, server RSS "
                       f"{memory(proc.pid)['VmRSS']:.1f} MiB")
-            quiet = measure(address, key, files, proc.pid, args.runs)
-            with Hostile(port, args.hostile) as hostile:
-                loaded = measure(address, key, files, proc.pid, args.runs)
-                opened = hostile.opened
+            quiet, loaded, opened = [], [], 0
+            for _ in range(args.runs):  # interleaved, so drifting machine load hits both alike
+                quiet.append(measure(address, key, files, proc.pid, 1))
+                with Hostile(port, args.hostile) as hostile:
+                    loaded.append(measure(address, key, files, proc.pid, 1))
+                    opened += hostile.opened
+            quiet, loaded = merge(quiet), merge(loaded)
         finally:
             proc.terminate()
             proc.wait(30)
@@ -151,14 +177,19 @@ def main() -> None:
     for name, m in ((f"no other connections", quiet), (f"{args.hostile} idle/dribbling connections", loaded)):
         print(f"{name:<34} {m['ping_median'] * 1e3:>9.1f} ms {m['ping_max'] * 1e3:>7.1f} ms {m['deploy']:>7.2f} s "
               f"{m['rss_before']:>7.1f} MiB {m['rss_max']:>5.1f} MiB {m['rss_after']:>6.1f} MiB")
-    print(f"hostile connections opened in total (re-opened after each drop): {opened}; connections open at "
-          f"the server at the end, the status request's included: {loaded['connections']}")
+    print(f"hostile connections opened in total (re-opened after each drop): {opened}; other connections open "
+          f"at the server, sampled each second during the loaded rounds: median {statistics.median(loaded['open'])}, "
+          f"max {max(loaded['open'])}")
     print(f"deploy times: quiet {', '.join(f'{t:.2f}' for t in quiet['deploys'])} s; with load "
           f"{', '.join(f'{t:.2f}' for t in loaded['deploys'])} s; ratio {loaded['deploy'] / quiet['deploy']:.3f}")
+    print(f"server CPU seconds per deploy (insensitive to other jobs on the machine): quiet median "
+          f"{statistics.median(quiet['cpu']):.2f}, with load {statistics.median(loaded['cpu']):.2f}; ratio "
+          f"{statistics.median(loaded['cpu']) / statistics.median(quiet['cpu']):.3f}")
     print(f"server peak RSS (VmHWM) {loaded['hwm']:.1f} MiB; output_sha256 identical in every run: "
           f"{len(quiet['sha'] | loaded['sha']) == 1} ({next(iter(quiet['sha']))[:16]}...)")
     ok = loaded["ping_max"] < 1.0 and loaded["deploy"] < 1.2 * quiet["deploy"]
-    print(f"targets (ping < 1 s under load, deploy within 20 % of quiet): {'met' if ok else 'NOT met'}")
+    print(f"targets (ping < 1 s under load, deploy wall time within 20 % of quiet): {'met' if ok else 'NOT met'} "
+          f"(machine load average now {os.getloadavg()[0]:.1f}; wall times on a loaded machine vary run to run)")
 
 
 if __name__ == "__main__":
