@@ -1,34 +1,31 @@
-"""Clock estimate vs a published Vivado fmax: PicoRV32 (picorv32_axi, TWO_CYCLE_ALU) on an Artix-7 -1
-(the Zynq-7020 PL fabric), 4.1 ns / 243 MHz with Vivado 2016.1 (tests/data/reference_circuits/README.md
-says where it is published). Nothing in the delay table is derived from this circuit.
+"""Clock estimate vs published Vivado clocks of held-out cores (vdla_hw/rtl/fmax_reference.py):
+PicoRV32 (Artix-7 -1, 243 MHz) and two VexRiscv configurations (Artix-7 -3, brought to -1). Their
+Verilog comes from the pinned pythondata packages; nothing in the delay table is derived from them.
 
-Stated tolerance: the estimate is a lower bound of what Vivado reaches. Its routing allowance comes
-from a design Vivado placed without timing pressure, while the published number comes from Vivado's
-best-effort flow (Explore directives, physical optimisation, retiming), so the estimate may be well
-below it -- the test requires 0.40 <= estimate / published <= 1.0 (docs/rtl.md, "Clock estimate")."""
+Stated tolerance (docs/rtl.md, "Clock estimate"): the estimate is a lower bound that sits at
+0.66-0.75 of the published -1 clock on the three cores (yosys maps the same RTL with more logic
+levels than Vivado's synthesis, and the published runs add Vivado's physical optimisation); the
+test asks for 0.70 +- 25 %, i.e. 0.53 <= estimate / published <= 0.88."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from vdla_hw.rtl.fmax import analyse_verilog
+from vdla_hw.rtl.fmax_reference import REFERENCES, estimate
 
-pytestmark = pytest.mark.rtl
+pytestmark = [pytest.mark.rtl, pytest.mark.slow]
 
-REF = Path(__file__).resolve().parents[1] / "data" / "reference_circuits" / "picorv32"
-PUBLISHED_MHZ = 243.0          # 4.1 ns, xc7a15t-fgg484-1, Vivado 2016.1
-TOLERANCE = (0.40, 1.0)        # estimate / published
+BIAS, TOLERANCE = 0.70, 0.25
 
 
-def test_picorv32_estimate_is_within_the_stated_tolerance_of_vivado(tmp_path):
-    vfile = tmp_path / "picorv32_tabtest.v"
-    vfile.write_text((REF / "tabtest.v").read_text() + (REF / "picorv32.v").read_text())
-    _stat, timing = analyse_verilog(vfile, "top", tmp_path)
-    ratio = timing["fmax_mhz"] / PUBLISHED_MHZ
-    print(f"PicoRV32: estimate {timing['fmax_mhz']} MHz, Vivado {PUBLISHED_MHZ} MHz, ratio {ratio:.2f}")
-    assert TOLERANCE[0] <= ratio <= TOLERANCE[1], timing["critical_path"]
-    # the worst path is inside the core or its port registers, never from or to a top-level port
-    cp = timing["critical_path"]
-    assert cp["start"]["cell_type"] in ("FDRE", "FDSE", "SRL16E") and cp["end"]["cell_type"] in ("FDRE", "FDSE")
+@pytest.mark.parametrize("ref", REFERENCES, ids=[r.name for r in REFERENCES])
+def test_estimate_is_within_the_stated_band_of_the_published_clock(ref, tmp_path):
+    res = estimate(ref, tmp_path)
+    print(f"{ref.name}: estimate {res['fmax_mhz']} MHz, published {ref.published_mhz} MHz ({ref.speed_grade}), "
+          f"-1: {res['published_mhz_minus1']} MHz, ratio {res['ratio']}")
+    lo, hi = BIAS * (1 - TOLERANCE), BIAS * (1 + TOLERANCE)
+    assert lo <= res["ratio"] <= hi, res["critical_path"]
+    # the worst path is between the core's own registers, never from or to a top-level port
+    cp = res["critical_path"]
+    assert cp["start"]["cell_type"] in ("FDRE", "FDSE", "SRL16E", "RAMB18E1", "RAMB36E1", "DSP48E1")
+    assert cp["end"]["cell_type"] in ("FDRE", "FDSE", "RAMB18E1", "RAMB36E1", "DSP48E1")

@@ -93,7 +93,7 @@ class Netlist:
         self.models: dict = {}
         for name, c in self.cells.items():
             conns, dirs = c.get("connections", {}), c.get("port_directions", {})
-            self.models[name] = model(c["type"], c.get("parameters", {}), self.table)
+            self.models[name] = model(c["type"], c.get("parameters", {}), self.table, conns)
             for port, i, b in _pins(conns, dirs, "output"):
                 self.driver[b] = (name, port, i)
             for port, i, b in _pins(conns, dirs, "input"):

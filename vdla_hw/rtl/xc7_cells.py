@@ -77,8 +77,9 @@ def _param(params: dict, name: str, default: int | str = 0):
     return v
 
 
-def model(cell_type: str, params: dict, d: dict | None = None) -> CellModel:
-    """Timing model of one cell of ``cell_type`` with yosys ``params``."""
+def model(cell_type: str, params: dict, d: dict | None = None, conns: dict | None = None) -> CellModel:
+    """Timing model of one cell of ``cell_type`` with yosys ``params`` (and its ``conns``, which tell a
+    fixed-length shift register from an addressed one)."""
     d = d or delays()
     m = CellModel()
     if cell_type in LUTS:
@@ -104,12 +105,7 @@ def model(cell_type: str, params: dict, d: dict | None = None) -> CellModel:
     elif cell_type in LUTRAMS:
         _lutram(m, cell_type, d)
     elif cell_type in SRLS:
-        s = d["srl"]
-        for q in ("Q", "Q31"):
-            m.launch[q] = s["clk_to_q"]
-        addr = ["A"] if cell_type == "SRLC32E" else ["A0", "A1", "A2", "A3"]
-        m.arcs = [(a, "Q", d["lut"]["i_to_o"]) for a in addr]
-        m.checks.update({"D": s["setup_d"], "CE": s["setup_ce"]})
+        _srl(m, cell_type, conns or {}, d)
     elif cell_type not in PASS:
         raise VdlaError(f"timing: no model for cell type {cell_type} (vdla_hw/rtl/xc7_cells.py)")
     return m
@@ -119,6 +115,23 @@ def _bit(pin: str) -> str:
     """'CO3' -> 'CO[3]', 'CI' -> 'CI' (yosys CARRY4 ports CO, O, S, DI are 4 bits wide)."""
     head = pin.rstrip("0123456789")
     return f"{head}[{pin[len(head):]}]" if head != pin else pin
+
+
+def _srl(m: CellModel, cell_type: str, conns: dict, d: dict) -> None:
+    """SRL16E/SRLC32E. A fixed-length one (every address bit a constant) is a delay line: Vivado's
+    synthesis keeps its last stage in the slice flip-flop (UG949, "Coding Shift Registers and Delay
+    Lines"), so its output launches with the flip-flop's clock-to-Q and the SRL -> flip-flop stage
+    stays inside the slice. An addressed SRL is read through its address like a LUT."""
+    s = d["srl"]
+    addr = ["A"] if cell_type == "SRLC32E" else ["A0", "A1", "A2", "A3"]
+    fixed = all(not isinstance(b, int) for a in addr for b in conns.get(a, ["0"]))
+    for q in ("Q", "Q31"):
+        m.launch[q] = d["ff"]["clk_to_q"] if fixed and q == "Q" else s["clk_to_q"]
+    if fixed:
+        m.internal = s["clk_to_q"] + d["ff"]["setup_d"]
+    else:
+        m.arcs = [(a, "Q", d["lut"]["i_to_o"]) for a in addr]
+    m.checks.update({"D": s["setup_d"], "CE": s["setup_ce"]})
 
 
 def _bram(m: CellModel, params: dict, b: dict) -> None:

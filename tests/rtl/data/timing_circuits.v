@@ -75,5 +75,17 @@ module timing_circuits (input clk, input [7:0] din, output [15:0] dout);
     (* keep *) FDRE dsp_pipe_ff (.C(clk), .CE(one), .R(zero), .D(p_pipe[0]), .Q(dsp_pipe_q));
     assign dout[10] = dsp_comb_q;
     assign dout[11] = dsp_pipe_q;
-    assign {dout[15:12], dout[7], dout[5:4], dout[2]} = 0;
+    // shift registers: a fixed-length SRL16E (a delay line of 4) and one whose address is a register
+    wire srl_d_q, srl_a_q, srl_fixed_o, srl_addr_o, srl_fixed_q, srl_addr_q;
+    (* keep *) FDRE srl_d (.C(clk), .CE(one), .R(zero), .D(din[5]), .Q(srl_d_q));
+    (* keep *) FDRE srl_a (.C(clk), .CE(one), .R(zero), .D(din[6]), .Q(srl_a_q));
+    (* keep *) SRL16E #(.INIT(16'h0000)) srl_fixed (.CLK(clk), .CE(one), .D(srl_d_q), .A0(one), .A1(one),
+                                                 .A2(zero), .A3(zero), .Q(srl_fixed_o));
+    (* keep *) SRL16E #(.INIT(16'h0000)) srl_addr (.CLK(clk), .CE(one), .D(din[7]), .A0(srl_a_q), .A1(zero),
+                                                .A2(zero), .A3(zero), .Q(srl_addr_o));
+    (* keep *) FDRE srl_fixed_ff (.C(clk), .CE(one), .R(zero), .D(srl_fixed_o), .Q(srl_fixed_q));
+    (* keep *) FDRE srl_addr_ff (.C(clk), .CE(one), .R(zero), .D(srl_addr_o), .Q(srl_addr_q));
+    assign dout[12] = srl_fixed_q;
+    assign dout[13] = srl_addr_q;
+    assign {dout[15:14], dout[7], dout[5:4], dout[2]} = 0;
 endmodule
