@@ -98,6 +98,16 @@ def test_fixed_length_shift_register_launches_from_its_last_stage_flip_flop(path
     assert inside["delay_ns"] == pytest.approx(D["srl"]["clk_to_q"] + FF["setup_d"], abs=1e-3)
 
 
+def test_lut_ram_output_is_read_only_through_its_own_address(paths):
+    """RAM32M: DOA depends on ADDRA, not on the late write/read address ADDRD of port D."""
+    doa, dod = paths[("dout[14]", "D")], paths[("dout[15]", "D")]
+    ram = D["lutram"]
+    assert doa["delay_ns"] == pytest.approx(ram["clk_to_o"] + hop() + FF["setup_d"], abs=1e-3)
+    late = FF["clk_to_q"] + 3 * (hop() + LUT["i_to_o"])          # ram_d -> three LUT1 -> ADDRD
+    assert dod["delay_ns"] == pytest.approx(late + hop() + LUT["i_to_o"] + hop() + FF["setup_d"], abs=1e-3)
+    assert paths[("doa[0]", "ADDRD")]["delay_ns"] == pytest.approx(late + hop() + ram["setup_wa"], abs=1e-3)
+
+
 def test_routing_allowance_is_the_robust_fit_of_the_published_hops():
     """The two routing numbers are recomputed from the routed hops they come from (report P of
     xc7z020_routing_hops.csv); report V, the earlier basis, gives the larger line quoted in docs/rtl.md."""

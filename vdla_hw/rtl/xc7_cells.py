@@ -26,18 +26,22 @@ FLOPS = {"FDRE": ("R",), "FDSE": ("S",), "FDCE": ("CLR",), "FDPE": ("PRE",),
          "LDCE": ("CLR",), "LDPE": ("PRE",)}
 LUTS = {f"LUT{n}": n for n in range(1, 7)}
 BRAMS = ("RAMB18E1", "RAMB36E1")
-# LUT-RAM: read-address ports (asynchronous read), the slice muxes a read goes through, data-in ports
+# LUT-RAM: each output with the address port it is read through (asynchronously), the slice muxes a
+# read goes through, the data-in ports, and the write-address ports. A read arc exists only from an
+# output's own address: RAM32M's ADDRA reads DOA, not DOD; a dual-port RAM's DPRA reads DPO only.
+_A5, _A6 = ("A0", "A1", "A2", "A3", "A4"), ("A0", "A1", "A2", "A3", "A4", "A5")
+_DPRA5, _DPRA6 = tuple(f"DPRA{i}" for i in range(5)), tuple(f"DPRA{i}" for i in range(6))
+_QUAD = {f"DO{x}": (f"ADDR{x}",) for x in "ABCD"}
 LUTRAMS = {
-    "RAM32M": (("ADDRA", "ADDRB", "ADDRC", "ADDRD"), 0, ("DIA", "DIB", "DIC", "DID")),
-    "RAM64M": (("ADDRA", "ADDRB", "ADDRC", "ADDRD"), 0, ("DIA", "DIB", "DIC", "DID")),
-    "RAM32X1D": (("A0", "A1", "A2", "A3", "A4", "DPRA0", "DPRA1", "DPRA2", "DPRA3", "DPRA4"), 0, ("D",)),
-    "RAM64X1D": (("A0", "A1", "A2", "A3", "A4", "A5", "DPRA0", "DPRA1", "DPRA2", "DPRA3", "DPRA4", "DPRA5"),
-                 0, ("D",)),
-    "RAM128X1D": (("A", "DPRA"), 1, ("D",)),
-    "RAM32X1S": (("A0", "A1", "A2", "A3", "A4"), 0, ("D",)),
-    "RAM64X1S": (("A0", "A1", "A2", "A3", "A4", "A5"), 0, ("D",)),
-    "RAM128X1S": (("A0", "A1", "A2", "A3", "A4", "A5", "A6"), 1, ("D",)),
-    "RAM256X1S": (("A",), 2, ("D",)),
+    "RAM32M": (_QUAD, 0, ("DIA", "DIB", "DIC", "DID"), ("ADDRD",)),
+    "RAM64M": (_QUAD, 0, ("DIA", "DIB", "DIC", "DID"), ("ADDRD",)),
+    "RAM32X1D": ({"SPO": _A5, "DPO": _DPRA5}, 0, ("D",), _A5),
+    "RAM64X1D": ({"SPO": _A6, "DPO": _DPRA6}, 0, ("D",), _A6),
+    "RAM128X1D": ({"SPO": ("A",), "DPO": ("DPRA",)}, 1, ("D",), ("A",)),
+    "RAM32X1S": ({"O": _A5}, 0, ("D",), _A5),
+    "RAM64X1S": ({"O": _A6}, 0, ("D",), _A6),
+    "RAM128X1S": ({"O": _A6 + ("A6",)}, 1, ("D",), _A6 + ("A6",)),
+    "RAM256X1S": ({"O": ("A",)}, 2, ("D",), ("A",)),
 }
 SRLS = ("SRL16E", "SRLC32E")
 PASS = ("BUFG", "BUFGCE", "BUFGCTRL", "IBUF", "OBUF", "IOBUF", "OBUFT", "GND", "VCC", "$scopeinfo")  # untimed
@@ -150,19 +154,16 @@ def _bram(m: CellModel, params: dict, b: dict) -> None:
 
 
 def _lutram(m: CellModel, cell_type: str, d: dict) -> None:
-    raddr, muxes, data = LUTRAMS[cell_type]
+    reads, muxes, data, waddr = LUTRAMS[cell_type]
     read = d["lut"]["i_to_o"] + (d["muxf7"]["i_to_o"] if muxes >= 1 else 0) \
         + (d["muxf8"]["i_to_o"] if muxes >= 2 else 0)
-    outs = {"RAM32M": ("DOA", "DOB", "DOC", "DOD"), "RAM64M": ("DOA", "DOB", "DOC", "DOD")}.get(
-        cell_type, ("SPO", "DPO") if cell_type.endswith("D") else ("O",))
     r = d["lutram"]
-    for o in outs:
-        m.launch[o] = r["clk_to_o"]
-        m.arcs += [(a, o, read) for a in raddr]
+    for out, addr in reads.items():
+        m.launch[out] = r["clk_to_o"]
+        m.arcs += [(a, out, read) for a in addr]
     m.checks.update({p: r["setup_d"] for p in data})
     m.checks["WE"] = r["setup_we"]
-    # the write address is also the (single-port) read address: a write-address setup on each
-    m.checks.update({a: r["setup_wa"] for a in raddr if not a.startswith("DPRA")})
+    m.checks.update({a: r["setup_wa"] for a in waddr})
 
 
 def _dsp(m: CellModel, params: dict, t: dict) -> None:

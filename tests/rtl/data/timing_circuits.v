@@ -87,5 +87,23 @@ module timing_circuits (input clk, input [7:0] din, output [15:0] dout);
     (* keep *) FDRE srl_addr_ff (.C(clk), .CE(one), .R(zero), .D(srl_addr_o), .Q(srl_addr_q));
     assign dout[12] = srl_fixed_q;
     assign dout[13] = srl_addr_q;
-    assign {dout[15:14], dout[7], dout[5:4], dout[2]} = 0;
+    // LUT-RAM (RAM32M): port A read through ADDRA from a register; the write/read address ADDRD
+    // arrives late, through three LUTs -- DOA does not depend on it
+    wire ram_a_q, ram_d_q, ram_doa_q, ram_dod_q;
+    wire [3:0] ram_d_late;
+    wire [1:0] doa, dob, doc, dod;
+    (* keep *) FDRE ram_a (.C(clk), .CE(one), .R(zero), .D(din[3]), .Q(ram_a_q));
+    (* keep *) FDRE ram_d (.C(clk), .CE(one), .R(zero), .D(din[1]), .Q(ram_d_q));
+    assign ram_d_late[0] = ram_d_q;
+    generate for (k = 0; k < 3; k = k + 1) begin : ram_lut
+        (* keep *) LUT1 #(.INIT(2'b10)) l (.I0(ram_d_late[k]), .O(ram_d_late[k + 1]));
+    end endgenerate
+    (* keep *) RAM32M ram (.WCLK(clk), .WE(one), .ADDRA({4'd0, ram_a_q}), .ADDRB(5'd0), .ADDRC(5'd0),
+                           .ADDRD({4'd0, ram_d_late[3]}), .DIA(2'd0), .DIB(2'd0), .DIC(2'd0), .DID(2'd0),
+                           .DOA(doa), .DOB(dob), .DOC(doc), .DOD(dod));
+    (* keep *) FDRE ram_doa_ff (.C(clk), .CE(one), .R(zero), .D(doa[0]), .Q(ram_doa_q));
+    (* keep *) FDRE ram_dod_ff (.C(clk), .CE(one), .R(zero), .D(dod[0]), .Q(ram_dod_q));
+    assign dout[14] = ram_doa_q;
+    assign dout[15] = ram_dod_q;
+    assign {dout[7], dout[5:4], dout[2]} = 0;
 endmodule
