@@ -5,6 +5,7 @@ kernels of a shared library built by ``arm.build_arm_library``.
 """
 
 import ctypes
+import threading
 import time
 
 import numpy as np
@@ -17,6 +18,7 @@ class CompiledKernel:
 
     ``inputs`` are numpy arrays in the order of ``spec.args()`` without the output; their
     dtype and shape must match exactly (no silent casts); non-contiguous inputs are copied.
+    Scratch buffers (a kernel's workspace) are allocated here, once per kernel and thread.
     """
 
     def __init__(self, spec, address, compile_seconds=0.0, keepalive=None):
@@ -26,13 +28,14 @@ class CompiledKernel:
         self.arg_specs = spec.args()
         self._fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(self.arg_specs)))(address)
         self._keepalive = keepalive  # the engine or library owning the code
+        self._scratch = threading.local()  # per thread: the workspace buffers of one call
 
     def __repr__(self):
         return f"CompiledKernel({self.spec.describe()})"
 
     def check_inputs(self, inputs):
         """Validated, C-contiguous copies-or-views of ``inputs``; raises naming the kernel."""
-        wanted = [a for a in self.arg_specs if not a.output]
+        wanted = [a for a in self.arg_specs if a.is_input]
         family = self.spec.family
         if len(inputs) != len(wanted):
             raise KernelShapeError(
@@ -53,10 +56,21 @@ class CompiledKernel:
             checked.append(np.ascontiguousarray(array))
         return checked
 
+    def _workspace(self):
+        buffers = getattr(self._scratch, "buffers", None)
+        if buffers is None:
+            buffers = self._scratch.buffers = [np.empty(a.shape, dtype=a.dtype)
+                                               for a in self.arg_specs if a.scratch]
+        return buffers
+
     def __call__(self, *inputs):
-        arrays = self.check_inputs(inputs)
+        arrays = iter(self.check_inputs(inputs))
+        scratch = iter(self._workspace())
         outputs = [np.empty(a.shape, dtype=a.dtype) for a in self.arg_specs if a.output]
-        self._fn(*[a.ctypes.data for a in arrays + outputs])
+        results = iter(outputs)
+        buffers = [next(results) if a.output else next(scratch) if a.scratch else next(arrays)
+                   for a in self.arg_specs]
+        self._fn(*[a.ctypes.data for a in buffers])
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 

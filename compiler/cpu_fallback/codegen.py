@@ -6,6 +6,8 @@ host JIT and the Cortex-A9 build. The pipeline is LLVM's O3 (new pass manager) w
 vectorisation and unrolling switched on explicitly.
 """
 
+import re
+
 import llvmlite.binding as llvm
 from llvmlite import ir
 
@@ -38,7 +40,16 @@ def build_ir(specs):
     if text.count(marker) != len(seen):
         raise RuntimeError("codegen: cannot place the no-builtins attribute; llvmlite's IR "
                            "printing changed")
-    return text.replace(marker, ") nounwind \"no-builtins\"\n{")
+    return _loop_ids(text.replace(marker, ") nounwind \"no-builtins\"\n{"))
+
+
+_LOOP_ID = re.compile(r'^(!\d+) = !\{ !"' + re.escape(L.LOOP_ID_MARKER) + r'", !"\d+", (!\d+) \}$', re.M)
+
+
+def _loop_ids(text):
+    """Loop metadata placeholders of ``ir.loop(..., unroll=False)`` -> real loop IDs: LLVM only
+    reads a distinct node whose first operand is the node itself (llvmlite cannot write one)."""
+    return _LOOP_ID.sub(r"\1 = distinct !{ \1, \2 }", text)
 
 
 def optimise(ir_text, target_machine, speed_level=3):

@@ -18,12 +18,13 @@ from llvmlite import ir
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
+I16 = ir.IntType(16)
 I32 = ir.IntType(32)
 F32 = ir.FloatType()
 PTR = ir.PointerType()
 
 # numpy dtype name -> LLVM element type, for buffers.
-ELEMENT_TYPES = {"int8": I8, "int32": I32, "float32": F32}
+ELEMENT_TYPES = {"int8": I8, "int16": I16, "int32": I32, "float32": F32}
 
 
 def const(value, ty=I32):
@@ -47,12 +48,26 @@ def entry_alloca(builder, ty, name, count=None):
     return slot
 
 
+LOOP_ID_MARKER = "vdla.loop.id"
+
+
+def _no_unroll(builder):
+    """Loop metadata asking LLVM not to unroll (``codegen.build_ir`` makes it a loop ID)."""
+    module = builder.module
+    count = getattr(module, "_vdla_loops", 0)
+    module._vdla_loops = count + 1
+    disable = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])
+    return module.add_metadata([ir.MetaDataString(module, LOOP_ID_MARKER),
+                                ir.MetaDataString(module, str(count)), disable])
+
+
 @contextmanager
-def loop(builder, start, stop, name, step=1):
+def loop(builder, start, stop, name, step=1, unroll=True):
     """Emit ``for i in range(start, stop, step)`` (i32, step > 0); yield ``i`` inside the body.
 
     ``start`` and ``stop`` are ints or i32 values. Code emitted inside the ``with`` block is the
-    body; on exit the builder is positioned after the loop.
+    body; on exit the builder is positioned after the loop. ``unroll=False`` keeps LLVM from
+    unrolling it (a body that is already a register block would spill if repeated).
     """
     start, stop = as_value(start), as_value(stop)
     pre = builder.block
@@ -67,7 +82,9 @@ def loop(builder, start, stop, name, step=1):
     builder.position_at_end(body)
     yield index
     index.add_incoming(builder.add(index, const(step), flags=["nsw"]), builder.block)
-    builder.branch(header)
+    back = builder.branch(header)
+    if not unroll:
+        back.set_metadata("llvm.loop", _no_unroll(builder))
     builder.position_at_end(done)
 
 
@@ -134,3 +151,54 @@ def requantize(builder, acc, shift, relu):
     acc = smax(builder, acc, const(0 if relu else -128))
     acc = smin(builder, acc, const(127))
     return builder.trunc(acc, I8)
+
+
+# Explicit vectors (for register-blocked kernels). Every vector memory access states the
+# element's alignment: LLVM would otherwise assume the whole vector's, which buffers do not have.
+
+def vector(ty, lanes):
+    return ir.VectorType(ty, lanes)
+
+
+def splat_const(value, ty, lanes):
+    """The constant vector ``<lanes x ty>`` with every lane ``value``."""
+    return ir.Constant(vector(ty, lanes), [ir.Constant(ty, value)] * lanes)
+
+
+def splat(builder, value, lanes):
+    """``value`` (a scalar) in every lane of a ``lanes``-wide vector."""
+    one = builder.insert_element(ir.Constant(vector(value.type, lanes), None), value, const(0))
+    return builder.shuffle_vector(one, one, ir.Constant(vector(I32, lanes), [const(0)] * lanes))
+
+
+def lanes(builder, value, start, count):
+    """Lanes ``start .. start+count-1`` of vector ``value`` as a ``count``-wide vector."""
+    mask = ir.Constant(vector(I32, count), [const(start + i) for i in range(count)])
+    return builder.shuffle_vector(value, value, mask)
+
+
+def lane_splat(builder, value, lane, count):
+    """Lane ``lane`` of vector ``value`` in every lane of a ``count``-wide vector."""
+    mask = ir.Constant(vector(I32, count), [const(lane)] * count)
+    return builder.shuffle_vector(value, value, mask)
+
+
+def concat(builder, parts):
+    """Equal-width vectors ``parts`` (two, or any power of two) joined into one vector."""
+    while len(parts) > 1:
+        width = parts[0].type.count
+        mask = ir.Constant(vector(I32, 2 * width), [const(i) for i in range(2 * width)])
+        parts = [builder.shuffle_vector(a, c, mask) for a, c in zip(parts[::2], parts[1::2])]
+    return parts[0]
+
+
+def load_vector(builder, base, index, ty, count):
+    """``count`` consecutive ``ty`` elements from element ``index`` of a buffer, as a vector."""
+    return builder.load(element_ptr(builder, base, index, ty), typ=vector(ty, count),
+                        align=ty.width // 8)
+
+
+def store_vector(builder, value, base, index):
+    """Store vector ``value`` at element ``index`` of a buffer of its element type."""
+    ty = value.type.element
+    builder.store(value, element_ptr(builder, base, index, ty), align=ty.width // 8)

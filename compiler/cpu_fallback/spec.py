@@ -4,7 +4,9 @@ A kernel spec is a frozen dataclass of ints/bools/strings (shapes and parameters
 hashable and serves as the cache key of compiled kernels. It describes:
 
 - ``args()``: the buffers of the generated function ``void @symbol(ptr, ptr, ...)``, in order,
-  each with dtype, shape and whether the kernel writes it. Inputs come first, the output last.
+  each with dtype, shape and whether the kernel writes it. Inputs come first, then the output,
+  then any scratch buffer (a workspace the caller allocates and the kernel overwrites; its
+  contents mean nothing before or after the call).
 - ``emit(builder, ptrs)``: the body of the function, as LLVM IR.
 - ``work()``: what the kernel does (MACs, element operations, bytes), for the Cortex-A9 model.
 
@@ -25,12 +27,18 @@ INT32_MAX = 2**31 - 1
 
 @dataclasses.dataclass(frozen=True)
 class ArgSpec:
-    """One buffer argument: its name, numpy dtype name, shape, and whether the kernel writes it."""
+    """One buffer argument: its name, numpy dtype name, shape, and whether the kernel writes it
+    as its result (``output``) or as a workspace the caller provides (``scratch``)."""
 
     name: str
     dtype: str
     shape: tuple
     output: bool = False
+    scratch: bool = False
+
+    @property
+    def is_input(self):
+        return not (self.output or self.scratch)
 
     @property
     def nbytes(self):
@@ -92,8 +100,8 @@ class KernelSpec:
         raise NotImplementedError
 
     def io_bytes(self):
-        """(bytes read, bytes written) over all buffers, each once."""
-        read = sum(a.nbytes for a in self.args() if not a.output)
+        """(bytes read, bytes written) over the input and output buffers, each once."""
+        read = sum(a.nbytes for a in self.args() if a.is_input)
         written = sum(a.nbytes for a in self.args() if a.output)
         return read, written
 

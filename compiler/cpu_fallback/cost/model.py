@@ -5,7 +5,8 @@ Kernel time (``CpuModel.kernel_cost``), from the code-level analysis of :mod:`.a
     core    = sum over machine blocks of executions x cycles per execution (llvm-mca + bounds)
     branch  = loop entries x mispredict_cycles          (each loop's exit is mispredicted once)
     l2      = lines L1 missed but L2 held x l2_line_cycles
-    dram    = (lines read from DRAM x line_bytes + output bytes written back) / DRAM bandwidth
+    dram    = (lines read from DRAM x line_bytes + output and scratch bytes written back)
+              / DRAM bandwidth
     cycles  = max(core + branch, l2 + dram)             (an out-of-order core and its prefetcher
                                                          overlap memory traffic with compute)
 
@@ -119,7 +120,8 @@ class CpuModel:
         branch = mispredicts * cpu.mispredict_cycles
         l2_lines = analysis.l1_misses - analysis.l2_misses
         dram_read = cpu.line_bytes * (analysis.l2_misses - (0 if cpu.write_allocate else analysis.l2_store_misses))
-        written = sum(arg.nbytes for arg in spec.args() if arg.output)
+        # Outputs and workspaces (scratch) leave dirty lines that are written back.
+        written = sum(arg.nbytes for arg in spec.args() if not arg.is_input)
         dram_write = -(-written // cpu.line_bytes) * cpu.line_bytes
         l2 = l2_lines * cpu.l2_line_cycles
         dram = (dram_read + dram_write) / cpu.dram_bytes_per_s * cpu.clock_hz

@@ -98,7 +98,7 @@ def random_inputs(spec, rng, int32_range=(-50_000, 50_000), float_scale=60.0):
     """Random input arrays for ``spec`` (all non-output args, in order)."""
     arrays = []
     for arg in spec.args():
-        if arg.output:
+        if not arg.is_input:
             continue
         if arg.dtype == "int8":
             arrays.append(rng.integers(-128, 128, arg.shape, dtype=np.int8))

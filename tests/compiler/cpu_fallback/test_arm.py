@@ -1,12 +1,13 @@
 """The Cortex-A9 shared library: ABI, CPU, self-containedness, manifest, NEON code."""
 
 import json
+import re
 import subprocess
 
 import pytest
 
 import compiler.cpu_fallback as cf
-from compiler.cpu_fallback import arm
+from compiler.cpu_fallback import arm, resnet18
 from compiler.cpu_fallback.arm import arm_assembly, require_tool
 
 from .arm_cases import arm_specs
@@ -57,6 +58,18 @@ def test_arm_hot_loops_use_neon(spec):
     neon = [line for line in asm.splitlines()
             if line.strip().startswith(("vmla", "vmax", "vadd", "vsra", "vmlal", "vmul", "vshr"))]
     assert neon, f"{spec.family}: no NEON arithmetic in the ARM code"
+
+
+@pytest.mark.parametrize("name", ["conv1", "layer1.0.conv1", "layer3.0.downsample", "layer4.0.conv2"])
+def test_arm_conv_multiplies_int16_by_weight_lanes_without_spills(name):
+    """The conv's reduction is vmlal.s16 with the weight taken from a lane (4 int16 x int16 ->
+    int32 MACs per instruction, accumulators in registers), no int32 multiply, no broadcast,
+    and nothing spilled to the stack."""
+    rows = {r["name"]: r for r in resnet18.layer_table()}
+    asm = arm_assembly([resnet18.conv_spec(rows[name])])
+    assert len(re.findall(r"vmlal\.s16\s+q\d+, d\d+, d\d+\[[0-3]\]", asm)) >= 8
+    assert "vmla.i32" not in asm and "vmul.i32" not in asm and "vdup" not in asm
+    assert "Spill" not in asm and "Reload" not in asm
 
 
 def test_arm_missing_linker_fails_loudly(monkeypatch, tmp_path):

@@ -59,6 +59,19 @@ def test_conv2d_int32_wraparound_jit_vs_numpy():
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("value", [-128, 127])
+def test_conv2d_extreme_values_jit_vs_numpy(value):
+    """Products of -128 x -128 summed over 576 taps: exact in int32 (int16 is only a factor)."""
+    spec = cf.Conv2dSpec(n=1, c=64, h=9, w=19, oc=6, kh=3, kw=3, pad=1, shift=12)
+    inp = np.full((1, 64, 9, 19), value, np.int8)
+    inp[0, ::3, ::2] = -128
+    wgt = np.full((6, 64, 3, 3), -128, np.int8)
+    bias = np.array([0, 1, -1, 2**31 - 1, -2**31, 12345], np.int32)
+    got = cf.conv2d(inp, wgt, bias, pad=1, shift=12)
+    np.testing.assert_array_equal(got, ref.conv2d(inp, wgt, bias, 1, 1, 12, False))
+    assert spec.args()[-1].scratch
+
+
 def test_conv2d_rejects_bad_shapes_and_params():
     x = np.zeros((1, 3, 8, 8), np.int8)
     w = np.zeros((4, 3, 3, 3), np.int8)

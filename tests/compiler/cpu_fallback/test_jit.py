@@ -66,6 +66,32 @@ def test_hot_loops_are_vectorised_on_host(spec):
     assert re.search(r"<\d+ x i(8|16|32)>", text) or re.search(r"<\d+ x float>", text), text[:2000]
 
 
+def test_loops_marked_not_to_unroll_carry_a_loop_id():
+    """``ir.loop(unroll=False)`` becomes a distinct, self-referential llvm.loop node that LLVM
+    reads (the stem conv's 4-column tap loop stays a loop after O3)."""
+    spec = cf.Conv2dSpec(n=1, c=3, h=224, w=224, oc=64, kh=7, kw=7, stride=2, pad=3, shift=8)
+    text = build_ir([spec])
+    ids = re.findall(r"^(!\d+) = distinct !\{ (!\d+), (!\d+) \}$", text, re.M)
+    assert ids and all(node == first for node, first, _ in ids)
+    assert "vdla.loop.id" not in text
+    assert "llvm.loop.unroll.disable" in cf.host_jit().optimised_ir(spec)
+
+
+def test_scratch_buffers_are_allocated_per_kernel_not_passed():
+    """A kernel's workspace is the caller's (CompiledKernel's) and its contents do not matter."""
+    spec = cf.Conv2dSpec(n=2, c=5, h=9, w=11, oc=6, kh=3, kw=3, stride=2, pad=1, shift=5)
+    assert [a.name for a in spec.args() if a.scratch] == ["work"]
+    kernel = cf.HostJit().kernel(spec)
+    rng = np.random.default_rng(4)
+    inputs = [rng.integers(-128, 128, a.shape).astype(a.dtype) for a in spec.args() if a.is_input]
+    first = kernel(*inputs)
+    for buffer in kernel._workspace():
+        buffer[...] = rng.integers(-2**15, 2**15, buffer.shape)
+    np.testing.assert_array_equal(kernel(*inputs), first)
+    with pytest.raises(cf.KernelShapeError, match="conv2d: expected 3 inputs"):
+        kernel(*inputs, kernel._workspace()[0])
+
+
 def test_import_does_no_llvm_work():
     code = ("import compiler.cpu_fallback as cf, compiler.cpu_fallback.jit as j; "
             "assert j._default is None; print('ok')")
