@@ -25,7 +25,8 @@ from vdla_hw import timing
 from vdla_hw.config import load_config
 
 MEMORY_PARAMS = ("CLOCK_MHZ", "MEM_BYTES_PER_BEAT", "MEM_MAX_BURST", "MEM_LATENCY", "MEM_WRITE_LATENCY",
-                 "MEM_BURST_GAP", "DDR_BYTES_PER_CYCLE_CAP", "CMD_QUEUE_DEPTH", "TOKEN_QUEUE_DEPTH")
+                 "MEM_READ_OUTSTANDING", "MEM_WRITE_OUTSTANDING", "MEM_BURST_GAP", "DDR_BYTES_PER_CYCLE_CAP",
+                 "CMD_QUEUE_DEPTH", "TOKEN_QUEUE_DEPTH")
 SHIFT = 10
 
 

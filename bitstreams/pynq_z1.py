@@ -3,7 +3,7 @@ verilog`` into ``vdla.bit`` + ``vdla.hwh`` for pynq, and the manifest the driver
 
 ``write_project(config, out_dir)`` writes::
 
-    out_dir/rtl/vdla_axi_top.v  the accelerator with its AXI3 master (vdla_hw.rtl.convert)
+    out_dir/rtl/vdla_axi_top.v  the FPGA top: the accelerator with HP0's AXI3 master (vdla_hw.rtl.axi_top)
     out_dir/build.tcl        Vivado batch script: block design, synthesis, implementation, timing gate
     out_dir/constraints.xdc  the clock: FCLK_CLK0 of the PS at the configuration's CLOCK_MHZ
     out_dir/vdla.json        the manifest (copied next to the bitstream as out/vdla.json)
@@ -15,11 +15,14 @@ leaves ``out/vdla.bit``, ``out/vdla.hwh`` and ``out/vdla.json``: copy that folde
 Block design: the Zynq PS7 (``processing_system7``) with its DDR/FIXED_IO made external and the
 PYNQ-Z1 board preset when Vivado has Digilent's board files; M_AXI_GP0 drives the control slave
 (``s_axil``, ``vdla_hw.regmap``) through an AXI interconnect at :data:`CONTROL_BASE`; the
-accelerator's AXI3 memory master (``m_axi``, ``vdla_axi_top`` of ``vdla_hw.rtl.axi_master``)
-reaches DDR through S_AXI_HP0 (64-bit);
-FCLK_CLK0 runs at the configuration's clock (checked: the PS's achieved frequency and the timed
-period). The build stops, and writes no bitstream, on any setup, hold or pulse-width violation
-(bitstreams.vivado_flow). No vendor binaries are written or kept in git.
+accelerator's memory master (``m_axi``, ``vdla_axi_top`` of ``vdla_hw.rtl.axi_top``) has the AXI3
+signal set of S_AXI_HP0 (4-bit lengths, WID, 6-bit IDs, 2-bit lock) and reaches DDR through it
+(64-bit) with no protocol conversion; its ``irq`` (STATUS done or error) goes to IRQ_F2P[0].
+One clock: FCLK_CLK0, at the configuration's clock, drives the whole design (no gated or derived
+clock, no latch; ``vdla hw synth --top axi`` checks that), so its period constraint is the only
+one (checked: the PS's achieved frequency and the timed period). The build stops, and writes no
+bitstream, on any setup, hold or pulse-width violation (bitstreams.vivado_flow). No vendor
+binaries are written or kept in git.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ CONTROL_BASE = 0x43C0_0000  # first M_AXI_GP0 address Vivado hands out on Zynq-7
 CONTROL_SPAN = 0x1000       # 4 KiB, the smallest AXI segment; the register map needs regmap.SPAN
 MANIFEST_FORMAT = "vdla-bitstream"  # driver.pynq_device reads this format
 GENERATOR = "bitstreams.pynq_z1 (vdla hw bitstream)"
-AXI_TOP = "vdla_axi_top"    # vdla_hw.rtl.axi_master: s_axil_* slave and the AXI3 master m_axi_*
+AXI_TOP = "vdla_axi_top"    # vdla_hw.rtl.axi_top: s_axil_* slave, AXI3 master m_axi_*, irq
 RAW_TOP = "vdla_top"        # the core with the raw one-beat-per-cycle memory port
 
 
@@ -98,6 +101,8 @@ set_property -dict [list \\
     CONFIG.PCW_S_AXI_HP0_DATA_WIDTH {{{8 * c.MEM_BYTES_PER_BEAT}}} \\
     CONFIG.PCW_EN_CLK0_PORT {{1}} \\
     CONFIG.PCW_EN_RST0_PORT {{1}} \\
+    CONFIG.PCW_USE_FABRIC_INTERRUPT {{1}} \\
+    CONFIG.PCW_IRQ_F2P_INTR {{1}} \\
     CONFIG.PCW_FPGA0_PERIPHERAL_FREQMHZ {{{c.CLOCK_MHZ:g}}} \\
 ] [get_bd_cells ps7]
 {fclk_check_tcl(c, "ps7")}
@@ -107,9 +112,14 @@ set_property CONFIG.POLARITY ACTIVE_HIGH [get_bd_pins {IP_NAME}/rst]
 # control: M_AXI_GP0 -> interconnect -> s_axil (AXI-lite, vdla_hw.regmap)
 apply_bd_automation -rule xilinx.com:bd_rule:axi4 \\
     -config {{Master "/ps7/M_AXI_GP0" Clk "/ps7/FCLK_CLK0"}} [get_bd_intf_pins {IP_NAME}/s_axil]
-# memory: m_axi (AXI3, bursts of at most {c.MEM_MAX_BURST} beats) -> S_AXI_HP0 -> DDR
+# memory: m_axi (AXI3 like HP0: 4-bit AxLEN, WID; bursts of at most {c.MEM_MAX_BURST} beats, never across 4 kB,
+# up to {c.MEM_READ_OUTSTANDING} reads / {c.MEM_WRITE_OUTSTANDING} writes in flight) -> S_AXI_HP0 -> DDR
 apply_bd_automation -rule xilinx.com:bd_rule:axi4 \\
     -config {{Master "/{IP_NAME}/m_axi" Slave "/ps7/S_AXI_HP0" Clk "/ps7/FCLK_CLK0"}} [get_bd_intf_pins ps7/S_AXI_HP0]
+# interrupt: irq (STATUS done or error, level high) -> IRQ_F2P[0] (the driver polls; the line is for later use)
+if {{[llength [get_bd_pins -quiet ps7/IRQ_F2P]] > 0}} {{
+    connect_bd_net [get_bd_pins {IP_NAME}/irq] [get_bd_pins ps7/IRQ_F2P]
+}}
 # the address map the driver expects (out/vdla.json: control_base, control_span)
 assign_bd_address -offset 0x{CONTROL_BASE:08X} -range 0x{CONTROL_SPAN:X} \\
     -target_address_space [get_bd_addr_spaces ps7/Data] [get_bd_addr_segs {IP_NAME}/s_axil/reg0] -force

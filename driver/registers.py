@@ -1,5 +1,6 @@
 """The driver's side of the register map: the run sequence every register-level backend uses
-(the board through pynq MMIO; the same sequence the RTL testbench drives over AXI-lite).
+(the board through pynq MMIO, and the RTL under simulation: ``driver/rtl_bench.py`` runs this
+very class inside the cocotb bench, its registers read and written over AXI-lite).
 
 1. ``identify``: read ID_ISA and ID_CONFIG;
 2. ``_start``: CLEAR a finished run, write DRAM_BASE, DRAM_BYTES, INSN_ADDR, INSN_COUNT, then
@@ -59,6 +60,14 @@ class RegisterDevice(Device):
     def _sync_from_device(self, buffer: Buffer) -> None:
         """Make the device's writes to ``buffer`` visible to the CPU (cache invalidate)."""
 
+    def _clock(self) -> float:
+        """Seconds on the clock the wall-clock timeout runs on (a simulated device: its time)."""
+        return time.monotonic()
+
+    def _sleep(self, seconds: float) -> None:
+        """Wait between two STATUS polls (a simulated device: let it run, or wait for its irq)."""
+        time.sleep(seconds)
+
     def identify(self) -> tuple[int, int]:
         return self._rd("ID_ISA"), self._rd("ID_CONFIG")
 
@@ -75,6 +84,9 @@ class RegisterDevice(Device):
             self._wr("CTRL", regmap.CTRL_CLEAR)
         if buffer.address >> 32:
             raise DeviceError(f"buffer at {buffer.address:#x} is above 4 GiB; DRAM_BASE has 32 bits")
+        if buffer.address % regmap.DRAM_BASE_ALIGN:
+            raise DeviceError(f"buffer at {buffer.address:#x} is not {regmap.DRAM_BASE_ALIGN}-byte aligned; the "
+                              "device splits bursts at 4 kB boundaries of DRAM_BASE + offset (allocate pages)")
         values = (buffer.address, bundle.dram.size, bundle.insn_offset, bundle.insn_count)
         for name, value in zip(RUN_REGISTERS, values):
             self._wr(name, value)
@@ -82,16 +94,16 @@ class RegisterDevice(Device):
         self._wr("CTRL", regmap.CTRL_START)
 
     def _wait(self, bundle: Bundle, buffer: Buffer, timeout_s: float, timeout_cycles: int | None) -> RunResult:
-        deadline = time.monotonic() + timeout_s
+        deadline = self._clock() + timeout_s
         pause = self.poll_first_s
         while True:
             status = self._rd("STATUS")
             if status & DONE_OR_ERROR:
                 break
             over_cycles = timeout_cycles is not None and self.cycles() > timeout_cycles
-            if over_cycles or time.monotonic() > deadline:
+            if over_cycles or self._clock() > deadline:
                 self._give_up(status, f"{timeout_cycles} cycles" if over_cycles else f"{timeout_s:g} s")
-            time.sleep(pause)
+            self._sleep(pause)
             pause = min(2 * pause, self.poll_max_s)
         wall = time.perf_counter() - self._started
         cycles = self.cycles()

@@ -1,18 +1,37 @@
 """A register-level model of the accelerator, backed by vdla_sim: what a driver sees through
 the AXI-lite control slave (``vdla_hw.regmap``) and DRAM, without the RTL.
 
-Writing CTRL_START checks the run registers as the control slave does (start_while_busy,
-zero_insn_count, insn_addr_range), reads the DRAM_BYTES-byte image at DRAM_BASE from the
-memory it is attached to, runs it on the cycle-level simulator (no race detector: the hardware
-has none), writes the final image back and sets STATUS, ERROR, ERROR_INSN, CYCLES and the
-per-module counters. A program that deadlocks or passes ``cycle_budget`` leaves the device
-busy forever, as the hardware would hang, with the counters where the modules stopped.
-CLEAR returns the device to idle and zeroes the counters. Used by the simulated PYNQ device
-(:mod:`driver.pynq_sim`) and by tests of the register protocol.
+It follows the control slave's rules (docs/spec.md section 8; ``vdla_hw/rtl/control.py``):
+
+* START begins a run unless the device runs (``start_while_busy``: the run stops, CYCLES keeps
+  its count), an error froze it (START is ignored until CLEAR), INSN_COUNT is zero
+  (``zero_insn_count``), the stream is misaligned or outside the image (``insn_addr_range``) or
+  DRAM_BASE is not 4 kB aligned (``dram_base_align``). A START that is not ignored zeroes
+  CYCLES, ERROR, ERROR_INSN and the counters first.
+* The first error freezes STATUS/ERROR/ERROR_INSN until CLEAR; CLEAR stops a run and zeroes
+  everything; CLEAR and START together clear, then start.
+* Reading CYCLES_LO latches CYCLES_HI; writes to read-only registers are ignored.
+
+A START reads the DRAM_BYTES-byte image at DRAM_BASE from the memory it is attached to, runs it
+on the cycle-level simulator (no race detector: the hardware has none), writes the final image
+back and keeps STATUS, ERROR, ERROR_INSN, CYCLES and the per-module counters. A program that
+deadlocks or passes ``cycle_budget`` leaves the device busy forever, as the hardware would hang,
+with the counters where the modules stopped.
+
+Time: by default a run completes within the START write (nothing can be observed mid-run). With
+``timed=True`` the model has a clock, :attr:`now` (the cycle of the current register access,
+set by its caller): cycle 0 of a run is the cycle after the START write, STATUS shows busy and
+CYCLES the cycle count until FINISH retires at the simulator's cycle N, done from then on, and
+START or CLEAR can interrupt the run. That is how the shared register corpus compares the model
+with the RTL read for read (``tests/driver/regseq.py``). Mid-run values of the per-module
+counters are not modelled (they read as zero).
+
+Used by the simulated PYNQ device (:mod:`driver.pynq_sim`) and by tests of the register protocol.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -25,6 +44,19 @@ from vdla_hw.errors import VdlaError
 
 E = regmap.ERROR_BITS
 MASK = 0xFFFFFFFF
+# what a run sets (the rest, DRAM_BASE ... INSN_COUNT and the IDs, only the driver writes)
+RUN_REGISTERS = ("STATUS", "ERROR", "ERROR_INSN", "CYCLES_LO", "CYCLES_HI") + tuple(
+    regmap.counter_name(m, c) for m in st.MODULES for c in regmap.MODULE_COUNTERS)
+
+
+@dataclass
+class _Run:
+    """A run in progress (timed mode): started in cycle ``start``; FINISH retires at run cycle
+    ``finish`` (None: it never does); ``after``: the registers once it has."""
+
+    start: int
+    finish: int | None
+    after: dict
 
 
 class RegisterModel:
@@ -33,18 +65,22 @@ class RegisterModel:
     KeyError for unmapped addresses)."""
 
     def __init__(self, config: Config, read_memory: Callable, write_memory: Callable, *,
-                 cycle_budget: int = 50_000_000):
+                 cycle_budget: int = 50_000_000, timed: bool = False):
         self.config = config
         self.read_memory, self.write_memory = read_memory, write_memory
         self.cycle_budget = cycle_budget
+        self.timed = timed
+        self.now = 0
         self.regs = {r.name: 0 for r in regmap.REGISTERS}
         self.regs.update(ID_ISA=ISA_VERSION, ID_CONFIG=config.fingerprint_hash, ERROR_INSN=st.NO_INSN)
         self.starts = 0
         self._hi_latch = 0
+        self._run: _Run | None = None
 
     # --- the bus ------------------------------------------------------------------------
     def read(self, offset: int) -> int:
         reg = self._register(offset)
+        self._advance()
         if reg.name == "CYCLES_LO":
             self._hi_latch = self.regs["CYCLES_HI"]
         if reg.name == "CYCLES_HI":
@@ -53,6 +89,7 @@ class RegisterModel:
 
     def write(self, offset: int, value: int) -> None:
         reg = self._register(offset)
+        self._advance()
         value &= MASK
         if reg.name == "CTRL":
             if value & regmap.CTRL_CLEAR:
@@ -70,8 +107,24 @@ class RegisterModel:
                 return reg
         raise VdlaError(f"register offset {offset:#x} is not in the register map")
 
+    # --- time (timed mode) ---------------------------------------------------------------
+    def _elapsed(self) -> int:
+        return self.now - self._run.start - 1
+
+    def _advance(self) -> None:
+        """Bring a timed run's registers to cycle :attr:`now`."""
+        run = self._run
+        if run is None:
+            return
+        if run.finish is not None and self._elapsed() > run.finish:
+            self.regs.update(run.after)
+            self._run = None
+        else:
+            self._set_cycles(max(0, self._elapsed()))
+
     # --- behaviour ----------------------------------------------------------------------
     def _clear(self) -> None:
+        self._run = None
         for name in ("STATUS", "ERROR", "CYCLES_LO", "CYCLES_HI"):
             self.regs[name] = 0
         self.regs["ERROR_INSN"] = st.NO_INSN
@@ -93,6 +146,7 @@ class RegisterModel:
     def _start(self) -> None:
         r = self.regs
         if r["STATUS"] & regmap.STATUS_BUSY:
+            self._run = None  # the run stops where it is; CYCLES keeps its count
             return self._fail(E["start_while_busy"])
         if r["STATUS"] & regmap.STATUS_ERROR:
             return  # frozen until CLEAR
@@ -103,6 +157,8 @@ class RegisterModel:
             return self._fail(E["zero_insn_count"])
         if r["INSN_ADDR"] % insn_bytes or r["INSN_ADDR"] + r["INSN_COUNT"] * insn_bytes > r["DRAM_BYTES"]:
             return self._fail(E["insn_addr_range"])
+        if r["DRAM_BASE"] % regmap.DRAM_BASE_ALIGN:
+            return self._fail(E["dram_base_align"])
         try:
             image = np.array(self.read_memory(r["DRAM_BASE"], r["DRAM_BYTES"]), dtype=np.uint8)
         except KeyError:
@@ -112,6 +168,19 @@ class RegisterModel:
         except VdlaError:
             return self._fail(E["insn_addr_range"])
         self._simulate(bundle)
+        if self.timed and r["STATUS"] & regmap.STATUS_DONE:
+            finish = r["CYCLES_LO"] | r["CYCLES_HI"] << 32
+            self._run = _Run(self.now, finish, {n: r[n] for n in RUN_REGISTERS})
+            self._hide_run()
+        elif self.timed and r["STATUS"] & regmap.STATUS_BUSY:
+            self._run = _Run(self.now, None, {})
+            self._hide_run()
+
+    def _hide_run(self) -> None:
+        """Timed mode: until the run finishes, STATUS is busy and the counters read zero."""
+        self.regs["STATUS"] = regmap.STATUS_BUSY
+        self._set_modules(st.empty_modules())
+        self._set_cycles(0)
 
     def _simulate(self, bundle: Bundle) -> None:
         from vdla_sim.engine import Engine

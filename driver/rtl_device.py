@@ -1,11 +1,11 @@
 """The ``rtl`` backend: the MyHDL RTL converted to Verilog and run under Verilator (or Icarus).
 
-Each run goes through the RTL engineer's runner (``vdla_hw.rtl.runner.run_bundles``): the
-cocotb testbench drives the register map over AXI-lite exactly as the board driver does (ID
-check, DRAM_BASE/DRAM_BYTES/INSN_ADDR/INSN_COUNT, CTRL=START, poll STATUS, CYCLES, CLEAR) and
-serves the memory port from the image. The build is cached per configuration and RTL source
-hash under ``build/rtl`` (the first run of a configuration compiles the model: minutes).
-Every per-module counter register (busy, stall by cause, instructions) is read back after a run.
+Each run is one simulation (:func:`driver.rtl_run.run_bundles`) in which the cocotb bench runs
+the driver's own register code (:class:`driver.registers.RegisterDevice`) over the design's
+AXI-lite slave, with the image in an AXI memory that answers with the configuration's latency
+(or with extra latency and random stalls: ``stall``). ``top`` is "core" (the core top level) or
+"axi" (the FPGA top of the bitstream, AXI3 for HP0). The build is cached per configuration, top
+and RTL source hash under ``build/rtl`` (the first run compiles the model: minutes).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
 
 DEFAULT_BUDGET = 2_000_000  # cycles, when the caller gives no cycle timeout
+TOPS = ("core", "axi")
 
 
 class RtlDevice(HostMemoryDevice):
@@ -27,32 +28,34 @@ class RtlDevice(HostMemoryDevice):
     target = "rtl"
 
     def __init__(self, config: Config | str | None = None, *, simulator: str = "verilator", build_root=None,
-                 top: str = "vdla_top"):
+                 top: str = "core", stall: float = 0.0, seed: int = 0):
         super().__init__(config)
         try:
+            from driver import rtl_run
             from vdla_hw.rtl import runner
         except ImportError as err:
             raise DeviceError(f"the rtl backend needs the RTL flow (MyHDL, cocotb, Verilator: "
                               f"requirements/rtl.txt): {err}") from None
         if simulator not in runner.SIMULATORS:
             raise DeviceError(f"unknown RTL simulator {simulator!r} (known: {', '.join(runner.SIMULATORS)})")
-        self._runner = runner
+        if top not in TOPS:
+            raise DeviceError(f"unknown RTL top {top!r} (known: {', '.join(TOPS)})")
+        self._run = rtl_run
         self.simulator = simulator
         self.build_root = build_root
-        self.top = top  # "vdla_axi_top": the FPGA top, behind its AXI3 master (not cycle-exact)
+        self.top = top
+        self.memory = rtl_run.MemoryOptions(stall=stall, seed=seed)
 
     def _wait(self, bundle: Bundle, buffer: Buffer, timeout_s: float, timeout_cycles: int | None) -> RunResult:
         image = self.image_bundle(bundle, buffer)
         budget = DEFAULT_BUDGET if timeout_cycles is None else int(timeout_cycles)
         start = time.perf_counter()
-        [res] = self._runner.run_bundles([image], self.simulator, budgets=[budget], build_root=self.build_root,
-                                         top=self.top)
+        [res] = self._run.run_bundles([image], self.simulator, top=self.top, budgets=[budget],
+                                      memory=self.memory, build_root=self.build_root)
         wall = time.perf_counter() - start
         modules = st.empty_modules()
         for module, values in res.modules.items():
             modules[module].update({name: int(value) for name, value in values.items()})
-        for module, count in res.counters.items():
-            modules[module]["insns"] = int(count)
         state = {"status": res.status, "cycles": res.cycles, "modules": modules}
         if not res.id_ok:
             raise DeviceError(f"rtl device: the ID registers do not match {bundle.config.fingerprint}", state)
@@ -64,6 +67,7 @@ class RtlDevice(HostMemoryDevice):
                               f"{res.cycles} cycles; {st.describe_modules(modules)}",
                               {**state, "error": res.error, "error_insn": res.error_insn})
         buffer.handle[:res.dram.size] = res.dram
-        counters = {"cycles": res.cycles, "modules": modules, "wall_seconds": wall, "memory_beats": res.beats}
+        counters = {"cycles": res.cycles, "modules": modules, "wall_seconds": wall, "memory_beats": res.beats,
+                    "wall_cycles": res.wall_cycles, "axi_checks": res.axi_checks}
         return RunResult(dram=res.dram, cycles=res.cycles, seconds=res.cycles / self.config.clock_hz,
                          counters=counters, details=res)

@@ -7,15 +7,19 @@ import hashlib
 import json
 import sys
 
-from vdla.argtypes import int_range, output_dir, output_file
+from vdla.argtypes import float_range, int_range, output_dir, output_file
+
+
+TOPS = ("core", "axi")
 
 
 def cmd_hw_verilog(args) -> int:
     from vdla_hw.config import load_config
     from vdla_hw.rtl.convert import to_verilog
+    from vdla_hw.rtl.runner import top_name
 
     config = load_config(args.config)
-    path = to_verilog(config, args.output)
+    path = to_verilog(config, args.output, top=top_name(args.top))
     print(f"wrote {path} ({config.name}, {config.fingerprint})", file=sys.stderr)
     return 0
 
@@ -35,6 +39,7 @@ def cmd_hw_synth(args) -> int:
     for key, label in (("lut", "LUT"), ("ff", "FF"), ("dsp", "DSP48E1"), ("bram36", "BRAM36")):
         dev = res["device_" + key]
         print(f"  {label:<8} {res[key]:>9g} / {dev:<7} {100 * res[key] / dev:5.1f} %")
+    print(f"  latches  {res['latches']:>9}   (level-sensitive cells; the design has one clock and none)")
     print(f"  fits (LUT <= 80 %, DSP <= 220, BRAM36 <= 140): {'yes' if res['fits'] else 'NO'}")
     print(describe(res))
     return 0
@@ -43,16 +48,20 @@ def cmd_hw_synth(args) -> int:
 def cmd_rtl(args) -> int:
     import numpy as np
 
+    from driver.rtl_run import MemoryOptions, run_bundles
     from vdla_hw import regmap, timing
     from vdla_hw.bundle import Bundle
     from vdla_hw.errors import VdlaError
-    from vdla_hw.rtl.runner import run_bundles
+    from vdla_hw.rtl.axi_check import rule_names
     from vdla_sim import simulate
 
     bundle = Bundle.load(args.file, config=args.config)
+    memory = MemoryOptions(latency=args.mem_latency, write_latency=args.mem_write_latency, stall=args.stall_prob,
+                           seed=args.seed)
+    bench = memory.resolve(bundle.config)   # bad memory options fail before anything runs
     # program errors and runaway programs are reported as `vdla sim` does, before the (slow) RTL
     ref = simulate(bundle, max_cycles=args.max_cycles, race_check=False)
-    res = run_bundles([bundle], args.sim, budgets=[args.max_cycles], waves=args.vcd)[0]
+    res = run_bundles([bundle], args.sim, top=args.top, budgets=[args.max_cycles], memory=memory, waves=args.vcd)[0]
     if res.timeout:
         raise VdlaError(f"{args.file}: the RTL did not finish within {args.max_cycles} cycles (status {res.status:#x})")
     if res.error:
@@ -67,10 +76,13 @@ def cmd_rtl(args) -> int:
     nbytes = dict(ref.counters.load_bytes)
     nbytes["out"] = ref.counters.store_bytes
     nbytes["insn"] = bundle.insn_count * c.insn_bytes
+    checks = res.axi_checks
     report = {
         "model": f"rtl-{args.sim}",
+        "top": args.top,
         "config": c.fingerprint,
         "cycles": res.cycles,
+        "wall_cycles": res.wall_cycles,
         "seconds": seconds,
         "gops": 2.0 * mac_uops * c.batch * c.block_in * c.block_out / seconds / 1e9 if res.cycles else 0.0,
         "gemm_utilization": mac_uops / res.cycles if res.cycles else 0.0,
@@ -80,7 +92,12 @@ def cmd_rtl(args) -> int:
         "queue_occupancy": None,   # not measured by the RTL testbench
         "bytes": nbytes,
         "memory_port_busy": None,
-        "last_retire": max((r[2] for r in res.retire), default=0),
+        "memory": {"latency": bench["latency"], "write_latency": bench["write_latency"],
+                   "stall_prob": bench["stall"], "seed": bench["seed"], "beats": res.beats},
+        "axi_checks": {"checks": checks["checks"], "violations": checks["violations"],
+                       "rules_broken": rule_names(checks["rules"]), "left_outstanding": checks["left_outstanding"]},
+        # the retire trace is the core top's (the FPGA top has no debug ports)
+        "last_retire": max((r[2] for r in res.retire), default=0) if args.top == "core" else None,
         "counters": ref.counters.as_dict(),
         "tokens_left": ref.tokens_left,
         "instructions": len(insns),
@@ -90,9 +107,12 @@ def cmd_rtl(args) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"ran {bundle.insn_count} instructions on the RTL ({args.sim}, {c.name})")
-    print(f"  cycles {res.cycles}  time {seconds * 1e6:.3f} us  {report['gops']:.2f} GOPS  "
-          f"GEMM utilisation {100 * report['gemm_utilization']:.1f}%")
+    print(f"ran {bundle.insn_count} instructions on the RTL ({args.top} top, {args.sim}, {c.name})")
+    print(f"  cycles {res.cycles} (wall clock {res.wall_cycles})  time {seconds * 1e6:.3f} us  "
+          f"{report['gops']:.2f} GOPS  GEMM utilisation {100 * report['gemm_utilization']:.1f}%")
+    print(f"  memory latency {bench['latency']}/{bench['write_latency']} cycles, stall probability "
+          f"{bench['stall']:g}, {res.beats} beats; AXI protocol checks {checks['checks']}, violations "
+          f"{checks['violations']}")
     print(f"  instructions retired per module: {report['retired']}")
     print(f"  bytes {nbytes}")
     if args.output:
@@ -108,14 +128,17 @@ def add_parser(sub) -> None:
     hw_sub = hw.add_subparsers(dest="hw_command", required=True, metavar="ACTION")
     ver = hw_sub.add_parser("verilog", help="write the Verilog of a configuration")
     ver.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
-    ver.add_argument("-o", "--output", type=output_dir, required=True, metavar="DIR", help="directory to write vdla_top.v into")
+    ver.add_argument("--top", choices=TOPS, default="core",
+                     help="core: vdla_top (the tests' top); axi: vdla_axi_top, the FPGA top with HP0's AXI3 master")
+    ver.add_argument("-o", "--output", type=output_dir, required=True, metavar="DIR",
+                     help="directory to write <top>.v into")
     ver.set_defaults(func=cmd_hw_verilog)
     syn = hw_sub.add_parser("synth", help="synthesise for the PYNQ-Z1 (xc7z020) with yosys: resources and the estimated clock")
     syn.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
-    syn.add_argument("--top", choices=("core", "axi"), default="core",
-                     help="core: vdla_top (beat-level memory port); axi: vdla_axi_top, the FPGA top")
+    syn.add_argument("--top", choices=TOPS, default="core",
+                     help="core: vdla_top; axi: vdla_axi_top, the FPGA top the bitstream builds")
     syn.add_argument("--json", action="store_true",
-                     help="machine-readable output (lut, ff, dsp, bram36, fmax_mhz, critical_path, ...)")
+                     help="machine-readable output (lut, ff, dsp, bram36, latches, fits, fmax_mhz, critical_path, ...)")
     syn.add_argument("--keep", type=output_dir, metavar="DIR", help="keep the synthesis work directory (bypasses the cache)")
     syn.add_argument("--no-cache", action="store_true", help="synthesise even if a cached result exists")
     syn.set_defaults(func=cmd_hw_synth)
@@ -124,8 +147,18 @@ def add_parser(sub) -> None:
     rtl.add_argument("file", help="program bundle (.npz)")
     rtl.add_argument("--config", default=None, help="require this configuration (preset or JSON file)")
     rtl.add_argument("--sim", choices=("icarus", "verilator"), default="icarus", help="HDL simulator")
+    rtl.add_argument("--top", choices=TOPS, default="core",
+                     help="core: vdla_top with the retire trace; axi: the FPGA top (AXI3 master, as in the bitstream)")
+    rtl.add_argument("--mem-latency", type=int_range(2), default=None, metavar="N",
+                     help="first-beat latency of the bench memory in cycles (default: the configuration's MEM_LATENCY)")
+    rtl.add_argument("--mem-write-latency", type=int_range(2), default=None, metavar="N",
+                     help="write-response latency in cycles (default: the configuration's MEM_WRITE_LATENCY)")
+    rtl.add_argument("--stall-prob", type=float_range(0.0, 0.99), default=0.0, metavar="P",
+                     help="probability that each AXI channel stalls in a cycle, plus random extra latency (default 0)")
+    rtl.add_argument("--seed", type=int_range(0), default=0, help="seed of the random stalls")
     rtl.add_argument("-o", "--output", type=output_file, help="write the final image as a bundle (.npz, key 'dram')")
     rtl.add_argument("--vcd", type=output_file, metavar="W.vcd", help="write waves")
-    rtl.add_argument("--json", action="store_true", help="machine-readable output (the keys of `vdla sim --json`)")
+    rtl.add_argument("--json", action="store_true",
+                     help="machine-readable output: the keys of `vdla sim --json`, wall_cycles and axi_checks")
     rtl.add_argument("--max-cycles", type=int_range(1), default=2_000_000, help="give up after this many cycles")
     rtl.set_defaults(func=cmd_rtl)

@@ -13,10 +13,15 @@ TIMING = "docs/spec.md section 5"
 _PYNQ_PORT = {
     "MEM_BYTES_PER_BEAT": (8, "PYNQ-Z1 HP0 is a 64-bit AXI3 port (docs/spec.md section 5)"),
     "MEM_MAX_BURST": (16, "AXI3 bursts of at most 16 beats (docs/spec.md section 5)"),
-    "MEM_LATENCY": (32, "first-beat latency of 'tens of cycles' on Zynq HP ports (docs/spec.md section 5)"),
-    "MEM_WRITE_LATENCY": (16, "write response after the last beat; Zynq HP write path (assumed)"),
-    "MEM_BURST_GAP": (0, "HP ports accept outstanding bursts: address phases overlap data (docs/timing.md)"),
+    "MEM_LATENCY": (32, "first-beat latency of 'tens of cycles' on Zynq HP ports, from the AR handshake "
+                        "(docs/spec.md section 5; 32 assumed)"),
+    "MEM_WRITE_LATENCY": (16, "no early write response from the HP port's AFI: BRESP comes back from DDR "
+                              "(docs/spec.md section 5; 16 cycles after the last beat assumed)"),
+    "MEM_BURST_GAP": (0, "the HP port streams queued bursts back to back from its AFI FIFOs (docs/spec.md section 5)"),
     "DDR_BYTES_PER_CYCLE_CAP": (0, "0 = no cap; set to model DDR3 shared with the CPU (docs/spec.md section 5)"),
+    "MEM_READ_OUTSTANDING": (8, "8 bursts of 16 beats fill the AFI's 128-beat read FIFO (docs/spec.md section 5); "
+                                "ceil(MEM_LATENCY / 16) + 1 = 3 already stream at full rate"),
+    "MEM_WRITE_OUTSTANDING": (8, "8 bursts of 16 beats fill the AFI's 128-beat write FIFO (docs/spec.md section 5)"),
     "CMD_QUEUE_DEPTH": (512, "VTA block design command queues (docs/spec.md section 5)"),
     "TOKEN_QUEUE_DEPTH": (1024, "VTA block design token FIFOs (docs/spec.md section 5)"),
     "FETCH_CYCLES_PER_INSN": (1, "fetch routes one 16-byte instruction per cycle after its burst arrives"),
@@ -68,6 +73,8 @@ PRESETS: dict[str, dict[str, tuple[object, str]]] = {
         **_PYNQ_PORT,
         "MEM_LATENCY": (8, "short first-beat latency keeps RTL tests fast"),
         "MEM_WRITE_LATENCY": (4, "short write response keeps RTL tests fast"),
+        "MEM_READ_OUTSTANDING": (4, "few bursts in flight, so RTL tests reach the outstanding limit"),
+        "MEM_WRITE_OUTSTANDING": (2, "few bursts in flight, so RTL tests reach the outstanding limit"),
         "CMD_QUEUE_DEPTH": (8, "shallow queues exercise back-pressure in small programs"),
         "TOKEN_QUEUE_DEPTH": (16, "shallow FIFOs exercise token overflow checks"),
     },

@@ -47,7 +47,13 @@ ERROR_BITS = {
     "dram_range": 1 << 7,
     "token_overflow": 1 << 8,
     "gemm_hazard": 1 << 9,
+    "dram_base_align": 1 << 10,  # DRAM_BASE not a multiple of DRAM_BASE_ALIGN (4 kB)
+    "axi_slverr": 1 << 11,       # the memory answered a burst with SLVERR (RRESP or BRESP)
+    "axi_decerr": 1 << 12,       # ... with DECERR (no memory at that address)
 }
+# DRAM_BASE must be 4 kB aligned: AXI bursts split at 4 kB boundaries of the bus address, and the
+# timing contract splits them at 4 kB boundaries of the image offset; the two then agree.
+DRAM_BASE_ALIGN = 4096
 # Per-module counters, in this order for each module of isa.MODULES.
 MODULE_COUNTERS = ("busy", "stall_token", "stall_mem", "stall_queue", "insns")
 
@@ -56,11 +62,11 @@ _BASE = [
     Register("STATUS", 0x04, "ro", "bit 0 busy, bit 1 done (FINISH retired), bit 2 error"),
     Register("ERROR", 0x08, "ro", "error cause bits: " + ", ".join(f"{k}={v}" for k, v in ERROR_BITS.items())),
     Register("ERROR_INSN", 0x0C, "ro", "index of the instruction that raised the error (0xFFFFFFFF: none)"),
-    Register("DRAM_BASE", 0x10, "rw", "physical byte address of the program's DRAM image"),
+    Register("DRAM_BASE", 0x10, "rw", "physical byte address of the program's DRAM image (4 kB aligned)"),
     Register("DRAM_BYTES", 0x14, "rw", "size of the DRAM image in bytes (bounds for every access)"),
     Register("INSN_ADDR", 0x18, "rw", "byte offset of the instruction stream inside the image (multiple of 16)"),
     Register("INSN_COUNT", 0x1C, "rw", "number of 16-byte instructions"),
-    Register("CYCLES_LO", 0x20, "ro", "cycles from START to done or error, low 32 bits (64-bit counter)"),
+    Register("CYCLES_LO", 0x20, "ro", "cycles from START to done or error (counting during a run), low 32 bits"),
     Register("CYCLES_HI", 0x24, "ro", "cycles, high 32 bits (latched when CYCLES_LO is read)"),
     Register("ID_ISA", 0x28, "ro", "ISA version (vdla_hw.config.ISA_VERSION)"),
     Register("ID_CONFIG", 0x2C, "ro", "configuration fingerprint hash (the 8 hex digits after '-')"),

@@ -19,12 +19,14 @@ Rules that are not a cost function, stated once here (docs/timing.md repeats the
   t + ``QUEUE_LATENCY``. Command queues hold ``CMD_QUEUE_DEPTH`` entries: fetch waits while the
   target queue looks full. Token FIFOs hold ``TOKEN_QUEUE_DEPTH`` tokens: a push that would
   exceed the depth (counting pops up to the cycle before) is an error (``token_overflow``).
-* **Memory port.** One port shared by the four masters. A master requests the port for the
+* **Memory port.** One AXI port shared by the four masters. A master requests the port for the
   whole memory work of one instruction (one transaction: all rows of a LOAD/STORE, or one fetch
-  chunk) and holds it for :func:`read_cycles` / :func:`write_cycles`. When the port is free,
-  the highest-priority master of :data:`ARBITRATION_ORDER` among those requesting in that cycle
-  is granted (a request waits until the port is free; a grant never preempts). Padding is
-  written after the port is released, one element per cycle.
+  chunk) and holds it until the transaction ends: :func:`transfer_cost` / :func:`fetch_cost`,
+  from the bus model of :mod:`vdla_hw.membus` (bursts, address issue, outstanding bursts,
+  first-beat latency once, write responses). When the port is free, the highest-priority master
+  of :data:`ARBITRATION_ORDER` among those requesting in that cycle is granted (a request waits
+  until the port is free; a grant never preempts). Padding is written after the port is
+  released, one element per cycle.
 * **Compute.** GEMM issues one uop per cycle and drains its pipeline at the end of each
   instruction; ALU issues one uop every ``ALU_CYCLES_PER_UOP`` cycles. A non-reset GEMM uop may
   not write an accumulator written by either of the two previous uops of the same instruction
@@ -33,19 +35,16 @@ Rules that are not a cost function, stated once here (docs/timing.md repeats the
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from vdla_hw import isa, program
+from vdla_hw import isa, membus, program
 from vdla_hw.config import Config
+from vdla_hw.membus import BURST_BOUNDARY, burst_lengths, read_cycles, write_cycles  # noqa: F401 (re-exported)
 
 # Fixed priority of the memory port, highest first: store frees OUT (unblocking compute's
 # writes), compute's uop/acc loads sit on the compute critical path, load prefetches, and fetch
 # runs ahead of everything through the command queues.
 ARBITRATION_ORDER = ("store", "compute", "load", "fetch")
-# AXI bursts never cross a 4 KB address boundary.
-BURST_BOUNDARY = 4096
 # A GEMM uop's accumulator write lands this many uops after its read (docs/spec.md section 5).
 GEMM_HAZARD_DISTANCE = 2
 
@@ -56,60 +55,14 @@ def fetch_chunk(config: Config) -> int:
     return max(1, config.MEM_MAX_BURST * config.MEM_BYTES_PER_BEAT // config.insn_bytes)
 
 
-def row_beats(config: Config, starts: np.ndarray, nbytes: int) -> tuple[int, int]:
-    """(beats, bursts) to move rows of ``nbytes`` bytes starting at byte addresses ``starts``.
-
-    Each row is its own sequence of bursts. Beats are counted from byte addresses: a row covers
-    beats floor(start/B) .. floor((start+nbytes-1)/B) of B = MEM_BYTES_PER_BEAT bytes, so an
-    unaligned row can cost one more beat. A row splits into bursts at every 4 KB boundary and
-    then into pieces of at most MEM_MAX_BURST beats.
-    """
-    starts = np.asarray(starts, dtype=np.int64)
-    if nbytes <= 0 or starts.size == 0:
-        return 0, 0
-    bpb, burst = config.MEM_BYTES_PER_BEAT, config.MEM_MAX_BURST
-    page = BURST_BOUNDARY // bpb  # beats per 4 KB page (bpb is a power of two <= 128)
-    first = starts // bpb
-    last = (starts + nbytes - 1) // bpb
-    beats = int((last - first + 1).sum())
-    pf, pl = first // page, last // page
-    same = pf == pl
-    head = np.where(same, last - first + 1, (pf + 1) * page - first)
-    tail = np.where(same, 0, last - pl * page + 1)
-    middle = np.where(same, 0, pl - pf - 1)
-    bursts = (-(-head // burst) + -(-tail // burst) + middle * -(-page // burst)).sum()
-    return beats, int(bursts)
-
-
-def data_cycles(config: Config, beats: int) -> int:
-    """Cycles of the data phase: one beat per cycle, slowed to ceil(beats*B / cap) cycles when
-    DDR_BYTES_PER_CYCLE_CAP (the DDR shared with the CPU) is set (> 0)."""
-    cap = config.DDR_BYTES_PER_CYCLE_CAP
-    if cap > 0:
-        return max(beats, math.ceil(beats * config.MEM_BYTES_PER_BEAT / cap))
-    return beats
-
-
-def read_cycles(config: Config, beats: int, bursts: int) -> int:
-    """Port cycles of a read transaction: MEM_LATENCY once (bursts are issued back to back with
-    outstanding requests), the data phase, and MEM_BURST_GAP idle cycles between bursts."""
-    if beats == 0:
-        return 0
-    return config.MEM_LATENCY + data_cycles(config, beats) + config.MEM_BURST_GAP * (bursts - 1)
-
-
-def write_cycles(config: Config, beats: int, bursts: int) -> int:
-    """Port cycles of a write transaction: the data phase, MEM_BURST_GAP between bursts, then
-    MEM_WRITE_LATENCY until the last write response (the port is held until then)."""
-    if beats == 0:
-        return 0
-    return data_cycles(config, beats) + config.MEM_BURST_GAP * (bursts - 1) + config.MEM_WRITE_LATENCY
+def fetch_cost(config: Config, insn_offset: int, count: int) -> tuple[int, int]:
+    """(port cycles, beats) to read ``count`` instructions from byte ``insn_offset`` (one row)."""
+    return membus.transaction_cost(config, False, insn_offset, 0, 1, count * config.insn_bytes)
 
 
 def fetch_cycles(config: Config, insn_offset: int, count: int) -> int:
-    """Port cycles to read ``count`` instructions starting at byte ``insn_offset`` (one row)."""
-    beats, bursts = row_beats(config, np.array([insn_offset]), count * config.insn_bytes)
-    return read_cycles(config, beats, bursts)
+    """Port cycles to read ``count`` instructions starting at byte ``insn_offset``."""
+    return fetch_cost(config, insn_offset, count)[0]
 
 
 def transfer_rows(config: Config, insn: isa.Insn) -> tuple[np.ndarray, int]:
@@ -121,16 +74,19 @@ def transfer_rows(config: Config, insn: isa.Insn) -> tuple[np.ndarray, int]:
     return rows * size, insn.x_size * size
 
 
-def transfer_beats(config: Config, insn: isa.Insn) -> tuple[int, int]:
-    """(beats, bursts) of a LOAD or STORE (0, 0 when it moves nothing)."""
-    starts, nbytes = transfer_rows(config, insn)
-    return row_beats(config, starts, nbytes)
+def transfer_cost(config: Config, insn: isa.Insn) -> tuple[int, int]:
+    """(port cycles, beats) of a LOAD's read or a STORE's write transaction ((0, 0) when it
+    moves nothing: no request)."""
+    if not program.moves_data(insn):
+        return 0, 0
+    size = config.elem_bytes(insn.mem)
+    return membus.transaction_cost(config, insn.kind == "STORE", insn.dram_base * size, insn.x_stride * size,
+                                   insn.y_size, insn.x_size * size)
 
 
 def port_cycles(config: Config, insn: isa.Insn) -> int:
     """Cycles a LOAD or STORE holds the memory port (0 when it moves nothing: no request)."""
-    beats, bursts = transfer_beats(config, insn)
-    return (write_cycles if insn.kind == "STORE" else read_cycles)(config, beats, bursts)
+    return transfer_cost(config, insn)[0]
 
 
 def pad_cycles(insn: isa.Insn) -> int:
@@ -172,8 +128,7 @@ def exec_cost(config: Config, insn: isa.Insn) -> tuple[int, int, int, int]:
         return alu_cycles(config, insn), 0, 0, 0
     if insn.kind == "FINISH":
         return config.INSN_OVERHEAD, 0, 0, 0
-    beats, bursts = transfer_beats(config, insn)
-    port = (write_cycles if insn.kind == "STORE" else read_cycles)(config, beats, bursts)
+    port, beats = transfer_cost(config, insn)
     return config.INSN_OVERHEAD, port, pad_cycles(insn) if insn.kind == "LOAD" else 0, beats
 
 

@@ -121,8 +121,7 @@ class Engine:
             return
         count = min(self.chunk, n - self.f_pos)
         offset = self.bundle.insn_offset + self.f_pos * self.config.insn_bytes
-        beats, bursts = timing.row_beats(self.config, [offset], count * self.config.insn_bytes)
-        cycles = timing.read_cycles(self.config, beats, bursts)
+        cycles, beats = timing.fetch_cost(self.config, offset, count)
         self.f_end = self.f_pos + count
         self.f_state = "wait_mem"
         self.port.request(Request(t, "fetch", cycles, beats=beats, bytes=count * self.config.insn_bytes))

@@ -1,14 +1,14 @@
 """The memory port of the timing contract as a reusable transaction-level model.
 
 One port, four masters (``vdla_hw.timing.ARBITRATION_ORDER``). A master posts a
-:class:`Request` for one whole transaction (its length in port cycles comes from
-``vdla_hw.timing``); :meth:`MemoryPort.grant` is called once per cycle at which a grant may
-happen, after every request of that cycle is posted, and hands the port to the
-highest-priority waiting master. The port is then held for the transaction's cycles.
+:class:`Request` for one whole transaction (its length in port cycles comes from the bus model,
+``vdla_hw.timing.transfer_cost`` / ``fetch_cost`` over ``vdla_hw.membus``);
+:meth:`MemoryPort.grant` is called once per cycle at which a grant may happen, after every
+request of that cycle is posted, and hands the port to the highest-priority waiting master. The
+port is then held for the transaction's cycles.
 
 The same class serves data: :meth:`read` and :meth:`write` move bytes of the DRAM image with
-bounds checks, so an RTL testbench can answer its DUT's bus with this model and compare its
-grant cycles with the simulator's.
+bounds checks.
 """
 
 from __future__ import annotations

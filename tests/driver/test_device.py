@@ -56,8 +56,9 @@ def test_pynq_backend_without_pynq_says_what_to_install():
 
 
 @pytest.mark.rtl
-def test_rtl_fpga_top_behind_its_axi3_master_runs_like_the_reference():
-    """The bitstream's top (vdla_axi_top: the core behind the AXI3 master) through the same driver."""
+def test_rtl_fpga_top_under_bus_stalls_runs_like_the_reference():
+    """The bitstream's top (vdla_axi_top: AXI3 for HP0) through the same driver, its memory
+    stalling every channel at random."""
     if not _rtl_available():
         pytest.skip("RTL flow not installed (requirements/rtl.txt)")
-    device_cases.case_runs_like_the_reference(lambda config: open_device("rtl", config, top="vdla_axi_top"))
+    device_cases.case_runs_like_the_reference(lambda config: open_device("rtl", config, top="axi", stall=0.3, seed=5))

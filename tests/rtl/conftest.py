@@ -1,6 +1,7 @@
-"""Shared RTL test fixtures: each (preset, simulator) model is built once per session (cached
-in build/rtl by fingerprint and RTL source hash) and runs its whole program corpus in one
-simulation; tests then look up their program's result."""
+"""Shared RTL test fixtures: each (preset, simulator, top) model is built once (cached in
+build/rtl by fingerprint, RTL source hash and top) and runs its whole program corpus in one
+simulation through the driver's register code (driver/rtl_run.py); tests then look up their
+program's result."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from vdla_sim.workloads import blocked_gemm
 from tests.hw.programs import fixed_corpus
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.s"))
-RANDOM = {("tiny", "icarus"): 200, ("tiny", "verilator"): 200, ("osdi18", "verilator"): 20}
+# random programs per (preset, simulator) of the core-top comparison with the simulator
+RANDOM = {("tiny", "icarus"): 60, ("tiny", "verilator"): 200, ("osdi18", "verilator"): 20}
 PAIRS = list(RANDOM)
 
 
@@ -76,11 +78,11 @@ class Runs:
     def get(self, preset: str, sim: str) -> dict:
         key = (preset, sim)
         if key not in self.cache:
-            from vdla_hw.rtl.runner import run_bundles
+            from driver.rtl_run import run_bundles
 
             progs = corpus(preset, sim)
             sims = [simulate(b) for _, b in progs]
-            rtl = run_bundles([b for _, b in progs], sim, budgets=[2 * s.cycles + 5000 for s in sims])
+            rtl = run_bundles([b for _, b in progs], sim, top="core", budgets=[2 * s.cycles + 5000 for s in sims])
             self.cache[key] = {name: (b, s, r) for (name, b), s, r in zip(progs, sims, rtl)}
         return self.cache[key]
 

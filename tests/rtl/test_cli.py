@@ -1,4 +1,7 @@
-"""`vdla rtl` prints the same JSON keys as `vdla sim` and the same cycles and image."""
+"""`vdla rtl` prints the keys of `vdla sim --json` with the same cycles and image, plus the
+bench's wall-clock count and the protocol checker's counts; on the FPGA top (`--top axi`) the
+three cycle counts agree at the configuration's memory latency and the image survives random
+bus stalls; bad arguments are one-line errors (exit status 2)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from vdla.cli import main
 from vdla_hw.asm import assemble
 
 from tests.rtl.conftest import EXAMPLES
+from vdla_sim.progen import random_program
 
 pytestmark = pytest.mark.rtl
 
@@ -25,7 +29,41 @@ def test_vdla_rtl_json_matches_vdla_sim(tmp_path, capsys):
     assert set(sim) <= set(rtl)
     for key in ("cycles", "dram_sha256", "instructions", "config", "last_retire", "busy", "stall"):
         assert rtl[key] == sim[key], key
+    assert rtl["wall_cycles"] == rtl["cycles"]
+    assert rtl["axi_checks"]["violations"] == 0 and rtl["axi_checks"]["checks"] > 0
     assert (tmp_path / "out.npz").exists()
+
+
+def test_vdla_rtl_fpga_top_cycles_and_stalls(tmp_path, capsys):
+    path = tmp_path / "r.npz"
+    random_program(7, "tiny").save(path)
+    assert main(["sim", str(path), "--json"]) == 0
+    sim = json.loads(capsys.readouterr().out)
+    assert main(["rtl", str(path), "--top", "axi", "--sim", "verilator", "--json"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert exact["cycles"] == exact["wall_cycles"] == sim["cycles"]
+    assert exact["dram_sha256"] == sim["dram_sha256"] and exact["axi_checks"]["violations"] == 0
+    assert main(["rtl", str(path), "--top", "axi", "--sim", "verilator", "--json", "--stall-prob", "0.5",
+                 "--seed", "3"]) == 0
+    stalled = json.loads(capsys.readouterr().out)
+    assert stalled["dram_sha256"] == sim["dram_sha256"] and stalled["axi_checks"]["violations"] == 0
+    assert stalled["cycles"] == stalled["wall_cycles"] > sim["cycles"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--stall-prob", "1.5"], "must be in [0, 1)"),
+    (["--top", "fpga"], "invalid choice"),
+    (["--mem-latency", "1"], "latency of at least 2"),
+])
+def test_vdla_rtl_bad_arguments(tmp_path, capsys, args, message):
+    path = tmp_path / "p.npz"
+    random_program(1, "tiny").save(path)
+    try:
+        status = main(["rtl", str(path), *args])
+    except SystemExit as exc:  # argparse's own errors
+        status = exc.code
+    assert status == 2
+    assert message in capsys.readouterr().err
 
 
 def test_vdla_rtl_user_error(tmp_path, capsys):

@@ -28,7 +28,7 @@ LAYERS = {
 
 @pytest.fixture(scope="module")
 def runs():
-    from vdla_hw.rtl.runner import run_bundles
+    from driver.rtl_run import run_bundles
 
     config = load_config("tiny")
     bundles = {name: compile_layer(layer, config, vthreads=vt, seed=3) for name, (layer, vt) in LAYERS.items()}

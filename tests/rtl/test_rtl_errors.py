@@ -15,7 +15,7 @@ from tests.hw.programs import ACC, INP, OUT, UOP, WGT
 from vdla_hw import regmap
 from vdla_hw.bundle import BundleBuilder
 from vdla_hw.errors import VdlaError
-from vdla_hw.rtl.runner import run_bundles
+from driver.rtl_run import run_bundles
 from vdla_sim import simulate
 
 pytestmark = pytest.mark.rtl

@@ -1,6 +1,8 @@
-"""Fit and clock: yosys synth_xilinx of the osdi18 design fits the PYNQ-Z1's xc7z020 (DSP48E1 <= 220 with
-two int8 multiplies packed per DSP, LUTs <= 80 %, BRAM36 <= 140), and `vdla hw synth --json` reports
-the estimated clock with its critical path (vdla_hw.rtl.fmax). Slow (minutes; cached after)."""
+"""Fit and clock: yosys synth_xilinx of the osdi18 FPGA top (vdla_axi_top, what the bitstream
+builds; it contains the core) fits the PYNQ-Z1's xc7z020 (DSP48E1 <= 220 with two int8 multiplies
+packed per DSP, LUTs <= 80 %, BRAM36 <= 140) with no latch (one clock domain, nothing
+level-sensitive), and `vdla hw synth --json` reports the latches and the estimated clock with its
+critical path (vdla_hw.rtl.fmax). Slow (minutes; cached after)."""
 
 from __future__ import annotations
 
@@ -17,13 +19,14 @@ pytestmark = [pytest.mark.rtl, pytest.mark.slow]
 
 def test_parse_stat_counts_cells():
     text = "\n      10   LUT6\n       4   LUT2\n       2   RAM64M\n       3   FDRE\n       5   DSP48E1\n" \
-           "       2   RAMB18E1\n       1   RAMB36E1\n"
+           "       2   RAMB18E1\n       1   RAMB36E1\n       2   LDCE\n       1   $_DLATCH_P_\n"
     res = parse_stat(text)
-    assert (res["lut"], res["ff"], res["dsp"], res["bram36"]) == (22, 3, 5, 2.0)
+    assert (res["lut"], res["ff"], res["dsp"], res["bram36"], res["latches"]) == (22, 3, 5, 2.0, 3)
 
 
 def test_osdi18_fits_the_pynq_z1_and_reports_its_clock(capsys):
-    res = estimate_fmax("osdi18", "core")
+    res = estimate_fmax("osdi18", "axi")
+    assert res["latches"] == 0, res
     assert res["dsp"] <= LIMITS["dsp"], res
     assert res["lut"] <= LIMITS["lut"], res
     assert res["bram36"] <= LIMITS["bram36"], res
@@ -35,9 +38,9 @@ def test_osdi18_fits_the_pynq_z1_and_reports_its_clock(capsys):
     assert res["fmax_mhz"] == pytest.approx(1000 / res["period_ns"], abs=0.1)
     assert cp["logic_levels"] == len(cp["cells"]) - 2 and cp["start"]["signal"] and cp["end"]["signal"]
     # the CLI prints the same (a cache hit now)
-    assert main(["hw", "synth", "--config", "osdi18", "--json"]) == 0
+    assert main(["hw", "synth", "--config", "osdi18", "--top", "axi", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["fmax_mhz"] == res["fmax_mhz"] and out["critical_path"] == cp
-    assert main(["hw", "synth", "--config", "osdi18"]) == 0
+    assert out["fmax_mhz"] == res["fmax_mhz"] and out["critical_path"] == cp and out["latches"] == 0
+    assert main(["hw", "synth", "--config", "osdi18", "--top", "axi"]) == 0
     text = capsys.readouterr().out
-    assert "MHz estimated" in text and cp["start"]["signal"] in text
+    assert "MHz estimated" in text and cp["start"]["signal"] in text and "latches" in text

@@ -1,8 +1,8 @@
 """The timing contract (vdla_hw.timing, docs/timing.md) pinned in exact cycles on the tiny
 preset, and the simulator vs its own bounds on a blocked matmul.
 
-tiny: 8-byte beats, bursts of 16 beats, read latency 8, write latency 4, no burst gap,
-QUEUE_LATENCY 1, FETCH_CYCLES_PER_INSN 1, INSN_OVERHEAD 1, GEMM pipeline 4, ALU 2 cycles per uop
+tiny: 8-byte beats, bursts of 16 beats, read latency 8, write latency 4, no burst gap, 4 read and
+2 write bursts in flight, QUEUE_LATENCY 1, FETCH_CYCLES_PER_INSN 1, INSN_OVERHEAD 1, GEMM pipeline 4, ALU 2 cycles per uop
 + 3, fetch chunk 16 * 8 / 16 = 8 instructions, command queues of 8, token FIFOs of 16.
 """
 
@@ -22,6 +22,7 @@ UOP, WGT, INP, ACC, OUT = range(5)
 def test_tiny_parameters_are_the_ones_these_tests_assume():
     c = load_config("tiny")
     assert (c.MEM_BYTES_PER_BEAT, c.MEM_MAX_BURST, c.MEM_LATENCY, c.MEM_WRITE_LATENCY, c.MEM_BURST_GAP) == (8, 16, 8, 4, 0)
+    assert (c.MEM_READ_OUTSTANDING, c.MEM_WRITE_OUTSTANDING) == (4, 2)
     assert (c.QUEUE_LATENCY, c.FETCH_CYCLES_PER_INSN, c.INSN_OVERHEAD) == (1, 1, 1)
     assert (c.GEMM_PIPELINE_DEPTH, c.ALU_CYCLES_PER_UOP, c.ALU_PIPELINE_DEPTH) == (4, 2, 3)
     assert (c.CMD_QUEUE_DEPTH, c.TOKEN_QUEUE_DEPTH, c.DDR_BYTES_PER_CYCLE_CAP) == (8, 16, 0)
@@ -29,14 +30,14 @@ def test_tiny_parameters_are_the_ones_these_tests_assume():
 
 
 def test_finish_alone():
-    # fetch: 1 instruction = 16 B = 2 beats, 8 + 2 = 10 cycles; pushed at 10, visible at 11;
-    # FINISH runs INSN_OVERHEAD = 1 cycle: retires at 12.
+    # fetch: 1 instruction = 16 B = 2 beats in one burst: AR at 1, beats at 9 and 10, port free
+    # at 11; pushed at 11, visible at 12; FINISH runs INSN_OVERHEAD = 1 cycle: retires at 13.
     b = BundleBuilder("tiny")
     b.emit("FINISH")
     result = simulate(b.build())
-    assert result.retire == [("compute", 11, 12)]
-    assert result.cycles == 12
-    assert result.busy["fetch"] == 10 + 1
+    assert result.retire == [("compute", 12, 13)]
+    assert result.cycles == 13
+    assert result.busy["fetch"] == 11 + 1
 
 
 def _mixed_program():
@@ -54,30 +55,32 @@ def _mixed_program():
 
 
 def test_each_instruction_kind_in_exact_cycles():
-    # fetch: 6 instructions = 96 B = 12 beats: 8 + 12 = 20; pushes at 20, 21, ..., 25.
+    # fetch: 6 instructions = 96 B = one burst of 12 beats: 1 + 8 + 12 = 21; pushes at 21..26.
     result = simulate(_mixed_program(), race_check=False)
     assert result.retire == [
-        # LOAD uop: visible 21, request 22, 12 B at byte 192 = beats 24..25 = 2 beats: 8 + 2 = 10.
-        ("compute", 21, 32),
+        # LOAD uop: visible 22, request 23, 12 B at byte 192 = beats 24..25: 1 + 8 + 2 = 11.
+        ("compute", 22, 34),
         # GEMM: 1 + 2*3*3 uops + 4 = 23.
-        ("compute", 32, 55),
+        ("compute", 34, 57),
         # ALU: 1 + 2*6 + 3 = 16.
-        ("compute", 55, 71),
-        # LOAD inp: start 24, request 25, waits for the port (uop load until 32, then the store,
-        # which outranks load); rows at bytes 4, 32, 60 of 20 B = 3 + 3 + 3 beats: 8 + 9 = 17 from
-        # 40; then 4*7 - 3*5 = 13 padding elements, one per cycle: 40 + 17 + 13 = 70.
-        ("load", 24, 70),
-        # STORE: start 25, request 26, granted at 32 (store > load); rows at bytes 0 and 20 of
-        # 12 B = 2 + 2 beats, + write latency 4: 32 + 8 = 40.
-        ("store", 25, 40),
+        ("compute", 57, 73),
+        # LOAD inp: start 25, request 26, waits for the port (uop load until 34, then the store,
+        # which outranks load); rows at bytes 4, 32, 60 of 20 B = three bursts of 3 beats (4 may
+        # be in flight): 1 + 8 + 9 = 18 from 43; then 4*7 - 3*5 = 13 padding elements, one per
+        # cycle: 43 + 18 + 13 = 74.
+        ("load", 25, 74),
+        # STORE: start 26, request 27, granted at 34 (store > load); rows at bytes 0 and 20 of
+        # 12 B = two bursts of 2 beats: W beats at 1-2 and 3-4 after the grant, responses 4
+        # cycles after each last beat (6, 8): port free at 34 + 9 = 43.
+        ("store", 26, 43),
         # FINISH after the ALU.
-        ("compute", 71, 72),
+        ("compute", 73, 74),
     ]
-    assert result.cycles == 72 and result.last_retire == 72
-    assert result.stall["store"]["memory"] == 32 - 26
-    assert result.stall["load"]["memory"] == 40 - 25
-    assert result.busy["load"] == 1 + 17 + 13 and result.busy["store"] == 1 + 8
-    assert result.port_busy == 20 + 10 + 8 + 17
+    assert result.cycles == 74 and result.last_retire == 74
+    assert result.stall["store"]["memory"] == 34 - 27
+    assert result.stall["load"]["memory"] == 43 - 26
+    assert result.busy["load"] == 1 + 18 + 13 and result.busy["store"] == 1 + 9
+    assert result.port_busy == 21 + 11 + 9 + 18
 
 
 def test_token_handover_takes_queue_latency():
@@ -87,12 +90,12 @@ def test_token_handover_takes_queue_latency():
     b.emit("STORE", memory_type=OUT, pop_prev=1, push_prev=1)
     b.emit("FINISH", pop_next=1)
     r = simulate(b.build())
-    # fetch: 4 instructions = 8 beats: 16 cycles; pushes at 16, 17, 18, 19.
-    assert r.retire[0] == ("load", 17, 18)
-    assert r.retire[1] == ("compute", 19, 20)     # taken at 18, token pushed at 18 visible at 19
-    assert r.retire[2] == ("store", 21, 22)       # token pushed at 20, visible at 21
-    assert r.retire[3] == ("compute", 23, 24)
-    assert r.stall["compute"]["token"] == 1 + 3    # GEMM waits 18->19, FINISH 20->23
+    # fetch: 4 instructions = 8 beats: 1 + 8 + 8 = 17 cycles; pushes at 17, 18, 19, 20.
+    assert r.retire[0] == ("load", 18, 19)
+    assert r.retire[1] == ("compute", 20, 21)     # taken at 19, token pushed at 19 visible at 20
+    assert r.retire[2] == ("store", 22, 23)       # token pushed at 21, visible at 22
+    assert r.retire[3] == ("compute", 24, 25)
+    assert r.stall["compute"]["token"] == 1 + 3    # GEMM waits 19->20, FINISH 21->24
     assert r.queue_occupancy["token_l2c"]["max"] == 1
 
 
@@ -108,26 +111,38 @@ def test_gemm_and_alu_cost_formulas():
     assert timing.exec_cycles(c, Insn("LOAD", memory_type=INP, y_size=1)) == (1, 0, 0)
 
 
-def test_beats_and_bursts_from_byte_addresses():
+def test_bursts_from_byte_addresses():
     c = load_config("tiny")  # 8-byte beats, 16-beat bursts, pages of 512 beats
-    assert timing.row_beats(c, np.array([0]), 8) == (1, 1)
-    assert timing.row_beats(c, np.array([4]), 8) == (2, 1)            # unaligned: one more beat
-    assert timing.row_beats(c, np.array([0]), 16 * 8) == (16, 1)
-    assert timing.row_beats(c, np.array([0]), 17 * 8) == (17, 2)      # split at MEM_MAX_BURST
-    assert timing.row_beats(c, np.array([4096 - 8]), 16) == (2, 2)    # split at the 4 KB boundary
-    assert timing.row_beats(c, np.array([4096 - 64]), 64 + 4096 + 8) == (8 + 512 + 1, 1 + 32 + 1)
-    assert timing.row_beats(c, np.array([0, 100]), 8) == (1 + 2, 2)
+
+    def bursts(starts, nbytes):
+        return timing.burst_lengths(c, np.array(starts), nbytes).tolist()
+    assert bursts([0], 8) == [1]
+    assert bursts([4], 8) == [2]                      # unaligned: one more beat
+    assert bursts([0], 16 * 8) == [16]
+    assert bursts([0], 17 * 8) == [16, 1]             # split at MEM_MAX_BURST
+    assert bursts([4096 - 8], 16) == [1, 1]           # split at the 4 KB boundary
+    assert bursts([4096 - 64], 64 + 4096 + 8) == [8] + [16] * 32 + [1]
+    assert bursts([0, 100], 8) == [1, 2]              # rows never share a burst
 
 
-def test_read_write_cycles_with_cap_and_gap():
-    c = load_config("tiny")
-    assert timing.read_cycles(c, 10, 1) == 8 + 10 and timing.write_cycles(c, 10, 1) == 10 + 4
-    assert timing.read_cycles(c, 0, 0) == 0
+def test_read_and_write_transactions_in_exact_cycles():
+    c = load_config("tiny")  # latency 8, write latency 4, 4 reads / 2 writes in flight
+    # one burst: address at 1, first beat at 1 + 8, last at 8 + len, free the cycle after
+    assert timing.read_cycles(c, [10]) == 1 + 8 + 10
+    assert timing.write_cycles(c, [10]) == 1 + 10 + 4      # beats 1..10, response at 14
+    assert timing.read_cycles(c, []) == 0 and timing.write_cycles(c, []) == 0
+    # enough bursts in flight: the latency is paid once
+    assert timing.read_cycles(c, [16, 16, 16]) == 1 + 8 + 48
+    # one-beat bursts: 4 in flight cover 4 beats of the 8-cycle latency, so the data stalls:
+    # burst k's address waits for burst k-4's beat: e_0 = 9, a_4 = 10, its beat at 18
+    assert timing.read_cycles(c, [1] * 5) == 18 + 1
+    # writes: 2 in flight; burst 2's address waits for burst 0's response (1 + 2 - 1 + 4 = 6)
+    assert timing.write_cycles(c, [2, 2, 2]) == 1 + 6 + 2 + 4  # beats 7..8, response 12
     capped = load_config('{"preset": "tiny", "DDR_BYTES_PER_CYCLE_CAP": 5.0}')
-    assert timing.read_cycles(capped, 10, 1) == 8 + 16                # ceil(80 B / 5 B per cycle)
+    assert timing.read_cycles(capped, [10]) == 1 + 8 + 1 + 15   # beat j at ceil(8 j / 5)
     gapped = load_config('{"preset": "tiny", "MEM_BURST_GAP": 3}')
-    assert timing.read_cycles(gapped, 40, 3) == 8 + 40 + 2 * 3
-    assert timing.write_cycles(gapped, 40, 3) == 40 + 2 * 3 + 4
+    assert timing.read_cycles(gapped, [16, 16, 8]) == 1 + 8 + 40 + 2 * 3
+    assert timing.write_cycles(gapped, [8, 8]) == 1 + 16 + 3 + 4
 
 
 def test_arbitration_order_and_no_preemption():

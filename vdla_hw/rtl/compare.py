@@ -1,14 +1,13 @@
-"""Scoreboard: an RTL run against the simulator's run of the same bundle (image byte for byte,
+"""Scoreboard: an RTL run (``driver.rtl_run.RtlResult``) against the simulator's run of the same bundle (image byte for byte,
 total cycles, and the per-instruction retire cycle), reporting the first divergence."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from vdla_hw.rtl.runner import RtlResult
 
 
-def diverge(sim, rtl: RtlResult) -> str | None:
+def diverge(sim, rtl) -> str | None:
     """None when the runs agree, else one line naming the first divergence."""
     if rtl.timeout:
         return f"RTL timed out (status {rtl.status:#x}); simulator finished at cycle {sim.cycles}"

@@ -1,5 +1,9 @@
-"""Conversion of the top level to Verilog, with a header naming the generator and the
-configuration fingerprint (generated files are never edited by hand).
+"""Conversion of the RTL to Verilog, with a header naming the generator and the configuration
+fingerprint (generated files are never edited by hand).
+
+Modules: ``vdla_top`` (the core, with the retire trace for test benches), ``vdla_axi_top`` (the
+FPGA top, AXI3 for HP0) and ``axi_checker`` (the test bench's protocol checker,
+:mod:`vdla_hw.rtl.axi_check`).
 
 The output is byte-for-byte deterministic (the bitstream manifest records its SHA-256): MyHDL
 orders some statements (reset assignments, sensitivity lists) by iterating sets of names, whose
@@ -21,6 +25,7 @@ from vdla_hw.errors import VdlaError
 from vdla_hw.rtl.params import rtl_params
 
 TOP = "vdla_top"
+MODULES = ("vdla_top", "vdla_axi_top", "axi_checker")
 
 
 def header(config: Config) -> str:
@@ -35,9 +40,11 @@ def header(config: Config) -> str:
 
 
 def to_verilog(config: Config | str, out_dir: str | Path, top: str = TOP) -> Path:
-    """Write ``<top>.v`` for ``config`` into ``out_dir`` (``vdla_top``: the core with its
-    beat-level memory port; ``vdla_axi_top``: the FPGA top with the AXI3 master); returns its path."""
+    """Write ``<top>.v`` for ``config`` into ``out_dir``; returns its path. ``top``: one of
+    :data:`MODULES`."""
     config = load_config(config)
+    if top not in MODULES:
+        raise VdlaError(f"unknown RTL module {top!r} (known: {', '.join(MODULES)})")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / (top + ".v")
@@ -55,15 +62,22 @@ def to_verilog(config: Config | str, out_dir: str | Path, top: str = TOP) -> Pat
     return path
 
 
-def _convert(config: Config, top: str) -> str:
-    """The converter's Verilog of ``top`` without its date and temporary-file lines."""
+def _block(config: Config, top: str):
+    """The MyHDL block of ``top`` with its port signals."""
     p = rtl_params(config)
     if top == "vdla_axi_top":
-        from vdla_hw.rtl.axi_master import axi_top_ports, vdla_axi_top
-        inst = vdla_axi_top(p, **axi_top_ports(p))
-    else:
-        from vdla_hw.rtl.top import top_ports, vdla_top
-        inst = vdla_top(p, **top_ports(p))
+        from vdla_hw.rtl.axi_top import axi_top_ports, vdla_axi_top
+        return vdla_axi_top(p, **axi_top_ports(p))
+    if top == "axi_checker":
+        from vdla_hw.rtl.axi_check import checker_block
+        return checker_block(p)
+    from vdla_hw.rtl.top import top_ports, vdla_top
+    return vdla_top(p, **top_ports(p))
+
+
+def _convert(config: Config, top: str) -> str:
+    """The converter's Verilog of ``top`` without its date and temporary-file lines."""
+    inst = _block(config, top)
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         inst.convert(hdl="Verilog", path=tmp, name=top, testbench=False, timescale="1ns/1ps")

@@ -36,10 +36,11 @@ def fetch_lane(clk, j, IB, lgIB, me_beat, bcnt, rdata, slot, lane, slots):
 
 @block
 def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_me, me_beat, rdata,
-          rooms, pushes, qdata, err, err_insn, qstall):
+          rooms, pushes, qdata, err, err_insn, qstall, chunk_index):
     """``rooms``/``pushes``: (load, compute, store) command-queue room and push; ``qdata`` the
     entry pushed. ``err``: ERROR bits (bad opcode / memory type) raised when routing.
-    ``qstall``: an instruction is due to be pushed this cycle but its queue has no room."""
+    ``qstall``: an instruction is due to be pushed this cycle but its queue has no room.
+    ``chunk_index``: index of the first instruction of the chunk being read (or last read)."""
     c = p.config
     C = timing.fetch_chunk(c)
     STEP = c.FETCH_CYCLES_PER_INSN
@@ -82,6 +83,7 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
     @always_comb
     def lanes_out():
         insn.next = cat
+        chunk_index.next = cbase
 
     @always_comb
     def decode():

@@ -1,28 +1,44 @@
-"""The memory port: fixed-priority arbitration of whole transactions and the beat sequencer
-that owns the timing contract of ``vdla_hw.timing`` (read_cycles / write_cycles / row_beats).
+"""The memory port: one AXI master (``m_axi``) shared by fetch, load, compute and store, with
+the timing of the contract's bus model (``vdla_hw.membus``; docs/timing.md, "Memory port").
 
-A master asks with ``req`` and a descriptor (rows, byte address of row 0 inside the image,
-row stride in bytes, bytes per row) that is stable while it asks. When the port is free, the
-highest-priority requester of timing.ARBITRATION_ORDER is granted in that same cycle. From the
-grant cycle g the port:
+A client asks with ``req`` and a descriptor (rows, byte offset of row 0 in the image, row
+stride in bytes, bytes per row) held stable while it asks. When the port is idle, the first
+requester of ``timing.ARBITRATION_ORDER`` is granted in that cycle (``grant``) and owns the
+port for the whole transaction:
 
-* read:  waits MEM_LATENCY cycles, then moves one beat per cycle;
-* write: moves one beat per cycle from g itself (the master has the first beat's data ready);
+* the **address walker** splits the rows into bursts (row start, 4 kB boundary,
+  ``MEM_MAX_BURST`` beats) and raises one AR (read) or AW (write) per cycle from the cycle after
+  the grant, while fewer than ``MEM_READ_OUTSTANDING`` / ``MEM_WRITE_OUTSTANDING`` bursts are in
+  flight (a read burst until its RLAST, a write burst until its B response);
+* the **data walker** follows the same rows beat by beat: each R beat (RREADY is always high)
+  and each W beat advances it; it tells the owner's datapath which beat moves (``beat``: the
+  owner's ``client.beat`` pulse, ``idx``, ``row_addr``, ``row_end``, ``row_last``) and gives W
+  its WLAST. W beats of a burst go out once its AW has been raised;
+* the transaction ends with its last R beat or its last B response; the owner's ``rel`` pulses
+  in the next cycle, the cycle a new grant can happen.
 
-row by row, each row from beat floor(addr/B) to floor((addr+bytes-1)/B), a new burst at every
-row start, 4 KB boundary and MEM_MAX_BURST beats, MEM_BURST_GAP idle cycles between bursts;
-a write then waits MEM_WRITE_LATENCY cycles for its response. ``rel`` is high in the first
-cycle the port is free again (the grant's end), for the master in ``owner``.
+Addresses on the bus are ``base`` (DRAM_BASE, 4 kB aligned) plus the image offset. An error
+response (RRESP/BRESP SLVERR or DECERR) raises ``err_valid`` for one cycle with ``err_code``
+(the response) and ``err_owner`` (the client's index). ``abort`` (the core stopped: an error,
+FINISH or CLEAR) lets no new transaction or burst start but completes the bus protocol of what is
+in flight: the pending address handshake, the W beats of every raised AW (with WSTRB = 0), and
+every R beat and B response; ``bus_idle`` is high when nothing is in flight. A W beat that waits
+for WREADY keeps its data and strobes in a holding register (AXI: payload stable while VALID
+waits), even when the core stops under it. This block is reset
+by ``rst`` only, never by the core's reset, so the bus is never left mid-burst.
 """
 
 from __future__ import annotations
 
-from myhdl import Signal, always_comb, always_seq, block, concat, intbv
+from myhdl import Signal, always_comb, always_seq, block, intbv
 
-from vdla_hw.timing import BURST_BOUNDARY
-from vdla_hw.rtl.params import ADDR_BITS, RtlParams
+from vdla_hw.rtl.axi import BURST_INCR, AxiMaster  # noqa: F401 (BURST_INCR: docs)
+from vdla_hw.rtl.params import ADDR_BITS, RtlParams, log2
+from vdla_hw.rtl.walker import WalkPos, row_walker
 
 DESC_BITS = 16 + 3 * ADDR_BITS   # rows, addr0, stride, nbytes
+IDLE, READ, WRITE = 0, 1, 2
+ADDR_MASK = (1 << ADDR_BITS) - 1
 
 
 def desc_fields():
@@ -31,198 +47,249 @@ def desc_fields():
             ("nbytes", 16 + 2 * ADDR_BITS, ADDR_BITS)]
 
 
+class PortClient:
+    """One client of the port: ``req``/``desc`` in, ``grant`` (the grant cycle), ``rel`` (the
+    cycle after its transaction ended) and ``beat`` (one of its data beats moves) out."""
+
+    def __init__(self, write: bool):
+        self.write = write
+        self.req = Signal(bool(0))
+        self.desc = Signal(intbv(0)[DESC_BITS:])
+        self.grant = Signal(bool(0))
+        self.rel = Signal(bool(0))
+        self.beat = Signal(bool(0))
+
+
+class BeatBus:
+    """Where the current data beat lies: beat number (image byte offset / B), the bytes
+    [row_addr, row_end) of its row, and whether it is the row's last beat."""
+
+    def __init__(self, p: RtlParams):
+        self.idx = Signal(intbv(0)[ADDR_BITS - p.lgB:])
+        self.row_addr = Signal(intbv(0)[ADDR_BITS:])
+        self.row_end = Signal(intbv(0)[ADDR_BITS:])
+        self.row_last = Signal(bool(0))
+
+
 @block
-def memport(clk, rst, p: RtlParams, reqs, descs, grants, owner, rel, beat, beat_wr, beat_idx, row_addr, row_end,
-            row_last, busy, writes, last_owner):
-    """``reqs``/``descs``/``grants``: one entry per master in arbitration order (highest
-    first); ``writes[k]``: master k writes. ``beat`` is high in a data cycle, ``beat_idx`` is
-    the beat number (byte address / B), ``row_addr``/``row_end`` bound the current row's bytes,
-    ``row_last`` marks the row's last beat."""
-    c = p.config
-    lgB = p.lgB
-    LAT, WLAT, GAP, MAXB = c.MEM_LATENCY, c.MEM_WRITE_LATENCY, c.MEM_BURST_GAP, c.MEM_MAX_BURST
-    page_mask = BURST_BOUNDARY // p.B - 1
-    r0, r1, r2, r3 = reqs
-    d0, d1, d2, d3 = descs
-    g0, g1, g2, g3 = grants
-    w0, w1, w2, w3 = (bool(w) for w in writes)
-    BW = ADDR_BITS - lgB
-    CW = 16
-
-    IDLE, LATP, DATA, WLATP = 0, 1, 2, 3
-    phase = Signal(intbv(0)[2:])
-    cnt = Signal(intbv(0)[CW:])
-    gap = Signal(intbv(0)[CW:])
-    rows_left = Signal(intbv(0)[16:])
-    r_addr = Signal(intbv(0)[ADDR_BITS:])
-    r_stride = Signal(intbv(0)[ADDR_BITS:])
-    r_bytes = Signal(intbv(0)[ADDR_BITS:])
-    r_beat = Signal(intbv(0)[BW:])
-    r_last = Signal(intbv(0)[BW:])
-    bcnt = Signal(intbv(0)[CW:])
-    r_wr = Signal(bool(0))
-    r_owner = Signal(intbv(0)[2:])
-
-    gnt = Signal(bool(0))          # a grant happens this cycle
-    gidx = Signal(intbv(0)[2:])
-    gdesc = Signal(intbv(0)[DESC_BITS:])
-    gwr = Signal(bool(0))
-    # current beat state: the registers, or the granted descriptor in a write's grant cycle
-    c_rows = Signal(intbv(0)[16:])
-    c_addr = Signal(intbv(0)[ADDR_BITS:])
-    c_stride = Signal(intbv(0)[ADDR_BITS:])
-    c_bytes = Signal(intbv(0)[ADDR_BITS:])
-    c_beat = Signal(intbv(0)[BW:])
-    c_last = Signal(intbv(0)[BW:])
-    c_bcnt = Signal(intbv(0)[CW:])
-    c_data = Signal(bool(0))       # a beat moves this cycle
-    c_wr = Signal(bool(0))
-    n_addr = Signal(intbv(0)[ADDR_BITS:])
-    n_end = Signal(intbv(0)[ADDR_BITS + 1:])
-    g_end = Signal(intbv(0)[ADDR_BITS + 1:])
+def arbiter(p: RtlParams, idle, clients, gnt, gidx, gdesc, gwrite):
+    """Fixed priority in ``clients`` order (timing.ARBITRATION_ORDER): in a cycle the port is
+    ``idle``, the first requester gets ``grant``; ``gnt``/``gidx``/``gdesc``/``gwrite`` name it."""
+    c0, c1, c2, c3 = clients
+    w0, w1, w2, w3 = (bool(c.write) for c in clients)
 
     @always_comb
     def arb():
-        g0.next = 0
-        g1.next = 0
-        g2.next = 0
-        g3.next = 0
+        c0.grant.next = 0
+        c1.grant.next = 0
+        c2.grant.next = 0
+        c3.grant.next = 0
         gnt.next = 0
         gidx.next = 0
-        gdesc.next = d3
-        gwr.next = w3
-        if phase == IDLE:
-            if r0:
-                g0.next = 1
+        gdesc.next = c0.desc
+        gwrite.next = w0
+        if idle:
+            if c0.req:
+                c0.grant.next = 1
                 gnt.next = 1
-                gidx.next = 0
-                gdesc.next = d0
-                gwr.next = w0
-            elif r1:
-                g1.next = 1
+            elif c1.req:
+                c1.grant.next = 1
                 gnt.next = 1
                 gidx.next = 1
-                gdesc.next = d1
-                gwr.next = w1
-            elif r2:
-                g2.next = 1
+                gdesc.next = c1.desc
+                gwrite.next = w1
+            elif c2.req:
+                c2.grant.next = 1
                 gnt.next = 1
                 gidx.next = 2
-                gdesc.next = d2
-                gwr.next = w2
-            elif r3:
-                g3.next = 1
+                gdesc.next = c2.desc
+                gwrite.next = w2
+            elif c3.req:
+                c3.grant.next = 1
                 gnt.next = 1
                 gidx.next = 3
-                gdesc.next = d3
-                gwr.next = w3
+                gdesc.next = c3.desc
+                gwrite.next = w3
+    return arb
+
+
+@block
+def client_sel(owner, fire, rel, clients):
+    """Route the data-beat and release pulses to the owning client."""
+    c0, c1, c2, c3 = clients
 
     @always_comb
-    def gend():
-        g_end.next = gdesc[16 + ADDR_BITS:16] + gdesc[DESC_BITS:16 + 2 * ADDR_BITS] - 1
+    def sel():
+        c0.beat.next = fire and owner == 0
+        c1.beat.next = fire and owner == 1
+        c2.beat.next = fire and owner == 2
+        c3.beat.next = fire and owner == 3
+        c0.rel.next = rel and owner == 0
+        c1.rel.next = rel and owner == 1
+        c2.rel.next = rel and owner == 2
+        c3.rel.next = rel and owner == 3
+    return sel
+
+
+@block
+def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_data, wsrc_strb, beat: BeatBus,
+            bus_idle, err_valid, err_code, err_owner):
+    """``clients``: four :class:`PortClient` in arbitration order; ``wsrc_data``/``wsrc_strb``:
+    the write data of the current W beat (from the store module); ``beat``: the current data
+    beat's position (valid with a client's ``beat`` pulse)."""
+    c = p.config
+    lgB = p.lgB
+    K_RD, K_WR = c.MEM_READ_OUTSTANDING, c.MEM_WRITE_OUTSTANDING
+    KW = log2(max(K_RD, K_WR) + 2) + 1
+    assert len(clients) == 4, "the port arbitrates exactly fetch, load, compute and store"
+
+    phase = Signal(intbv(0)[2:])
+    owner = Signal(intbv(0)[2:])
+    rel = Signal(bool(0))
+    gnt, gwrite = Signal(bool(0)), Signal(bool(0))
+    gidx = Signal(intbv(0)[2:])
+    gdesc = Signal(intbv(0)[DESC_BITS:])
+    idle = Signal(bool(0))
+    load = Signal(bool(0))
+    apos, dpos = WalkPos(p), WalkPos(p)
+    raise_a = Signal(bool(0))      # the address walker's burst goes on AR/AW next cycle
+    data_step = Signal(bool(0))
+    a_valid = Signal(bool(0))
+    a_addr = Signal(intbv(0)[len(axi.ar.addr):])
+    a_len = Signal(intbv(0)[len(axi.ar.len):])
+    inflight = Signal(intbv(0)[KW:])   # bursts raised and not finished (RLAST / B)
+    w_owed = Signal(intbv(0)[KW:])     # AWs raised whose W burst has not ended
+    w_valid = Signal(bool(0))
+    r_fire, rl_fire, b_fire, w_fire, wl_fire = (Signal(bool(0)) for _ in range(5))
+    inflight_n = Signal(intbv(0)[KW:])
+    w_owed_n = Signal(intbv(0)[KW:])
+    a_free = Signal(bool(0))
+    done = Signal(bool(0))
+    fire = Signal(bool(0))
+    writing = Signal(bool(0))      # the current (or granted) transaction writes
+    w_held = Signal(bool(0))       # a W beat is waiting for WREADY: its payload is held here
+    w_hdata = Signal(intbv(0)[len(axi.w.data):])
+    w_hstrb = Signal(intbv(0)[len(axi.w.strb):])
+    insts = [arbiter(p, idle, clients, gnt, gidx, gdesc, gwrite),
+             row_walker(clk, rst, p, load, gdesc, raise_a, False, apos),
+             row_walker(clk, rst, p, load, gdesc, data_step, True, dpos),
+             client_sel(owner, fire, rel, clients)]
 
     @always_comb
-    def cur():
-        if phase == IDLE:
-            c_rows.next = gdesc[16:0]
-            c_addr.next = gdesc[16 + ADDR_BITS:16]
-            c_stride.next = gdesc[16 + 2 * ADDR_BITS:16 + ADDR_BITS]
-            c_bytes.next = gdesc[DESC_BITS:16 + 2 * ADDR_BITS]
-            c_beat.next = gdesc[16 + ADDR_BITS:16 + lgB]
-            c_last.next = g_end[ADDR_BITS:lgB]
-            c_bcnt.next = 0
-            c_data.next = gnt and gwr
-            c_wr.next = gwr
+    def handshakes():
+        idle.next = phase == IDLE and not abort
+        load.next = gnt
+        r_fire.next = axi.r.valid and phase == READ
+        rl_fire.next = axi.r.valid and axi.r.last and phase == READ
+        b_fire.next = axi.b.valid and phase == WRITE
+        w_fire.next = w_valid and axi.w.ready
+        wl_fire.next = w_valid and axi.w.ready and dpos.blen == 1
+        if phase == WRITE:
+            a_free.next = not a_valid or axi.aw.ready
         else:
-            c_rows.next = rows_left
-            c_addr.next = r_addr
-            c_stride.next = r_stride
-            c_bytes.next = r_bytes
-            c_beat.next = r_beat
-            c_last.next = r_last
-            c_bcnt.next = bcnt
-            c_data.next = phase == DATA and gap == 0
-            c_wr.next = r_wr
-
-    @always_comb
-    def nxt_row():
-        n_addr.next = (c_addr + c_stride) & ((1 << ADDR_BITS) - 1)
-        n_end.next = ((c_addr + c_stride) & ((1 << ADDR_BITS) - 1)) + c_bytes - 1
-
-    @always_comb
-    def outs():
-        beat.next = c_data
-        beat_wr.next = c_wr
-        beat_idx.next = c_beat
-        row_addr.next = c_addr
-        row_end.next = (c_addr + c_bytes) & ((1 << ADDR_BITS) - 1)
-        row_last.next = c_beat == c_last
-        busy.next = phase != IDLE
-        last_owner.next = r_owner
+            a_free.next = not a_valid or axi.ar.ready
         if phase == IDLE:
-            owner.next = gidx
+            writing.next = gwrite
         else:
-            owner.next = r_owner
+            writing.next = phase == WRITE
+
+    @always_comb
+    def issue():
+        room = intbv(0)[KW:]
+        room[:] = inflight
+        if rl_fire or b_fire:
+            room[:] = inflight - 1
+        raise_a.next = 0
+        if (phase != IDLE or gnt) and not abort and a_free and apos.has:
+            if writing:
+                raise_a.next = room < K_WR
+            else:
+                raise_a.next = room < K_RD
+        data_step.next = r_fire or w_fire
+        fire.next = (r_fire or w_fire) and not abort
+
+    @always_comb
+    def counts():
+        n = intbv(0)[KW:]
+        n[:] = inflight
+        if raise_a:
+            n[:] = n + 1
+        if rl_fire or b_fire:
+            n[:] = n - 1
+        inflight_n.next = n
+        o = intbv(0)[KW:]
+        o[:] = w_owed
+        if raise_a and writing:
+            o[:] = o + 1
+        if wl_fire:
+            o[:] = o - 1
+        w_owed_n.next = o
+        # the transaction ends when no burst is left to raise (or the core stopped) and every
+        # raised burst has finished: its last R beat, or its W beats and its B response
+        done.next = phase != IDLE and (abort or not apos.has) and not raise_a and n == 0 and o == 0
+
+    @always_comb
+    def bus_out():
+        axi.ar.valid.next = a_valid and phase == READ
+        axi.aw.valid.next = a_valid and phase == WRITE
+        axi.ar.addr.next = a_addr
+        axi.aw.addr.next = a_addr
+        axi.ar.len.next = a_len
+        axi.aw.len.next = a_len
+        axi.r.ready.next = 1
+        axi.b.ready.next = 1
+        axi.w.valid.next = w_valid
+        axi.w.last.next = dpos.blen == 1
+        if w_held:                  # a beat that waits keeps its payload, whatever its source does
+            axi.w.data.next = w_hdata
+            axi.w.strb.next = w_hstrb
+        elif abort:
+            axi.w.data.next = wsrc_data
+            axi.w.strb.next = 0
+        else:
+            axi.w.data.next = wsrc_data
+            axi.w.strb.next = wsrc_strb
+        beat.idx.next = dpos.beat
+        beat.row_addr.next = dpos.row_addr
+        beat.row_end.next = dpos.row_end
+        beat.row_last.next = dpos.beat == dpos.last
+        bus_idle.next = phase == IDLE
+        err_owner.next = owner
+        if phase == READ:
+            err_code.next = axi.r.resp
+        else:
+            err_code.next = axi.b.resp
+        err_valid.next = not abort and ((r_fire and axi.r.resp[1]) or (b_fire and axi.b.resp[1]))
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
         rel.next = 0
-        if phase == IDLE and gnt:
-            r_owner.next = gidx
-            r_wr.next = gwr
-            r_stride.next = c_stride
-            r_bytes.next = c_bytes
-        if phase == LATP:
-            if cnt == 0:
-                phase.next = DATA
+        inflight.next = inflight_n
+        w_owed.next = w_owed_n
+        if gnt:
+            owner.next = gidx
+            if gwrite:
+                phase.next = WRITE
             else:
-                cnt.next = cnt - 1
-        elif phase == WLATP:
-            if cnt == 0:
-                phase.next = IDLE
-                rel.next = 1
-            else:
-                cnt.next = cnt - 1
-        elif phase == DATA and gap != 0:
-            gap.next = gap - 1
-        elif c_data:
-            if c_beat == c_last:
-                if c_rows > 1:
-                    rows_left.next = c_rows - 1
-                    r_addr.next = n_addr
-                    r_beat.next = n_addr[ADDR_BITS:lgB]
-                    r_last.next = n_end[ADDR_BITS:lgB]
-                    bcnt.next = 0
-                    gap.next = GAP
-                    phase.next = DATA
-                elif c_wr and WLAT > 0:
-                    phase.next = WLATP
-                    cnt.next = WLAT - 1
-                else:
-                    phase.next = IDLE
-                    rel.next = 1
-            else:
-                rows_left.next = c_rows
-                r_addr.next = c_addr
-                r_last.next = c_last
-                r_beat.next = c_beat + 1
-                phase.next = DATA
-                if ((c_beat + 1) & page_mask) == 0 or c_bcnt + 1 == MAXB:
-                    bcnt.next = 0
-                    gap.next = GAP
-                else:
-                    bcnt.next = c_bcnt + 1
-        elif phase == IDLE and gnt:
-            # a read: latency first
-            rows_left.next = c_rows
-            r_addr.next = c_addr
-            r_beat.next = c_beat
-            r_last.next = c_last
-            bcnt.next = 0
-            gap.next = 0
-            if LAT > 1:
-                phase.next = LATP
-                cnt.next = LAT - 2
-            else:
-                phase.next = DATA
-    return arb, gend, cur, nxt_row, outs, seq
+                phase.next = READ
+        elif done:
+            phase.next = IDLE
+            rel.next = not abort
+        if raise_a:
+            a_valid.next = 1
+            a = intbv(0)[ADDR_BITS + 1:]
+            a[:] = base + (apos.beat << lgB)
+            a_addr.next = a[ADDR_BITS:]
+            a_len.next = apos.blen - 1
+        elif a_free:
+            a_valid.next = 0
+        w_valid.next = (w_valid and not axi.w.ready) or w_owed_n != 0
+        if w_valid and not axi.w.ready:
+            if not w_held:
+                w_held.next = 1
+                w_hdata.next = axi.w.data
+                w_hstrb.next = axi.w.strb
+        else:
+            w_held.next = 0
+    insts += [handshakes, issue, counts, bus_out, seq]
+    return insts

@@ -88,7 +88,7 @@ def rtl_params(config: Config) -> RtlParams:
         ("GEMM_PIPELINE_DEPTH", c.GEMM_PIPELINE_DEPTH >= 3, "the RTL GEMM pipeline writes 3 cycles after issue"),
         ("ALU_CYCLES_PER_UOP", c.ALU_CYCLES_PER_UOP >= 2, "the RTL ALU reads two accumulators per uop on one port"),
         ("ALU_PIPELINE_DEPTH", c.ALU_PIPELINE_DEPTH + c.ALU_CYCLES_PER_UOP >= 4, "the RTL ALU writes 3 cycles after issue"),
-        ("DDR_BYTES_PER_CYCLE_CAP", c.DDR_BYTES_PER_CYCLE_CAP == 0, "the RTL port has no DDR bandwidth cap"),
+        ("MEM_MAX_BURST", c.MEM_MAX_BURST <= 16, "HP0 is AXI3: bursts of at most 16 beats (4-bit AxLEN)"),
         ("MEM_BYTES_PER_BEAT", 4 <= c.MEM_BYTES_PER_BEAT <= 16, "the RTL fetch path needs 4..16-byte beats"),
     ]
     for key, ok, why in checks:

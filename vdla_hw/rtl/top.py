@@ -1,17 +1,20 @@
-"""The accelerator's top level: fetch, load, compute and store with their command queues, the
-four token FIFOs, the SRAMs, the memory port and the AXI-lite control slave.
+"""The accelerator's core top level: fetch, load, compute and store with their command queues,
+the four token FIFOs, the SRAMs, the memory port (an AXI master) and the AXI-lite control slave,
+all on one free-running clock: modules wait through valid/ready handshakes and clock enables,
+never a gated clock.
 
-External ports (all synchronous to ``clk``; ``rst`` is active high):
+Ports (all synchronous to ``clk``; ``rst`` is active high):
 
-* ``s_axil_*``: the AXI-lite control slave (vdla_hw.regmap).
-* the memory port, one beat per cycle as the timing contract moves it: ``mem_rd`` /
-  ``mem_wr`` (a read / write beat this cycle), ``mem_addr`` (byte address, DRAM_BASE + the
-  beat's offset in the image, beat aligned), ``mem_wdata`` / ``mem_wstrb``, and ``mem_rdata``,
-  which the memory must drive in the same cycle as ``mem_rd`` (the testbench serves it from
-  vdla_sim's memory model; :mod:`vdla_hw.rtl.axi_master` turns it into AXI3 bursts).
-* debug: ``dbg_cycle`` (the run's cycle number), ``ret_valid`` (bit k: module k of
-  load/compute/store retires an instruction this cycle), ``ret_index_*`` (its index) and
-  ``dbg_active`` (a beat or a retire this cycle: the testbench sleeps while it is low).
+* ``s_axil_*``: the AXI-lite control slave (vdla_hw.regmap), :class:`vdla_hw.rtl.axi.AxiLite`;
+* ``m_axi_*``: the memory master (:mod:`vdla_hw.rtl.memport`), AXI with 8-bit ``*len`` (never
+  above 15), constant ID 0, full-width INCR bursts (``*size``, ``*burst``);
+* ``irq``: STATUS done or error;
+* the retire trace for test benches: in the cycle after module k of load/compute/store retires
+  an instruction, ``ret_valid`` bit k is set with its index in ``ret_index_*`` and the retire
+  cycle in ``ret_cycle``; ``ret_tog`` toggles at every cycle with a retire, so a bench can wait
+  for its edges instead of sampling every cycle.
+
+The FPGA top :func:`vdla_hw.rtl.axi_top.vdla_axi_top` wraps this one with HP0's AXI3 signals.
 """
 
 from __future__ import annotations
@@ -20,41 +23,37 @@ from myhdl import ResetSignal, Signal, always_comb, always_seq, block, intbv
 
 from vdla_hw import regmap
 from vdla_hw.isa import FLAG_QUEUE, MODULES
+from vdla_hw.rtl.axi import BURST_INCR, AxiLite, AxiMaster, bind, flat_names
 from vdla_hw.rtl.compute import compute
 from vdla_hw.rtl.control import control
 from vdla_hw.rtl.ctl import exec_ctl
 from vdla_hw.rtl.dma import dma_read
 from vdla_hw.rtl.fetch import fetch
-from vdla_hw.rtl.memport import DESC_BITS, memport
-from vdla_hw.rtl.params import ADDR_BITS, INDEX_BITS, RtlParams, arbitration_order, log2
+from vdla_hw.rtl.memport import BeatBus, PortClient, memport
+from vdla_hw.rtl.params import INDEX_BITS, RtlParams, arbitration_order, log2
 from vdla_hw.rtl.prims import cmd_queue, ram, token_queue
 from vdla_hw.rtl.sram import elem_read, elem_write, narrow_sram
 from vdla_hw.rtl.store import store
 
 CYC_BITS = 64
+EXEC = ("load", "compute", "store")
+# constant AXI signals of the core's master: (name, width) -> value given the params
+AXI_CONSTANTS = (("arid", 1), ("awid", 1), ("arsize", 3), ("awsize", 3), ("arburst", 2), ("awburst", 2))
+AXI_IGNORED = (("rid", 1), ("bid", 1))
 
 
 def top_ports(p: RtlParams) -> dict:
-    """The top level's port signals by name (the converter's module ports)."""
-    B = p.B
+    """The core top level's port signals by name (the converter's module ports)."""
     s = {"clk": Signal(bool(0)), "rst": ResetSignal(0, active=1, isasync=False)}
-    for name, width in (("awaddr", 8), ("wdata", 32), ("wstrb", 4), ("bresp", 2), ("araddr", 8), ("rdata", 32),
-                        ("rresp", 2)):
-        s["s_axil_" + name] = Signal(intbv(0)[width:])
-    for name in ("awvalid", "awready", "wvalid", "wready", "bvalid", "bready", "arvalid", "arready", "rvalid",
-                 "rready"):
-        s["s_axil_" + name] = Signal(bool(0))
-    s.update(mem_rd=Signal(bool(0)), mem_wr=Signal(bool(0)), mem_addr=Signal(intbv(0)[ADDR_BITS:]),
-             mem_wdata=Signal(intbv(0)[B * 8:]), mem_wstrb=Signal(intbv(0)[B:]), mem_rdata=Signal(intbv(0)[B * 8:]))
-    s.update(dbg_cycle=Signal(intbv(0)[CYC_BITS:]), ret_valid=Signal(intbv(0)[3:]), busy=Signal(bool(0)),
-             dbg_active=Signal(bool(0)))
-    for m in ("load", "compute", "store"):
+    s.update(flat_names(AxiLite(), "s_axil"))
+    s.update(flat_names(AxiMaster(p), "m_axi"))
+    for name, width in AXI_CONSTANTS + AXI_IGNORED:
+        s["m_axi_" + name] = Signal(bool(0)) if width == 1 else Signal(intbv(0)[width:])
+    s.update(irq=Signal(bool(0)), ret_valid=Signal(intbv(0)[3:]), ret_cycle=Signal(intbv(0)[CYC_BITS:]),
+             ret_tog=Signal(bool(0)))
+    for m in EXEC:
         s["ret_index_" + m] = Signal(intbv(0)[INDEX_BITS:])
     return s
-
-
-AXIL = ("awaddr", "awvalid", "awready", "wdata", "wstrb", "wvalid", "wready", "bresp", "bvalid", "bready",
-        "araddr", "arvalid", "arready", "rdata", "rresp", "rvalid", "rready")
 
 
 def _wports(g):
@@ -80,38 +79,46 @@ def _eports(g):
 @block
 def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awready, s_axil_wdata, s_axil_wstrb,
              s_axil_wvalid, s_axil_wready, s_axil_bresp, s_axil_bvalid, s_axil_bready, s_axil_araddr, s_axil_arvalid,
-             s_axil_arready, s_axil_rdata, s_axil_rresp, s_axil_rvalid, s_axil_rready,
-             mem_rd, mem_wr, mem_addr, mem_wdata, mem_wstrb, mem_rdata,
-             dbg_cycle, ret_valid, busy, dbg_active, ret_index_load, ret_index_compute, ret_index_store):
+             s_axil_arready, s_axil_rdata, s_axil_rresp, s_axil_rvalid, s_axil_rready, m_axi_araddr, m_axi_arlen,
+             m_axi_arvalid, m_axi_arready, m_axi_rdata, m_axi_rresp, m_axi_rlast, m_axi_rvalid, m_axi_rready,
+             m_axi_awaddr, m_axi_awlen, m_axi_awvalid, m_axi_awready, m_axi_wdata, m_axi_wstrb, m_axi_wlast,
+             m_axi_wvalid, m_axi_wready, m_axi_bresp, m_axi_bvalid, m_axi_bready, m_axi_arid, m_axi_awid, m_axi_arsize,
+             m_axi_awsize, m_axi_arburst, m_axi_awburst, m_axi_rid, m_axi_bid, irq, ret_valid, ret_cycle, ret_tog,
+             ret_index_load, ret_index_compute, ret_index_store):
     c = p.config
     QL = c.QUEUE_LATENCY
     insts = []
     W = 128 + INDEX_BITS
+    ports = dict(locals())
+    axil, axi = AxiLite(), AxiMaster(p)
+    bind(axil, "s_axil", ports)
+    bind(axi, "m_axi", ports)
+    insts.append(_axi_constants(p, m_axi_arid, m_axi_awid, m_axi_arsize, m_axi_awsize, m_axi_arburst, m_axi_awburst))
 
     # ---- control -------------------------------------------------------------------------
     run = Signal(bool(0))
+    stopped = Signal(bool(1))
     crst = ResetSignal(0, active=1, isasync=False)
+    cyc = Signal(intbv(0)[CYC_BITS:])
     finish = Signal(bool(0))
     core_err = Signal(intbv(0)[32:])
     core_err_insn = Signal(intbv(0)[32:])
     dram_base, dram_bytes, insn_addr, insn_count = (Signal(intbv(0)[32:]) for _ in range(4))
     rets = [Signal(bool(0)) for _ in MODULES]
-    axil = (s_axil_awaddr, s_axil_awvalid, s_axil_awready, s_axil_wdata, s_axil_wstrb, s_axil_wvalid, s_axil_wready,
-            s_axil_bresp, s_axil_bvalid, s_axil_bready, s_axil_araddr, s_axil_arvalid, s_axil_arready, s_axil_rdata,
-            s_axil_rresp, s_axil_rvalid, s_axil_rready)
+    bus_idle = Signal(bool(1))
     # per-module busy/stall counters (vdla_sim's definitions): what each adds in a run cycle
     incs = {}
     for m in MODULES:
         incs[regmap.counter_name(m, "busy")] = Signal(intbv(0)[8:])
         for cname in ("stall_token", "stall_mem", "stall_queue"):
             incs[regmap.counter_name(m, cname)] = Signal(bool(0))
-    insts.append(control(clk, rst, p, axil, run, dbg_cycle, finish, core_err, core_err_insn, rets,
-                         dram_base, dram_bytes, insn_addr, insn_count, incs))
+    insts.append(control(clk, rst, p, axil, run, cyc, finish, core_err, core_err_insn, rets,
+                         dram_base, dram_bytes, insn_addr, insn_count, incs, bus_idle, irq))
 
     @always_comb
     def core_reset():
         crst.next = rst or not run
-        busy.next = run
+        stopped.next = not run
     insts.append(core_reset)
 
     # ---- command queues ------------------------------------------------------------------
@@ -137,36 +144,15 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
 
     # ---- memory port ---------------------------------------------------------------------
     order = arbitration_order()
-    mp = {m: dict(req=Signal(bool(0)), desc=Signal(intbv(0)[DESC_BITS:]), grant=Signal(bool(0)),
-                  beat_me=Signal(bool(0)), rel_me=Signal(bool(0))) for m in order}
-    owner = Signal(intbv(0)[2:])
-    last_owner = Signal(intbv(0)[2:])
-    rel = Signal(bool(0))
-    beat = Signal(bool(0))
-    beat_wr = Signal(bool(0))
-    beat_idx = Signal(intbv(0)[ADDR_BITS - p.lgB:])
-    row_addr = Signal(intbv(0)[ADDR_BITS:])
-    row_end = Signal(intbv(0)[ADDR_BITS:])
-    row_last = Signal(bool(0))
-    port_busy = Signal(bool(0))
-    insts.append(memport(clk, crst, p, [mp[m]["req"] for m in order], [mp[m]["desc"] for m in order],
-                         [mp[m]["grant"] for m in order], owner, rel, beat, beat_wr, beat_idx, row_addr, row_end,
-                         row_last, port_busy, [m == "store" for m in order], last_owner))
-    for k, m in enumerate(order):
-        insts.append(_port_sel(k, beat, owner, rel, last_owner, mp[m]["beat_me"], mp[m]["rel_me"]))
+    mp = {m: PortClient(write=m == "store") for m in order}
+    beat = BeatBus(p)
     store_wdata = Signal(intbv(0)[p.B * 8:])
     store_wstrb = Signal(intbv(0)[p.B:])
-
-    @always_comb
-    def ext_port():
-        mem_rd.next = beat and not beat_wr
-        mem_wr.next = beat and beat_wr
-        a = intbv(0)[ADDR_BITS + 1:]
-        a[:] = dram_base + (beat_idx << p.lgB)
-        mem_addr.next = a[ADDR_BITS:]
-        mem_wdata.next = store_wdata
-        mem_wstrb.next = store_wstrb
-    insts.append(ext_port)
+    err_valid = Signal(bool(0))
+    err_code, err_owner = Signal(intbv(0)[2:]), Signal(intbv(0)[2:])
+    insts.append(memport(clk, rst, p, stopped, dram_base, [mp[m] for m in order], axi, store_wdata, store_wstrb,
+                         beat, bus_idle, err_valid, err_code, err_owner))
+    mem_rdata = axi.r.data
 
     # ---- SRAMs ---------------------------------------------------------------------------
     g = p.mems
@@ -191,11 +177,12 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
     err_f = Signal(intbv(0)[32:])
     err_f_insn = Signal(intbv(0)[32:])
     f_qstall = Signal(bool(0))
-    insts.append(fetch(clk, crst, p, insn_addr, insn_count, mp["fetch"]["req"], mp["fetch"]["desc"],
-                       mp["fetch"]["grant"], mp["fetch"]["rel_me"], mp["fetch"]["beat_me"], mem_rdata,
+    f_index = Signal(intbv(0)[INDEX_BITS:])
+    insts.append(fetch(clk, crst, p, insn_addr, insn_count, mp["fetch"].req, mp["fetch"].desc,
+                       mp["fetch"].grant, mp["fetch"].rel, mp["fetch"].beat, mem_rdata,
                        (q["load"]["room"], q["compute"]["room"], q["store"]["room"]),
                        (q["load"]["push"], q["compute"]["push"], q["store"]["push"]), qdata, err_f, err_f_insn,
-                       f_qstall))
+                       f_qstall, f_index))
 
     ctl = {}
     for m in ("load", "compute", "store"):
@@ -210,22 +197,22 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
                               d["op"], d["act"], d["tst"]))
 
     def mport(m):
-        return (mp[m]["beat_me"], beat_idx, row_addr, row_end, row_last)
+        return (mp[m].beat, beat.idx, beat.row_addr, beat.row_end, beat.row_last)
 
     rng = {m: (Signal(intbv(0)[32:]), Signal(intbv(0)[INDEX_BITS:])) for m in ("load", "compute", "store")}
     ld = ctl["load"]
     ld_start = Signal(bool(0))
     insts.append(_wire(ld["start"], ld_start))
-    insts.append(dma_read(clk, crst, p, ["inp", "wgt"], ld_start, ld["sinsn"], ld["done"], mp["load"]["req"],
-                          mp["load"]["desc"], mp["load"]["grant"], mp["load"]["rel_me"], mport("load"), mem_rdata,
+    insts.append(dma_read(clk, crst, p, ["inp", "wgt"], ld_start, ld["sinsn"], ld["done"], mp["load"].req,
+                          mp["load"].desc, mp["load"].grant, mp["load"].rel, mport("load"), mem_rdata,
                           {"inp": inp_w, "wgt": wgt_w}, dram_bytes, *rng["load"]))
     cp = ctl["compute"]
-    insts.append(compute(clk, crst, p, cp["start"], cp["sinsn"], cp["done"], finish, mp["compute"]["req"],
-                         mp["compute"]["desc"], mp["compute"]["grant"], mp["compute"]["rel_me"], mport("compute"),
+    insts.append(compute(clk, crst, p, cp["start"], cp["sinsn"], cp["done"], finish, mp["compute"].req,
+                         mp["compute"].desc, mp["compute"].grant, mp["compute"].rel, mport("compute"),
                          mem_rdata, uop_w, uop_r, inp_r, wgt_r, acc_r, acc_w, out_w, dram_bytes, *rng["compute"]))
     st = ctl["store"]
-    insts.append(store(clk, crst, p, st["start"], st["sinsn"], st["done"], mp["store"]["req"], mp["store"]["desc"],
-                       mp["store"]["grant"], mp["store"]["rel_me"], mport("store"), store_wdata, store_wstrb, out_r,
+    insts.append(store(clk, crst, p, st["start"], st["sinsn"], st["done"], mp["store"].req, mp["store"].desc,
+                       mp["store"].grant, mp["store"].rel, mport("store"), store_wdata, store_wstrb, out_r,
                        dram_bytes, *rng["store"]))
 
     # ---- tokens, retire trace, errors ------------------------------------------------------
@@ -236,30 +223,61 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
                 insts.append(_wire(ctl[m][key], t["pop" if flag.startswith("pop") else "push"]))
     lv, cv, sv = ctl["load"]["rv"], ctl["compute"]["rv"], ctl["store"]["rv"]
     li, ci, si = ctl["load"]["ri"], ctl["compute"]["ri"], ctl["store"]["ri"]
-    fpush = Signal(bool(0))
     r_fetch, r_load, r_comp, r_store = rets
     o_l2c, o_c2l, o_c2s, o_s2c = (tq[n]["over"] for n in ("l2c", "c2l", "c2s", "s2c"))
     E_TOK = regmap.ERROR_BITS["token_overflow"]
     ql_push, qc_push, qs_push = q["load"]["push"], q["compute"]["push"], q["store"]["push"]
 
+    any_ret = Signal(bool(0))
+
     @always_comb
-    def trace():
-        dbg_active.next = beat or lv or cv or sv
-        ret_valid.next = (sv << 2) | (cv << 1) | lv
-        ret_index_load.next = li
-        ret_index_compute.next = ci
-        ret_index_store.next = si
+    def retires():
+        any_ret.next = lv or cv or sv
         r_fetch.next = ql_push or qc_push or qs_push
         r_load.next = lv
         r_comp.next = cv
         r_store.next = sv
 
+    @always_seq(clk.posedge, reset=rst)
+    def trace():
+        # the retire trace, one cycle late (registered outputs)
+        ret_valid.next = (sv << 2) | (cv << 1) | lv
+        if any_ret:
+            ret_tog.next = not ret_tog
+            ret_cycle.next = cyc
+            ret_index_load.next = li
+            ret_index_compute.next = ci
+            ret_index_store.next = si
+
     (rl, rli), (rc, rci), (rs, rsi) = rng["load"], rng["compute"], rng["store"]
+    E_SLV, E_DEC = regmap.ERROR_BITS["axi_slverr"], regmap.ERROR_BITS["axi_decerr"]
+    K_STORE, K_COMPUTE, K_LOAD = (order.index(m) for m in ("store", "compute", "load"))
+    bus_bits = Signal(intbv(0)[32:])
+    bus_insn = Signal(intbv(0)[32:])
+
+    @always_comb
+    def bus_error():
+        # an error response names the instruction whose transfer it belongs to (fetch: the first
+        # instruction of the chunk being read)
+        bus_bits.next = 0
+        if err_valid:
+            if err_code == 3:
+                bus_bits.next = E_DEC
+            else:
+                bus_bits.next = E_SLV
+        if err_owner == K_STORE:
+            bus_insn.next = si
+        elif err_owner == K_COMPUTE:
+            bus_insn.next = ci
+        elif err_owner == K_LOAD:
+            bus_insn.next = li
+        else:
+            bus_insn.next = f_index
 
     @always_comb
     def errors():
-        # fetch's errors first, then the LOAD/STORE range checks, then token overflow
-        core_err.next = err_f | rl | rc | rs
+        # fetch's errors first, then the LOAD/STORE range checks, bus errors, token overflow
+        core_err.next = err_f | rl | rc | rs | bus_bits
         core_err_insn.next = err_f_insn
         if err_f == 0:
             if rl != 0:
@@ -268,25 +286,27 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
                 core_err_insn.next = rci
             elif rs != 0:
                 core_err_insn.next = rsi
+            elif bus_bits != 0:
+                core_err_insn.next = bus_insn
         if o_l2c or o_c2l:
-            core_err.next = err_f | rl | rc | rs | E_TOK
+            core_err.next = err_f | rl | rc | rs | bus_bits | E_TOK
             if o_l2c:
                 core_err_insn.next = li
             else:
                 core_err_insn.next = ci
         elif o_c2s or o_s2c:
-            core_err.next = err_f | rl | rc | rs | E_TOK
+            core_err.next = err_f | rl | rc | rs | bus_bits | E_TOK
             if o_c2s:
                 core_err_insn.next = ci
             else:
                 core_err_insn.next = si
-    insts += [trace, errors]
+    insts += [retires, trace, bus_error, errors]
 
     # ---- counters: busy = [start, retire) minus memory waits (fetch: FETCH_CYCLES_PER_INSN per
     # routed instruction plus its port transactions), stall_mem = request to grant, stall_token =
     # take to start, stall_queue = fetch held by a full command queue
     STEP = c.FETCH_CYCLES_PER_INSN
-    f_req, f_gnt, f_rel = mp["fetch"]["req"], mp["fetch"]["grant"], mp["fetch"]["rel_me"]
+    f_req, f_gnt, f_rel = mp["fetch"].req, mp["fetch"].grant, mp["fetch"].rel
     f_hold = Signal(bool(0))
     fb, fsm, fsq = (incs[regmap.counter_name("fetch", n)] for n in ("busy", "stall_mem", "stall_queue"))
 
@@ -310,7 +330,7 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
         fsq.next = f_qstall
     insts += [fhold, fcount]
     for m in ("load", "compute", "store"):
-        insts.append(_mod_count(ctl[m]["act"], ctl[m]["tst"], mp[m]["req"], mp[m]["grant"],
+        insts.append(_mod_count(ctl[m]["act"], ctl[m]["tst"], mp[m].req, mp[m].grant,
                                 incs[regmap.counter_name(m, "busy")], incs[regmap.counter_name(m, "stall_token")],
                                 incs[regmap.counter_name(m, "stall_mem")]))
     return insts
@@ -335,9 +355,19 @@ def _wire(a, b):
 
 
 @block
-def _port_sel(k, beat, owner, rel, last_owner, beat_me, rel_me):
+def _axi_constants(p: RtlParams, arid, awid, arsize, awsize, arburst, awburst):
+    """ID 0, full-width beats (AxSIZE = log2 bytes per beat), INCR bursts (constant signals:
+    MyHDL converts an undriven signal to a constant assignment)."""
+    zero = Signal(bool(0))
+    size = Signal(intbv(p.lgB)[3:])
+    incr = Signal(intbv(BURST_INCR)[2:])
+
     @always_comb
-    def sel():
-        beat_me.next = beat and owner == k
-        rel_me.next = rel and last_owner == k
-    return sel
+    def const():
+        arid.next = zero
+        awid.next = zero
+        arsize.next = size
+        awsize.next = size
+        arburst.next = incr
+        awburst.next = incr
+    return const

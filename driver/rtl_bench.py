@@ -1,0 +1,295 @@
+"""The cocotb bench of the RTL backend (run inside the simulator by :mod:`driver.rtl_run`; never
+imported otherwise).
+
+The design sits in ``vdla_harness`` (``vdla_hw.rtl.harness``) beside an AXI / AXI-lite protocol
+checker. The bench owns the clock and reset, cocotbext-axi's AXI-lite master on ``s_axil``, the
+memory on ``m_axi`` (:class:`vdla_hw.rtl.tb_memory.AxiMemory`: the contract's latency, optional
+stalls) and three monitors: the retire trace (core top: edges of ``ret_tog``), the START write's
+handshake (rising ``s_axil_awready``) and ``irq``. Programs run through the driver's own register
+code, :class:`driver.registers.RegisterDevice`, in a cocotb bridge thread whose register reads
+and writes become AXI-lite transactions: the bench has no register sequence of its own.
+
+Per program the result holds the final image, the CYCLES register, STATUS/ERROR/ERROR_INSN,
+every counter register, the retire trace, ``wall_cycles`` (clock edges from the START write's
+handshake to the first edge that samples ``irq`` high, less the control slave's two register
+stages: START -> run and FINISH -> done) and the checker's counts for the run. A job item with
+``ops`` instead runs a raw register sequence (the shared corpus of ``tests/driver/regseq.py``)
+and records every read with the cycle its address was taken.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.task import bridge, resume
+from cocotb.triggers import ClockCycles, Edge, First, ReadOnly, RisingEdge
+from cocotb.utils import get_sim_time
+from cocotbext.axi import AxiLiteBus, AxiLiteMaster
+
+from driver import status as st
+from driver.device import Buffer, DeviceError
+from driver.registers import RegisterDevice
+from driver.rtl_run import DRAM_BASE
+from vdla_hw import regmap
+from vdla_hw.bundle import Bundle
+from vdla_hw.config import ISA_VERSION
+from vdla_hw.rtl.tb_memory import CLOCK_PERIOD_NS, AxiMemory
+
+CONTROL_STAGES = 2             # START write taken -> run, FINISH retired -> done/irq
+POLL_CYCLES = 4096             # longest wait between STATUS polls when irq does not rise
+EXEC = ("load", "compute", "store")
+
+
+class Bench:
+    """Clock, reset, drivers, memory and monitors of one simulation."""
+
+    def __init__(self, dut, options: dict):
+        self.dut = dut
+        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+        self.B = len(dut.m_axi_rdata) // 8
+        self.memory = AxiMemory(dut, "m_axi", dut.clk, dut.rst, beat_bytes=self.B, latency=options["latency"],
+                                write_latency=options["write_latency"], stall=options["stall"], seed=options["seed"])
+        self.core = hasattr(dut, "ret_tog")
+        self.retire: list = []
+        self.start_edge = None
+        self.irq_edge = None
+        self.stamps: list | None = None     # AXI-lite handshakes, while a raw sequence runs
+        self.srams = None
+
+    async def reset(self):
+        self.dut.rst.value = 1          # before the first clock edge: the bus models start in reset
+        await self.memory.start()
+        await ClockCycles(self.dut.clk, 4)
+        self.dut.rst.value = 0
+        await ClockCycles(self.dut.clk, 2)
+        cocotb.start_soon(self._irq_monitor())
+        cocotb.start_soon(self._start_monitor())
+        if self.core:
+            cocotb.start_soon(self._retire_monitor())
+
+    def edge(self) -> int:
+        return self.memory.clock.edge()
+
+    # --- monitors -------------------------------------------------------------------------
+    async def _retire_monitor(self):
+        dut = self.dut
+        while True:
+            await Edge(dut.ret_tog)
+            await ReadOnly()
+            valid, cycle = int(dut.ret_valid.value), int(dut.ret_cycle.value)
+            for k, m in enumerate(EXEC):
+                if valid >> k & 1:
+                    self.retire.append((int(getattr(dut, "ret_index_" + m).value), m, cycle))
+
+    async def _irq_monitor(self):
+        while True:
+            await RisingEdge(self.dut.irq)
+            self.irq_edge = self.edge()
+
+    async def _start_monitor(self):
+        """The cycle each AXI-lite write is taken (AWREADY rises with the handshake)."""
+        dut = self.dut
+        while True:
+            await RisingEdge(dut.s_axil_awready)
+            await ReadOnly()
+            addr, data = int(dut.s_axil_awaddr.value), int(dut.s_axil_wdata.value)
+            if addr == regmap.offset("CTRL") and data & regmap.CTRL_START:
+                self.start_edge = self.edge()
+                self.irq_edge = None
+            if self.stamps is not None:
+                self.stamps.append(("wr", addr, self.edge()))
+
+    async def _read_monitor(self):
+        dut = self.dut
+        while True:
+            await RisingEdge(dut.s_axil_arvalid)
+            await ReadOnly()
+            if self.stamps is not None:
+                self.stamps.append(("rd", int(dut.s_axil_araddr.value), self.edge()))
+
+    # --- register access (the driver's _rd/_wr) -------------------------------------------
+    async def read(self, name: str) -> int:
+        return await self.axil.read_dword(regmap.offset(name))
+
+    async def write(self, name: str, value: int) -> None:
+        if name == "CTRL" and value & regmap.CTRL_START:
+            await self.quiet_bus()
+        await self.axil.write_dword(regmap.offset(name), value & 0xFFFFFFFF)
+
+    async def quiet_bus(self, limit: int = 100_000):
+        """Wait until nothing of an earlier run is in flight on the memory bus, so a START runs
+        at once (a board would see the same after the driver's register reads)."""
+        dut = self.dut
+        for _ in range(limit):
+            if not (int(dut.chk_rd_out.value) or int(dut.chk_wr_out.value) or dut.m_axi_arvalid.value
+                    or dut.m_axi_awvalid.value or dut.m_axi_wvalid.value):
+                return
+            await RisingEdge(dut.clk)
+
+    async def pause(self):
+        """Between STATUS polls: until irq rises, at most POLL_CYCLES cycles."""
+        if not self.dut.irq.value:
+            await First(RisingEdge(self.dut.irq), ClockCycles(self.dut.clk, POLL_CYCLES))
+        await ClockCycles(self.dut.clk, 2)
+
+    async def seconds(self) -> float:
+        return get_sim_time("ns") * 1e-9
+
+    def checker(self) -> dict:
+        d = self.dut
+        return {"checks": int(d.chk_checks.value), "violations": int(d.chk_violations.value),
+                "rules": int(d.chk_rules.value), "rd_out": int(d.chk_rd_out.value),
+                "wr_out": int(d.chk_wr_out.value)}
+
+    def clear_srams(self):
+        """Zero every on-chip SRAM through the simulator (backdoor), so each program starts from
+        the simulator's all-zero SRAMs (the hardware itself never clears them)."""
+        if self.srams is None:
+            self.srams = [h for h in self.dut.dut if h._name.endswith("_mem")]
+        for mem in self.srams:
+            try:
+                mem.value = [0] * len(mem)
+            except Exception:  # noqa: BLE001 - per-element fallback for simulators without array writes
+                for k in range(len(mem)):
+                    mem[k].value = 0
+
+    # --- one program through the driver ---------------------------------------------------
+    async def run_program(self, bundle: Bundle, budget: int, poison: list | None = None) -> dict:
+        self.clear_srams()
+        self.retire = []
+        before = self.checker()
+        beats = self.memory.beats
+        device = BenchDevice(self, bundle.config, poison or [])
+        outcome = await bridge(device.run_bundle)(bundle, budget)
+        await ClockCycles(self.dut.clk, 2)
+        after = self.checker()
+        wall = None
+        if self.start_edge is not None and self.irq_edge is not None:
+            wall = self.irq_edge - self.start_edge - CONTROL_STAGES
+        outcome.update(retire=self.retire, beats=self.memory.beats - beats, wall_cycles=wall,
+                       axi_checks={"checks": after["checks"] - before["checks"],
+                                   "violations": after["violations"] - before["violations"],
+                                   "rules": after["rules"], "left_outstanding": after["rd_out"] + after["wr_out"]},
+                       dram=self.memory.dump())
+        return outcome
+
+    # --- a raw register sequence ------------------------------------------------------------
+    async def run_ops(self, bundle: Bundle | None, ops: list) -> dict:
+        """``ops``: ["wr", name, value] | ["rd", name] | ["wait", cycles] | ["wait_irq", cycles].
+        Returns every read as (name, value, cycle its address was taken) and every write's
+        cycle; the image (if any) is mapped at DRAM_BASE."""
+        self.clear_srams()
+        if bundle is not None:
+            self.memory.load(DRAM_BASE, bundle.dram.tobytes())
+        self.stamps = []
+        monitor = cocotb.start_soon(self._read_monitor())
+        reads, writes = [], []
+        for op in ops:
+            if op[0] == "wr":
+                if op[1] == "CTRL" and int(op[2]) & regmap.CTRL_START:
+                    await self.quiet_bus()
+                await self.axil.write_dword(regmap.offset(op[1]), int(op[2]) & 0xFFFFFFFF)
+                writes.append((op[1], self._stamp("wr", op[1])))
+            elif op[0] == "rd":
+                value = await self.read(op[1])
+                reads.append((op[1], value, self._stamp("rd", op[1])))
+            elif op[0] == "wait":
+                await ClockCycles(self.dut.clk, int(op[1]))
+            elif op[0] == "wait_irq":
+                if not self.dut.irq.value:
+                    await First(RisingEdge(self.dut.irq), ClockCycles(self.dut.clk, int(op[1])))
+            else:
+                raise ValueError(f"unknown register op {op!r}")
+        monitor.cancel()
+        self.stamps = None
+        await self.quiet_bus()
+        return {"reads": reads, "writes": writes, "axi_checks": self.checker()}
+
+    def _stamp(self, kind: str, name: str) -> int:
+        offset = regmap.offset(name)
+        for k in range(len(self.stamps) - 1, -1, -1):
+            if self.stamps[k][0] == kind and self.stamps[k][1] == offset:
+                return self.stamps.pop(k)[2]
+        raise RuntimeError(f"no {kind} handshake seen for {name}")
+
+
+class BenchDevice(RegisterDevice):
+    """The driver's register device on the simulated design: registers over AXI-lite, DRAM in
+    the bench memory at DRAM_BASE, polls that let the simulation run until irq. Runs in a
+    bridge thread; every simulator access goes through a ``resume``-wrapped coroutine."""
+
+    target = "rtl"
+    poll_first_s = poll_max_s = 0.0
+
+    def __init__(self, bench: Bench, config, poison: list):
+        super().__init__(config)
+        self.bench = bench
+        self.poison = poison
+        self._rd_async = resume(bench.read)
+        self._wr_async = resume(bench.write)
+        self._pause = resume(bench.pause)
+        self._seconds = resume(bench.seconds)
+
+    def _rd(self, name: str) -> int:
+        return int(self._rd_async(name))
+
+    def _wr(self, name: str, value: int) -> None:
+        self._wr_async(name, value)
+
+    def _clock(self) -> float:
+        return self._seconds()
+
+    def _sleep(self, seconds: float) -> None:
+        self._pause()
+
+    def _alloc(self, nbytes: int) -> Buffer:
+        self.bench.memory.load(DRAM_BASE, bytes(nbytes))
+        for lo, hi, resp in self.poison:
+            self.bench.memory.poison(lo, hi, resp)
+        return Buffer(nbytes, DRAM_BASE, None)
+
+    def _write(self, buffer: Buffer, raw: np.ndarray, offset: int) -> None:
+        self.bench.memory.image[offset:offset + raw.size] = raw
+
+    def _read(self, buffer: Buffer, offset: int, nbytes: int) -> np.ndarray:
+        return self.bench.memory.image[offset:offset + nbytes].copy()
+
+    def free(self, buffer: Buffer) -> None:
+        """Keep the image: the bench reports it after the run."""
+
+    def run_bundle(self, bundle: Bundle, budget: int) -> dict:
+        """Run ``bundle`` like any driver would; returns what the registers said."""
+        out = {"id_ok": True, "timeout": False, "error": 0, "error_insn": st.NO_INSN}
+        out["id_ok"] = self.identify() == (ISA_VERSION, bundle.config.fingerprint_hash)
+        try:
+            res = self.run(bundle, timeout_cycles=budget, timeout_s=1e9)
+            out.update(status=regmap.STATUS_DONE, cycles=res.cycles, modules=res.counters["modules"])
+        except DeviceError as err:
+            state = err.state
+            out.update(status=state.get("status", 0), cycles=state.get("cycles", 0),
+                       modules=state.get("modules", st.empty_modules()), error=state.get("error", 0),
+                       error_insn=state.get("error_insn", st.NO_INSN), timeout=bool(state.get("timeout")),
+                       message=str(err))
+        return out
+
+
+@cocotb.test()
+async def run_jobs(dut):
+    """Run every item of the job file named by VDLA_RTL_JOB; write one result per item."""
+    job = json.loads(open(os.environ["VDLA_RTL_JOB"]).read())
+    cocotb.start_soon(Clock(dut.clk, CLOCK_PERIOD_NS, unit="ns").start())
+    bench = Bench(dut, job["memory"])
+    await bench.reset()
+    for item in job["programs"]:
+        bundle = Bundle.load(item["bundle"]) if item.get("bundle") else None
+        if "ops" in item:
+            res = await bench.run_ops(bundle, item["ops"])
+            dram = np.zeros(0, dtype=np.uint8)
+        else:
+            res = await bench.run_program(bundle, int(item["budget"]), item.get("poison"))
+            dram = res.pop("dram")
+        np.savez(item["result"], dram=dram, meta=np.array(json.dumps(res)))

@@ -1,0 +1,62 @@
+"""The bus model of the timing contract (vdla_hw.membus): bursts cover each row's beats exactly,
+never cross 4 kB and never exceed MEM_MAX_BURST; the closed forms of read_cycles/write_cycles
+equal the burst-by-burst recurrences on generated transactions and parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vdla_hw import membus
+from vdla_hw.config import load_config
+
+
+def _config(**params):
+    text = ", ".join(f'"{k}": {v}' for k, v in params.items())
+    return load_config('{"preset": "tiny"' + (", " + text if text else "") + "}")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 20_000), min_size=1, max_size=6), st.integers(1, 9000),
+       st.sampled_from([4, 8, 16]), st.sampled_from([1, 2, 16, 64]))
+def test_bursts_cover_rows_without_crossing_4k(starts, nbytes, bpb, maxb):
+    c = _config(MEM_BYTES_PER_BEAT=bpb, MEM_MAX_BURST=maxb)
+    lengths = membus.burst_lengths(c, starts, nbytes)
+    assert lengths.min() >= 1 and lengths.max() <= maxb
+    k = 0
+    for start in starts:  # walk the bursts of each row from its first beat
+        beat, last = start // bpb, (start + nbytes - 1) // bpb
+        while beat <= last:
+            n = int(lengths[k])
+            assert (beat * bpb) // 4096 == ((beat + n) * bpb - 1) // 4096, "burst crosses 4 kB"
+            # a burst ends at the row end, a 4 kB boundary or after MEM_MAX_BURST beats
+            assert beat + n - 1 == last or ((beat + n) * bpb) % 4096 == 0 or n == maxb
+            beat += n
+            k += 1
+        assert beat == last + 1
+    assert k == lengths.size
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 16), min_size=1, max_size=40), st.integers(1, 40), st.integers(0, 40),
+       st.integers(1, 10), st.integers(1, 10), st.integers(0, 3), st.sampled_from([0.0, 3.5, 8.0]))
+def test_closed_forms_equal_the_recurrences(lengths, lat, wlat, k_read, k_write, gap, cap):
+    c = _config(MEM_LATENCY=lat, MEM_WRITE_LATENCY=wlat, MEM_READ_OUTSTANDING=k_read,
+                MEM_WRITE_OUTSTANDING=k_write, MEM_BURST_GAP=gap, DDR_BYTES_PER_CYCLE_CAP=cap)
+    a, f, e = membus.read_timeline(c, lengths)
+    assert membus.read_cycles(c, lengths) == e[-1] + 1
+    assert np.all(np.diff(a) >= 1) and np.all(f >= a + lat)
+    a, s, w, b = membus.write_timeline(c, lengths)
+    assert membus.write_cycles(c, lengths) == b[-1] + 1
+    assert np.all(s >= a) and np.all(b == w + wlat)
+
+
+def test_full_rate_needs_latency_over_burst_plus_one():
+    c = load_config("vta-pynq")
+    assert membus.full_rate_outstanding(c) == 3 <= c.MEM_READ_OUTSTANDING
+    lengths = [16] * 64
+    assert membus.read_cycles(c, lengths) == 1 + c.MEM_LATENCY + 16 * 64
+    one = _config(MEM_LATENCY=32, MEM_READ_OUTSTANDING=1)
+    # one at a time: every burst waits for the previous last beat, then pays the latency
+    assert membus.read_cycles(one, lengths) == 1 + 64 * (32 + 16)

@@ -1,0 +1,426 @@
+"""A protocol checker for the test bench: watches the memory master's AXI channels and the
+control slave's AXI-lite channels every cycle and counts the checks it makes and the rules
+broken (never part of the FPGA build; ``vdla_hw.rtl.harness`` puts it beside the design).
+
+Rules, by bit of ``rules`` (the OR of every rule broken so far):
+
+* 0-9: on each AXI channel (AR, AW, W, R, B), VALID stays high until READY (even bits) and the
+  payload stays stable while VALID waits (odd bits);
+* 10: an AR/AW burst is longer than ``MEM_MAX_BURST`` (and than AXI3's 16 beats);
+* 11: an AR/AW burst crosses a 4 kB boundary;
+* 12: AxSIZE is not the full beat, AxBURST not INCR, or the address not beat aligned;
+* 13: WLAST is not on the last beat of its AW burst (W beats are matched to AW bursts in order);
+* 14: RLAST is not on the last beat of its AR burst;
+* 15: a response without a request: an R beat with no read burst outstanding, a B with no
+  completed write burst waiting for one;
+* 16: more bursts in flight than the DMA's limit (``MEM_READ_OUTSTANDING`` /
+  ``MEM_WRITE_OUTSTANDING``; read: AR taken, RLAST not yet; write: AW taken, B not yet);
+* 20-29: on each AXI-lite channel (AW, W, B, AR, R), VALID held until READY (even) and payload
+  stable (odd);
+* 30: an AXI-lite response without a request.
+
+``checks`` counts rule evaluations that had something to check (a VALID waiting, a handshake
+to measure, a response to match). ``rd_out`` / ``wr_out`` are the bursts in flight, so a bench
+can check that nothing is left outstanding when the device is idle.
+"""
+
+from __future__ import annotations
+
+from myhdl import Signal, always_comb, always_seq, block, intbv
+
+from vdla_hw.membus import BURST_BOUNDARY
+from vdla_hw.rtl.params import RtlParams, log2
+
+RULES = {
+    "ar_valid_held": 0, "ar_stable": 1, "aw_valid_held": 2, "aw_stable": 3, "w_valid_held": 4, "w_stable": 5,
+    "r_valid_held": 6, "r_stable": 7, "b_valid_held": 8, "b_stable": 9, "burst_length": 10, "crosses_4k": 11,
+    "size_burst_align": 12, "wlast_position": 13, "rlast_position": 14, "response_without_request": 15,
+    "outstanding_limit": 16,
+    "axil_aw_valid_held": 20, "axil_aw_stable": 21, "axil_w_valid_held": 22, "axil_w_stable": 23,
+    "axil_b_valid_held": 24, "axil_b_stable": 25, "axil_ar_valid_held": 26, "axil_ar_stable": 27,
+    "axil_r_valid_held": 28, "axil_r_stable": 29, "axil_response_without_request": 30,
+}
+AXI3_MAX_LEN = 16
+
+
+def rule_names(mask: int) -> list[str]:
+    return [name for name, bit in RULES.items() if mask >> bit & 1]
+
+
+@block
+def channel_check(clk, rst, valid, ready, payload, bit_held, bit_stable, flags, nchecks):
+    """VALID held until READY and ``payload`` stable while waiting: ``flags`` gets the rule bits
+    broken this cycle, ``nchecks`` the checks made (2 per waiting cycle)."""
+    w_q = Signal(bool(0))
+    p_q = Signal(intbv(0)[len(payload):])
+    HELD, STABLE = 1 << bit_held, 1 << bit_stable
+
+    @always_seq(clk.posedge, reset=rst)
+    def seq():
+        w_q.next = valid and not ready
+        p_q.next = payload
+
+    @always_comb
+    def comb():
+        flags.next = 0
+        nchecks.next = 0
+        if w_q:
+            nchecks.next = 2
+            if not valid:
+                flags.next = HELD
+            elif payload != p_q:
+                flags.next = STABLE
+    return seq, comb
+
+
+@block
+def axi_checker(clk, rst, p: RtlParams, m, s, checks, violations, rules, rd_out, wr_out):
+    """``m``: an object with the AXI master's signals as attributes (araddr, arlen, arsize,
+    arburst, arvalid, arready, rdata, rresp, rlast, rvalid, rready, awaddr, ..., bresp, bvalid,
+    bready); ``s``: the AXI-lite slave's (awaddr, awvalid, awready, wdata, wstrb, wvalid, wready,
+    bresp, bvalid, bready, araddr, arvalid, arready, rdata, rresp, rvalid, rready). Converted as
+    a module of its own, these become ports ``m_araddr`` ... and ``s_awaddr`` ..."""
+    c = p.config
+    MAXLEN = min(c.MEM_MAX_BURST, AXI3_MAX_LEN)
+    K_RD, K_WR = c.MEM_READ_OUTSTANDING, c.MEM_WRITE_OUTSTANDING
+    DEPTH = 1 << log2(max(K_RD, K_WR) + 2)
+    QB = log2(DEPTH)
+    CW = QB + 2
+    insts = []
+    names = ("ar", "aw", "w", "r", "b")
+    payloads = {"ar": ("araddr", "arlen", "arsize", "arburst"), "aw": ("awaddr", "awlen", "awsize", "awburst"),
+                "w": ("wdata", "wstrb", "wlast"), "r": ("rdata", "rresp", "rlast"), "b": ("bresp",)}
+    lite = ("aw", "w", "b", "ar", "r")
+    lite_payloads = {"aw": ("awaddr",), "w": ("wdata", "wstrb"), "b": ("bresp",), "ar": ("araddr",),
+                     "r": ("rdata", "rresp")}
+    flag_sigs, count_sigs = [], []
+
+    watched = [(m, ch, payloads[ch], 2 * k) for k, ch in enumerate(names)]
+    watched += [(s, ch, lite_payloads[ch], 20 + 2 * k) for k, ch in enumerate(lite)]
+    for sigs, ch, fields, bit in watched:
+        flag_sigs.append(Signal(intbv(0)[32:]))
+        count_sigs.append(Signal(intbv(0)[4:]))
+        insts.append(channel_check(clk, rst, getattr(sigs, ch + "valid"), getattr(sigs, ch + "ready"),
+                                   _payload([getattr(sigs, x) for x in fields]), bit, bit + 1, flag_sigs[-1],
+                                   count_sigs[-1]))
+
+    # ---- burst rules and response matching -------------------------------------------------
+    ar_fire, aw_fire, w_fire, r_fire, b_fire = (Signal(bool(0)) for _ in range(5))
+    ar_len_q = [Signal(intbv(0)[8:]) for _ in range(DEPTH)]
+    aw_len_q = [Signal(intbv(0)[8:]) for _ in range(DEPTH)]
+    wb_len_q = [Signal(intbv(0)[9:]) for _ in range(DEPTH)]
+    ar_wp, ar_rp, aw_wp, aw_rp, wb_wp, wb_rp = (Signal(intbv(0)[QB:]) for _ in range(6))
+    ar_n, aw_n, wb_n = (Signal(intbv(0)[CW:]) for _ in range(3))    # FIFO fills
+    r_beats = Signal(intbv(0)[9:])
+    w_beats = Signal(intbv(0)[9:])
+    b_due = Signal(intbv(0)[CW + 2:])     # write bursts whose W ended and whose B has not come
+    rd_n, wr_n = Signal(intbv(0)[CW + 2:]), Signal(intbv(0)[CW + 2:])
+    f_burst = Signal(intbv(0)[32:])
+    n_burst = Signal(intbv(0)[4:])
+    ar_head, aw_head, wb_head = Signal(intbv(0)[8:]), Signal(intbv(0)[8:]), Signal(intbv(0)[9:])
+    MASK = DEPTH - 1
+    E_WLAST, E_RLAST = 1 << RULES["wlast_position"], 1 << RULES["rlast_position"]
+    E_RESP = 1 << RULES["response_without_request"]
+    E_LRESP = 1 << RULES["axil_response_without_request"]
+    lite_w_pending, lite_r_pending = Signal(bool(0)), Signal(bool(0))
+    ar_flags, aw_flags = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
+    ar_checks, aw_checks = Signal(intbv(0)[4:]), Signal(intbv(0)[4:])
+
+    @always_comb
+    def fires():
+        ar_fire.next = m.arvalid and m.arready
+        aw_fire.next = m.awvalid and m.awready
+        w_fire.next = m.wvalid and m.wready
+        r_fire.next = m.rvalid and m.rready
+        b_fire.next = m.bvalid and m.bready
+        ar_head.next = ar_len_q[int(ar_rp)]
+        aw_head.next = aw_len_q[int(aw_rp)]
+        wb_head.next = wb_len_q[int(wb_rp)]
+        rd_out.next = rd_n
+        wr_out.next = wr_n
+
+    @always_comb
+    def burst_rules():
+        fl = intbv(0)[32:]
+        fl[:] = 0
+        nc = intbv(0)[4:]
+        nc[:] = 0
+        fl[:] = ar_flags | aw_flags
+        nc[:] = ar_checks + aw_checks
+        if r_fire:
+            nc[:] = nc + 2
+            if ar_n == 0:
+                fl[:] = fl | E_RESP
+            elif m.rlast != (r_beats == ar_head):
+                fl[:] = fl | E_RLAST
+        if w_fire:
+            nc[:] = nc + 1
+            if w_beats + 1 > MAXLEN and not m.wlast:
+                fl[:] = fl | E_WLAST
+        if wb_n != 0 and aw_n != 0:
+            nc[:] = nc + 1
+            if wb_head != aw_head + 1:
+                fl[:] = fl | E_WLAST
+        if b_fire:
+            nc[:] = nc + 1
+            if b_due == 0:
+                fl[:] = fl | E_RESP
+        if s.bvalid and s.bready:
+            nc[:] = nc + 1
+            if not lite_w_pending:
+                fl[:] = fl | E_LRESP
+        if s.rvalid and s.rready:
+            nc[:] = nc + 1
+            if not lite_r_pending:
+                fl[:] = fl | E_LRESP
+        f_burst.next = fl
+        n_burst.next = nc
+
+    @always_seq(clk.posedge, reset=rst)
+    def track():
+        # read bursts: AR lengths in order; R beats counted within the head burst
+        if ar_fire:
+            ar_len_q[int(ar_wp)].next = m.arlen
+            ar_wp.next = (ar_wp + 1) & MASK
+        if r_fire:
+            if m.rlast:
+                r_beats.next = 0
+                if ar_n != 0:
+                    ar_rp.next = (ar_rp + 1) & MASK
+            else:
+                r_beats.next = r_beats + 1
+        a = intbv(0)[CW:]
+        a[:] = ar_n
+        if ar_fire:
+            a[:] = a + 1
+        if r_fire and m.rlast and ar_n != 0:
+            a[:] = a - 1
+        ar_n.next = a
+        rd_n.next = a
+        # write bursts: AW lengths and completed W burst lengths, matched in order
+        if aw_fire:
+            aw_len_q[int(aw_wp)].next = m.awlen
+            aw_wp.next = (aw_wp + 1) & MASK
+        wend = w_fire and m.wlast
+        if w_fire:
+            if m.wlast:
+                w_beats.next = 0
+                wb_len_q[int(wb_wp)].next = w_beats + 1
+                wb_wp.next = (wb_wp + 1) & MASK
+            else:
+                w_beats.next = w_beats + 1
+        match = wb_n != 0 and aw_n != 0
+        if match:
+            aw_rp.next = (aw_rp + 1) & MASK
+            wb_rp.next = (wb_rp + 1) & MASK
+        x = intbv(0)[CW:]
+        x[:] = aw_n
+        if aw_fire:
+            x[:] = x + 1
+        if match:
+            x[:] = x - 1
+        aw_n.next = x
+        y = intbv(0)[CW:]
+        y[:] = wb_n
+        if wend:
+            y[:] = y + 1
+        if match:
+            y[:] = y - 1
+        wb_n.next = y
+        z = intbv(0)[len(b_due):]
+        z[:] = b_due
+        if wend:
+            z[:] = z + 1
+        if b_fire and b_due != 0:
+            z[:] = z - 1
+        b_due.next = z
+        o = intbv(0)[len(wr_n):]
+        o[:] = wr_n
+        if aw_fire:
+            o[:] = o + 1
+        if b_fire and wr_n != 0:
+            o[:] = o - 1
+        wr_n.next = o
+        # AXI-lite: one write and one read in flight at most (the slave takes one at a time)
+        if s.awvalid and s.awready:
+            lite_w_pending.next = 1
+        elif s.bvalid and s.bready:
+            lite_w_pending.next = 0
+        if s.arvalid and s.arready:
+            lite_r_pending.next = 1
+        elif s.rvalid and s.rready:
+            lite_r_pending.next = 0
+
+    insts.append(address_check(p, ar_fire, m.araddr, m.arlen, m.arsize, m.arburst, rd_n, K_RD, ar_flags, ar_checks))
+    insts.append(address_check(p, aw_fire, m.awaddr, m.awlen, m.awsize, m.awburst, wr_n, K_WR, aw_flags, aw_checks))
+    insts += [fires, burst_rules, track]
+    insts.append(_accumulate(clk, rst, flag_sigs + [f_burst], count_sigs + [n_burst], checks, violations, rules))
+    return insts
+
+
+@block
+def address_check(p: RtlParams, fire, addr, length, size, burst, inflight, limit: int, flags, nchecks):
+    """Rules 10, 11, 12 and 16 on one address channel (AR or AW) in a handshake cycle: burst
+    length, 4 kB crossing, size/type/alignment, bursts already in flight below ``limit``."""
+    MAXLEN = min(p.config.MEM_MAX_BURST, AXI3_MAX_LEN)
+    LGB, B = p.lgB, p.B
+    E_LEN, E_4K, E_SIZE = 1 << RULES["burst_length"], 1 << RULES["crosses_4k"], 1 << RULES["size_burst_align"]
+    E_OUT = 1 << RULES["outstanding_limit"]
+
+    @always_comb
+    def comb():
+        fl = intbv(0)[32:]
+        fl[:] = 0
+        nchecks.next = 0
+        if fire:
+            nchecks.next = 4
+            if length + 1 > MAXLEN:
+                fl[:] = fl | E_LEN
+            if (addr & (BURST_BOUNDARY - 1)) + ((length + 1) << LGB) > BURST_BOUNDARY:
+                fl[:] = fl | E_4K
+            if size != LGB or burst != 1 or (addr & (B - 1)) != 0:
+                fl[:] = fl | E_SIZE
+            if inflight >= limit:
+                fl[:] = fl | E_OUT
+        flags.next = fl
+    return comb
+
+
+def _payload(sigs):
+    """One signal holding ``sigs`` side by side (a payload to compare)."""
+    from myhdl import ConcatSignal
+    return sigs[0] if len(sigs) == 1 else ConcatSignal(*sigs)
+
+
+@block
+def _accumulate(clk, rst, flags, counts, checks, violations, rules):
+    """checks += sum(counts); violations += number of flags set; rules |= OR of flags."""
+    nf = len(flags)
+    all_f = Signal(intbv(0)[32:])
+    n_f = Signal(intbv(0)[8:])
+    n_c = Signal(intbv(0)[8:])
+    insts = [_or_tree(flags, all_f), _count_tree(flags, n_f), _sum_tree(counts, n_c)]
+
+    @always_seq(clk.posedge, reset=rst)
+    def acc():
+        checks.next = (checks + n_c) & 0xFFFFFFFF
+        violations.next = (violations + n_f) & 0xFFFFFFFF
+        rules.next = rules | all_f
+    insts.append(acc)
+    assert nf > 0
+    return insts
+
+
+@block
+def _or_tree(flags, out):
+    return _reduce(flags, out, "or")
+
+
+@block
+def _count_tree(flags, out):
+    return _reduce(flags, out, "count")
+
+
+@block
+def _sum_tree(counts, out):
+    return _reduce(counts, out, "sum")
+
+
+@block
+def _reduce(sigs, out, how):
+    """out = OR / number of nonzero / sum of ``sigs`` (a chain of two-input blocks)."""
+    insts = []
+    width = len(out)
+    prev = Signal(intbv(0)[width:])
+    insts.append(_first(sigs[0], prev, how))
+    for sig in sigs[1:]:
+        nxt = Signal(intbv(0)[width:])
+        insts.append(_step(prev, sig, nxt, how))
+        prev = nxt
+    insts.append(_copy(prev, out))
+    return insts
+
+
+@block
+def _first(a, out, how):
+    if how == "count":
+        @always_comb
+        def comb():
+            if a != 0:
+                out.next = 1
+            else:
+                out.next = 0
+    else:
+        @always_comb
+        def comb():
+            out.next = a
+    return comb
+
+
+@block
+def _step(a, b, out, how):
+    if how == "or":
+        @always_comb
+        def comb():
+            out.next = a | b
+    elif how == "count":
+        @always_comb
+        def comb():
+            if b != 0:
+                out.next = a + 1
+            else:
+                out.next = a
+    else:
+        @always_comb
+        def comb():
+            out.next = a + b
+    return comb
+
+
+@block
+def _copy(a, out):
+    @always_comb
+    def comb():
+        out.next = a
+    return comb
+
+
+class Ports:
+    """Signals as attributes (a MyHDL interface: top-level ports ``<name>_<attribute>``)."""
+
+    def __init__(self, **signals):
+        self.__dict__.update(signals)
+
+
+M_SIGNALS = ("araddr", "arlen", "arsize", "arburst", "arvalid", "arready", "rdata", "rresp", "rlast", "rvalid",
+             "rready", "awaddr", "awlen", "awsize", "awburst", "awvalid", "awready", "wdata", "wstrb", "wlast",
+             "wvalid", "wready", "bresp", "bvalid", "bready")
+S_SIGNALS = ("awaddr", "awvalid", "awready", "wdata", "wstrb", "wvalid", "wready", "bresp", "bvalid", "bready",
+             "araddr", "arvalid", "arready", "rdata", "rresp", "rvalid", "rready")
+
+
+def checker_block(p: RtlParams):
+    """The checker with its ports (``clk``, ``rst``, ``m_*``, ``s_*``, counts), as the harness
+    connects it: AXI lengths 8 bits wide (the harness widens AXI3's), data widths from ``p``."""
+    from myhdl import ResetSignal
+
+    from vdla_hw.rtl.axi import AxiLite, AxiMaster
+
+    widths = {}
+    for intf, prefix in ((AxiMaster(p), "m"), (AxiLite(), "s")):
+        for ch_name in intf.CHANNELS:
+            ch = getattr(intf, ch_name)
+            for field in ch.fields + ("valid", "ready"):
+                widths[f"{prefix}_{ch_name}{field}"] = len(getattr(ch, field))
+    widths.update(m_arsize=3, m_awsize=3, m_arburst=2, m_awburst=2)
+
+    def sig(width):
+        return Signal(bool(0)) if width == 1 else Signal(intbv(0)[width:])
+    m = Ports(**{n: sig(widths["m_" + n]) for n in M_SIGNALS})
+    s = Ports(**{n: sig(widths["s_" + n]) for n in S_SIGNALS})
+    outs = [sig(w) for _, w in CHECK_OUTPUTS]
+    return axi_checker(Signal(bool(0)), ResetSignal(0, active=1, isasync=False), p, m, s, *outs)
+
+
+# the checker's counts, as ports: (name, width)
+CHECK_OUTPUTS = (("checks", 32), ("violations", 32), ("rules", 32), ("rd_out", 16), ("wr_out", 16))
