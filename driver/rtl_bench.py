@@ -253,6 +253,8 @@ class BenchDevice(RegisterDevice):
         return Buffer(nbytes, DRAM_BASE, None)
 
     def _write(self, buffer: Buffer, raw: np.ndarray, offset: int) -> None:
+        if offset + raw.size > buffer.size:
+            raise DeviceError(f"write of {raw.size} bytes at offset {offset} passes the {buffer.size}-byte buffer")
         self.bench.memory.image[offset:offset + raw.size] = raw
 
     def _read(self, buffer: Buffer, offset: int, nbytes: int) -> np.ndarray:

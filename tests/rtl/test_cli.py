@@ -51,9 +51,9 @@ def test_vdla_rtl_fpga_top_cycles_and_stalls(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--stall-prob", "1.5"], "must be in [0, 1)"),
+    (["--stall-prob", "1.5"], "--stall-prob: 1.5 is outside"),
     (["--top", "fpga"], "invalid choice"),
-    (["--mem-latency", "1"], "latency of at least 2"),
+    (["--mem-latency", "1"], "--mem-latency: 1 is outside"),
 ])
 def test_vdla_rtl_bad_arguments(tmp_path, capsys, args, message):
     path = tmp_path / "p.npz"

@@ -14,8 +14,8 @@ handshake is sampled at the edge ending cycle a):
   probability p (AR/AW/W: READY low; R/B: VALID low), and each burst's response gets a random
   extra latency of up to ``latency`` cycles with probability p. Only the DMA's waiting grows;
   the data is the same.
-* **Errors.** Addresses outside the loaded image answer DECERR (reads return zeros, writes are
-  dropped); :meth:`AxiMemory.poison` makes a byte range answer SLVERR or DECERR.
+* **Errors.** Addresses outside the loaded image's pages answer DECERR (reads return zeros,
+  writes are dropped); :meth:`AxiMemory.poison` makes a byte range answer SLVERR or DECERR.
 
 This is cocotbext-axi's slave (its channel drivers, pause generators and reset handling) with
 the read and write processes replaced, so the latency is the contract's and exact.
@@ -33,6 +33,7 @@ from cocotbext.axi.axi_slave import AxiSlaveRead, AxiSlaveWrite
 from cocotbext.axi.constants import AxiResp
 
 CLOCK_PERIOD_NS = 10
+PAGE = 4096
 
 
 class _Clock:
@@ -87,7 +88,7 @@ class AxiMemory:
         self.latency, self.write_latency = latency, write_latency
         self.stall = stall
         self.rng = random.Random(seed)
-        self.base, self.image = 0, np.zeros(0, dtype=np.uint8)
+        self.base, self.size, self.image = 0, 0, np.zeros(0, dtype=np.uint8)
         self.poisoned: list[tuple[int, int, AxiResp]] = []
         self.beats = 0
         bus = AxiBus.from_prefix(dut, prefix)
@@ -107,12 +108,17 @@ class AxiMemory:
 
     # --- contents ---------------------------------------------------------------------------
     def load(self, base: int, data) -> None:
-        self.base = base
-        self.image = np.array(np.frombuffer(bytes(data), dtype=np.uint8))
+        """Map ``data`` at ``base``, in whole 4 kB pages like a page allocator's buffer (the
+        bytes after the image up to the page end read as zeros); outside them is DECERR."""
+        raw = np.frombuffer(bytes(data), dtype=np.uint8)
+        self.base, self.size = base, raw.size
+        self.image = np.zeros(-(-max(raw.size, 1) // PAGE) * PAGE, dtype=np.uint8)
+        self.image[:raw.size] = raw
         self.poisoned = []
 
     def dump(self) -> np.ndarray:
-        return self.image.copy()
+        """The image's bytes (its page padding left out)."""
+        return self.image[:self.size].copy()
 
     def poison(self, lo: int, hi: int, resp: str = "slverr") -> None:
         """Bytes [lo, hi) of the image answer ``resp`` ("slverr" or "decerr"): reads return
