@@ -34,25 +34,29 @@ from vdla_hw.errors import VdlaError
 PIPELINE = ("check_layer", "check_tensors", "choose_plan", "pack", "plan_dram", "tensorize", "hide_latency",
             "encode")
 TENSORS = ("input", "weight", "bias")
-DTYPES = {"input": np.int8, "weight": np.int8, "bias": np.int32}
+DTYPES = {"input": np.int8, "weight": np.int8, "bias": np.int32, "shift": np.int32}
 BIAS_RANGE = 1 << 12
 
 
 def random_tensors(layer: Layer, seed: int = 0) -> dict[str, np.ndarray]:
     """Random int8 input and weights and int32 bias of the layer's shapes (bias within +-4096)."""
     rng = np.random.default_rng(seed)
-    return {"input": rng.integers(-128, 128, layer.input_shape, dtype=np.int8),
-            "weight": rng.integers(-128, 128, layer.weight_shape, dtype=np.int8),
-            "bias": rng.integers(-BIAS_RANGE, BIAS_RANGE, layer.bias_shape, dtype=np.int32)}
+    tensors = {"input": rng.integers(-128, 128, layer.input_shape, dtype=np.int8),
+               "weight": rng.integers(-128, 128, layer.weight_shape, dtype=np.int8),
+               "bias": rng.integers(-BIAS_RANGE, BIAS_RANGE, layer.bias_shape, dtype=np.int32)}
+    if layer.per_channel_shift:
+        tensors["shift"] = rng.integers(0, 16, layer.bias_shape, dtype=np.int32)
+    return tensors
 
 
 def check_tensors(layer: Layer, tensors: dict | None, seed: int = 0) -> dict[str, np.ndarray]:
     """The layer's tensors, validated: right shapes, integer values in range of their dtypes."""
     if tensors is None:
         return random_tensors(layer, seed)
-    shapes = {"input": layer.input_shape, "weight": layer.weight_shape, "bias": layer.bias_shape}
+    shapes = {"input": layer.input_shape, "weight": layer.weight_shape, "bias": layer.bias_shape,
+              "shift": layer.bias_shape}
     out = {}
-    for name in TENSORS:
+    for name in TENSORS + (("shift",) if layer.per_channel_shift else ()):
         if name not in tensors or tensors[name] is None:
             raise LayerError(layer.name, name, "missing (give input, weight and bias, or none for random ones)")
         arr = np.asarray(tensors[name])
@@ -64,6 +68,8 @@ def check_tensors(layer: Layer, tensors: dict | None, seed: int = 0) -> dict[str
         if arr.size and (arr.min() < info.min or arr.max() > info.max):
             raise LayerError(layer.name, name, f"values outside the {np.dtype(DTYPES[name]).name} range")
         out[name] = arr.astype(DTYPES[name])
+    if "shift" in out and (out["shift"].min() < 0 or out["shift"].max() > 31):
+        raise LayerError(layer.name, "shift", "per-channel shifts must be in [0, 31]")
     return out
 
 
@@ -72,7 +78,8 @@ def as_conv_tensors(layer: Layer, tensors: dict) -> dict[str, np.ndarray]:
     if isinstance(layer, Conv2D):
         return tensors
     return {"input": np.ascontiguousarray(tensors["input"].T[None, :, None, :]),
-            "weight": tensors["weight"][:, :, None, None], "bias": tensors["bias"]}
+            "weight": tensors["weight"][:, :, None, None], "bias": tensors["bias"],
+            **({"shift": tensors["shift"]} if "shift" in tensors else {})}
 
 
 @functools.lru_cache(maxsize=256)
@@ -99,7 +106,8 @@ def pack(plan: Plan, tensors: dict) -> dict[str, np.ndarray]:
     c = plan.config
     return {"inp": layout.pack_activations(tensors["input"], c.batch, c.block_in),
             "wgt": layout.pack_weights(tensors["weight"], c.block_out, c.block_in),
-            "bias": layout.pack_bias(tensors["bias"], c.batch, c.block_out)}
+            "bias": layout.pack_bias(tensors["bias"], c.batch, c.block_out),
+            **({"shift": layout.pack_bias(tensors["shift"], c.batch, c.block_out)} if "shift" in tensors else {})}
 
 
 def compile_layer(layer: Layer, config: Config | str | None = None, *, tensors: dict | None = None,

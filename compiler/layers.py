@@ -4,7 +4,10 @@ A layer is a small frozen value; :meth:`check` validates it against a configurat
 :class:`LayerError` naming the layer and the field. Both layers end in the same
 requantization::
 
-    y = clip((acc + bias) >> shift, lo, 127)      lo = 0 with relu, else -128
+    y = clip((acc + bias) >> shift, lo, hi)       lo = clip_lo, else 0 with relu, else -128; hi = clip_hi (127)
+
+``shift`` is one amount, or with ``per_channel_shift`` a (O,) int32 tensor ``shift`` (loaded into
+ACC beside the bias; the ALU shifts each output channel by its own amount).
 
 with ``acc`` the int32 sum of int8 products and ``>>`` an arithmetic shift. Tensors: conv2d
 input NCHW int8, weights OIHW int8, bias (O,) int32, output NCHW int8; dense input (N, I) int8,
@@ -32,6 +35,22 @@ class LayerError(VdlaError):
         super().__init__(f"layer {layer}: {field}: {why}")
 
 
+def _lo(layer) -> int:
+    if layer.clip_lo is not None:
+        return layer.clip_lo
+    return 0 if layer.relu else -(OUT_MAX + 1)
+
+
+def _check_clip(layer) -> None:
+    for field in ("clip_lo", "clip_hi"):
+        value = getattr(layer, field)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not -(OUT_MAX + 1) <= value <= OUT_MAX):
+            raise LayerError(layer.name, field, f"must be an integer in [-128, 127], got {value!r}")
+    if _lo(layer) > layer.clip_hi:
+        raise LayerError(layer.name, "clip_hi", f"{layer.clip_hi} is below the lower bound {_lo(layer)}")
+
+
 def _positive(layer: str, **values) -> None:
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -53,6 +72,9 @@ class Conv2D:
     pad: int = 0
     shift: int = 0
     relu: bool = False
+    clip_lo: int | None = None  # clip bounds of the requantization (default: ``lo``/127)
+    clip_hi: int = OUT_MAX
+    per_channel_shift: bool = False  # shift by a (O,) int32 tensor ``shift`` instead of ``shift``
 
     def __post_init__(self):
         _positive(self.name, n=self.n, h=self.h, w=self.w, ic=self.ic, oc=self.oc, k=self.k, stride=self.stride)
@@ -60,6 +82,7 @@ class Conv2D:
             raise LayerError(self.name, "pad", f"must be a non-negative integer, got {self.pad!r}")
         if isinstance(self.shift, bool) or not isinstance(self.shift, int) or not 0 <= self.shift <= 31:
             raise LayerError(self.name, "shift", f"must be an integer in [0, 31], got {self.shift!r}")
+        _check_clip(self)
         if self.h + 2 * self.pad < self.k or self.w + 2 * self.pad < self.k:
             raise LayerError(self.name, "k", f"kernel {self.k} is larger than the padded input "
                              f"{self.h + 2 * self.pad}x{self.w + 2 * self.pad}")
@@ -75,7 +98,12 @@ class Conv2D:
     @property
     def lo(self) -> int:
         """Lower clip bound of the requantization."""
-        return 0 if self.relu else -(OUT_MAX + 1)
+        return _lo(self)
+
+    @property
+    def hi(self) -> int:
+        """Upper clip bound of the requantization."""
+        return self.clip_hi
 
     @property
     def macs(self) -> int:
@@ -144,15 +172,23 @@ class Dense:
     oc: int
     shift: int = 0
     relu: bool = False
+    clip_lo: int | None = None
+    clip_hi: int = OUT_MAX
+    per_channel_shift: bool = False
 
     def __post_init__(self):
         _positive(self.name, n=self.n, ic=self.ic, oc=self.oc)
         if isinstance(self.shift, bool) or not isinstance(self.shift, int) or not 0 <= self.shift <= 31:
             raise LayerError(self.name, "shift", f"must be an integer in [0, 31], got {self.shift!r}")
+        _check_clip(self)
 
     @property
     def lo(self) -> int:
-        return 0 if self.relu else -(OUT_MAX + 1)
+        return _lo(self)
+
+    @property
+    def hi(self) -> int:
+        return self.clip_hi
 
     @property
     def macs(self) -> int:
@@ -181,7 +217,8 @@ class Dense:
     def as_conv2d(self) -> Conv2D:
         """The equivalent 1x1 convolution over a 1 x N image (batch rows become pixels)."""
         return Conv2D(name=self.name, n=1, h=1, w=self.n, ic=self.ic, oc=self.oc, k=1,
-                      shift=self.shift, relu=self.relu)
+                      shift=self.shift, relu=self.relu, clip_lo=self.clip_lo, clip_hi=self.clip_hi,
+                      per_channel_shift=self.per_channel_shift)
 
     def check(self, config: Config) -> None:
         self.as_conv2d().check(config)

@@ -13,7 +13,7 @@ import re
 from driver.device import DeviceError
 
 PACKAGE_FORMAT = "vdla-package"
-PACKAGE_VERSION = 1
+PACKAGE_VERSION = 2  # 2: zero points in the graph, a bundle per group of a grouped conv, more kernel families
 MANIFEST = "manifest.json"
 _NAME = re.compile(r"[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*")
 

@@ -31,9 +31,8 @@ import numpy as np
 
 from compiler.accel import compile_layer
 from compiler.network import PartitionOptions, partition
-from compiler.network.alu_add import compile_add
-from compiler.network.executor import Executor
-from compiler.network.partition import conv_layer, dense_layer
+from compiler.network.executor import Executor, compile_vdla_add
+from compiler.network.vdla_ops import Part, vdla_parts
 from compiler.network.report import summarise
 from compiler.quantize.qgraph import QGraph, QNode
 from dse import activity as act
@@ -51,49 +50,51 @@ def cycle_config(config: Config) -> Config:
     return Config(name=f"{config.name}@cycles", params=params, sources=config.sources)
 
 
-def _layer_of(node: QNode, q: QGraph):
-    shape = q.shapes[node.inputs[0]]
-    layer = conv_layer(node, shape) if node.op == "conv" else dense_layer(node, shape)
-    return dataclasses.replace(layer, name="layer")  # the name plays no part in the program
+def _layer_of(part: Part):
+    return dataclasses.replace(part.layer, name="layer")  # the name plays no part in the program
+
+
+def programs_of(node: QNode, q: QGraph) -> list[Part | None]:
+    """The accelerator programs of op ``node``: None for an ALU add, else one part per GEMM layer
+    (one per group of a grouped conv)."""
+    return [None] if node.op == "add" else vdla_parts(node, q.shapes[node.inputs[0]])
 
 
 def _random_int8(shape, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(-128, 128, shape, dtype=np.int8)
 
 
-def compile_op(node: QNode, q: QGraph, config: Config, vthreads: int | None):
-    """The program of accelerator op ``node`` on ``config``, compiled with random tensors."""
+def compile_op(node: QNode, q: QGraph, config: Config, vthreads: int | None, part: Part | None = None):
+    """The program of accelerator op ``node`` (its ``part``) on ``config``, compiled with random tensors."""
     if node.op == "add":
-        a = node.attrs
         shape = q.shapes[node.inputs[0]]
-        bundle = compile_add(_random_int8(shape, 1), _random_int8(shape, 2), a_shift=a["a_shift"],
-                             b_shift=a["b_shift"], shift=a["shift"], relu=a["relu"], config=config, name="add")
-        return bundle
-    return compile_layer(_layer_of(node, q), config, vthreads=vthreads)
+        return compile_vdla_add(node, [_random_int8(shape, 1), _random_int8(shape, 2)], config)
+    return compile_layer(_layer_of(part), config, vthreads=vthreads)
 
 
-def layer_key(node: QNode, q: QGraph, config: Config, vthreads: int | None) -> str:
+def layer_key(node: QNode, q: QGraph, config: Config, vthreads: int | None, part: Part | None = None) -> str:
     """What a layer timing depends on: the op's shapes and attributes (not its weights), the
     configuration's parameters and the virtual threads (plus the code, see dse.cache)."""
     if node.op == "add":
         a = node.attrs
-        what = ["add", list(q.shapes[node.inputs[0]]), a["a_shift"], a["b_shift"], a["shift"], bool(a["relu"])]
+        what = ["add", list(q.shapes[node.inputs[0]]), a["a_shift"], a["b_shift"], a["shift"], a["offset"], a["lo"],
+                a["hi"]]
     else:
-        what = _layer_of(node, q).describe()
+        what = _layer_of(part).describe()
     return digest(what, config.params, vthreads)
 
 
 def layer_timing(node: QNode, q: QGraph, config: Config, vthreads: int | None, disk: DiskCache,
-                 stats: dict) -> dict:
-    """The timing of accelerator op ``node`` on ``config`` (a cycle configuration), from the
-    caches or compiled and simulated now."""
+                 stats: dict, part: Part | None = None) -> dict:
+    """The timing of accelerator op ``node`` (its ``part``) on ``config`` (a cycle configuration),
+    from the caches or compiled and simulated now."""
     import vdla_sim
 
-    key = layer_key(node, q, config, vthreads)
+    key = layer_key(node, q, config, vthreads, part)
     timing = _TIMINGS.get(key) or disk.get("layers", key)
     if timing is None:
         start = time.perf_counter()
-        bundle = compile_op(node, q, config, vthreads)
+        bundle = compile_op(node, q, config, vthreads, part)
         compiled = time.perf_counter()
         sim = vdla_sim.simulate(bundle, race_check=False)
         stats["compile_s"] += compiled - start
@@ -143,9 +144,11 @@ class TimingExecutor(Executor):
         super().__init__(q, placements, device, **options)
         self.programs = programs
 
-    def bundle_for(self, node: QNode, args):
-        layer = None if node.op == "add" else _layer_of(node, self.q)
-        return self.programs[node.name], layer
+    def bundles_for(self, node: QNode, args):
+        if node.op == "add":
+            return [(self.programs[node.name], None, [(a.shape, "int32") for a in args])]
+        return [(self.programs[part.key], part.layer, [(part.layer.input_shape, "int8")])
+                for part in programs_of(node, self.q)]
 
     def image_bytes(self, program: TimedProgram) -> int:
         return program.timing["image_bytes"]
@@ -175,8 +178,9 @@ def evaluate(q: QGraph, config: Config, knobs: dict, cache_dir=None, cpu: str = 
     placements = partition(q, config, options)
     cycles = cycle_config(config)
     stats = {"compile_s": 0.0, "simulate_s": 0.0, "programs_simulated": 0, "programs_reused": 0}
-    programs = {node.name: TimedProgram(layer_timing(node, q, cycles, vthreads, disk, stats))
-                for node in q.nodes if placements[node.name].target == "vdla"}
+    programs = {node.name if part is None else part.key:
+                TimedProgram(layer_timing(node, q, cycles, vthreads, disk, stats, part))
+                for node in q.nodes if placements[node.name].target == "vdla" for part in programs_of(node, q)}
     timed = time.perf_counter()
     x = np.zeros(q.shapes[q.input], dtype=np.float32)
     # workers=0: a sweep already runs points in parallel; each kernel is analysed once, then cached.

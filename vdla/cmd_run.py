@@ -7,7 +7,9 @@ import json
 import sys
 from pathlib import Path
 
+from compiler.quantize.calibrate import METHODS
 from vdla.argtypes import int_range, output_dir, output_file, seed
+from vdla.inputs import IMAGENET, existing_path, input_shape_arg, normalize_arg
 from vdla_hw.errors import VdlaError
 
 
@@ -51,12 +53,20 @@ def cmd_run(args) -> int:
                         f"instruction spans); run --target {args.target} without --plots")
     options = PartitionOptions(stem_on_vdla=args.stem_on_vdla, add_on_vdla=args.add_on_vdla,
                                fc_on_vdla=args.fc_on_vdla)
+    calibration = args.calibration if args.calibration is not None else 4
     report = run_network(args.model, config=args.config, target=args.target, resolution=args.resolution,
-                         options=options, vthreads=args.vthreads, progress=_progress, cpu=args.cpu)
+                         options=options, vthreads=args.vthreads, progress=_progress, cpu=args.cpu,
+                         input_shape=args.input_shape, calibration=calibration, method=args.calibration_method,
+                         normalize=args.normalize, images=args.images, x=args.input)
     if not report.bit_exact:
         raise VdlaError(f"{args.model}: the executed network's output differs from the numpy reference of the "
                         "quantized graph (a bug: please report it with this command line)")
     written = write_outputs(report, Path(args.plots)) if args.plots else []
+    if args.output:
+        import numpy as np
+
+        np.save(args.output, report.output_float)
+        written.append(Path(args.output))
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
@@ -65,7 +75,10 @@ def cmd_run(args) -> int:
         errors = sorted(q["per_layer_error"].values())
         median = f"{errors[len(errors) // 2] * 100:.1f}%" if errors else "n/a (no quantized layers)"
         print(f"quantization: top-1 agreement with the float model {q['top1_agreement'] * 100:.0f}% on "
-              f"{q['test_inputs']} inputs; median per-layer error {median}")
+              f"{q['test_inputs']} inputs ({q['test_source']}); median per-layer error {median}; output RMS error "
+              f"{q['output_rms_error']:.4g} ({q['output_relative_error'] * 100:.2f}% of the float output's RMS)")
+        print(f"calibration: {q['calibration']['method']} on {q['calibration']['count']} inputs "
+              f"({q['calibration']['source']}); executed input: {report.input['source']}")
         print(f"bit exact vs the quantized numpy reference: {report.bit_exact}   output sha256 {report.output_sha256}")
         t = report.timings
         print(f"wall time {t['total']:.1f} s (simulation {t['simulate']:.1f} s, compile {t['compile']:.1f} s)")
@@ -94,7 +107,7 @@ def add_parser(sub) -> None:
     from compiler.cpu_fallback.cost.cpus import cpu_names
 
     run = sub.add_parser("run", help="the offload study: import, quantize, partition and run a network")
-    run.add_argument("model", help="resnet18, resnet34 or a float ONNX file")
+    run.add_argument("model", help="resnet18, resnet34 or a float ONNX file (opset 13-21)")
     run.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
     run.add_argument("--target", default="sim", choices=["sim", "rtl", "pynq"],
                      help="device backend for accelerator ops (rtl: Verilator, slow; pynq: on the board)")
@@ -104,9 +117,26 @@ def add_parser(sub) -> None:
     run.add_argument("--vthreads", type=int_range(1), default=None, help="virtual threads per layer (default: search)")
     run.add_argument("--stem-on-vdla", action="store_true", help="run the 3-channel stem on VDLA (padded to 16)")
     run.add_argument("--add-on-vdla", action="store_true", help="run residual adds on the ALU")
-    run.add_argument("--fc-on-vdla", action="store_true", help="run the classifier as a GEMM")
+    run.add_argument("--fc-on-vdla", action="store_true",
+                     help="run the classifiers as GEMMs (the last layer then keeps int8 instead of int32 logits)")
     run.add_argument("--cpu", default="cortex-a9", choices=cpu_names(),
                      help="CPU whose modelled times the report gives (default cortex-a9, the PYNQ-Z1's)")
+    run.add_argument("--input-shape", type=input_shape_arg, metavar="N,C,H,W",
+                     help="the input's shape, for an ONNX model with dynamic dimensions")
+    run.add_argument("--calibration", type=existing_path, metavar="DIR|FILE",
+                     help="calibration inputs: a folder of images, an image, or a .npy/.npz of inputs "
+                          "(default: 4 synthetic images)")
+    run.add_argument("--calibration-method", choices=METHODS, default="mse",
+                     help="how each value's power-of-two scale is chosen (default mse)")
+    run.add_argument("--images", type=existing_path, metavar="DIR|FILE",
+                     help="test inputs (e.g. a folder of images): classified by the float and the int8 model, "
+                          "agreement reported; the first is the executed input unless --input is given")
+    run.add_argument("--normalize", type=normalize_arg, default=IMAGENET, metavar="imagenet|none|M,M,M/S,S,S",
+                     help="per-channel normalisation of images (default imagenet: torchvision's mean and std)")
+    run.add_argument("--input", type=existing_path, metavar="FILE",
+                     help="the executed input: .npy/.npz (float32, the model's shape, already normalised) or an image")
+    run.add_argument("--output", type=output_file, metavar="FILE",
+                     help="write the network's final output, dequantized to float32, as .npy")
     run.set_defaults(func=cmd_run)
 
     model = sub.add_parser("model", help="write a built-in model (deterministic random weights) as ONNX")

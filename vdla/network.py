@@ -17,12 +17,12 @@ import numpy as np
 from compiler.frontend import from_model, load_onnx
 from compiler.frontend import float_ref
 from compiler.frontend.graph import Graph, ModelError
-from compiler.frontend.inputs import synthetic_images
 from compiler.network import PartitionOptions, execute, partition
 from compiler.network.report import summarise
 from compiler.quantize import quantize_graph, reference
 from compiler.quantize.qgraph import QGraph
 from driver import open_device
+from vdla.inputs import IMAGENET, Inputs, load_inputs, synthetic
 from vdla_hw.config import load_config
 from vdla_hw.limits import MAX_TENSOR_BYTES, RESNET_MAX_RESOLUTION, mib
 
@@ -40,9 +40,12 @@ def board_runtime():
 CALIBRATION_SEED, TEST_SEED = 1, 2
 
 
-def load_model(model: str, resolution: int = 224) -> Graph:
-    """A built-in model name (resnet18, resnet34) or the path of a float ONNX file."""
+def load_model(model: str, resolution: int = 224, input_shape: tuple[int, ...] | None = None) -> Graph:
+    """A built-in model name (resnet18, resnet34) or the path of a float ONNX file (``input_shape``
+    fixes its dynamic dimensions)."""
     if model in BUILTIN:
+        if input_shape is not None:
+            raise ModelError(model, "--input-shape is for ONNX files; the built-in models take --resolution")
         from compiler.frontend.resnet import build_resnet
 
         if not 32 <= resolution <= RESNET_MAX_RESOLUTION:
@@ -52,7 +55,7 @@ def load_model(model: str, resolution: int = 224) -> Graph:
     path = Path(model)
     if path.suffix.lower() != ".onnx" and not path.exists():
         raise ModelError(model, f"not a built-in model ({', '.join(BUILTIN)}) nor an ONNX file")
-    return check_sizes(load_onnx(path), model)
+    return check_sizes(load_onnx(path, input_shape), model)
 
 
 def check_sizes(graph: Graph, model: str) -> Graph:
@@ -65,26 +68,35 @@ def check_sizes(graph: Graph, model: str) -> Graph:
     return graph
 
 
-def quantize_model(graph: Graph, model: str, calibration: int = 4) -> QGraph:
-    """The int8 graph of ``graph`` (named ``model`` in errors), calibrated on ``calibration``
-    synthetic images: what ``vdla run`` and ``vdla sweep`` execute."""
-    _, channels, height, width = graph.shapes[graph.input]
-    if height != width:
-        raise ModelError(model, f"input {height}x{width} is not square; the image generator makes square inputs")
-    return quantize_graph(graph, synthetic_images(calibration, height, CALIBRATION_SEED, channels))
+def quantize_model(graph: Graph, model: str, calibration: int = 4, wide_output: bool = True) -> QGraph:
+    """The int8 graph of ``graph`` calibrated on ``calibration`` synthetic inputs: what ``vdla run``
+    and ``vdla sweep`` execute by default."""
+    return quantize_graph(graph, synthetic(graph.shapes[graph.input], calibration, CALIBRATION_SEED).array,
+                          wide_output=wide_output)
 
 
-def quantization_report(graph: Graph, q: QGraph, images: np.ndarray) -> dict:
-    """Per-layer relative RMS error of the int8 network against the float one, and top-1 agreement."""
-    fv, qv = float_ref.run(graph, images), reference.run(q, images)
+def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
+    """Per-layer relative RMS error of the int8 network against the float one, the final output's
+    RMS error, and top-1 agreement, on the test inputs."""
+    fv, qv = float_ref.run(graph, tests.array), reference.run(q, tests.array)
     errors = {}
     for node in q.nodes[1:]:
-        f = fv[node.output]
-        d = qv[node.output].astype(np.float64) * 2.0 ** -q.fracs[node.output]
-        errors[node.name] = float(np.sqrt(((f - d) ** 2).mean()) / max(np.sqrt((f.astype(np.float64) ** 2).mean()), 1e-12))
-    agree = float((fv[graph.output].argmax(axis=1) == qv[q.output].argmax(axis=1)).mean())
-    return {"per_layer_error": errors, "top1_agreement": agree, "test_inputs": len(images),
-            "scales": "power-of-two per value and per layer of weights, MSE-chosen on the calibration inputs"}
+        f = fv[node.output].astype(np.float64)
+        d = q.dequantize(node.output, qv[node.output])
+        errors[node.name] = float(np.sqrt(((f - d) ** 2).mean()) / max(np.sqrt((f ** 2).mean()), 1e-12))
+    want, got = fv[graph.output].astype(np.float64), q.dequantize_output(qv[q.output]).astype(np.float64)
+    rms = float(np.sqrt(((got - want) ** 2).mean()))
+    flat_f, flat_q = want.reshape(len(want), -1), got.reshape(len(got), -1)
+    report = {"per_layer_error": errors, "output_rms_error": rms,
+              "output_relative_error": rms / max(float(np.sqrt((want ** 2).mean())), 1e-12),
+              "top1_agreement": float((flat_f.argmax(axis=1) == flat_q.argmax(axis=1)).mean()),
+              "test_inputs": len(tests.array), "test_source": tests.source,
+              "scales": "power-of-two per value (zero point -128 for never-negative values), weights per layer "
+                        "or per output channel"}
+    if tests.names:
+        report["images"] = [{"file": name, "float_top1": int(f.argmax()), "int8_top1": int(g.argmax())}
+                            for name, f, g in zip(tests.names, flat_f, flat_q)]
+    return report
 
 
 @dataclass
@@ -99,7 +111,9 @@ class NetworkReport:
     bit_exact: bool
     output: np.ndarray
     timings: dict = field(default_factory=dict)
-    resolution: int = 0   # input height (= width) of the network
+    resolution: int = 0   # input height of the network
+    input: dict = field(default_factory=dict)
+    output_float: np.ndarray | None = None  # the output dequantized (float32)
 
     @property
     def output_sha256(self) -> str:
@@ -107,76 +121,98 @@ class NetworkReport:
 
     def as_dict(self) -> dict:
         return {"model": self.model, "config": self.config_name, "fingerprint": self.fingerprint,
-                "target": self.target, "resolution": self.resolution, "layers": [r.as_dict() for r in self.records], "totals": self.totals,
-                "quantization": self.quantization, "bit_exact": self.bit_exact,
-                "output_sha256": self.output_sha256, "wall_seconds": self.timings}
+                "target": self.target, "resolution": self.resolution, "layers": [r.as_dict() for r in self.records],
+                "totals": self.totals, "quantization": self.quantization, "bit_exact": self.bit_exact,
+                "input": self.input, "output_shape": list(self.output.shape), "output_sha256": self.output_sha256,
+                "wall_seconds": self.timings}
 
 
 @dataclass
 class Prepared:
-    """What every run of a model starts from: the float graph, its quantized graph (calibrated on
-    ``calibration`` synthetic images), the test images, the placements and the configuration."""
+    """What every run of a model starts from: the float graph, its quantized graph, the test
+    inputs, the placements and the configuration."""
 
     graph: Graph
     q: QGraph
-    tests: np.ndarray
+    tests: np.ndarray         # the test inputs (batch axis first)
     placements: dict
     config: object
     timings: dict
+    calibration: Inputs | None = None
+    test_set: Inputs | None = None  # the test inputs with their source
 
 
 def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
-            options: PartitionOptions = PartitionOptions(), calibration: int = 4, test_inputs: int = 4,
-            progress=None) -> Prepared:
-    """Import, quantize and partition ``model`` (the same for ``vdla run`` and ``vdla deploy``)."""
+            options: PartitionOptions = PartitionOptions(), calibration: int | str = 4, test_inputs: int = 4,
+            progress=None, input_shape: tuple[int, ...] | None = None, method: str = "mse",
+            normalize=IMAGENET, images: str | None = None) -> Prepared:
+    """Import, quantize and partition ``model`` (the same for ``vdla run`` and ``vdla deploy``).
+
+    ``calibration``: a number of synthetic inputs, or a folder of images / an image / a .npy or
+    .npz of inputs; ``images``: test inputs (the quantization report's) from such a source,
+    instead of ``test_inputs`` synthetic ones.
+    """
     say = progress or (lambda message: None)
     config = load_config(config)
     start = time.perf_counter()
     say(f"importing {model}" + (f" at {resolution}x{resolution}" if model in BUILTIN else ""))
-    graph = load_model(model, resolution)
-    _, channels, height, _ = graph.shapes[graph.input]
+    graph = load_model(model, resolution, input_shape)
+    shape = graph.shapes[graph.input]
     imported = time.perf_counter()
-    say(f"quantizing on {calibration} calibration inputs")
-    q = quantize_model(graph, model, calibration)
-    tests = synthetic_images(test_inputs, height, TEST_SEED, channels)
+    calib = load_inputs(calibration, shape, normalize) if isinstance(calibration, str) else \
+        synthetic(shape, calibration, CALIBRATION_SEED)
+    say(f"quantizing ({method}) on {len(calib.array)} calibration inputs: {calib.source}")
+    q = quantize_graph(graph, calib.array, method=method, wide_output=not options.fc_on_vdla)
+    tests = load_inputs(images, shape, normalize) if images else synthetic(shape, test_inputs, TEST_SEED)
     placements = partition(q, config, options)
-    return Prepared(graph, q, tests, placements, config,
-                    {"import": imported - start, "quantize": time.perf_counter() - imported})
+    return Prepared(graph, q, tests.array, placements, config,
+                    {"import": imported - start, "quantize": time.perf_counter() - imported}, calib, tests)
 
 
 def run_network(model: str = "resnet18", *, config=None, target: str = "sim", resolution: int = 224,
                 options: PartitionOptions = PartitionOptions(), vthreads: int | None = None,
-                calibration: int = 4, test_inputs: int = 4, progress=None, cpu: str = DEFAULT_CPU) -> NetworkReport:
+                calibration: int | str = 4, test_inputs: int = 4, progress=None, cpu: str = DEFAULT_CPU,
+                input_shape: tuple[int, ...] | None = None, method: str = "mse", normalize=IMAGENET,
+                images: str | None = None, x: str | None = None) -> NetworkReport:
     """Import, quantize, partition and run ``model`` once on ``target``; check it bit for bit.
-    ``cpu`` names the CPU whose modelled times the report gives (``cost.cpu_names()``)."""
+    ``cpu`` names the CPU whose modelled times the report gives (``cost.cpu_names()``). The
+    executed input is ``x`` (a .npy/.npz or image file), else the first test input."""
     from compiler.cpu_fallback.cost import CpuModel
 
     say = progress or (lambda message: None)
     cpu_model = CpuModel(cpu)
     clock = {"start": time.perf_counter()}
     p = prepare(model, config=config, resolution=resolution, options=options, calibration=calibration,
-                test_inputs=test_inputs, progress=progress)
-    graph, q, tests, placements, config = p.graph, p.q, p.tests, p.placements, p.config
+                test_inputs=test_inputs, progress=progress, input_shape=input_shape, method=method,
+                normalize=normalize, images=images)
+    graph, q, tests, placements, config = p.graph, p.q, p.test_set, p.placements, p.config
     quant = quantization_report(graph, q, tests)
+    quant["calibration"] = {**p.calibration.describe(), "method": method}
+    batch = graph.shapes[graph.input][0]
+    run_input = load_inputs(x, graph.shapes[graph.input], normalize) if x else \
+        Inputs(tests.array[:batch], tests.source + " (the first)", tests.names[:batch])
+    if len(run_input.array) != batch:
+        raise ModelError(model, f"--input {x} holds {len(run_input.array)} samples; the model runs {batch} at a time")
     clock["import"] = clock["start"] + p.timings["import"]
     clock["quantize"] = time.perf_counter()
     device = open_device(target, config)
     say(f"running {sum(p.target == 'vdla' for p in placements.values())} ops on VDLA ({target}, {config.name}) "
         f"and {sum(p.target == 'cpu' for p in placements.values())} on the CPU")
-    x = tests[:1]
-    result = execute(q, x, placements, device, progress=say, vthreads=vthreads, cpu_model=cpu_model,
+    result = execute(q, run_input.array, placements, device, progress=say, vthreads=vthreads, cpu_model=cpu_model,
                      runtime=board_runtime())
     clock["execute"] = time.perf_counter()
-    bit_exact = bool(np.array_equal(result.output, reference.forward(q, x)))
+    bit_exact = bool(np.array_equal(result.output, reference.forward(q, run_input.array)))
     clock["check"] = time.perf_counter()
     timings = {"import": clock["import"] - clock["start"], "quantize": clock["quantize"] - clock["import"],
                "execute": clock["execute"] - clock["quantize"], "simulate": result.sim_wall_seconds,
                "compile": result.compile_wall_seconds, "cpu_kernels": result.cpu_wall_seconds,
                "cpu_model": result.model_wall_seconds,
                "reference_check": clock["check"] - clock["execute"], "total": clock["check"] - clock["start"]}
+    shape = graph.shapes[graph.input]
     return NetworkReport(model, config.name, config.fingerprint, target, result.records,
                          summarise(result.records, cpu_model.describe()), quant, bit_exact, result.output, timings,
-                         resolution=int(tests.shape[2]))
+                         resolution=int(shape[2]) if len(shape) == 4 else 0, input=run_input.describe(),
+                         output_float=q.dequantize_output(result.output))
 
 
 def roofline_without_latency_hiding(report: NetworkReport, progress=None) -> dict[str, tuple[float, float]]:

@@ -5,9 +5,10 @@ not matter to the code).
 
 - Residual add with requantization and saturation (int8, int8 -> int8)::
 
-      out = clip(((a << a_shift) + (b << b_shift)) >> shift, 0 if relu else -128, 127)
+      out = clip(((a << a_shift) + (b << b_shift) + offset) >> shift, lo, hi)
 
-  in int32, arithmetic right shift. ``a_shift``/``b_shift`` align two power-of-two scales
+  in int32, arithmetic right shift; ``offset`` holds the zero points and the rounding half
+  step, ``lo`` defaults to 0 with ``relu`` else -128. ``a_shift``/``b_shift`` align two power-of-two scales
   (scale_a = 2**-fa etc.: to add at the finer scale f = max(fa, fb), shift each left by
   f - f_x; ``shift`` = f - f_out). With all shifts 0 it is a saturating int8 add.
 - ReLU (int8 -> int8): ``out = max(x, 0)``.
@@ -40,6 +41,9 @@ class AddSpec(KernelSpec):
     b_shift: int = 0
     shift: int = 0
     relu: bool = False
+    offset: int = 0
+    lo: int = None
+    hi: int = 127
 
     def __post_init__(self):
         check_positive(self.family, size=self.size)
@@ -47,6 +51,11 @@ class AddSpec(KernelSpec):
         check_range(self.family, "b_shift", self.b_shift, 0, 16)
         check_range(self.family, "shift", self.shift, 0, 31)
         check_bool(self.family, "relu", self.relu)
+        check_range(self.family, "offset", self.offset, -2**24, 2**24)
+        if self.lo is None:
+            object.__setattr__(self, "lo", 0 if self.relu else -128)
+        check_range(self.family, "lo", self.lo, -128, 127)
+        check_range(self.family, "hi", self.hi, self.lo, 127)
         super().__post_init__()
 
     def args(self):
@@ -68,7 +77,10 @@ class AddSpec(KernelSpec):
                 va = b.shl(va, L.const(self.a_shift))
             if self.b_shift:
                 vb = b.shl(vb, L.const(self.b_shift))
-            L.store(b, L.requantize(b, b.add(va, vb), self.shift, self.relu), out, k, L.I8)
+            total = b.add(va, vb)
+            if self.offset:
+                total = b.add(total, L.const(self.offset))
+            L.store(b, L.requantize(b, total, self.shift, lo=self.lo, hi=self.hi), out, k, L.I8)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

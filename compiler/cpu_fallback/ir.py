@@ -141,15 +141,16 @@ def smin(builder, a, b):
     return builder.select(builder.icmp_signed("<", a, b), a, b)
 
 
-def requantize(builder, acc, shift, relu):
-    """int32 -> int8: ``clip(acc >> shift, 0 if relu else -128, 127)``, arithmetic shift.
+def requantize(builder, acc, shift, relu=False, lo=None, hi=127):
+    """int32 -> int8: ``clip(acc >> shift, lo, hi)``, arithmetic shift; ``lo`` defaults to 0 with
+    ``relu``, else -128. ``shift`` is an int or an i32 value (a per-channel shift).
 
     The caller has already added the bias to ``acc`` (int32, wrapping).
     """
-    if shift:
-        acc = builder.ashr(acc, const(shift))
-    acc = smax(builder, acc, const(0 if relu else -128))
-    acc = smin(builder, acc, const(127))
+    if not isinstance(shift, int) or shift:
+        acc = builder.ashr(acc, as_value(shift))
+    acc = smax(builder, acc, const((0 if relu else -128) if lo is None else lo))
+    acc = smin(builder, acc, const(hi))
     return builder.trunc(acc, I8)
 
 

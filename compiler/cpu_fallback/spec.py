@@ -120,9 +120,10 @@ def check_positive(family, **values):
         check_range(family, name, value, 1, INT32_MAX)
 
 
-def out_size(size, kernel, stride, pad):
-    """Output length of a window of ``kernel`` with ``stride``/``pad`` over ``size`` (floor)."""
-    return (size + 2 * pad - kernel) // stride + 1
+def out_size(size, kernel, stride, pad, pad_hi=None):
+    """Output length of a window of ``kernel`` with ``stride`` over ``size`` padded by ``pad``
+    before and ``pad_hi`` (default ``pad``) after (floor)."""
+    return (size + pad + (pad if pad_hi is None else pad_hi) - kernel) // stride + 1
 
 
 def valid_range(kernel_offset, stride, pad, in_size, out_len):
@@ -137,9 +138,54 @@ def check_bool(family, name, value):
         raise KernelParamError(f"{family}: parameter {name} must be a bool, got {value!r}")
 
 
+def as_tuple(spec, name, count):
+    """Normalise field ``name`` of a frozen spec to a ``count``-tuple of ints (an int repeats)."""
+    value = getattr(spec, name)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (int(value),) * count
+    if not isinstance(value, (tuple, list)) or len(value) != count or \
+            any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in value):
+        raise KernelParamError(f"{spec.family}: parameter {name} must be an int or {count} ints, got {value!r}")
+    object.__setattr__(spec, name, tuple(int(v) for v in value))
+    return getattr(spec, name)
+
+
 def check_window(spec, h, w, kh, kw, stride, pad):
-    """Raise unless a kh x kw window (stride, pad) gives at least one output on an h x w input."""
-    if out_size(h, kh, stride, pad) < 1 or out_size(w, kw, stride, pad) < 1:
+    """Raise unless a kh x kw window gives at least one output on an h x w input; ``stride`` an
+    int or (sh, sw), ``pad`` an int or (top, left, bottom, right)."""
+    sh, sw = (stride, stride) if isinstance(stride, int) else stride
+    pt, pl, pb, pr = (pad,) * 4 if isinstance(pad, int) else pad
+    if out_size(h, kh, sh, pt, pb) < 1 or out_size(w, kw, sw, pl, pr) < 1:
         raise KernelParamError(
             f"{spec.family}: a {kh}x{kw} window with stride {stride} and pad {pad} does not fit "
             f"a {h}x{w} input ({spec.describe()})")
+
+
+class Window:
+    """Mixin of specs with a kh x kw window over an (h, w) input: ``stride`` (sh, sw) and ``pad``
+    (top, left, bottom, right) tuples; output size and, per window offset, the valid outputs."""
+
+    @property
+    def oh(self):
+        return out_size(self.h, self.kh, self.stride[0], self.pad[0], self.pad[2])
+
+    @property
+    def ow(self):
+        return out_size(self.w, self.kw, self.stride[1], self.pad[1], self.pad[3])
+
+    def ranges(self):
+        """([valid output rows per kernel row], [valid output columns per kernel column])."""
+        (sh, sw), (pt, pl, _, _) = self.stride, self.pad
+        return ([valid_range(i, sh, pt, self.h, self.oh) for i in range(self.kh)],
+                [valid_range(j, sw, pl, self.w, self.ow) for j in range(self.kw)])
+
+
+def check_clip(spec, wide: bool, relu: bool = False):
+    """Default and check the clip bounds ``lo``/``hi`` of a requantizing spec (int8, or int32 if wide)."""
+    low, high = (-2**31, 2**31 - 1) if wide else (-128, 127)
+    if spec.lo is None:
+        object.__setattr__(spec, "lo", 0 if relu else low)
+    if spec.hi is None:
+        object.__setattr__(spec, "hi", high)
+    check_range(spec.family, "lo", spec.lo, low, high)
+    check_range(spec.family, "hi", spec.hi, spec.lo, high)

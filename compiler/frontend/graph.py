@@ -1,18 +1,32 @@
 """The float graph IR the front end produces: a list of nodes in topological order.
 
-Ops and their attributes (all tensors NCHW float32; weights are numpy arrays):
+Every value is a float32 tensor (activations NCHW, or (N, K) for 2-D models); weights and
+constants are numpy arrays in the attributes. The float meaning of every op is
+``compiler.frontend.float_ops``.
 
-========  =========================================================================
-op        attrs
-========  =========================================================================
-conv      weight (O, I, kh, kw), bias (O,), stride (sh, sw), pad (top, left, bottom, right)
-dense     weight (M, K), bias (M,)   -- input (N, K)
-relu      --
-add       --                          -- two inputs of the same shape
-maxpool   kernel (kh, kw), stride (sh, sw), pad (top, left, bottom, right)
-avgpool   --                          -- global average over H x W, output (N, C)
-flatten   --                          -- (N, C, H, W) -> (N, C*H*W)
-========  =========================================================================
+===========  ===============================================================================
+op           attrs
+===========  ===============================================================================
+conv         weight (O, I/groups, kh, kw), bias (O,), stride (sh, sw), pad (t, l, b, r), groups
+dense        weight (M, K), bias (M,)          input (N, K)
+relu         --
+clip         lo, hi (floats; -inf/inf when a side is open)
+add          --                                two inputs of the same shape
+affine       scale, offset: x * scale + offset, each a scalar or one value per channel (axis 1)
+sigmoid      --
+hardsigmoid  alpha, beta: clip(alpha * x + beta, 0, 1)
+hardswish    --                                x * hardsigmoid(x) with alpha 1/6, beta 1/2
+softmax      axis
+maxpool      kernel (kh, kw), stride, pad (t, l, b, r), ceil (extra bottom, right rows of ceil mode)
+avgpool      --                                global mean over H x W, output (N, C, 1, 1)
+avgpool2d    kernel, stride, pad, ceil, count_pad (bool: padded zeros count in the divisor)
+concat       axis                              any number of inputs
+reshape      shape (the output shape; data order unchanged)
+gather       index (int64, one per output element, flat into the input; -1 takes ``fill``), fill,
+             shape (the output shape): every data-movement op (Transpose, Gather, GatherND, Slice,
+             Where with a constant side, Pad, ...) becomes one, its index map found by running the
+             ONNX node on numbered inputs (compiler.frontend.fold)
+===========  ===============================================================================
 """
 
 from __future__ import annotations
@@ -21,7 +35,10 @@ from dataclasses import dataclass, field
 
 from vdla_hw.errors import VdlaError
 
-OPS = ("conv", "dense", "relu", "add", "maxpool", "avgpool", "flatten")
+OPS = ("conv", "dense", "relu", "clip", "add", "affine", "sigmoid", "hardsigmoid", "hardswish", "softmax",
+       "maxpool", "avgpool", "avgpool2d", "concat", "reshape", "gather")
+# Element-wise ops of one input whose int8 form is a 256-entry table (compiler.quantize).
+UNARY = ("relu", "clip", "affine", "sigmoid", "hardsigmoid", "hardswish")
 
 
 class ModelError(VdlaError):
@@ -69,3 +86,13 @@ class Graph:
 def conv_out(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int) -> int:
     """Output extent of a convolution or pooling window along one axis (floor mode)."""
     return (size + pad_lo + pad_hi - kernel) // stride + 1
+
+
+def ceil_extra(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int) -> int:
+    """Extra high-side padding that turns floor mode into ONNX's ceil mode (0 if none is needed;
+    a last window that would start in the padding is dropped, as ONNX and PyTorch do)."""
+    floor_out = conv_out(size, kernel, stride, pad_lo, pad_hi)
+    ceil_out = -(-(size + pad_lo + pad_hi - kernel) // stride) + 1
+    if ceil_out > floor_out and (ceil_out - 1) * stride >= size + pad_lo:
+        ceil_out -= 1
+    return (ceil_out - floor_out) * stride if ceil_out > floor_out else 0

@@ -1,9 +1,12 @@
-"""Import a float ONNX model into the graph IR (``compiler.frontend.graph``).
+"""Import a float ONNX model (opsets 13-21) into the graph IR (``compiler.frontend.graph``).
 
-Supported: Conv (group 1, no dilation), BatchNormalization (folded into the Conv before it),
-Relu, Clip(min=0, no max) as ReLU, Add, MaxPool, GlobalAveragePool, AveragePool over the whole
-input, Flatten, Reshape to (N, -1), Gemm, MatMul (+ Add of a constant bias), Identity,
-Dropout. Anything else is one ModelError naming every unsupported node.
+Steps: read the file and its external data, fix the input shape and run onnx's shape
+inference (``onnx_read``); fold constants and the exporter's shape arithmetic with onnx's
+reference evaluator (``fold``); map what is left, node by node, onto the IR ops; then
+simplify (``simplify``: BatchNormalization and other per-channel affines folded into the Conv
+or Gemm before them, chains of data movement composed into one gather, dead nodes dropped).
+Shapes come from onnx's shape inference. Anything unsupported is one ModelError naming every
+unsupported node.
 """
 
 from __future__ import annotations
@@ -12,27 +15,18 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.frontend.graph import Graph, ModelError, Node, conv_out
+from compiler.frontend import fold as folding
+from compiler.frontend.graph import Graph, ModelError, Node, ceil_extra
+from compiler.frontend.onnx_read import data_input, infer_shapes, opset_of, read_model, resolve_shape, static_shapes
+from compiler.frontend.simplify import simplify
 
-PASSTHROUGH = ("Identity", "Dropout")
-
-
-def _read(path: str | Path):
-    import onnx
-    from google.protobuf.message import DecodeError
-
-    where = str(path)
-    if not Path(path).is_file():
-        raise ModelError(where, "no such file")
-    try:
-        model = onnx.load(str(path))
-    except onnx.checker.ValidationError as err:  # e.g. its external .data file is missing
-        raise ModelError(where, f"cannot read its tensors: {' '.join(str(err).split())}") from None
-    except (DecodeError, ValueError, OSError) as err:
-        raise ModelError(where, f"not an ONNX model file ({type(err).__name__})") from None
-    if not model.graph.node:
-        raise ModelError(where, "not an ONNX model file (no graph nodes)")
-    return model
+ALIASES = ("Identity", "Dropout")
+RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+MOVEMENT = ("Transpose", "Gather", "GatherND", "GatherElements", "Slice", "Where", "Pad", "Expand", "Tile",
+            "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Compress")
+UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "HardSwish": "hardswish"}
+MALFORMED = (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, AttributeError, OverflowError)
+CONST_ARITH = ("Add", "Sub", "Mul", "Div")
 
 
 def _attrs(node) -> dict:
@@ -41,28 +35,34 @@ def _attrs(node) -> dict:
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
 
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 class _Importer:
-    def __init__(self, model, where: str):
+    def __init__(self, model, where: str, input_shape=None):
+        self.where = where
+        self.opset = opset_of(model, where)
         from onnx import numpy_helper
 
-        self.where = where
-        self.graph = model.graph
-        self.consts = {t.name: numpy_helper.to_array(t).astype(np.float32) if numpy_helper.to_array(t).dtype.kind == "f"
-                       else numpy_helper.to_array(t) for t in self.graph.initializer}
-        for name, value in self.consts.items():
+        inits = {t.name for t in model.graph.initializer}
+        self.input = data_input(model, where, inits)
+        shape = resolve_shape(self.input, where, input_shape)
+        inferred = infer_shapes(model, where, self.input.name, shape)
+        self.inferred = static_shapes(inferred)
+        for tensor in model.graph.initializer:
+            value = numpy_helper.to_array(tensor)
             if value.dtype.kind == "f" and not np.isfinite(value).all():
-                raise ModelError(where, f"initializer {name!r} holds {int((~np.isfinite(value)).sum())} NaN or "
+                raise ModelError(where, f"initializer {tensor.name!r} holds {int((~np.isfinite(value)).sum())} NaN or "
                                  "infinite values; the model cannot be quantized")
+        self.consts, self.todo = folding.fold(inferred, self.inferred, self.opset, where)
         self.alias: dict[str, str] = {}
         self.nodes: list[Node] = []
-        self.shapes: dict[str, tuple[int, ...]] = {}
-        self.uses: dict[str, int] = {}
-        for node in self.graph.node:
-            for name in node.input:
-                self.uses[name] = self.uses.get(name, 0) + 1
-        for out in self.graph.output:
-            self.uses[out.name] = self.uses.get(out.name, 0) + 1
+        self.shapes: dict[str, tuple[int, ...]] = {self.input.name: shape}
+        self.output_name = model.graph.output[0].name
+        self.graph_name = model.graph.name if model.graph.name not in ("", "main_graph") else Path(where).stem
 
+    # --- helpers ----------------------------------------------------------------------------
     def fail(self, node, why: str) -> ModelError:
         return ModelError(self.where, why, node.name or (node.output[0] if node.output else "?"), node.op_type)
 
@@ -71,208 +71,322 @@ class _Importer:
             name = self.alias[name]
         return name
 
-    def const(self, node, name: str) -> np.ndarray:
+    def const(self, node, name: str, what: str = "") -> np.ndarray:
         if name not in self.consts:
-            raise self.fail(node, f"input {name!r} must be a constant initializer")
-        return self.consts[name]
+            raise self.fail(node, f"input {name!r}{what} must be a constant (an initializer or computable "
+                            "from initializers and static shapes)")
+        value = self.consts[name]
+        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+            raise self.fail(node, f"constant {name!r} holds NaN or infinite values")
+        return value
+
+    def weight(self, node, index: int) -> np.ndarray | None:
+        if len(node.input) <= index or not node.input[index]:
+            return None
+        return self.const(node, node.input[index]).astype(np.float32)
 
     def tensor(self, node, name: str) -> str:
         value = self.value(name)
         if value not in self.shapes:
+            if name in self.consts:
+                raise self.fail(node, f"input {name!r} is a constant where the network's data is expected")
             raise self.fail(node, f"input {name!r} is not produced by an earlier node or the graph input")
         return value
 
-    def emit(self, node, op: str, inputs: list[str], shape: tuple[int, ...], **attrs) -> None:
+    def out_shape(self, node) -> tuple[int, ...]:
+        name = node.output[0]
+        if name not in self.inferred:
+            raise self.fail(node, f"onnx shape inference gave no static shape for {name!r}")
+        return self.inferred[name]
+
+    def emit(self, node, op: str, inputs: list[str], **attrs) -> None:
         out = node.output[0]
         self.nodes.append(Node(node.name or out, op, inputs, out, attrs))
-        self.shapes[out] = tuple(int(d) for d in shape)
+        self.shapes[out] = self.out_shape(node)
+
+    def spatial(self, node, a: dict, x: str, kernel) -> tuple:
+        """(stride, pad (t, l, b, r)) of a 2-D window op, auto_pad resolved."""
+        shape = self.shapes[x]
+        if len(shape) != 4 or len(kernel) != 2:
+            raise self.fail(node, f"only 2-D windows on NCHW inputs are supported (input {shape})")
+        if any(d != 1 for d in a.get("dilations", [1, 1])):
+            raise self.fail(node, f"dilation {list(a['dilations'])} is not supported")
+        sh, sw = a.get("strides", [1, 1])
+        auto = _text(a.get("auto_pad", "NOTSET"))
+        if auto in ("NOTSET", ""):
+            pt, pl, pb, pr = a.get("pads", [0, 0, 0, 0])
+        elif auto == "VALID":
+            pt = pl = pb = pr = 0
+        else:  # SAME_UPPER / SAME_LOWER: output = ceil(input / stride)
+            pads = []
+            for size, k, s in zip(shape[2:], kernel, (sh, sw)):
+                total = max((-(-size // s) - 1) * s + k - size, 0)
+                lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
+                pads.append((lo, total - lo))
+            (pt, pb), (pl, pr) = pads
+        return (int(sh), int(sw)), (int(pt), int(pl), int(pb), int(pr))
 
     # --- ops ------------------------------------------------------------------------------
     def op_Conv(self, node, a):
         x = self.tensor(node, node.input[0])
-        w = self.const(node, node.input[1]).astype(np.float32)
-        b = self.const(node, node.input[2]).astype(np.float32) if len(node.input) > 2 and node.input[2] else np.zeros(w.shape[0], np.float32)
-        if a.get("group", 1) != 1:
-            raise self.fail(node, f"grouped convolution (group={a['group']}) is not supported")
-        if any(d != 1 for d in a.get("dilations", [1, 1])):
-            raise self.fail(node, f"dilated convolution {a['dilations']} is not supported")
-        if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
-            raise self.fail(node, "auto_pad is not supported; export with explicit pads")
-        n, c, h, wd = self.shapes[x]
-        if w.ndim != 4 or w.shape[1] != c:
-            raise self.fail(node, f"weight shape {w.shape} does not match {c} input channels")
-        kh, kw = w.shape[2:]
-        sh, sw = a.get("strides", [1, 1])
-        pt, pl, pb, pr = a.get("pads", [0, 0, 0, 0])
-        shape = (n, w.shape[0], conv_out(h, kh, sh, pt, pb), conv_out(wd, kw, sw, pl, pr))
-        self.emit(node, "conv", [x], shape, weight=w, bias=b, stride=(sh, sw), pad=(pt, pl, pb, pr))
+        w = self.weight(node, 1)
+        if w is None or w.ndim != 4:
+            raise self.fail(node, f"only 2-D convolutions with a constant weight are supported")
+        groups = int(a.get("group", 1))
+        c = self.shapes[x][1]
+        if c % groups or w.shape[0] % groups or w.shape[1] * groups != c:
+            raise self.fail(node, f"weight {w.shape} with group={groups} does not match {c} input channels")
+        b = self.weight(node, 2)
+        stride, pad = self.spatial(node, a, x, w.shape[2:])
+        self.emit(node, "conv", [x], weight=w, bias=np.zeros(w.shape[0], np.float32) if b is None else b,
+                  stride=stride, pad=pad, groups=groups)
 
     def op_BatchNormalization(self, node, a):
         x = self.tensor(node, node.input[0])
-        conv = self.nodes[-1] if self.nodes and self.nodes[-1].output == x else None
-        if conv is None or conv.op != "conv" or self.uses.get(x, 0) != 1:
-            raise self.fail(node, "BatchNormalization is only supported directly after a Conv it can be folded into")
         if a.get("training_mode", 0):
             raise self.fail(node, "training_mode=1 is not supported; export the model in eval mode")
         scale, beta, mean, var = (self.const(node, name).astype(np.float64) for name in node.input[1:5])
-        channels = conv.attrs["weight"].shape[0]
-        if any(p.shape != (channels,) for p in (scale, beta, mean, var)):
-            raise self.fail(node, f"scale, B, mean and var must each hold the Conv's {channels} channels, got shapes "
-                            f"{[p.shape for p in (scale, beta, mean, var)]}")
         k = scale / np.sqrt(var + a.get("epsilon", 1e-5))
-        conv.attrs["weight"] = (conv.attrs["weight"] * k[:, None, None, None]).astype(np.float32)
-        conv.attrs["bias"] = ((conv.attrs["bias"] - mean) * k + beta).astype(np.float32)
-        self.alias[node.output[0]] = x
+        per_channel = (1, -1) + (1,) * (len(self.shapes[x]) - 2)
+        self.emit(node, "affine", [x], scale=k.reshape(per_channel), offset=(beta - mean * k).reshape(per_channel))
 
-    def op_Relu(self, node, a):
-        x = self.tensor(node, node.input[0])
-        self.emit(node, "relu", [x], self.shapes[x])
+    def op_unary(self, node, a):
+        self.emit(node, UNARY[node.op_type], [self.tensor(node, node.input[0])])
+
+    op_Relu = op_Sigmoid = op_HardSwish = op_unary
+
+    def op_HardSigmoid(self, node, a):
+        self.emit(node, "hardsigmoid", [self.tensor(node, node.input[0])], alpha=float(a.get("alpha", 0.2)),
+                  beta=float(a.get("beta", 0.5)))
 
     def op_Clip(self, node, a):
-        low = a.get("min", float(self.const(node, node.input[1])) if len(node.input) > 1 and node.input[1] else None)
-        high = a.get("max", float(self.const(node, node.input[2])) if len(node.input) > 2 and node.input[2] else None)
-        if low != 0 or (high is not None and np.isfinite(high)):
-            raise self.fail(node, f"only Clip(min=0) without an upper bound (ReLU) is supported, got [{low}, {high}]")
-        self.op_Relu(node, a)
+        x = self.tensor(node, node.input[0])
+        bound = [float(self.const(node, n).reshape(-1)[0]) if len(node.input) > i and (n := node.input[i]) else None
+                 for i in (1, 2)]
+        lo = -np.inf if bound[0] is None else bound[0]
+        hi = np.inf if bound[1] is None else bound[1]
+        if lo > hi:
+            raise self.fail(node, f"min {lo} is above max {hi}")
+        if lo == 0 and hi == np.inf:
+            self.emit(node, "relu", [x])
+        else:
+            self.emit(node, "clip", [x], lo=lo, hi=hi)
 
-    def op_Add(self, node, a):
-        names = [self.value(n) for n in node.input]
-        consts = [n for n in names if n in self.consts]
-        prev = self.nodes[-1] if self.nodes else None
-        if consts and prev is not None and prev.op == "dense" and prev.output in names and self.uses.get(prev.output) == 1:
-            prev.attrs["bias"] = prev.attrs["bias"] + self.consts[consts[0]].reshape(-1).astype(np.float32)
-            self.alias[node.output[0]] = prev.output
+    def op_arith(self, node, a):
+        names = list(node.input)
+        consts = [n in self.consts for n in names]
+        if not any(consts):
+            if node.op_type != "Add":
+                raise self.fail(node, f"{node.op_type} of two computed tensors is not supported (only Add)")
+            x, y = (self.tensor(node, n) for n in names)
+            if self.shapes[x] != self.shapes[y]:
+                raise self.fail(node, f"Add inputs have shapes {self.shapes[x]} and {self.shapes[y]}; "
+                                "broadcasting two computed tensors is not supported")
+            self.emit(node, "add", [x, y])
             return
-        if consts:
-            raise self.fail(node, "Add of a constant is only supported as the bias of a MatMul")
-        x, y = (self.tensor(node, n) for n in node.input)
-        if self.shapes[x] != self.shapes[y]:
-            raise self.fail(node, f"Add inputs have shapes {self.shapes[x]} and {self.shapes[y]}; broadcasting is not supported")
-        self.emit(node, "add", [x, y], self.shapes[x])
+        if all(consts):
+            raise self.fail(node, "both inputs are constant but were not folded")
+        const_first = consts[0]
+        x = self.tensor(node, names[1] if const_first else names[0])
+        c = self.const(node, names[0] if const_first else names[1]).astype(np.float64)
+        rank = len(self.shapes[x])
+        if c.ndim > rank or np.broadcast_shapes(c.shape, self.shapes[x]) != self.shapes[x]:
+            raise self.fail(node, f"constant of shape {c.shape} would broadcast the input {self.shapes[x]}")
+        c = c.reshape((1,) * (rank - c.ndim) + c.shape)
+        one, zero = np.ones_like(c), np.zeros_like(c)
+        if node.op_type == "Add":
+            scale, offset = one, c
+        elif node.op_type == "Mul":
+            scale, offset = c, zero
+        elif node.op_type == "Sub":
+            scale, offset = (-one, c) if const_first else (one, -c)
+        else:
+            if const_first:
+                raise self.fail(node, "division of a constant by a computed tensor is not supported")
+            if np.any(c == 0):
+                raise self.fail(node, "division by a constant that contains zero")
+            scale, offset = 1.0 / c, zero
+        self.emit(node, "affine", [x], scale=scale, offset=offset)
+
+    op_Add = op_Sub = op_Mul = op_Div = op_arith
 
     def op_MaxPool(self, node, a):
         x = self.tensor(node, node.input[0])
-        if a.get("ceil_mode", 0):
-            raise self.fail(node, "ceil_mode=1 is not supported")
-        if any(d != 1 for d in a.get("dilations", [1, 1])):
-            raise self.fail(node, "dilated pooling is not supported")
-        kh, kw = a["kernel_shape"]
-        sh, sw = a.get("strides", [1, 1])
-        pt, pl, pb, pr = a.get("pads", [0, 0, 0, 0])
-        if max(pt, pl, pb, pr) >= min(kh, kw):
-            raise self.fail(node, f"padding {a.get('pads')} must be smaller than the window {kh}x{kw}")
-        n, c, h, w = self.shapes[x]
-        shape = (n, c, conv_out(h, kh, sh, pt, pb), conv_out(w, kw, sw, pl, pr))
-        self.emit(node, "maxpool", [x], shape, kernel=(kh, kw), stride=(sh, sw), pad=(pt, pl, pb, pr))
+        if a.get("storage_order", 0):
+            raise self.fail(node, "storage_order=1 is not supported")
+        kernel = tuple(int(k) for k in a["kernel_shape"])
+        stride, pad = self.spatial(node, a, x, kernel)
+        if max(pad) >= min(kernel):
+            raise self.fail(node, f"padding {list(pad)} must be smaller than the window {kernel}")
+        self.emit(node, "maxpool", [x], kernel=kernel, stride=stride, pad=pad, ceil=self._ceil(node, a, x, kernel,
+                                                                                                  stride, pad))
 
-    def op_GlobalAveragePool(self, node, a):
-        x = self.tensor(node, node.input[0])
-        n, c, _, _ = self.shapes[x]
-        self.emit(node, "avgpool", [x], (n, c, 1, 1))
+    def _ceil(self, node, a, x, kernel, stride, pad) -> tuple[int, int]:
+        if not a.get("ceil_mode", 0):
+            return (0, 0)
+        h, w = self.shapes[x][2:]
+        return (ceil_extra(h, kernel[0], stride[0], pad[0], pad[2]), ceil_extra(w, kernel[1], stride[1], pad[1], pad[3]))
 
     def op_AveragePool(self, node, a):
         x = self.tensor(node, node.input[0])
-        _, _, h, w = self.shapes[x]
-        if list(a["kernel_shape"]) != [h, w] or any(a.get("pads", [0] * 4)):
-            raise self.fail(node, f"only AveragePool over the whole {h}x{w} input is supported")
-        self.op_GlobalAveragePool(node, a)
-
-    def op_Flatten(self, node, a):
-        x = self.tensor(node, node.input[0])
-        shape = self.shapes[x]
-        if a.get("axis", 1) != 1:
-            raise self.fail(node, f"Flatten axis {a['axis']} is not supported (only 1)")
-        if len(shape) == 2:
+        kernel = tuple(int(k) for k in a["kernel_shape"])
+        stride, pad = self.spatial(node, a, x, kernel)
+        ceil = self._ceil(node, a, x, kernel, stride, pad)
+        h, w = self.shapes[x][2:]
+        if kernel == (1, 1) and stride == (1, 1) and not any(pad):
             self.alias[node.output[0]] = x
-            return
-        self.emit(node, "flatten", [x], (shape[0], int(np.prod(shape[1:]))))
+        elif kernel == (h, w) and not any(pad):
+            self.emit(node, "avgpool", [x])
+        else:
+            self.emit(node, "avgpool2d", [x], kernel=kernel, stride=stride, pad=pad, ceil=ceil,
+                      count_pad=bool(a.get("count_include_pad", 0)))
 
-    def op_Reshape(self, node, a):
+    def op_GlobalAveragePool(self, node, a):
         x = self.tensor(node, node.input[0])
-        target = [int(d) for d in self.const(node, node.input[1]).reshape(-1)]
+        if len(self.shapes[x]) != 4:
+            raise self.fail(node, f"only NCHW inputs are supported, got {self.shapes[x]}")
+        self.emit(node, "avgpool", [x])
+
+    def op_GlobalMaxPool(self, node, a):
+        x = self.tensor(node, node.input[0])
+        h, w = self.shapes[x][2:]
+        self.emit(node, "maxpool", [x], kernel=(h, w), stride=(1, 1), pad=(0, 0, 0, 0), ceil=(0, 0))
+
+    def op_ReduceMean(self, node, a):
+        x = self.tensor(node, node.input[0])
         shape = self.shapes[x]
-        flat = (shape[0], int(np.prod(shape[1:])))
-        if len(target) != 2 or target[1] not in (-1, flat[1]) or target[0] not in (0, -1, shape[0]):
-            raise self.fail(node, f"only Reshape to (N, -1) is supported, got {target} for {shape}")
-        self.op_Flatten(node, {})
+        axes = a.get("axes")
+        if axes is None and len(node.input) > 1 and node.input[1]:
+            axes = self.const(node, node.input[1]).reshape(-1).tolist()
+        axes = sorted(int(v) % len(shape) for v in (axes or []))
+        if len(shape) != 4 or axes != [2, 3]:
+            raise self.fail(node, f"only the mean over H and W of an NCHW tensor is supported (axes {axes} of {shape})")
+        if a.get("keepdims", 1):
+            self.emit(node, "avgpool", [x])
+            return
+        pooled = node.output[0] + ".keepdims"
+        self.nodes.append(Node((node.name or node.output[0]) + ".mean", "avgpool", [x], pooled))
+        self.shapes[pooled] = shape[:2] + (1, 1)
+        self.emit(node, "reshape", [pooled], shape=self.out_shape(node))
+
+    def op_reshape(self, node, a):
+        x = self.tensor(node, node.input[0])
+        out = self.out_shape(node)
+        if int(np.prod(out)) != int(np.prod(self.shapes[x])):
+            raise self.fail(node, f"reshape of {self.shapes[x]} to {out} changes the number of elements")
+        if out == self.shapes[x]:
+            self.alias[node.output[0]] = x
+        else:
+            self.emit(node, "reshape", [x], shape=out)
+
+    op_Reshape = op_Flatten = op_Squeeze = op_Unsqueeze = op_reshape
+
+    def op_Concat(self, node, a):
+        inputs = [self.tensor(node, n) for n in node.input if n]
+        rank = len(self.shapes[inputs[0]])
+        axis = int(a["axis"]) % rank
+        if axis == 0:
+            raise self.fail(node, "concatenation along the batch axis is not supported")
+        self.emit(node, "concat", inputs, axis=axis)
+
+    def op_Softmax(self, node, a):
+        x = self.tensor(node, node.input[0])
+        self.emit(node, "softmax", [x], axis=int(a.get("axis", -1)) % len(self.shapes[x]))
 
     def op_Gemm(self, node, a):
         x = self.tensor(node, node.input[0])
         if a.get("transA", 0):
             raise self.fail(node, "transA=1 is not supported")
-        w = self.const(node, node.input[1]).astype(np.float32)
+        w = self.weight(node, 1)
         w = w if a.get("transB", 0) else w.T
-        bias = self.const(node, node.input[2]).reshape(-1) if len(node.input) > 2 and node.input[2] else np.zeros(w.shape[0])
+        bias = self.weight(node, 2)
+        bias = np.zeros(w.shape[0], np.float32) if bias is None else bias.reshape(-1)
         self._dense(node, x, w * a.get("alpha", 1.0), np.broadcast_to(bias * a.get("beta", 1.0), (w.shape[0],)))
 
     def op_MatMul(self, node, a):
         x = self.tensor(node, node.input[0])
-        w = self.const(node, node.input[1]).astype(np.float32)
+        w = self.weight(node, 1)
+        if w is None or w.ndim != 2:
+            raise self.fail(node, "only MatMul by a constant 2-D matrix is supported")
         self._dense(node, x, w.T, np.zeros(w.shape[1], np.float32))
 
     def _dense(self, node, x, w, bias):
         shape = self.shapes[x]
         if len(shape) != 2 or w.ndim != 2 or w.shape[1] != shape[1]:
-            raise self.fail(node, f"dense weight {w.shape} does not match input {shape}")
-        self.emit(node, "dense", [x], (shape[0], w.shape[0]), weight=np.ascontiguousarray(w, np.float32),
-                  bias=np.asarray(bias, np.float32).copy())
+            raise self.fail(node, f"dense weight {w.shape} does not match input {shape} (2-D inputs only)")
+        self.emit(node, "dense", [x], weight=np.ascontiguousarray(w, np.float32), bias=np.asarray(bias, np.float32).copy())
 
-    def node(self, node) -> None:
-        if node.op_type == "Constant":
-            from onnx import numpy_helper
-            self.consts[node.output[0]] = numpy_helper.to_array(_attrs(node)["value"])
-        elif node.op_type in PASSTHROUGH:
-            self.alias[node.output[0]] = self.value(node.input[0])
+    def op_Cast(self, node, a):
+        import onnx
+
+        if a.get("to") != onnx.TensorProto.FLOAT:
+            raise self.fail(node, "casts of the network's data to other types than float32 are not supported")
+        self.alias[node.output[0]] = self.tensor(node, node.input[0])
+
+    def op_movement(self, node, a):
+        data = [n for n in node.input if n and n not in self.consts]
+        if len(data) != 1:
+            raise self.fail(node, f"{node.op_type} of {len(data)} computed tensors is not supported")
+        x = self.tensor(node, data[0])
+        index, fill, shape = folding.index_map(node, data[0], self.consts, self.shapes[x], self.opset, self.where)
+        if shape != self.out_shape(node):
+            raise self.fail(node, f"evaluated shape {shape} differs from the inferred {self.out_shape(node)}")
+        if index.size == int(np.prod(self.shapes[x])) and np.array_equal(index, np.arange(index.size)):
+            self.op_reshape(node, a)
         else:
-            getattr(self, f"op_{node.op_type}")(node, _attrs(node))
-        for out in node.output[:1]:
-            if out in self.shapes and min(self.shapes[out], default=1) <= 0:
-                raise self.fail(node, f"output shape {self.shapes[out]} is empty (a window or stride larger "
-                                "than its input?)")
+            self.emit(node, "gather", [x], index=index, fill=fill, shape=shape)
+
+    for _op in MOVEMENT:
+        locals()[f"op_{_op}"] = op_movement
+    del _op
 
     # --- driver ---------------------------------------------------------------------------
+    def supported(self, node) -> bool:
+        return node.op_type in ALIASES or hasattr(self, f"op_{node.op_type}")
+
     def run(self) -> Graph:
-        inputs = [i for i in self.graph.input if i.name not in self.consts]
-        if len(inputs) != 1:
-            raise ModelError(self.where, f"the model must have exactly one data input, found {len(inputs)}")
-        dims = [d.dim_value or 1 for d in inputs[0].type.tensor_type.shape.dim]
-        if len(dims) != 4:
-            raise ModelError(self.where, f"the input must be NCHW (4-D), got shape {dims}")
-        self.shapes[inputs[0].name] = tuple(dims)
-        unsupported = [n for n in self.graph.node if n.op_type not in PASSTHROUGH + ("Constant",)
-                       and not hasattr(self, f"op_{n.op_type}")]
+        unsupported = [n for n in self.todo if not self.supported(n) or n.domain not in ("", "ai.onnx")]
         if unsupported:
             first = unsupported[0]
             more = f" (and {len(unsupported) - 1} more: {', '.join(sorted({n.op_type for n in unsupported[1:]}))})" \
                 if len(unsupported) > 1 else ""
-            raise ModelError(self.where, f"unsupported op {first.op_type}{more}; supported: Conv, BatchNormalization, "
-                             "Relu, Clip, Add, MaxPool, GlobalAveragePool, AveragePool, Flatten, Reshape, Gemm, MatMul",
-                             first.name or first.output[0], first.op_type)
-        for node in self.graph.node:
+            raise ModelError(self.where, f"unsupported op {first.op_type}{more}; see docs/onnx.md for the "
+                             "supported ops", first.name or first.output[0], first.op_type)
+        for node in self.todo:
             try:
-                self.node(node)
+                if node.op_type in ALIASES:
+                    self.alias[node.output[0]] = self.tensor(node, node.input[0])
+                else:
+                    getattr(self, f"op_{node.op_type}")(node, _attrs(node))
             except ModelError:
                 raise
-            except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, AttributeError, OverflowError) as err:
-                # a node whose inputs, attributes or initializers do not have the form its op needs
+            except MALFORMED as err:  # inputs, attributes or initializers not of the form the op needs
                 raise self.fail(node, f"malformed {node.op_type} node ({type(err).__name__}: {err})") from None
-        output = self.value(self.graph.output[0].name)
-        if output not in self.shapes:
-            raise ModelError(self.where, f"graph output {output!r} is not computed by any node")
-        return Graph(self.graph.name or Path(self.where).stem, inputs[0].name, output, self.nodes, self.shapes)
+            out = node.output[0] if node.output else None
+            if out in self.shapes and min(self.shapes[out], default=1) <= 0:
+                raise self.fail(node, f"output shape {self.shapes[out]} is empty (a window or stride larger "
+                                "than its input?)")
+        output = self.value(self.output_name)
+        if output not in self.shapes:  # (the input itself is fine: a network of no layers)
+            why = "is a constant" if self.output_name in self.consts else "is not computed by any node"
+            raise ModelError(self.where, f"graph output {self.output_name!r} {why}; there is no network to run")
+        return simplify(Graph(self.graph_name, self.input.name, output, self.nodes, self.shapes))
 
 
-def load_onnx(path: str | Path) -> Graph:
-    """The float graph of an ONNX file; ModelError names the file and node of any problem."""
-    return from_model(_read(path), str(path))
-
-
-def from_model(model, where: str = "<model>") -> Graph:
-    """The float graph of an in-memory ONNX ModelProto (``where`` names it in errors)."""
+def _import(model, where: str, input_shape) -> Graph:
     try:
-        return _Importer(model, where).run()
+        return _Importer(model, where, input_shape).run()
     except ModelError:
         raise
-    except (IndexError, KeyError, ValueError, TypeError, AttributeError, OverflowError, UnicodeError) as err:
-        # malformed outside any one node (initializers, inputs, names): a damaged or odd file
+    except MALFORMED as err:  # a graph whose structure onnx itself does not check (inputs, outputs)
         raise ModelError(where, f"malformed model ({type(err).__name__}: {err})") from None
+
+
+def load_onnx(path: str | Path, input_shape: tuple[int, ...] | None = None) -> Graph:
+    """The float graph of an ONNX file; ModelError names the file and node of any problem."""
+    return _import(read_model(path), str(path), input_shape)
+
+
+def from_model(model, where: str = "<model>", input_shape: tuple[int, ...] | None = None) -> Graph:
+    """The float graph of an in-memory ONNX ModelProto (``where`` names it in errors)."""
+    return _import(model, where, input_shape)

@@ -1,4 +1,4 @@
-"""Residual add on the accelerator's ALU: ``clip(((a << a_shift) + (b << b_shift)) >> shift, lo, 127)``.
+"""Residual add on the accelerator's ALU: ``clip(((a << a_shift) + (b << b_shift) + offset) >> shift, lo, hi)``.
 
 Both int8 operands are widened to int32 and packed into the accumulator layout
 (N/BATCH, C/BLOCK_OUT, H, W, BATCH, BLOCK_OUT) by the CPU; compute loads a tile of each into
@@ -23,8 +23,8 @@ from vdla_hw.isa import ALU_OPS
 ACC, OUT, UOP = 3, 4, 0
 
 
-def compile_add(a: np.ndarray, b: np.ndarray, *, a_shift: int, b_shift: int, shift: int, relu: bool,
-                config: Config, name: str = "add") -> Bundle:
+def compile_add(a: np.ndarray, b: np.ndarray, *, a_shift: int, b_shift: int, shift: int, relu: bool = False,
+                config: Config, name: str = "add", offset: int = 0, lo: int | None = None, hi: int = 127) -> Bundle:
     """A bundle whose symbol ``out`` receives the requantized sum of NCHW int8 ``a`` and ``b``."""
     c = config
     n, ch, h, w = a.shape
@@ -41,7 +41,7 @@ def compile_add(a: np.ndarray, b: np.ndarray, *, a_shift: int, b_shift: int, shi
     uops = [(a0, b0, 0) for a0, b0 in halves] + [(b0, 0, 0) for _, b0 in halves]
     k = b_.uops("k", uops)
     b_.emit("LOAD", memory_type=UOP, dram_base=k, y_size=1, x_size=len(uops), x_stride=len(uops))
-    lo = 0 if relu else -128
+    lo = (0 if relu else -128) if lo is None else lo
     tiles = range(0, elems, tile)
     for t, start in enumerate(tiles):
         count = min(tile, elems - start)
@@ -57,9 +57,12 @@ def compile_add(a: np.ndarray, b: np.ndarray, *, a_shift: int, b_shift: int, shi
             b_.emit("ALU", alu_opcode=ALU_OPS.index("shr"), uop_bgn=2 + half, uop_end=3 + half, use_imm=1,
                     imm=-b_shift, **loop)
         b_.emit("ALU", alu_opcode=ALU_OPS.index("add"), uop_bgn=half, uop_end=half + 1, **loop)
+        if offset:
+            b_.emit("ALU", alu_opcode=ALU_OPS.index("add"), uop_bgn=half, uop_end=half + 1, use_imm=1, imm=offset,
+                    **loop)
         b_.emit("ALU", alu_opcode=ALU_OPS.index("shr"), uop_bgn=half, uop_end=half + 1, use_imm=1, imm=shift, **loop)
         b_.emit("ALU", alu_opcode=ALU_OPS.index("max"), uop_bgn=half, uop_end=half + 1, use_imm=1, imm=lo, **loop)
-        b_.emit("ALU", alu_opcode=ALU_OPS.index("min"), uop_bgn=half, uop_end=half + 1, use_imm=1, imm=127,
+        b_.emit("ALU", alu_opcode=ALU_OPS.index("min"), uop_bgn=half, uop_end=half + 1, use_imm=1, imm=hi,
                 push_next=1, **loop)
         b_.emit("STORE", memory_type=OUT, sram_base=a0, dram_base=dst + start, y_size=1, x_size=count,
                 x_stride=count, pop_prev=1, push_prev=1)

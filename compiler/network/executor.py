@@ -20,10 +20,11 @@ import numpy as np
 
 from compiler import layout
 from compiler.accel import as_conv_tensors, compile_layer, layer_output
-from compiler.cpu_fallback import (AddSpec, Conv2dSpec, DenseSpec, GlobalAvgPoolSpec, MaxPool2dSpec, PackSpec,
-                                   QuantizeSpec, ReluSpec, UnpackSpec)
+from compiler.cpu_fallback import PackSpec, UnpackSpec
 from compiler.network.alu_add import add_output, compile_add
-from compiler.network.partition import Placement, conv_layer, dense_layer
+from compiler.network.cpu_ops import cpu_kernel
+from compiler.network.partition import Placement
+from compiler.network.vdla_ops import part_tensors, vdla_parts
 from compiler.quantize.qgraph import QGraph, QNode
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
@@ -83,48 +84,6 @@ class ExecResult:
     model_wall_seconds: float = 0.0   # host time spent in the CPU model (analyses, cache reads)
 
 
-def _pair(node: QNode, key: str) -> int:
-    values = node.attrs[key]
-    if len(set(values)) != 1:
-        raise VdlaError(f"node {node.name!r}: CPU kernel needs equal {key} on every side, got {values}")
-    return int(values[0])
-
-
-def cpu_kernel(node: QNode, args: list[np.ndarray]):
-    """(kernel spec, kernel inputs, output shape) of a CPU op, or None for a free reshape."""
-    a = node.attrs
-    x = args[0]
-    if node.op == "quantize":
-        return QuantizeSpec(size=x.size, frac=int(a["frac"])), [x.reshape(-1)], x.shape
-    if node.op == "conv":
-        n, c, h, w = x.shape
-        oc, _, kh, kw = a["weight"].shape
-        spec = Conv2dSpec(n=n, c=c, h=h, w=w, oc=oc, kh=kh, kw=kw, stride=_pair(node, "stride"),
-                          pad=_pair(node, "pad"), shift=int(a["shift"]), relu=bool(a["relu"]))
-        return spec, [x, a["weight"], a["bias"]], None
-    if node.op == "dense":
-        spec = DenseSpec(n=x.shape[0], k=x.shape[1], m=a["weight"].shape[0], shift=int(a["shift"]),
-                         relu=bool(a["relu"]), out_dtype="int8")
-        return spec, [x, a["weight"], a["bias"]], None
-    if node.op == "add":
-        spec = AddSpec(size=x.size, a_shift=int(a["a_shift"]), b_shift=int(a["b_shift"]), shift=int(a["shift"]),
-                       relu=bool(a["relu"]))
-        return spec, [x.reshape(-1), args[1].reshape(-1)], x.shape
-    if node.op == "relu":
-        return ReluSpec(size=x.size), [x.reshape(-1)], x.shape
-    if node.op == "maxpool":
-        n, c, h, w = x.shape
-        spec = MaxPool2dSpec(n=n, c=c, h=h, w=w, kh=a["kernel"][0], kw=a["kernel"][1], stride=_pair(node, "stride"),
-                             pad=_pair(node, "pad"))
-        return spec, [x], None
-    if node.op == "avgpool":
-        n, c, h, w = x.shape
-        return GlobalAvgPoolSpec(n=n, c=c, h=h, w=w), [x], (n, c, 1, 1)
-    if node.op == "flatten":
-        return None
-    raise VdlaError(f"node {node.name!r}: no CPU kernel for op {node.op}")
-
-
 def layout_specs(config: Config, tensors: list[tuple], cls) -> list:
     """Pack (or unpack) kernel specs of (shape, dtype) activations: NCHW, or (N, C) as N x C x 1 x 1."""
     specs = []
@@ -134,32 +93,39 @@ def layout_specs(config: Config, tensors: list[tuple], cls) -> list:
     return specs
 
 
-def fill_inputs(bundle: Bundle, node: QNode, args: list[np.ndarray], layer) -> Bundle:
-    """A copy of a prebuilt bundle of ``node`` with this run's activations written into its input
-    symbols (``inp`` of a conv/dense, ``a`` and ``b`` of an ALU add); weights are already in it."""
+def fill_inputs(bundle: Bundle, name: str, writes: dict[str, np.ndarray]) -> Bundle:
+    """A copy of a prebuilt bundle with this run's packed activations written into its input
+    symbols (``inp`` of a conv/dense part, ``a`` and ``b`` of an ALU add); weights are already in it."""
     c = bundle.config
-    if node.op == "add":
-        writes = {"a": layout.pack_activations(args[0], c.batch, c.block_out, dtype=np.int32),
-                  "b": layout.pack_activations(args[1], c.batch, c.block_out, dtype=np.int32)}
-    else:
-        tensors = as_conv_tensors(layer, {"input": args[0], "weight": node.attrs["weight"], "bias": node.attrs["bias"]})
-        writes = {"inp": layout.pack_activations(tensors["input"], c.batch, c.block_in)}
     dram = bundle.dram.copy()
-    for name, packed in writes.items():
-        if name not in bundle.symbols:
-            raise VdlaError(f"node {node.name!r}: the prebuilt bundle has no input symbol {name!r}")
-        lo, hi = bundle.symbols[name].byte_range(c)
+    for symbol, packed in writes.items():
+        if symbol not in bundle.symbols:
+            raise VdlaError(f"node {name!r}: the prebuilt bundle has no input symbol {symbol!r}")
+        lo, hi = bundle.symbols[symbol].byte_range(c)
         raw = np.ascontiguousarray(packed).view(np.uint8).reshape(-1)
         if raw.size != hi - lo:
-            raise VdlaError(f"node {node.name!r}: input of {raw.size} bytes does not fit the prebuilt bundle's "
-                            f"{name!r} symbol ({hi - lo} bytes); the bundle is for another graph")
+            raise VdlaError(f"node {name!r}: input of {raw.size} bytes does not fit the prebuilt bundle's "
+                            f"{symbol!r} symbol ({hi - lo} bytes); the bundle is for another graph")
         dram[lo:hi] = raw
     return bundle.with_dram(dram)
 
 
+def add_inputs(config: Config, args: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """The packed operands of an ALU add (widened to int32)."""
+    return {"a": layout.pack_activations(args[0], config.batch, config.block_out, dtype=np.int32),
+            "b": layout.pack_activations(args[1], config.batch, config.block_out, dtype=np.int32)}
+
+
+def compile_vdla_add(node: QNode, args: list[np.ndarray], config: Config) -> Bundle:
+    a = node.attrs
+    return compile_add(args[0], args[1], a_shift=a["a_shift"], b_shift=a["b_shift"], shift=a["shift"],
+                       offset=a["offset"], lo=a["lo"], hi=a["hi"], config=config, name=node.name)
+
+
 class Executor:
-    """Runs a graph op by op. ``prebuilt`` maps node names to bundles compiled earlier (a deployed
-    package): their inputs are written in instead of compiling. ``kernels`` maps a CPU kernel spec
+    """Runs a graph op by op. ``prebuilt`` maps bundle names (a node's, or ``name#g<k>`` per group of
+    a grouped conv) to bundles compiled earlier (a deployed package): their inputs are written in
+    instead of compiling. ``kernels`` maps a CPU kernel spec
     to a callable (default: the host JIT; on the board, the packaged ARM library). ``cpu_model``
     (``kernel_cost(spec)``, ``offload_cost(...)``, ``name``) models CPU and host time, with
     ``runtime`` (a ``cost.RuntimeProfile``) saying what the board runtime does per offload."""
@@ -174,7 +140,7 @@ class Executor:
             raise ValueError("Executor: a cpu_model needs the runtime profile of the board runtime")
         self.cpu_model, self.runtime = cpu_model, runtime
         self.vthreads = vthreads
-        self.prebuilt = prebuilt or {}
+        self.prebuilt = prebuilt  # None: compile here; else every accelerator bundle comes from it
         if kernels is None:
             from compiler.cpu_fallback import host_jit  # llvmlite: only where kernels are compiled here
 
@@ -207,58 +173,73 @@ class Executor:
         self.cpu_wall += time.perf_counter() - start
         return out.reshape(shape) if shape is not None else out.reshape(self.q.shapes[node.output])
 
-    def bundle_for(self, node: QNode, args: list[np.ndarray]):
-        """(bundle, compiler layer or None) of an accelerator op: the prebuilt bundle with this run's
-        inputs written in, or a bundle compiled now."""
-        layer = None
-        if node.op != "add":
-            shape = self.q.shapes[node.inputs[0]]
-            layer = conv_layer(node, shape) if node.op == "conv" else dense_layer(node, shape)
-        if node.name in self.prebuilt:
-            return fill_inputs(self.prebuilt[node.name], node, args, layer), layer
+    def bundles_for(self, node: QNode, args: list[np.ndarray]):
+        """[(bundle, compiler layer or None, its packed input shapes)] of an accelerator op: prebuilt
+        bundles with this run's inputs written in, or bundles compiled now (one per group of a
+        grouped conv; an input padded with its zero point is padded here)."""
         if node.op == "add":
-            a = node.attrs
-            return compile_add(args[0], args[1], a_shift=a["a_shift"], b_shift=a["b_shift"], shift=a["shift"],
-                               relu=a["relu"], config=self.config, name=node.name), None
-        tensors = {"input": args[0], "weight": node.attrs["weight"], "bias": node.attrs["bias"]}
-        return compile_layer(layer, self.config, tensors=tensors, vthreads=self.vthreads), layer
+            inputs = [(a.shape, "int32") for a in args]
+            if self.prebuilt is not None:
+                return [(fill_inputs(self.prebuilt[node.name], node.name, add_inputs(self.config, args)), None, inputs)]
+            return [(compile_vdla_add(node, args, self.config), None, inputs)]
+        out = []
+        for part in vdla_parts(node, self.q.shapes[node.inputs[0]]):
+            tensors = part_tensors(node, part, args[0])
+            inputs = [(tensors["input"].shape, "int8")]
+            if self.prebuilt is not None:
+                conv = as_conv_tensors(part.layer, tensors)
+                packed = layout.pack_activations(conv["input"], self.config.batch, self.config.block_in)
+                out.append((fill_inputs(self.prebuilt[part.key], part.key, {"inp": packed}), part.layer, inputs))
+            else:
+                bundle = compile_layer(part.layer, self.config, tensors=tensors, vthreads=self.vthreads)
+                out.append((bundle, part.layer, inputs))
+        return out
 
     def run_vdla(self, node: QNode, args: list[np.ndarray], record: LayerRecord) -> np.ndarray:
         self.cpu_time(node, args, record)
         start = time.perf_counter()
-        bundle, layer = self.bundle_for(node, args)
+        bundles = self.bundles_for(node, args)
         compiled = time.perf_counter()
-        run = self.device.run(bundle)
-        record.extra.update(layer=layer, run=run.details, device_wall=time.perf_counter() - compiled)
+        outputs, runs, busy = [], [], 0.0
+        for index, (bundle, layer, inputs) in enumerate(bundles):
+            run = self.device.run(bundle)
+            runs.append(run.details)
+            record.cycles += run.cycles
+            record.seconds += run.seconds
+            busy += float(run.counters.get("gemm_utilization", 0.0)) * run.cycles
+            record.bytes += int(sum(v for k, v in run.counters.get("bytes", {}).items() if k != "insn"))
+            if self.cpu_model is not None:  # the groups' outputs unpack once, as one tensor
+                last = index == len(bundles) - 1
+                self.host_time(inputs, self.q.shapes[node.output] if last else None, bundle, run.seconds, record)
+            outputs.append(add_output(bundle, run.dram) if layer is None else layer_output(bundle, run.dram))
+        record.extra.update(layer=bundles[0][1], layers=[layer for _, layer, _ in bundles], run=runs[0],
+                            device_wall=time.perf_counter() - compiled)
         self.compile_wall += compiled - start
         self.sim_wall += record.extra["device_wall"]
-        record.cycles, record.seconds = run.cycles, run.seconds
-        if self.cpu_model is not None:
-            self.host_time(node, args, bundle, run.seconds, record)
-        record.utilization = float(run.counters.get("gemm_utilization", 0.0))
-        record.bytes = int(sum(v for k, v in run.counters.get("bytes", {}).items() if k != "insn"))
-        read = add_output if node.op == "add" else layer_output
-        return read(bundle, run.dram).reshape(self.q.shapes[node.output])
+        record.utilization = busy / record.cycles if record.cycles else 0.0
+        out = outputs[0] if len(outputs) == 1 else np.concatenate(outputs, axis=1)
+        return out.reshape(self.q.shapes[node.output])
 
     def image_bytes(self, bundle) -> int:
         """Bytes of the program image a run copies and keeps coherent (its whole DRAM image)."""
         return int(bundle.dram.size)
 
-    def host_time(self, node: QNode, args: list[np.ndarray], bundle: Bundle, busy_s: float,
+    def host_time(self, inputs: list[tuple], output: tuple | None, bundle: Bundle, busy_s: float,
                   record: LayerRecord) -> None:
-        """What the board runtime does around this offload: pack every input into the blocked
-        layout (int32 for ALU adds), run the prebuilt image (copies, cache maintenance,
-        registers, polling), unpack the output to NCHW for whoever reads it next."""
-        dtype = "int32" if node.op == "add" else "int8"
-        packs = layout_specs(self.config, [(a.shape, dtype) for a in args], PackSpec)
-        unpacks = layout_specs(self.config, [(self.q.shapes[node.output], "int8")], UnpackSpec)
+        """What the board runtime does around an offload: pack every input (shape, dtype) into
+        the blocked layout, run the prebuilt image (copies, cache maintenance, registers, polling),
+        unpack the output (if given) to NCHW for whoever reads it next; added to the record."""
+        packs = layout_specs(self.config, inputs, PackSpec)
+        unpacks = layout_specs(self.config, [(output, "int8")] if output is not None else [], UnpackSpec)
         start = time.perf_counter()
         # extra_copies: fill_inputs copies the prebuilt image before writing the inputs into it.
         cost = self.cpu_model.offload_cost(image_bytes=self.image_bytes(bundle), packs=packs, unpacks=unpacks,
                                            input_bytes=sum(s.io_bytes()[1] for s in packs), accelerator_s=busy_s,
                                            runtime=self.runtime, extra_copies=1)
         self.model_wall += time.perf_counter() - start
-        record.host_seconds, record.host_parts = cost.seconds, dict(cost.parts)
+        record.host_seconds += cost.seconds
+        for part, seconds in cost.parts.items():
+            record.host_parts[part] = record.host_parts.get(part, 0.0) + seconds
 
     def kernel_specs(self) -> list:
         """Every kernel spec this run asks the CPU model for (so it can analyse them ahead)."""

@@ -71,7 +71,8 @@ def graph_files(q: QGraph) -> dict[str, bytes]:
         nodes.append({"name": node.name, "op": node.op, "inputs": list(node.inputs), "output": node.output,
                       "attrs": attrs})
     graph = {"name": q.name, "input": q.input, "output": q.output, "nodes": nodes,
-             "shapes": {k: list(v) for k, v in q.shapes.items()}, "fracs": dict(q.fracs)}
+             "shapes": {k: list(v) for k, v in q.shapes.items()}, "fracs": dict(q.fracs), "zps": dict(q.zps),
+             "scales": dict(q.scales)}
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     return {"graph.json": json.dumps(graph).encode(), "arrays.npz": buf.getvalue()}
@@ -95,7 +96,9 @@ def graph_from_files(files: dict[str, bytes]) -> QGraph:
             nodes.append(QNode(str(n["name"]), str(n["op"]), [str(i) for i in n["inputs"]], str(n["output"]), attrs))
         shapes = {str(k): tuple(int(d) for d in v) for k, v in graph["shapes"].items()}
         q = QGraph(str(graph["name"]), str(graph["input"]), str(graph["output"]), nodes, shapes,
-                   {str(k): int(v) for k, v in graph["fracs"].items()})
+                   {str(k): int(v) for k, v in graph["fracs"].items()},
+                   {str(k): int(v) for k, v in graph.get("zps", {}).items()},
+                   {str(k): float(v) for k, v in graph.get("scales", {}).items()})
     except (KeyError, ValueError, TypeError, AttributeError, RecursionError, VdlaError) as err:
         raise NetworkFilesError(f"graph.json/arrays.npz do not describe a quantized graph ({err})") from None
     for name, shape in q.shapes.items():
@@ -128,11 +131,11 @@ def _zeros_like_inputs(q: QGraph, node: QNode) -> list[np.ndarray]:
 
 
 def compile_bundles(q: QGraph, placements: dict, config, vthreads=None, progress=None) -> dict[str, bytes]:
-    """One bundle file per accelerator op, compiled with zero inputs (the device's host writes
-    the real ones)."""
+    """One bundle file per accelerator op (per group of a grouped conv), compiled with zero inputs
+    (the device's host writes the real ones)."""
     from compiler.accel import compile_layer
-    from compiler.network.alu_add import compile_add
-    from compiler.network.partition import conv_layer, dense_layer
+    from compiler.network.executor import compile_vdla_add
+    from compiler.network.vdla_ops import part_tensors, vdla_parts
 
     say = progress or (lambda message: None)
     files = {}
@@ -141,17 +144,26 @@ def compile_bundles(q: QGraph, placements: dict, config, vthreads=None, progress
             continue
         args = _zeros_like_inputs(q, node)
         if node.op == "add":
-            a = node.attrs
-            bundle = compile_add(args[0], args[1], a_shift=a["a_shift"], b_shift=a["b_shift"], shift=a["shift"],
-                                 relu=a["relu"], config=config, name=node.name)
+            bundles = [(node.name, compile_vdla_add(node, args, config))]
         else:
-            shape = q.shapes[node.inputs[0]]
-            layer = conv_layer(node, shape) if node.op == "conv" else dense_layer(node, shape)
-            bundle = compile_layer(layer, config, vthreads=vthreads, tensors={
-                "input": args[0], "weight": node.attrs["weight"], "bias": node.attrs["bias"]})
-        files[f"bundles/{node.name}.npz"] = bundle.to_bytes()
-        say(f"compiled {node.name} ({node.op}): {bundle.insn_count} instructions, {bundle.dram.size} bytes")
+            bundles = [(part.key, compile_layer(part.layer, config, vthreads=vthreads,
+                                                tensors=part_tensors(node, part, args[0])))
+                       for part in vdla_parts(node, q.shapes[node.inputs[0]])]
+        for key, bundle in bundles:
+            files[f"bundles/{key}.npz"] = bundle.to_bytes()
+            say(f"compiled {key} ({node.op}): {bundle.insn_count} instructions, {bundle.dram.size} bytes")
     return files
+
+
+def bundle_keys(q: QGraph, placements: dict) -> list[str]:
+    """The bundle names of every accelerator op: the node's, or one per group of a grouped conv."""
+    from compiler.network.vdla_ops import vdla_parts
+
+    keys = []
+    for node in q.nodes:
+        if placements[node.name].target == "vdla":
+            keys += [node.name] if node.op == "add" else [p.key for p in vdla_parts(node, q.shapes[node.inputs[0]])]
+    return keys
 
 
 def cpu_specs(q: QGraph, placements: dict) -> list:
@@ -193,12 +205,9 @@ def library_specs(specs_json: bytes) -> list:
     """The kernel specs an ARM library was built from (its ``libvdla_cpu.json``)."""
     from compiler import cpu_fallback as cf
 
-    families = {cls.family: cls for cls in (cf.AddSpec, cf.Conv2dSpec, cf.DenseSpec, cf.DequantizeSpec,
-                                            cf.GlobalAvgPoolSpec, cf.MaxPool2dSpec, cf.PackSpec, cf.QuantizeSpec,
-                                            cf.ReluSpec, cf.UnpackSpec)}
     try:
         kernels = json.loads(specs_json)["kernels"]
-        return [families[k["family"]](**k["params"]) for k in kernels.values()]
+        return [cf.FAMILIES[k["family"]](**k["params"]) for k in kernels.values()]
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise NetworkFilesError(f"{ARM_SPECS} does not describe the library's kernels ({err})") from None
 
@@ -256,7 +265,11 @@ def run_files(files: dict[str, bytes], device, progress=None) -> tuple[dict, dic
     if x.shape != q.shapes.get(q.input) or x.dtype.kind != "f":
         raise NetworkFilesError(f"input.npy holds {x.dtype} {x.shape}, the graph's input is float "
                                 f"{q.shapes.get(q.input)}")
-    bundles = _Bundles(files, [n.name for n in q.nodes if placements[n.name].target == "vdla"], device.config)
+    try:
+        keys = bundle_keys(q, placements)
+    except VdlaError as err:
+        raise NetworkFilesError(f"an accelerator op of the package cannot be run: {err}") from None
+    bundles = _Bundles(files, keys, device.config)
     with tempfile.TemporaryDirectory(prefix="vdla-serve-") as tmp:
         kernels = cpu_kernels(files, Path(tmp))
         loaded = time.perf_counter()

@@ -2,17 +2,21 @@
 
 The default follows the TVM paper's ResNet-18 flow: convolutions on VDLA except the
 3-channel stem; pooling, residual adds, the classifier and input quantization on the CPU.
-Options move the stem (channels padded to a whole block), the residual adds (ALU) and the
-classifier (GEMM) to the accelerator, so users can study the trade-off.
+Grouped convolutions with at least a GEMM block of input channels per group run on VDLA as
+one GEMM per group; depthwise ones (one channel per group) and every element-wise op stay on
+the CPU. Options move the stem (channels padded to a whole block), the residual adds (ALU)
+and the classifiers (GEMM) to the accelerator, so users can study the trade-off.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.layers import Conv2D, Dense, LayerError
+from compiler.layers import LayerError
+from compiler.network.vdla_ops import vdla_parts
 from compiler.quantize.qgraph import QGraph, QNode
 from vdla_hw.config import Config
+from vdla_hw.isa import layout
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,63 +32,79 @@ class Placement:
     reason: str
 
 
-def conv_layer(node: QNode, shape: tuple[int, ...]) -> Conv2D:
-    """The compiler's Conv2D for a quantized conv node (square kernel, symmetric padding)."""
-    a = node.attrs
-    o, i, kh, kw = a["weight"].shape
-    (sh, sw), pads = a["stride"], a["pad"]
-    if kh != kw or sh != sw or len(set(pads)) != 1:
-        raise LayerError(node.name, "shape", f"kernel {kh}x{kw}, stride {sh}x{sw}, pads {pads}: the accelerator "
-                         "compiler takes square kernels, equal strides and equal padding")
-    n, _, h, w = shape
-    return Conv2D(name=node.name, n=n, h=h, w=w, ic=i, oc=o, k=kh, stride=sh, pad=pads[0],
-                  shift=int(a["shift"]), relu=bool(a["relu"]))
-
-
-def dense_layer(node: QNode, shape: tuple[int, ...]) -> Dense:
-    m, k = node.attrs["weight"].shape
-    return Dense(name=node.name, n=shape[0], ic=k, oc=m, shift=int(node.attrs["shift"]), relu=bool(node.attrs["relu"]))
-
-
-def _fits(layer, config: Config) -> str | None:
+def _parts_or_reason(node: QNode, q: QGraph, config: Config):
     try:
-        layer.check(config)
+        parts = vdla_parts(node, q.shapes[node.inputs[0]])
+        for part in parts:
+            part.layer.check(config)
     except LayerError as err:
-        return str(err)
-    return None
+        return None, err.why if err.field == "wide" else str(err)
+    return parts, None
+
+
+def _place_conv(node: QNode, q: QGraph, config: Config, options: PartitionOptions) -> Placement:
+    groups, per_group = int(node.attrs["groups"]), node.attrs["weight"].shape[1]
+    if groups > 1 and per_group < config.block_in:
+        kind = "depthwise" if per_group == 1 else "grouped"
+        return Placement("cpu", f"{kind} convolution: {per_group} input channel(s) per group would fill {per_group} "
+                         f"of {config.block_in} GEMM input lanes; the CPU kernel does it directly")
+    parts, problem = _parts_or_reason(node, q, config)
+    if parts is None:
+        return Placement("cpu", f"not on the accelerator: {problem}")
+    layer = parts[0].layer
+    if layer.ic < config.block_in and not options.stem_on_vdla:
+        return Placement("cpu", f"{layer.ic}-channel stem: fills {layer.ic} of {config.block_in} GEMM input "
+                         "lanes (paper: CPU); --stem-on-vdla pads it")
+    how = f"as {groups} per-group GEMMs ({layer.ic} channels each)" if groups > 1 else "on the GEMM core"
+    notes = [" channels padded to a whole block" if layer.ic % config.block_in else "",
+             " input padded with its zero point" if parts[0].pad is not None else ""]
+    extra = ";".join(n for n in notes if n)
+    return Placement("vdla", f"convolution {how}{' (' + extra.strip() + ')' if extra else ''}")
+
+
+def _place_dense(node: QNode, q: QGraph, config: Config, options: PartitionOptions) -> Placement:
+    if not options.fc_on_vdla:
+        return Placement("cpu", "classifier: one row of GEMM work, weight-load bound (paper: CPU); --fc-on-vdla moves it")
+    parts, problem = _parts_or_reason(node, q, config)
+    if parts is None:
+        return Placement("cpu", f"not on the accelerator: {problem}")
+    return Placement("vdla", "classifier as a GEMM")
+
+
+def _place_add(node: QNode, config: Config, options: PartitionOptions) -> Placement:
+    if not options.add_on_vdla:
+        return Placement("cpu", "residual add: element-wise, memory bound (paper: CPU); --add-on-vdla moves it to the ALU")
+    imm = layout("ALU", config)["imm"]
+    offset = int(node.attrs["offset"])
+    if not imm.low <= offset <= imm.high:
+        return Placement("cpu", f"residual add: its constant term {offset} does not fit the ALU's "
+                         f"{imm.width}-bit immediate")
+    return Placement("vdla", "residual add on the ALU (shift, add, requantize)")
+
+
+REASONS = {
+    "quantize": "input quantization (float) runs on the CPU",
+    "maxpool": "pooling runs on the CPU (paper)",
+    "avgpool": "pooling runs on the CPU (paper)",
+    "avgpool2d": "pooling runs on the CPU (paper)",
+    "reshape": "a reshape: no work",
+    "lut": "element-wise function (table lookup): the ALU has no table; runs on the CPU",
+    "muladd": "element-wise affine with per-element constants: memory bound; runs on the CPU",
+    "relu": "element-wise (not fused into a producer) runs on the CPU",
+    "concat": "concatenation: a copy on the CPU (on a device, producers would store into one buffer)",
+    "gather": "data movement (transpose/slice/gather): a copy on the CPU",
+    "softmax": "softmax: exponentials and a division, on the CPU",
+}
 
 
 def place(node: QNode, q: QGraph, config: Config, options: PartitionOptions) -> Placement:
-    shape = q.shapes[node.inputs[0]] if node.inputs else None
     if node.op == "conv":
-        try:
-            layer = conv_layer(node, shape)
-        except LayerError as err:
-            return Placement("cpu", f"not expressible on the accelerator: {err}")
-        if layer.ic < config.block_in and not options.stem_on_vdla:
-            return Placement("cpu", f"{layer.ic}-channel stem: fills {layer.ic} of {config.block_in} GEMM input "
-                             "lanes (paper: CPU); --stem-on-vdla pads it")
-        problem = _fits(layer, config)
-        if problem:
-            return Placement("cpu", f"does not fit the accelerator: {problem}")
-        padded = " (channels padded to a whole block)" if layer.ic % config.block_in else ""
-        return Placement("vdla", f"convolution on the GEMM core{padded}")
+        return _place_conv(node, q, config, options)
     if node.op == "dense":
-        if not options.fc_on_vdla:
-            return Placement("cpu", "classifier: one row of GEMM work, weight-load bound (paper: CPU); --fc-on-vdla moves it")
-        problem = _fits(dense_layer(node, shape), config)
-        return Placement("cpu", f"does not fit the accelerator: {problem}") if problem \
-            else Placement("vdla", "classifier as a GEMM")
+        return _place_dense(node, q, config, options)
     if node.op == "add":
-        if options.add_on_vdla:
-            return Placement("vdla", "residual add on the ALU (shift, add, requantize)")
-        return Placement("cpu", "residual add: element-wise, memory bound (paper: CPU); --add-on-vdla moves it to the ALU")
-    reasons = {"quantize": "input quantization (float) runs on the CPU",
-               "maxpool": "pooling runs on the CPU (paper)",
-               "avgpool": "pooling runs on the CPU (paper)",
-               "flatten": "a reshape: no work",
-               "relu": "element-wise (not fused into a producer) runs on the CPU"}
-    return Placement("cpu", reasons.get(node.op, f"{node.op} has no accelerator lowering"))
+        return _place_add(node, config, options)
+    return Placement("cpu", REASONS.get(node.op, f"{node.op} has no accelerator lowering"))
 
 
 def partition(q: QGraph, config: Config, options: PartitionOptions = PartitionOptions()) -> dict[str, Placement]:

@@ -1,11 +1,21 @@
-"""Calibrate a float graph on a few inputs and build its power-of-two int8 :class:`QGraph`.
+"""Calibrate a float graph on sample inputs and build its power-of-two int8 :class:`QGraph`.
 
-Every value v gets the frac that minimises the mean squared quantization error (rounding and
-clipping) of its calibration values, searched from ``floor(log2(127 / max|v|))`` (no clipping
-at all) upward over a few bits, then clamped so every shift stays in range. Weights get their
-own per-layer frac, chosen the same way; biases are int32 at the accumulator's scale ``frac(x) + frac(w)``;
-the output shift is ``frac(x) + frac(w) - frac(y)``. A ReLU that directly and solely consumes
-a conv, dense or add is fused into it (``relu`` flag: the clip's lower bound becomes 0).
+Every value v gets a frac (scale 2**-frac) and a zero point (code of 0) chosen from its float
+values on the calibration inputs by one of :data:`METHODS` (:func:`choose_scale`):
+
+- ``mse`` (default): the least mean squared int8 error (rounding plus clipping), searched over
+  the frac (from the one whose 256 codes cover the whole range, upward over a few bits) and
+  the window's position (zero point);
+- ``percentile``: the largest frac whose window holds the 0.01 %..99.99 % range;
+- ``minmax``: the largest frac whose window holds the whole range.
+
+The window always holds 0 exactly (padding and ReLU need a code for 0); a ReLU output gets
+zero point -128 and all 256 codes for 0..max, as an unsigned value would.
+
+Weights get a frac per output channel where that lowers their quantization error by more
+than :data:`PER_CHANNEL_GAIN` (the requantization then shifts each channel by its own amount, on
+the CPU and on the accelerator alike), else one per layer (both by MSE). ``rules`` turns each
+float node into its int8 node.
 """
 
 from __future__ import annotations
@@ -15,112 +25,190 @@ import math
 import numpy as np
 
 from compiler.frontend import float_ref
-from compiler.frontend.graph import Graph, ModelError, Node
+from compiler.frontend.graph import Graph, ModelError
+from compiler.quantize import rules
+from compiler.quantize.equalize import equalize
 from compiler.quantize.qgraph import QGraph, QNode
 
 FRAC_MIN, FRAC_MAX = -8, 20
-MAX_SHIFT, MAX_ADD_SHIFT = 31, 16
+SEARCH_BITS = 4
+SAMPLE = 1 << 17  # values a scale is chosen on (a random sample of larger tensors)
+PERCENTILE = 99.99
+METHODS = ("mse", "percentile", "minmax")
 
 
-def frac_for(maxabs: float) -> int:
-    """The largest frac with round(maxabs * 2**frac) <= 127 (7 for an all-zero value)."""
+def frac_for(maxabs: float, top: int = 127) -> int:
+    """The largest frac with round(maxabs * 2**frac) <= top (127; 255 for unsigned values; 7 for
+    an all-zero value)."""
     if not np.isfinite(maxabs):
         raise ValueError("non-finite calibration value")
     if maxabs <= 0:
         return 7
-    return int(np.clip(math.floor(math.log2(127.0 / maxabs)), FRAC_MIN, FRAC_MAX))
+    return int(np.clip(math.floor(math.log2(top / maxabs)), FRAC_MIN, FRAC_MAX))
 
 
-SEARCH_BITS = 4
-SAMPLE = 1 << 18
-
-
-def choose_frac(values: np.ndarray) -> int:
-    """The frac in [frac_for(max|v|), +SEARCH_BITS] with the least int8 quantization MSE on ``values``."""
+def _sample(values: np.ndarray) -> np.ndarray:
     v = np.asarray(values, dtype=np.float64).reshape(-1)
-    low = frac_for(float(np.abs(v).max()) if v.size else 0.0)
     if v.size > SAMPLE:
         v = v[np.random.default_rng(0).choice(v.size, SAMPLE, replace=False)]
-    errors = []
-    for frac in range(low, min(low + SEARCH_BITS, FRAC_MAX) + 1):
-        q = np.clip(np.rint(v * 2.0 ** frac), -128, 127) * 2.0 ** -frac
-        errors.append((float(((q - v) ** 2).mean()), frac))
-    return min(errors)[1]
+    return v
 
 
-def fuse_relus(graph: Graph) -> list[tuple[Node, Node | None]]:
-    """(node, fused relu or None) pairs; a fused relu disappears as a node of its own."""
+def quant_error(v: np.ndarray, frac: int, unsigned: bool = False) -> float:
+    """Mean squared error of 8-bit quantization of ``v`` at ``frac`` (codes 0..255 if unsigned)."""
+    lo, hi = (0, 255) if unsigned else (-128, 127)
+    q = np.clip(np.rint(v * 2.0 ** frac), lo, hi) * 2.0 ** -frac
+    return float(((q - v) ** 2).mean()) if v.size else 0.0
+
+
+def choose_frac(values: np.ndarray, method: str = "mse", unsigned: bool = False) -> int:
+    """The frac of ``values`` by ``method`` (see the module docstring); ``unsigned`` values (never
+    negative) have 256 levels from 0."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    top = 255 if unsigned else 127
+    low = frac_for(float(np.abs(v).max()) if v.size else 0.0, top)
+    if method == "minmax" or not v.size:
+        return low
+    if method == "percentile":
+        return frac_for(float(np.percentile(np.abs(v), PERCENTILE)), top)
+    if method != "mse":
+        raise ValueError(f"unknown calibration method {method!r} (known: {', '.join(METHODS)})")
+    v = _sample(v)
+    return min((quant_error(v, f, unsigned), f) for f in range(low, min(low + SEARCH_BITS, FRAC_MAX) + 1))[1]
+
+
+QUANTILES = (1e-4, 1e-3)  # tails the MSE search may clip
+
+
+def act_error(v: np.ndarray, frac: int, zp: int) -> float:
+    """Mean squared error of int8 codes ``clip(round(v * 2**frac) + zp)`` read back as ``(q - zp) * 2**-frac``."""
+    q = np.clip(np.rint(v * 2.0 ** frac) + zp, -128, 127)
+    return float((((q - zp) * 2.0 ** -frac - v) ** 2).mean()) if v.size else 0.0
+
+
+def _zp_low(low: float, frac: int) -> int:
+    """The zero point whose lowest code -128 means ``low`` (<= 0)."""
+    return int(np.clip(np.rint(-128 - low * 2.0 ** frac), -128, 127))
+
+
+def _zp_high(high: float, frac: int) -> int:
+    """The zero point whose highest code 127 means ``high`` (>= 0)."""
+    return int(np.clip(np.rint(127 - high * 2.0 ** frac), -128, 127))
+
+
+def choose_scale(values: np.ndarray, method: str = "mse", frac: int | None = None) -> tuple[int, int]:
+    """(frac, zero point) of an activation: 256 codes over a window that holds 0 exactly, placed by
+    ``method``: ``minmax`` covers the whole range, ``percentile`` the 0.01..99.99 % range, ``mse``
+    searches the frac (from the whole range's up a few bits) and the window's position (its edges
+    on the range's ends or on its 1e-4 and 1e-3 tails) for the least squared error.
+    ``frac`` fixes the frac and only places the window."""
+    if method not in METHODS:
+        raise ValueError(f"unknown calibration method {method!r} (known: {', '.join(METHODS)})")
+    v = _sample(values)
+    if not v.size:
+        return (7 if frac is None else frac), 0
+    low, high = min(float(v.min()), 0.0), max(float(v.max()), 0.0)
+    if method == "percentile":
+        low, high = (min(float(np.percentile(v, p)), 0.0) if i == 0 else max(float(np.percentile(v, p)), 0.0)
+                     for i, p in enumerate((100 - PERCENTILE, PERCENTILE)))
+    if method in ("minmax", "percentile"):
+        f = frac_for(high - low, 255) if frac is None else frac
+        zp = _zp_low(low, f)
+        return f, zp if (127 - zp) * 2.0 ** -f >= high else _zp_high(high, f)
+    first = frac_for(high - low, 255)
+    fracs = range(first, min(first + SEARCH_BITS, FRAC_MAX) + 1) if frac is None else (frac,)
+    lows = [low] + [min(float(q), 0.0) for q in np.quantile(v, QUANTILES)]
+    highs = [high] + [max(float(q), 0.0) for q in np.quantile(v, [1 - q for q in QUANTILES])]
+    best = None
+    for f in fracs:
+        for zp in {0, *(_zp_low(x, f) for x in lows), *(_zp_high(x, f) for x in highs)}:
+            key = (act_error(v, f, zp), -f, zp)
+            best = key if best is None or key < best else best
+    return -best[1], best[2]
+
+
+PER_CHANNEL_GAIN = 0.9  # per-channel fracs when they cut the weights' squared error below 90 %
+
+
+def _row_errors(rows: np.ndarray, fracs: np.ndarray) -> np.ndarray:
+    """Squared int8 quantization error of each row of ``rows`` at its frac (symmetric weights)."""
+    scale = 2.0 ** fracs.reshape(-1, 1)
+    q = np.clip(np.rint(rows * scale), -127, 127) / scale
+    return ((q - rows) ** 2).sum(axis=1)
+
+
+def weight_fracs(w: np.ndarray, per_channel_ok: bool) -> np.ndarray:
+    """One frac per output channel (all equal unless per-channel scales help and are allowed),
+    each chosen by MSE like ``choose_frac`` (vectorised over the channels)."""
+    layer = choose_frac(w)
+    fracs = np.full(w.shape[0], layer, dtype=np.int64)
+    if not per_channel_ok:
+        return fracs
+    rows = w.reshape(w.shape[0], -1).astype(np.float64)
+    peaks = np.abs(rows).max(axis=1)
+    low = np.array([frac_for(float(p)) for p in peaks], dtype=np.int64)
+    candidates = [np.minimum(low + k, FRAC_MAX) for k in range(SEARCH_BITS + 1)]
+    errors = np.stack([_row_errors(rows, c) for c in candidates])  # (candidates, channels)
+    channel = np.stack(candidates)[errors.argmin(axis=0), np.arange(len(rows))]
+    return channel if errors.min(axis=0).sum() < PER_CHANNEL_GAIN * _row_errors(rows, fracs).sum() else fracs
+
+
+def fuse_activations(graph: Graph):
+    """(node, fused relu/clip or None) pairs; a fused activation disappears as a node of its own."""
     fused, skip = [], set()
     for node in graph.nodes:
         if node.name in skip:
             continue
         users = graph.consumers(node.output)
-        relu = users[0] if len(users) == 1 and users[0].op == "relu" and node.op in ("conv", "dense", "add") \
-            and node.output != graph.output else None
-        if relu is not None:
-            skip.add(relu.name)
-        fused.append((node, relu))
+        act = users[0] if len(users) == 1 and users[0].op in ("relu", "clip") and \
+            node.op in ("conv", "dense", "add") and node.output != graph.output else None
+        if act is not None:
+            skip.add(act.name)
+        fused.append((node, act))
     return fused
 
 
-def quantize_graph(graph: Graph, calibration: np.ndarray) -> QGraph:
-    """The int8 graph of ``graph`` calibrated on ``calibration`` (N, C, H, W float inputs)."""
+def quantize_graph(graph: Graph, calibration: np.ndarray, *, method: str = "mse", per_channel: bool = True,
+                   bias_correction: bool = True, wide_output: bool = True, equalize_scales: bool = True) -> QGraph:
+    """The int8 graph of ``graph`` calibrated on ``calibration`` (a batch of float inputs).
+
+    ``per_channel``: allow per-output-channel weight scales where an op can shift per channel.
+    ``bias_correction``: remove each conv and dense channel's mean output error that weight
+    rounding causes, measured on the first calibration inputs. ``wide_output``: the last op keeps int32 results.
+    ``equalize_scales``: give activations between layers their optimal step by folding a factor
+    into the weights around them (``compiler.quantize.equalize``).
+    Activations get power-of-two scales and zero points (see :func:`choose_scale`).
+    """
+    if method not in METHODS:
+        raise ModelError(graph.name, f"unknown calibration method {method!r} (known: {', '.join(METHODS)})")
     calibration = np.asarray(calibration, dtype=np.float32)
-    if calibration.ndim != 4 or calibration.shape[1:] != graph.shapes[graph.input][1:]:
+    want = graph.shapes[graph.input]
+    if calibration.ndim != len(want) or calibration.shape[1:] != want[1:] or calibration.shape[0] % want[0]:
         raise ModelError(graph.name, f"calibration inputs of shape {calibration.shape} do not match the model "
-                         f"input {graph.shapes[graph.input]}")
+                         f"input {want} (a multiple of its batch, the other dimensions equal)")
+    if not np.all(np.isfinite(calibration)):
+        raise ModelError(graph.name, "calibration inputs contain NaN or infinite values")
     values = float_ref.run(graph, calibration)
-    best = {name: choose_frac(v) for name, v in values.items()}
-    fracs: dict[str, int] = {}
+    scales = {}
+    if equalize_scales:
+        graph, scales = equalize(graph, values)
+    pairs = fuse_activations(graph)
+    out_of = {node.output: (act.output if act else node.output) for node, act in pairs}
+    best = {name: choose_scale(v, method) for name, v in values.items()}
+    rules.share_concat_scales(graph, pairs, out_of, best)
     q_input = f"{graph.input}_q"
-    fracs[q_input] = best[graph.input]
+    fracs, zps = {q_input: best[graph.input][0]}, {q_input: 0}
     nodes = [QNode(f"{graph.input}.quantize", "quantize", [graph.input], q_input, {"frac": fracs[q_input]})]
     rename = {graph.input: q_input}
     shapes = {graph.input: graph.shapes[graph.input], q_input: graph.shapes[graph.input]}
-    for node, relu in fuse_relus(graph):
-        out = relu.output if relu else node.output
+    ctx = rules.Context(graph, values, fracs, zps, best, per_channel, bias_correction, method)
+    for node, act in pairs:
+        out = out_of[node.output]
         inputs = [rename[i] for i in node.inputs]
         rename[node.output] = rename[out] = out
         shapes[out] = graph.shapes[node.output]
-        attrs = _quantize_node(node, relu is not None, inputs, fracs, best[out], graph)
-        fracs[out] = attrs.pop("out_frac")
-        nodes.append(QNode(node.name, node.op, inputs, out, attrs))
-    return QGraph(graph.name, graph.input, rename[graph.output], nodes, shapes, fracs)
-
-
-def _quantize_node(node: Node, relu: bool, inputs: list[str], fracs: dict, want: int, graph: Graph) -> dict:
-    a = node.attrs
-    if node.op in ("conv", "dense"):
-        fx = fracs[inputs[0]]
-        w = a["weight"]
-        fw = choose_frac(w)
-        acc_frac = fx + fw
-        fy = int(np.clip(want, acc_frac - MAX_SHIFT, acc_frac))
-        weight = np.clip(np.rint(w * 2.0 ** fw), -127, 127).astype(np.int8)
-        # The requantization shift floors; half an output step folded into the bias makes it
-        # round to nearest, so the error of each layer has no systematic bias.
-        half = (1 << (acc_frac - fy - 1)) if acc_frac > fy else 0
-        bias = np.clip(np.rint(a["bias"].astype(np.float64) * 2.0 ** acc_frac) + half, -(2 ** 31), 2 ** 31 - 1).astype(np.int32)
-        attrs = {"weight": weight, "bias": bias, "shift": acc_frac - fy, "relu": relu, "out_frac": fy,
-                 "w_frac": fw}
-        out_shape = graph.shapes[node.output]
-        if node.op == "conv":
-            attrs.update(stride=tuple(a["stride"]), pad=tuple(a["pad"]))
-            attrs["macs"] = int(np.prod(out_shape)) * int(np.prod(weight.shape[1:]))
-        else:
-            attrs["macs"] = int(np.prod(out_shape)) * weight.shape[1]
-        return attrs
-    if node.op == "add":
-        fa, fb = fracs[inputs[0]], fracs[inputs[1]]
-        fm = max(fa, fb)
-        if fm - min(fa, fb) > MAX_ADD_SHIFT:
-            raise ModelError(graph.name, f"inputs' scales differ by {fm - min(fa, fb)} bits (> {MAX_ADD_SHIFT})",
-                             node.name, "Add")
-        fy = int(np.clip(want, fm - MAX_SHIFT, fm))
-        return {"a_shift": fm - fa, "b_shift": fm - fb, "shift": fm - fy, "relu": relu, "out_frac": fy}
-    if node.op in ("maxpool",):
-        return {"kernel": tuple(a["kernel"]), "stride": tuple(a["stride"]), "pad": tuple(a["pad"]),
-                "out_frac": fracs[inputs[0]]}
-    if node.op in ("relu", "avgpool", "flatten"):
-        return {"out_frac": fracs[inputs[0]]}
-    raise ModelError(graph.name, f"no quantization rule for op {node.op}", node.name, node.op)
+        wide = wide_output and out == graph.output
+        attrs, fracs[out], zps[out] = rules.quantize_node(ctx, node, act, out, inputs, wide)
+        nodes.append(QNode(node.name, attrs.pop("op", node.op), inputs, out, attrs))
+    scales = {name: s for name, s in scales.items() if name in fracs}
+    return QGraph(graph.name, graph.input, rename[graph.output], nodes, shapes, fracs, zps, scales)

@@ -1,20 +1,43 @@
-"""The quantized graph: int8 values, each with a power-of-two scale 2**-frac.
+"""The quantized graph: int8 values, each with a power-of-two scale and a zero point.
 
-=========  ==============================================================================
-op         attrs (all requantizations are ``clip((acc + bias) >> shift, lo, 127)``,
-           ``lo = 0`` with ``relu`` else -128, arithmetic shift)
-=========  ==============================================================================
-quantize   frac                 float input -> int8, round half to even, saturate
-conv       weight int8 OIHW, bias int32, stride, pad (t, l, b, r), shift, relu
-dense      weight int8 (M, K), bias int32, shift, relu
-add        a_shift, b_shift, shift, relu: clip(((a << a_shift) + (b << b_shift)) >> shift)
-relu       --
-maxpool    kernel, stride, pad  (padded positions ignored)
-avgpool    --                   global mean, floor((sum + HW//2) / HW); output (N, C, 1, 1)
-flatten    --
-=========  ==============================================================================
+A value ``q`` means ``(q - zp) * 2**-frac`` (divided by ``scales[value]`` where a factor was folded
+into the layers around it, ``compiler.quantize.equalize``: the int8 arithmetic never sees it). ``zp`` is 0 (signed values) or -128 (values that
+are never negative, such as ReLU outputs: ``q + 128`` spans 0..255, a full 8 bits); ``frac`` is
+any integer (the hardware shifts). ``fracs`` and ``zps`` map every value to them.
 
-``fracs`` gives each value's frac; the network output is dequantized with its frac.
+Requantizations are ``clip(wrap32(acc + bias) >> shift, lo, hi)`` with an arithmetic (flooring)
+shift; the bias holds everything constant: the input zero point's share (``-zp_in * sum(w)``),
+the output zero point (``zp_out << shift``) and half an output step (rounding to nearest).
+``shift`` is one int or one per output channel (per-channel weight scales). ``lo``/``hi`` are
+the clip bounds in the output's int8 codes (a fused ReLU or Clip narrows them). A ``wide`` node
+keeps int32 values (the network's last op: logits at the accumulator's resolution).
+
+==========  =================================================================================
+op          attrs
+==========  =================================================================================
+quantize    frac                        float input -> int8, round half to even, saturate
+conv        weight int8 (O, I/groups, kh, kw), bias int32, stride (sh, sw), pad (t, l, b, r),
+            groups, pad_value (the input's zero point: what padded positions hold), shift, lo,
+            hi, wide
+dense       weight int8 (M, K), bias int32, shift, lo, hi, wide
+add         a_shift, b_shift, offset, shift, lo, hi:
+            clip(((a << a_shift) + (b << b_shift) + offset) >> shift, lo, hi)
+lut         table int8 (256,):  out = table[x + 128]   (ReLU, Clip, Sigmoid, HardSigmoid,
+            HardSwish, a scalar affine, any change of scale)
+muladd      mul int32, add int32 (each shaped like one sample), shift, lo, hi:
+            clip((x * mul + add) >> shift, lo, hi)   (per-channel or per-element affine)
+maxpool     kernel, stride, pad, ceil   (padded positions never win)
+avgpool     up, add, lo, hi, wide: global pool, clip(floor(((sum << up) + add) / (H*W))), (N, C, 1, 1)
+avgpool2d   kernel, stride, pad, ceil, pad_value, count and add (int32 per output position), up,
+            lo, hi:  clip(floor(((window sum << up) + add) / count)), padding holding pad_value
+concat      axis, shifts, zps (one per input), zp: out = clip(((x - zp_i + rnd_i) >> shift_i) + zp)
+reshape     shape
+gather      index int32 (flat, -1 takes fill), fill int8 (one per output element), shape
+softmax     axis, table (int32, 256 entries: 2**16 exp(-d 2**-frac) for d = 255..0):
+            e = table[x - max + 255]; out = min((e * 128 + s // 2) // s, 127), s = sum e; frac 7
+==========  =================================================================================
+
+A graph is defined for its input's batch (usually 1); larger batches run in chunks of it.
 """
 
 from __future__ import annotations
@@ -46,9 +69,19 @@ class QGraph:
     nodes: list[QNode]
     shapes: dict[str, tuple[int, ...]]
     fracs: dict[str, int]
+    zps: dict[str, int] = field(default_factory=dict)
+    scales: dict[str, float] = field(default_factory=dict)  # factor folded into the layers around a value
 
     def node(self, name: str) -> QNode:
         return next(n for n in self.nodes if n.name == name)
 
+    def zp(self, value: str) -> int:
+        return int(self.zps.get(value, 0))
+
+    def dequantize(self, value: str, q: np.ndarray) -> np.ndarray:
+        """The real values of int8 (or wide int32) codes ``q`` of ``value``."""
+        real = (q.astype(np.float64) - self.zp(value)) * 2.0 ** -self.fracs[value] / self.scales.get(value, 1.0)
+        return real.astype(np.float32)
+
     def dequantize_output(self, values: np.ndarray) -> np.ndarray:
-        return values.astype(np.float32) * np.float32(2.0 ** -self.fracs[self.output])
+        return self.dequantize(self.output, values)

@@ -1,77 +1,196 @@
 """Plain numpy interpretation of a :class:`QGraph`: the definition of the quantized network.
 
-Written independently of the accelerator and of the LLVM kernels; the executor's output must
-equal it bit for bit. Accumulation is exact in int64 (float64 matmul of int8 values is exact
-here) and wraps to int32 as the hardware does.
+This is the project's one numpy reference of quantized arithmetic: the accelerator compiler,
+the LLVM CPU kernels and the whole network are tested against these functions, bit for bit.
+Accumulation is exact (int8 products summed in float64 via ``float_ref.conv_taps``, exact below
+2**53) and wraps to int32 once, with the bias, as the hardware's accumulator does; then
+``requantize`` floors by the shift and clips.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from compiler.frontend.float_ref import im2col
+from compiler.frontend.float_ref import conv_taps, pair, quad, run_graph, windows
 from compiler.quantize.qgraph import QGraph, QNode
 
-
-def wrap32(x: np.ndarray) -> np.ndarray:
-    return ((x.astype(np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int64)
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
-def requantize(acc: np.ndarray, shift: int, relu: bool) -> np.ndarray:
-    return np.clip(acc >> shift, 0 if relu else -128, 127).astype(np.int8)
+def wrap32(x) -> np.ndarray:
+    """int64 values wrapped to int32's range (two's complement), kept as int64."""
+    return (np.asarray(x, dtype=np.int64) - INT32_MIN) % (1 << 32) + INT32_MIN
 
 
-def quantize(x: np.ndarray, frac: int) -> np.ndarray:
-    scaled = np.rint(np.nan_to_num(x.astype(np.float64), nan=0.0) * 2.0 ** frac)
-    return np.clip(scaled, -128, 127).astype(np.int8)
+def _channels(value, ndim: int) -> np.ndarray:
+    """A scalar, or one value per channel (axis 1) shaped to broadcast over an ndim-D tensor."""
+    v = np.asarray(value, dtype=np.int64)
+    return v if v.ndim == 0 else v.reshape((1, -1) + (1,) * (ndim - 2))
 
 
-def conv2d(x, weight, bias, stride, pad):
-    """int32-wrapped (acc + bias) of an int8 NCHW conv; returns int64 values in int32 range."""
-    o, _, kh, kw = weight.shape
-    cols, (oh, ow) = im2col(x.astype(np.float64), kh, kw, stride, pad)
-    acc = np.einsum("ok,nkp->nop", weight.reshape(o, -1).astype(np.float64), cols, optimize=True)
-    acc = np.rint(acc).astype(np.int64).reshape(x.shape[0], o, oh, ow)
-    return wrap32(acc + bias.astype(np.int64)[None, :, None, None])
+def requantize(acc, shift=0, relu: bool = False, *, lo: int | None = None, hi: int | None = None,
+               wide: bool = False):
+    """clip(acc >> shift, lo, hi): int8, or int32 when ``wide``; ``shift`` an int or per channel.
+    Default bounds: ``lo`` 0 with ``relu``, else the type's minimum; ``hi`` the type's maximum."""
+    acc = np.asarray(acc, dtype=np.int64)
+    if lo is None:
+        lo = 0 if relu else (INT32_MIN if wide else -128)
+    if hi is None:
+        hi = INT32_MAX if wide else 127
+    out = np.clip(acc >> _channels(shift, acc.ndim), lo, hi)
+    return out.astype(np.int32 if wide else np.int8)
 
 
-def maxpool(x, kernel, stride, pad):
-    cols, (oh, ow) = im2col(x.astype(np.int16), *kernel, stride, pad, fill=-1000)
-    n, c = x.shape[:2]
-    return cols.reshape(n, c, kernel[0] * kernel[1], oh * ow).max(axis=2).reshape(n, c, oh, ow).astype(np.int8)
+def round_shift(x, shift: int) -> np.ndarray:
+    """x / 2**shift rounded half up (an arithmetic shift of x + 2**(shift-1)); int64."""
+    x = np.asarray(x, dtype=np.int64)
+    return (x + (1 << (shift - 1))) >> shift if shift > 0 else x
+
+
+def quantize(x, frac: int) -> np.ndarray:
+    """float -> int8 with scale 2**-frac: round half to even, saturate, NaN -> 0."""
+    scaled = np.asarray(x, dtype=np.float32) * np.float32(2.0 ** frac)
+    scaled = np.where(np.isnan(scaled), np.float32(0), scaled)
+    return np.clip(np.rint(scaled), -128, 127).astype(np.int8)
+
+
+def dequantize(q, frac: int) -> np.ndarray:
+    return np.asarray(q).astype(np.float32) * np.float32(2.0 ** -frac)
+
+
+def conv2d_acc(x, weight, bias, stride=1, pad=0, groups: int = 1, pad_value: int = 0) -> np.ndarray:
+    """wrap32(bias + sum of int8 products) of a grouped NCHW conv whose padding holds
+    ``pad_value``, as int64 in int32's range."""
+    acc = np.rint(conv_taps(x, weight, pair(stride), quad(pad), groups, fill=pad_value)).astype(np.int64)
+    return wrap32(acc + np.asarray(bias, dtype=np.int64)[None, :, None, None])
+
+
+def conv2d(x, weight, bias, *, stride=1, pad=0, groups: int = 1, pad_value: int = 0, shift=0, relu: bool = False,
+           lo: int | None = None, hi: int | None = None, wide: bool = False) -> np.ndarray:
+    """int8 NCHW conv, OIHW int8 weights, int32 bias, requantized (see ``requantize``)."""
+    return requantize(conv2d_acc(x, weight, bias, stride, pad, groups, pad_value), shift, relu, lo=lo, hi=hi,
+                      wide=wide)
+
+
+def dense(x, weight, bias, *, shift=0, relu: bool = False, lo: int | None = None, hi: int | None = None,
+          wide: bool = False, out_dtype: str = "int8") -> np.ndarray:
+    """(N, K) int8 x (M, K) int8 + int32 bias; ``out_dtype='int32'`` returns the raw accumulator."""
+    acc = wrap32(np.asarray(x, np.int64) @ np.asarray(weight, np.int64).T + np.asarray(bias, np.int64))
+    if out_dtype == "int32":
+        return acc.astype(np.int32)
+    return requantize(acc, shift, relu, lo=lo, hi=hi, wide=wide)
+
+
+def add(a, b, a_shift=0, b_shift=0, shift=0, relu: bool = False, *, offset: int = 0, lo: int | None = None,
+        hi: int | None = None) -> np.ndarray:
+    """clip(((a << a_shift) + (b << b_shift) + offset) >> shift, lo, hi)."""
+    total = (np.asarray(a, np.int64) << a_shift) + (np.asarray(b, np.int64) << b_shift) + int(offset)
+    return requantize(total, shift, relu, lo=lo, hi=hi)
+
+
+def relu(x) -> np.ndarray:
+    """int8 ReLU (the CPU kernel's definition; in graphs a ReLU is fused or a ``lut``)."""
+    return np.maximum(x, 0).astype(np.int8)
+
+
+def lut(x, table) -> np.ndarray:
+    return np.asarray(table, dtype=np.int8)[np.asarray(x, dtype=np.int64) + 128]
+
+
+def muladd(x, mul, add_, shift: int, lo: int = -128, hi: int = 127) -> np.ndarray:
+    """clip((x * mul + add) >> shift, lo, hi); ``mul``/``add`` broadcast over one sample (x[0])."""
+    x = np.asarray(x, dtype=np.int64)
+    total = wrap32(x * np.asarray(mul, np.int64) + np.asarray(add_, np.int64))
+    return np.clip(total >> shift, lo, hi).astype(np.int8)
+
+
+def max_pool2d(x, kh, kw=None, stride=1, pad=0, ceil=(0, 0)) -> np.ndarray:
+    """int8 max pool; padded (and ceil-mode) positions never win."""
+    out = None
+    for _, view in windows(np.asarray(x, np.int16), (kh, kw or kh), stride, pad, fill=-1000, ceil_extra=ceil):
+        out = view.copy() if out is None else np.maximum(out, view)
+    if out.min() < -128:
+        raise ValueError("a pooling window saw only padding")
+    return out.astype(np.int8)
+
+
+def global_avg_pool(x, up: int = 0, add: int | None = None, lo: int = -128, hi: int = 127,
+                    wide: bool = False) -> np.ndarray:
+    """(N, C, H, W) -> (N, C) clip(floor(((sum << up) + add) / HW)); ``add`` defaults to HW // 2
+    (rounding half up); ``wide`` keeps int32 without clipping."""
+    area = x.shape[2] * x.shape[3]
+    total = np.asarray(x, np.int64).sum(axis=(2, 3)) << up
+    mean = (total + (area // 2 if add is None else int(add))) // area
+    return mean.astype(np.int32) if wide else np.clip(mean, lo, hi).astype(np.int8)
+
+
+def avg_pool2d(x, kernel, stride, pad, ceil, count, add, up: int = 0, pad_value: int = 0, lo: int = -128,
+               hi: int = 127) -> np.ndarray:
+    """Windowed clip(floor(((sum << up) + add) / count)), padding (and ceil extra) holding ``pad_value``."""
+    total = None
+    for _, view in windows(np.asarray(x, np.int64), kernel, stride, pad, fill=pad_value, ceil_extra=ceil):
+        total = view.copy() if total is None else total + view
+    count, add = np.asarray(count, np.int64), np.asarray(add, np.int64)
+    return np.clip(((total << up) + add) // count, lo, hi).astype(np.int8)
+
+
+def concat(arrays, axis: int, shifts, zps, zp: int) -> np.ndarray:
+    """Each input re-expressed at the output's scale: round_shift(x - zp_i, shift_i) + zp, clipped."""
+    parts = [np.clip(round_shift(np.asarray(a, np.int64) - z, s) + zp, -128, 127)
+             for a, s, z in zip(arrays, shifts, zps)]
+    return np.concatenate(parts, axis=axis).astype(np.int8)
+
+
+def gather(x, index, fill, shape) -> np.ndarray:
+    index = np.asarray(index, dtype=np.int64)
+    flat = np.asarray(x).reshape(-1)
+    return np.where(index >= 0, flat[np.maximum(index, 0)], fill).astype(np.int8).reshape(shape)
+
+
+def softmax(x, axis: int, table) -> np.ndarray:
+    x = np.asarray(x, dtype=np.int64)
+    e = np.asarray(table, dtype=np.int64)[x - x.max(axis=axis, keepdims=True) + 255]
+    s = e.sum(axis=axis, keepdims=True)
+    return np.minimum((e * 128 + s // 2) // s, 127).astype(np.int8)
 
 
 def eval_node(node: QNode, args: list[np.ndarray]) -> np.ndarray:
-    a = node.attrs
-    if node.op == "quantize":
-        return quantize(args[0], a["frac"])
-    if node.op == "conv":
-        return requantize(conv2d(args[0], a["weight"], a["bias"], a["stride"], a["pad"]), a["shift"], a["relu"])
-    if node.op == "dense":
-        acc = args[0].astype(np.int64) @ a["weight"].astype(np.int64).T + a["bias"].astype(np.int64)
-        return requantize(wrap32(acc), a["shift"], a["relu"])
-    if node.op == "add":
-        total = (args[0].astype(np.int64) << a["a_shift"]) + (args[1].astype(np.int64) << a["b_shift"])
-        return requantize(total, a["shift"], a["relu"])
-    if node.op == "relu":
-        return np.maximum(args[0], 0).astype(np.int8)
-    if node.op == "maxpool":
-        return maxpool(args[0], a["kernel"], a["stride"], a["pad"])
-    if node.op == "avgpool":
-        n, c, h, w = args[0].shape
-        total = args[0].astype(np.int64).sum(axis=(2, 3))
-        return np.floor_divide(total + (h * w) // 2, h * w).astype(np.int8).reshape(n, c, 1, 1)
-    if node.op == "flatten":
-        return args[0].reshape(args[0].shape[0], -1)
-    raise ValueError(f"unknown quantized op {node.op}")
+    a, op, x = node.attrs, node.op, args[0]
+    if op == "quantize":
+        return quantize(x, a["frac"])
+    if op == "conv":
+        return conv2d(x, a["weight"], a["bias"], stride=a["stride"], pad=a["pad"], groups=a["groups"],
+                      pad_value=a["pad_value"], shift=a["shift"], lo=a["lo"], hi=a["hi"], wide=a["wide"])
+    if op == "dense":
+        return dense(x, a["weight"], a["bias"], shift=a["shift"], lo=a["lo"], hi=a["hi"], wide=a["wide"])
+    if op == "add":
+        return add(x, args[1], a["a_shift"], a["b_shift"], a["shift"], offset=a["offset"], lo=a["lo"], hi=a["hi"])
+    if op == "lut":
+        return lut(x, a["table"])
+    if op == "muladd":
+        return muladd(x, a["mul"], a["add"], a["shift"], a["lo"], a["hi"])
+    if op == "maxpool":
+        return max_pool2d(x, *a["kernel"], a["stride"], a["pad"], a["ceil"])
+    if op == "avgpool":
+        n, c = x.shape[:2]
+        return global_avg_pool(x, a["up"], a["add"], a["lo"], a["hi"], a["wide"]).reshape(n, c, 1, 1)
+    if op == "avgpool2d":
+        return avg_pool2d(x, a["kernel"], a["stride"], a["pad"], a["ceil"], a["count"], a["add"], a["up"],
+                          a["pad_value"], a["lo"], a["hi"])
+    if op == "concat":
+        return concat(args, a["axis"], a["shifts"], a["zps"], a["zp"])
+    if op == "reshape":
+        return x.reshape(a["shape"])
+    if op == "gather":
+        return gather(x, a["index"], a["fill"], a["shape"])
+    if op == "softmax":
+        return softmax(x, a["axis"], a["table"])
+    raise ValueError(f"unknown quantized op {op}")
 
 
 def run(graph: QGraph, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Every value of the quantized network for float input ``x``."""
-    values = {graph.input: np.asarray(x, dtype=np.float32)}
-    for node in graph.nodes:
-        values[node.output] = eval_node(node, [values[i] for i in node.inputs])
-    return values
+    """Every value of the quantized network for float input ``x`` (a multiple of its batch)."""
+    return run_graph(graph, x, eval_node)
 
 
 def forward(graph: QGraph, x: np.ndarray) -> np.ndarray:

@@ -15,7 +15,6 @@ import numpy as np
 
 from compiler.annotated import Op, Segment, annotate
 from compiler.latency_hiding import split
-from compiler.layers import OUT_MAX
 from compiler.tensorize.schedule import Plan, TileShape
 from compiler.tensorize.uops import alu_kernel, gemm_kernel
 from vdla_hw import isa
@@ -36,6 +35,8 @@ class ThreadBuffers:
     acc: int             # ACC index of the thread's output accumulators
     gemm: dict           # shape key -> (uop_bgn, rows)
     alu: dict            # shape key -> (uop_bgn, rows)
+    shift: int | None = None    # ACC index of the thread's shift vectors (per-channel shift)
+    alu_shift: dict | None = None  # shape key -> (uop_bgn, rows) reading the shift vectors
 
 
 @dataclass
@@ -49,6 +50,7 @@ class DramPlan:
     uops: int
     uop_count: int
     zeros: int | None = None
+    shift: int | None = None
 
 
 def thread_buffers(plan: Plan) -> list[ThreadBuffers]:
@@ -56,20 +58,24 @@ def thread_buffers(plan: Plan) -> list[ThreadBuffers]:
     threads, next_uop = [], 0
     for t in range(plan.schedule.vthreads):
         inp, wgt, acc0 = t * plan.inp_part, t * plan.wgt_part, t * plan.acc_part
-        bias, acc = acc0, acc0 + plan.schedule.toc
-        gemm, alu = {}, {}
+        toc = plan.schedule.toc
+        bias, shift, acc = acc0, acc0 + toc if plan.vectors > 1 else None, acc0 + plan.vectors * toc
+        gemm, alu, alu_shift = {}, {}, {} if shift is not None else None
         for key, shape in plan.shapes.items():
             rows = gemm_kernel(plan, shape, acc=acc, inp=inp, wgt=wgt)
             gemm[key], next_uop = (next_uop, rows), next_uop + len(rows)
             rows = alu_kernel(shape, acc=acc, bias=bias)
             alu[key], next_uop = (next_uop, rows), next_uop + len(rows)
-        threads.append(ThreadBuffers(inp, wgt, bias, acc, gemm, alu))
+            if shift is not None:
+                rows = alu_kernel(shape, acc=acc, bias=shift)
+                alu_shift[key], next_uop = (next_uop, rows), next_uop + len(rows)
+        threads.append(ThreadBuffers(inp, wgt, bias, acc, gemm, alu, shift, alu_shift))
     return threads
 
 
 def plan_dram(builder: BundleBuilder, plan: Plan, packed: dict, buffers: list[ThreadBuffers]) -> DramPlan:
     """Place packed input, weights, bias, micro-ops and the output array in the image."""
-    tables = sorted((bgn, len(rows), rows) for tb in buffers for table in (tb.gemm, tb.alu)
+    tables = sorted((bgn, len(rows), rows) for tb in buffers for table in (tb.gemm, tb.alu, tb.alu_shift or {})
                     for bgn, rows in table.values())
     uop_rows = np.concatenate([rows for _, _, rows in tables])
     dram = DramPlan(
@@ -77,7 +83,8 @@ def plan_dram(builder: BundleBuilder, plan: Plan, packed: dict, buffers: list[Th
         wgt=builder.array("wgt", "wgt", packed["wgt"]),
         bias=builder.array("bias", "acc", packed["bias"]),
         out=builder.alloc("out", "out", plan.nb * plan.ocb * plan.oh * plan.ow),
-        uops=builder.uops("uops", uop_rows), uop_count=len(uop_rows))
+        uops=builder.uops("uops", uop_rows), uop_count=len(uop_rows),
+        shift=builder.array("shift", "acc", packed["shift"]) if "shift" in packed else None)
     if any(_zero_tile_needed(plan, item, _shape_of(plan, item)) for item in plan.items()):
         dram.zeros = builder.alloc("zeros", "inp", max(sh.in_rows * sh.in_cols for sh in plan.shapes.values()))
     return dram
@@ -149,6 +156,9 @@ class _Emitter:
                 if self.held["bias"] != to:
                     self.op(ops, "LOAD", tag="load bias", memory_type=MT["acc"], sram_base=tb.bias,
                             dram_base=self.dram.bias + o0, y_size=1, x_size=toc, x_stride=toc)
+                    if tb.shift is not None:
+                        self.op(ops, "LOAD", tag="load shift", memory_type=MT["acc"], sram_base=tb.shift,
+                                dram_base=self.dram.shift + o0, y_size=1, x_size=toc, x_stride=toc)
                     self.held["bias"] = to
                 self.op(ops, "GEMM", g_rows[:shape.group], tag="reset", reset=1, uop_bgn=g_bgn,
                         uop_end=g_bgn + shape.group, iter_out=toc, iter_in=1, dst_factor_out=shape.group)
@@ -157,7 +167,7 @@ class _Emitter:
                     wgt_factor_out=tic * plan.kstep, wgt_factor_in=plan.kstep)
             self.segments.append(Segment(ops))
         ops = []
-        self.requantize(ops, a_bgn, a_rows, toc, shape)
+        self.requantize(ops, a_bgn, a_rows, toc, shape, tb.alu_shift[key] if tb.alu_shift else None)
         self.store(ops, item, shape, o0, toc)
         self.segments.append(Segment(ops))
 
@@ -191,16 +201,21 @@ class _Emitter:
                     x_stride=layer.w * plan.row_step, y_pad_top=top, y_pad_bottom=bottom,
                     x_pad_left=left, x_pad_right=right)
 
-    def requantize(self, ops, a_bgn, a_rows, toc: int, shape: TileShape) -> None:
-        """acc = clip((acc + bias) >> shift, lo, 127), one ALU instruction per step."""
+    def requantize(self, ops, a_bgn, a_rows, toc: int, shape: TileShape, shift_table=None) -> None:
+        """acc = clip((acc + bias) >> shift, lo, hi), one ALU instruction per step; a per-channel
+        shift is a vector SHR whose operand is each output-channel block's shift vector."""
         layer = self.plan.layer
         loops = dict(uop_bgn=a_bgn, uop_end=a_bgn + len(a_rows), iter_out=toc, iter_in=1,
                      dst_factor_out=shape.group, src_factor_out=1)
         self.op(ops, "ALU", a_rows, tag="alu add bias", alu_opcode=ALU["add"], **loops)
-        if layer.shift:
+        if shift_table is not None:
+            s_bgn, s_rows = shift_table
+            self.op(ops, "ALU", s_rows, tag="alu shr vector", alu_opcode=ALU["shr"],
+                    **{**loops, "uop_bgn": s_bgn, "uop_end": s_bgn + len(s_rows)})
+        elif layer.shift:
             self.op(ops, "ALU", a_rows, tag="alu shr", alu_opcode=ALU["shr"], use_imm=1, imm=layer.shift, **loops)
         self.op(ops, "ALU", a_rows, tag="alu max", alu_opcode=ALU["max"], use_imm=1, imm=layer.lo, **loops)
-        self.op(ops, "ALU", a_rows, tag="alu min", alu_opcode=ALU["min"], use_imm=1, imm=OUT_MAX, **loops)
+        self.op(ops, "ALU", a_rows, tag="alu min", alu_opcode=ALU["min"], use_imm=1, imm=layer.hi, **loops)
 
     def store(self, ops, item, shape: TileShape, o0: int, toc: int) -> None:
         plan = self.plan

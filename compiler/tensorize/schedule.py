@@ -11,9 +11,10 @@ Loop nest of a compiled convolution (``order="spatial"``; ``"oc"`` swaps the two
     for n-block, tile row, tile column, oc tile:      <- split over the virtual threads
         for ic tile, kernel-row tile (tky rows of the kernel; tky = K unless split):
                        load inp (+pad), load wgt, GEMM (reset on the first)
-        ALU add bias, shr, max lo, min 127; store
+        ALU add bias, shr (by an immediate or the shift vectors), max lo, min hi; store
 
-Per thread, ACC holds ``toc`` bias vectors then ``toc`` groups of ``G`` accumulators, one per
+Per thread, ACC holds ``toc`` bias vectors (then ``toc`` shift vectors for a per-channel shift)
+then ``toc`` groups of ``G`` accumulators, one per
 output pixel of the tile (``G = max(pixels, 3)``: the GEMM hazard rule needs three distinct
 accumulators in rotation, spare ones are scratch).
 """
@@ -27,6 +28,7 @@ import re
 
 from compiler.layers import Conv2D, LayerError
 from compiler.layout import blocks
+from vdla_hw import isa
 from vdla_hw.config import Config
 
 ORDERS = ("spatial", "oc")
@@ -131,8 +133,9 @@ class Plan:
         T = s.vthreads
         self.inp_part = s.tic * max(sh.in_rows * sh.in_cols for sh in self.shapes.values())
         self.wgt_part = s.toc * s.tic * self.kstep
-        self.acc_part = s.toc + s.toc * max(sh.group for sh in self.shapes.values())
-        self.uop_per_thread = sum(self.kstep * sh.group + sh.pixels for sh in self.shapes.values())
+        self.vectors = 2 if layer.per_channel_shift else 1  # bias (and shift) vectors per oc block
+        self.acc_part = s.toc * self.vectors + s.toc * max(sh.group for sh in self.shapes.values())
+        self.uop_per_thread = sum(self.kstep * sh.group + self.vectors * sh.pixels for sh in self.shapes.values())
         depth = depths(config)
         for mem, part in (("inp", self.inp_part), ("wgt", self.wgt_part), ("acc", self.acc_part),
                           ("uop", self.uop_per_thread)):
@@ -140,11 +143,25 @@ class Plan:
                 raise ScheduleError(name, "schedule", f"{s.text()} needs {part * T} {mem} elements "
                                     f"({T} thread(s) x {part}) but the {mem} buffer of {config.name} holds "
                                     f"{depth[mem]}; use smaller tiles or fewer threads")
+        self._check_fields(name)
         self.n_tiles_h = blocks(self.oh, s.th)
         self.n_tiles_w = blocks(self.ow, s.tw)
         self.n_tiles_oc = blocks(self.ocb, s.toc)
         self.n_tiles_ic = blocks(self.icb, s.tic)
         self.n_tiles_ky = layer.k // self.tky
+
+    def _check_fields(self, name: str) -> None:
+        """The loop factors the code generator emits must fit their instruction fields (a wide
+        reduction, e.g. a dense layer with 2048 inputs, needs several input-channel tiles)."""
+        s = self.schedule
+        big = max(self.shapes.values(), key=lambda sh: sh.group)
+        fields = isa.layout("GEMM", self.config)
+        for field, value in (("dst_factor_out", big.group), ("src_factor_in", big.in_rows * big.in_cols),
+                             ("wgt_factor_out", s.tic * self.kstep), ("wgt_factor_in", self.kstep)):
+            if value > fields[field].high:
+                raise ScheduleError(name, "schedule", f"{s.text()}: GEMM {field} {value} does not fit its "
+                                    f"{fields[field].width}-bit field (at most {fields[field].high}); use "
+                                    "smaller tiles")
 
     @staticmethod
     def _sizes(tile: int, total: int) -> list[int]:

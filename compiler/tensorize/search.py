@@ -52,7 +52,7 @@ def _quick_fit(probe: Plan, th, tw, toc, tic, t, tky, depth: dict) -> bool:
     rows = th if probe.row_step > 1 else (th - 1) * layer.stride + tky
     cols = (tw - 1) * layer.stride + layer.k
     return (t * tic * rows * cols <= depth["inp"] and t * toc * tic * tky * layer.k <= depth["wgt"]
-            and t * toc * (1 + max(th * tw, 3)) <= depth["acc"])
+            and t * toc * ((2 if layer.per_channel_shift else 1) + max(th * tw, 3)) <= depth["acc"])
 
 
 def rough_cycles(plan: Plan) -> float:
@@ -100,7 +100,7 @@ def best_schedule(layer: Conv2D, config: Config, *, vthreads=None, refine: int =
                             f"with {'/'.join(map(str, counts))} virtual thread(s)")
     plans.sort(key=rough_cycles)
     best, best_key = None, None
-    dummy = DramPlan(inp=0, wgt=0, bias=0, out=0, uops=0, uop_count=1, zeros=0)
+    dummy = DramPlan(inp=0, wgt=0, bias=0, out=0, uops=0, uop_count=1, zeros=0, shift=0)
     for plan in plans[:refine]:
         segments = thread_segments(plan, dummy, thread_buffers(plan))
         est = estimate(segments, config)

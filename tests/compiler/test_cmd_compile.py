@@ -9,7 +9,7 @@ from compiler.accel import layer_output
 from vdla.cli import main
 from vdla_hw.bundle import Bundle
 
-from . import quant_ref as ref
+from compiler.quantize import reference as ref
 
 
 def run(capsys, *argv):

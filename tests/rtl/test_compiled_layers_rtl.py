@@ -10,7 +10,7 @@ import pytest
 from compiler.accel import compile_layer, layer_output, random_tensors
 from compiler.layers import Conv2D, Dense
 from compiler.network.alu_add import compile_add
-from tests.compiler import quant_ref
+from compiler.quantize import reference as quant_ref
 from vdla_hw.config import load_config
 from vdla_hw.rtl.compare import diverge
 from vdla_sim import simulate

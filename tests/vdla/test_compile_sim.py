@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests.compiler import quant_ref
+from compiler.quantize import reference as quant_ref
 from vdla.cli import main
 
 

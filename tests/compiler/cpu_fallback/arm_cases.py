@@ -57,6 +57,32 @@ def _generated(seed=1234, count=4):
     return specs
 
 
+def _network_kernels(seed=99):
+    """The kernels the general network executor adds: grouped/depthwise convs with zero-point
+    padding, per-channel shifts and int32 outputs, tables, multiply-adds, windowed average pools,
+    concatenation, gathers, softmax (MobileNet-, SqueezeNet- and VGG-like shapes, and small ones)."""
+    rng = np.random.default_rng(seed)
+    return [
+        cf.Conv2dSpec(n=1, c=32, h=14, w=14, oc=32, kh=3, kw=3, pad=1, groups=32, pad_value=-128, shift=0,
+                      per_channel=True, lo=-128, hi=-32),
+        cf.Conv2dSpec(n=1, c=8, h=9, w=7, oc=12, kh=3, kw=2, stride=(2, 1), pad=(0, 1, 1, 0), groups=4,
+                      pad_value=-5, shift=7),
+        cf.Conv2dSpec(n=1, c=6, h=5, w=5, oc=10, kh=1, kw=1, shift=2, wide=True, relu=True),
+        cf.DenseSpec(n=1, k=77, m=13, per_channel=True, out_dtype="int32"),
+        cf.DenseSpec(n=2, k=33, m=9, shift=5, lo=-20, hi=90),
+        cf.AddSpec(size=999, a_shift=1, shift=1, offset=129, lo=-128, hi=100),
+        cf.GlobalAvgPoolSpec(n=1, c=7, h=13, w=13, up=8, add=84, out_dtype="int32"),
+        cf.GlobalAvgPoolSpec(n=1, c=9, h=5, w=7, up=3, add=-4000, lo=-128, hi=127),
+        cf.MaxPool2dSpec(n=1, c=3, h=13, w=11, kh=3, kw=3, stride=2, pad=(0, 0, 1, 1)),
+        cf.AvgPool2dSpec(n=1, c=5, h=9, w=8, kh=3, kw=2, stride=(2, 1), pad=(1, 0, 2, 1), pad_value=-128, up=2),
+        cf.LutSpec(size=int(rng.integers(100, 3000))),
+        cf.MulAddSpec(n=2, size=int(rng.integers(10, 500)), shift=11, lo=-100, hi=110),
+        cf.ConcatSpec(outer=2, inner=15, parts=(3, 1, 4), shifts=(0, 2, 1), zps=(-128, 0, 5), zp=-128),
+        cf.GatherSpec(n=2, size_in=60, size_out=45),
+        cf.SoftmaxSpec(outer=3, axis=17, inner=2),
+    ]
+
+
 def arm_specs():
     """Every kernel family at least once on a ResNet-18 shape and on generated shapes."""
     resnet = _resnet_convs() + [
@@ -72,7 +98,7 @@ def arm_specs():
         cf.UnpackSpec(n=1, c=64, h=56, w=56, batch=1, block=16),
         cf.PackSpec(n=1, c=64, h=56, w=56, batch=1, block=16, dtype="int32"),
     ]
-    return resnet + _generated()
+    return resnet + _generated() + _network_kernels()
 
 
 def case_id(spec):

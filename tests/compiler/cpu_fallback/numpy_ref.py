@@ -1,83 +1,12 @@
-"""Plain numpy references of the CPU fallback operators, written independently of the kernels.
-
-Each follows the operator's definition directly (padded arrays, one slice per window tap,
-int64 arithmetic wrapped to int32 where the definition says int32), not the kernels' loop
-nests. Slow on purpose is fine; obvious is the point.
+"""Test helpers of the CPU fallback: the layout references (pack/unpack, plain reshapes) and
+random kernel inputs. The arithmetic references are the project's one numpy reference,
+``compiler.quantize.reference`` (re-exported here under the names the tests use).
 """
 
 import numpy as np
 
-
-def wrap_int32(values):
-    """int64 -> int32 with two's-complement wrap-around."""
-    return ((np.asarray(values, dtype=np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
-
-
-def requant(acc, shift, relu):
-    return np.clip(acc.astype(np.int64) >> shift, 0 if relu else -128, 127).astype(np.int8)
-
-
-def conv2d(inp, wgt, bias, stride, pad, shift, relu):
-    n, c, h, w = inp.shape
-    oc, _, kh, kw = wgt.shape
-    oh = (h + 2 * pad - kh) // stride + 1
-    ow = (w + 2 * pad - kw) // stride + 1
-    padded = np.zeros((n, c, h + 2 * pad, w + 2 * pad), dtype=np.int64)
-    padded[:, :, pad:pad + h, pad:pad + w] = inp
-    acc = np.zeros((n, oc, oh, ow), dtype=np.int64)
-    for i in range(kh):
-        for j in range(kw):
-            window = padded[:, :, i:i + stride * (oh - 1) + 1:stride,
-                            j:j + stride * (ow - 1) + 1:stride]
-            acc += np.einsum("nchw,oc->nohw", window, wgt[:, :, i, j].astype(np.int64))
-    acc = wrap_int32(acc + bias.astype(np.int64)[None, :, None, None])
-    return requant(acc, shift, relu)
-
-
-def max_pool2d(inp, kh, kw, stride, pad):
-    n, c, h, w = inp.shape
-    oh = (h + 2 * pad - kh) // stride + 1
-    ow = (w + 2 * pad - kw) // stride + 1
-    padded = np.full((n, c, h + 2 * pad, w + 2 * pad), -1000, dtype=np.int64)
-    padded[:, :, pad:pad + h, pad:pad + w] = inp
-    out = np.full((n, c, oh, ow), -1000, dtype=np.int64)
-    for i in range(kh):
-        for j in range(kw):
-            window = padded[:, :, i:i + stride * (oh - 1) + 1:stride,
-                            j:j + stride * (ow - 1) + 1:stride]
-            out = np.maximum(out, window)
-    assert out.min() >= -128, "a window saw only padding"
-    return out.astype(np.int8)
-
-
-def global_avg_pool(inp):
-    area = inp.shape[2] * inp.shape[3]
-    total = inp.astype(np.int64).sum(axis=(2, 3))
-    return ((total + area // 2) // area).astype(np.int8)
-
-
-def add(a, b, a_shift, b_shift, shift, relu):
-    total = (a.astype(np.int64) << a_shift) + (b.astype(np.int64) << b_shift)
-    return requant(total, shift, relu)
-
-
-def relu(x):
-    return np.where(x > 0, x, 0).astype(np.int8)
-
-
-def dense(inp, wgt, bias, shift, relu, out_dtype):
-    acc = wrap_int32(inp.astype(np.int64) @ wgt.astype(np.int64).T + bias.astype(np.int64))
-    return acc if out_dtype == "int32" else requant(acc, shift, relu)
-
-
-def quantize(x, frac):
-    scaled = x.astype(np.float32) * np.float32(2.0 ** frac)
-    scaled = np.where(np.isnan(scaled), np.float32(0), scaled)
-    return np.clip(np.rint(scaled), -128, 127).astype(np.int8)
-
-
-def dequantize(q, frac):
-    return q.astype(np.float32) * np.float32(2.0 ** -frac)
+from compiler.quantize.reference import (add, conv2d, dense, dequantize, global_avg_pool, max_pool2d,  # noqa: F401
+                                        quantize, relu)
 
 
 def pack(x, batch, block):
@@ -95,12 +24,25 @@ def unpack(blocked, n, c):
 
 
 def random_inputs(spec, rng, int32_range=(-50_000, 50_000), float_scale=60.0):
-    """Random input arrays for ``spec`` (all non-output args, in order)."""
+    """Random input arrays for ``spec`` (all non-output args, in order); buffers with a meaning
+    (indices, divisors, shifts, tables) get values in their valid range."""
+    special = {
+        ("gather", "index"): lambda a: rng.integers(-1, spec.size_in, a.shape).astype(np.int32),
+        ("avgpool2d", "count"): lambda a: rng.integers(1, spec.kh * spec.kw + 1, a.shape).astype(np.int32),
+        ("avgpool2d", "add"): lambda a: rng.integers(-2000, 2000, a.shape).astype(np.int32),
+        ("softmax", "table"): lambda a: np.rint(np.exp((np.arange(256) - 255) / 16.0) * 65536).astype(np.int32),
+        ("muladd", "mul"): lambda a: rng.integers(-30_000, 30_000, a.shape).astype(np.int32),
+        ("conv2d", "shift"): lambda a: rng.integers(0, 16, a.shape).astype(np.int32),
+        ("dense", "shift"): lambda a: rng.integers(0, 16, a.shape).astype(np.int32),
+    }
     arrays = []
     for arg in spec.args():
         if not arg.is_input:
             continue
-        if arg.dtype == "int8":
+        make = special.get((spec.family, arg.name))
+        if make is not None:
+            arrays.append(make(arg))
+        elif arg.dtype == "int8":
             arrays.append(rng.integers(-128, 128, arg.shape, dtype=np.int8))
         elif arg.dtype == "int32":
             arrays.append(rng.integers(*int32_range, arg.shape, dtype=np.int32))

@@ -18,7 +18,7 @@ def run_both(spec, rng, **bias_range):
     inp, wgt, bias = ref.random_inputs(spec, rng, **bias_range)
     got = cf.conv2d(inp, wgt, bias, stride=spec.stride, pad=spec.pad, shift=spec.shift,
                     relu=spec.relu)
-    want = ref.conv2d(inp, wgt, bias, spec.stride, spec.pad, spec.shift, spec.relu)
+    want = ref.conv2d(inp, wgt, bias, stride=spec.stride, pad=spec.pad, shift=spec.shift, relu=spec.relu)
     return got, want
 
 

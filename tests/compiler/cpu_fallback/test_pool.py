@@ -65,7 +65,7 @@ def test_pools_reject_bad_input():
         cf.max_pool2d(np.zeros((1, 1, 4, 4), np.int32), kernel=2)
     with pytest.raises(cf.KernelShapeError, match="maxpool2d: 'inp' must have 4 dimensions"):
         cf.max_pool2d(np.zeros((4, 4), np.int8), kernel=2)
-    with pytest.raises(cf.KernelParamError, match="maxpool2d: parameter pad=2"):
+    with pytest.raises(cf.KernelParamError, match="maxpool2d: a window lies entirely in the padding"):
         cf.max_pool2d(np.zeros((1, 1, 4, 4), np.int8), kernel=2, pad=2)
     with pytest.raises(cf.KernelShapeError, match="global_avgpool"):
         cf.global_avg_pool(np.zeros((1, 4, 4), np.int8))

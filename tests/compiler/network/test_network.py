@@ -15,9 +15,9 @@ from vdla.network import board_runtime
 from vdla_hw.config import load_config
 
 
-def quantized_resnet(depth, resolution):
+def quantized_resnet(depth, resolution, **options):
     graph = from_model(build_resnet(depth, resolution, calib_batch=2), f"resnet{depth}")
-    return quantize_graph(graph, synthetic_images(2, resolution, 1))
+    return quantize_graph(graph, synthetic_images(2, resolution, 1), **options)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,10 @@ def test_default_placement_follows_the_paper(resnet18_32):
 def test_options_move_stem_adds_and_classifier(resnet18_32):
     options = PartitionOptions(stem_on_vdla=True, add_on_vdla=True, fc_on_vdla=True)
     placements = partition(resnet18_32, load_config("osdi18"), options)
-    for node in resnet18_32.nodes:
+    assert placements["fc"].target == "cpu" and "int32" in placements["fc"].reason  # a wide (int32) last layer
+    int8_logits = quantized_resnet(18, 32, wide_output=False)
+    placements = partition(int8_logits, load_config("osdi18"), options)
+    for node in int8_logits.nodes:
         if node.op in ("conv", "add", "dense"):
             assert placements[node.name].target == "vdla", node.name
     assert "padded" in placements["conv1"].reason
@@ -66,12 +69,15 @@ def test_executor_without_a_cpu_model_models_nothing(resnet18_32):
         execute(resnet18_32, synthetic_images(1, 32, 5), {}, device, cpu_model=CpuModel())
 
 
-def test_everything_on_vdla_is_still_bit_exact(resnet18_32):
+def test_everything_on_vdla_is_still_bit_exact():
+    q = quantized_resnet(18, 32, wide_output=False)
     x = synthetic_images(1, 32, 6)
     device = open_device("sim", "osdi18")
     options = PartitionOptions(stem_on_vdla=True, add_on_vdla=True, fc_on_vdla=True)
-    result = execute(resnet18_32, x, partition(resnet18_32, device.config, options), device)
-    np.testing.assert_array_equal(result.output, reference.forward(resnet18_32, x))
+    placements = partition(q, device.config, options)
+    assert {placements[n.name].target for n in q.nodes if n.op in ("conv", "add", "dense")} == {"vdla"}
+    result = execute(q, x, placements, device)
+    np.testing.assert_array_equal(result.output, reference.forward(q, x))
 
 
 def test_resnet34_executor_vs_quantized_reference():

@@ -1,0 +1,139 @@
+"""int8 accuracy against onnxruntime: our power-of-two quantization vs onnxruntime's own static int8.
+
+For every model it prints, side by side, the RMS error of the int8 network's logits against the
+float model for (a) ``vdla`` (``compiler.quantize``: power-of-two scales, zero point -128 for
+never-negative values, MSE calibration, per-channel weights for depthwise convs, int32 logits)
+and (b) onnxruntime's ``quantize_static`` (QDQ, per-tensor, int8 activations and weights, its
+default MinMax calibration), both calibrated on the same images and measured on the same test
+images; plus how far our float model is from onnxruntime's float run.
+
+Models: every ``*.onnx`` in ``--models`` (default ``models/``). Make them with torch (not a
+project dependency; see docs/onnx.md)::
+
+    python scripts/export_torchvision.py resnet18 -o models/resnet18.onnx
+    python scripts/export_torchvision.py mobilenet_v2 --size 160x224 -o models/mobilenet_v2_160x224.onnx
+
+Without exported files the built-in ResNet-18 (``vdla model resnet18``) is measured, so the
+benchmark runs anywhere. Images: synthetic (``compiler.frontend.inputs``) unless ``--images DIR``
+(a folder of PNG/JPEG) is given; the first ``--calibration`` of them calibrate, the next
+``--tests`` are measured.
+
+    .venv/bin/python benchmarks/onnx_int8.py [--models DIR] [--calibration 8] [--tests 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from compiler.frontend import float_ref, load_onnx  # noqa: E402
+from compiler.quantize import quantize_graph, reference  # noqa: E402
+from vdla.inputs import IMAGENET, load_inputs, synthetic  # noqa: E402
+
+
+def onnxruntime_int8(path: Path, name: str, calibration: np.ndarray, tests: np.ndarray, work: Path):
+    """(float outputs, int8 outputs) of onnxruntime on ``tests``, quantized on ``calibration``."""
+    import onnx
+    import onnxruntime as ort
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([{name: sample[None]} for sample in calibration])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    single, pre, quantized = work / "single.onnx", work / "pre.onnx", work / "int8.onnx"
+    onnx.save(onnx.load(str(path)), str(single))  # external data inlined (< 2 GB)
+    quant_pre_process(str(single), str(pre), skip_symbolic_shape=True)
+    quantize_static(str(pre), str(quantized), Reader(), quant_format=QuantFormat.QDQ, per_channel=False,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    options = {"providers": ["CPUExecutionProvider"]}
+    fp32 = ort.InferenceSession(str(path), **options)
+    int8 = ort.InferenceSession(str(quantized), **options)
+    run = lambda s: np.concatenate([s.run(None, {name: t[None]})[0] for t in tests])  # noqa: E731
+    return run(fp32), run(int8)
+
+
+def rms(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.sqrt(((a.astype(np.float64) - b.astype(np.float64)) ** 2).mean()))
+
+
+def measure(path: Path, args) -> dict:
+    graph = load_onnx(path)
+    shape = graph.shapes[graph.input]
+    if shape[0] != 1:
+        raise SystemExit(f"{path}: batch {shape[0]}; the benchmark feeds one input at a time")
+    if args.images:
+        images = load_inputs(args.images, shape, IMAGENET).array
+        if len(images) < args.calibration + args.tests:
+            raise SystemExit(f"{args.images}: {len(images)} images, fewer than --calibration + --tests")
+        calibration, tests = images[:args.calibration], images[args.calibration:args.calibration + args.tests]
+    else:
+        calibration = synthetic(shape, args.calibration, 1).array
+        tests = synthetic(shape, args.tests, 2).array
+    start = time.perf_counter()
+    q = quantize_graph(graph, calibration)
+    ours_float = float_ref.forward(graph, tests)
+    ours_int8 = q.dequantize_output(reference.forward(q, tests))
+    ours_seconds = time.perf_counter() - start
+    with tempfile.TemporaryDirectory(prefix="vdla-bench-") as tmp:
+        start = time.perf_counter()
+        ort_float, ort_int8 = onnxruntime_int8(path, graph.input, calibration, tests, Path(tmp))
+        ort_seconds = time.perf_counter() - start
+    scale = float(np.sqrt((ort_float.astype(np.float64) ** 2).mean()))
+    return {"model": path.stem, "input": "x".join(map(str, shape[2:])) or str(shape),
+            "float_vs_ort": float(np.abs(ours_float - ort_float).max()), "logit_rms": scale,
+            "ours": rms(ours_int8, ours_float), "ort": rms(ort_int8, ort_float),
+            "ours_top1": float((ours_int8.argmax(1) == ours_float.argmax(1)).mean()),
+            "ort_top1": float((ort_int8.argmax(1) == ort_float.argmax(1)).mean()),
+            "seconds": (ours_seconds, ort_seconds)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="models", help="folder of exported .onnx files (default models/)")
+    ap.add_argument("--only", nargs="*", default=None, help="model file stems to measure (default: all)")
+    ap.add_argument("--images", default=None, help="folder of images (default: synthetic images)")
+    ap.add_argument("--calibration", type=int, default=8)
+    ap.add_argument("--tests", type=int, default=8)
+    args = ap.parse_args()
+    folder = Path(args.models)
+    paths = sorted(folder.glob("*.onnx")) if folder.is_dir() else []
+    if args.only:
+        paths = [p for p in paths if p.stem in args.only]
+    work = None
+    if not paths:
+        print(f"no exported models in {folder}/ (make them with torch: python scripts/export_torchvision.py "
+              f"resnet18 -o {folder}/resnet18.onnx; see docs/onnx.md); measuring the built-in ResNet-18 instead",
+              file=sys.stderr)
+        from compiler.frontend.resnet import write_resnet
+
+        work = tempfile.TemporaryDirectory(prefix="vdla-bench-")
+        paths = [write_resnet(Path(work.name) / "resnet18_builtin.onnx", 18, 224)]
+    source = args.images or "synthetic images"
+    print(f"int8 logits' RMS error against each one's float model ({args.calibration} calibration and "
+          f"{args.tests} test inputs: {source})")
+    print(f"{'model':<24} {'input':>8} {'|float-ort|':>11} {'logit RMS':>9} {'vdla int8':>10} {'ort int8':>9} "
+          f"{'ratio':>6} {'top1 vdla/ort':>13} {'time s vdla/ort':>16}")
+    for path in paths:
+        r = measure(path, args)
+        print(f"{r['model']:<24} {r['input']:>8} {r['float_vs_ort']:11.2e} {r['logit_rms']:9.4f} {r['ours']:10.5f} "
+              f"{r['ort']:9.5f} {r['ours'] / r['ort']:6.2f} {r['ours_top1'] * 100:6.0f}%/{r['ort_top1'] * 100:4.0f}% "
+              f"{r['seconds'][0]:8.1f}/{r['seconds'][1]:.1f}", flush=True)
+    print("ratio < 1: vdla's int8 network is closer to its float model than onnxruntime's int8 network to its own")
+    if work is not None:
+        work.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""int8 softmax along one axis, with an exponential table (``compiler.quantize.reference.softmax``)::
+
+    e[k] = table[x[k] - max_k x + 255]            table: int32 (256,), 2**16 exp(-d * 2**-frac)
+    out[k] = min((e[k] * 128 + s // 2) // s, 127),   s = sum_k e[k]        (frac 7, zero point 0)
+
+The tensor is (outer, axis, inner). The division is done in double precision (exact here: the
+dividend is below 2**24 and the quotient below 128, far from double's rounding), since the
+Cortex-A9 has no integer divider.
+"""
+
+import dataclasses
+
+from .spec import ArgSpec, KernelSpec, Work, check_positive, check_range
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SoftmaxSpec(KernelSpec):
+    family = "softmax"
+    outer: int
+    axis: int
+    inner: int = 1
+
+    def __post_init__(self):
+        check_positive(self.family, outer=self.outer, axis=self.axis, inner=self.inner)
+        check_range(self.family, "axis", self.axis, 1, 32767)  # the int32 sum of 2**16-entries
+        super().__post_init__()
+
+    def args(self):
+        shape = (self.outer, self.axis, self.inner)
+        return (ArgSpec("inp", "int8", shape), ArgSpec("table", "int32", (256,)),
+                ArgSpec("out", "int8", shape, output=True))
+
+    def work(self):
+        read, written = self.io_bytes()
+        return Work(elem_ops=12 * self.outer * self.axis * self.inner, bytes_read=read, bytes_written=written)
+
+    def emit(self, b, ptrs):
+        from llvmlite import ir
+
+        from . import ir as L  # llvmlite only where IR is built: the board runs without it
+        inp, table, out = ptrs
+        f64 = ir.DoubleType()
+        best = L.entry_alloca(b, L.I32, "max")
+        total = L.entry_alloca(b, L.I32, "sum")
+        stride = self.inner
+        with L.loop(b, 0, self.outer, "o") as o, L.loop(b, 0, self.inner, "i") as i:
+            base = L.madd(b, (o, self.axis * self.inner), i)
+            b.store(L.const(-128), best)
+            b.store(L.const(0), total)
+            with L.loop(b, 0, self.axis, "a0") as a:
+                v = b.sext(L.load(b, inp, L.madd(b, base, (a, stride)), L.I8), L.I32)
+                b.store(L.smax(b, b.load(best, typ=L.I32), v), best)
+            top = b.load(best, typ=L.I32)
+            with L.loop(b, 0, self.axis, "a1") as a:
+                v = b.sext(L.load(b, inp, L.madd(b, base, (a, stride)), L.I8), L.I32)
+                e = L.load(b, table, b.add(b.sub(v, top), L.const(255)), L.I32)
+                b.store(b.add(b.load(total, typ=L.I32), e), total)
+            s = b.load(total, typ=L.I32)
+            half = b.ashr(s, L.const(1))
+            sf = b.sitofp(s, f64)
+            with L.loop(b, 0, self.axis, "a2") as a:
+                at = L.madd(b, base, (a, stride))
+                v = b.sext(L.load(b, inp, at, L.I8), L.I32)
+                e = L.load(b, table, b.add(b.sub(v, top), L.const(255)), L.I32)
+                num = b.add(b.mul(e, L.const(128)), half)
+                q = b.fptosi(b.fdiv(b.sitofp(num, f64), sf), L.I32)
+                L.store(b, b.trunc(L.smin(b, q, L.const(127)), L.I8), out, at, L.I8)

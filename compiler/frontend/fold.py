@@ -1,0 +1,86 @@
+"""Constant folding and data-movement index maps, by running ONNX nodes in onnx's own reference
+evaluator (``onnx.reference``), so no op's semantics are written again here.
+
+- ``fold(model, shapes, opset)`` evaluates every node whose inputs are all constants (the
+  initializers, ``Constant`` nodes, and the outputs of ``Shape``/``Size`` of a tensor whose
+  shape inference made static); what is left is the network proper. This removes the dynamo
+  exporter's shape arithmetic (``Shape -> Gather -> Concat -> Reshape``), ``Identity``'d
+  initializers, ``Cast``/``CastLike`` of weights and the like.
+- ``index_map(node, data, consts, shape, opset)`` says where each output element of a node that
+  only moves data (Transpose, Gather, GatherND, Slice, Where with a constant condition, Pad, ...)
+  comes from: the node is run on numbered inputs, once with ``+k`` and once with ``-k`` for the
+  element numbered ``k``; an output that flips sign is a copy of element ``k``, one that does
+  not is a constant. Any other outcome means the node computes, and it is refused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compiler.frontend.graph import ModelError
+
+# Nodes evaluated when their inputs are constant, whatever the op; these never are (random).
+NEVER_FOLD = ("RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli")
+MAX_NUMBERED = 1 << 23  # numbered inputs stay exact in float32
+
+
+def evaluate(node, feeds: dict[str, np.ndarray], opset: int) -> list[np.ndarray]:
+    from onnx.reference import ReferenceEvaluator
+
+    return ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
+
+
+def fold(model, shapes: dict[str, tuple[int, ...]], opset: int, where: str):
+    """(constants, remaining nodes): constants maps value names to numpy arrays."""
+    from onnx import numpy_helper
+
+    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    remaining = []
+    for node in model.graph.node:
+        inputs = [name for name in node.input if name]
+        if node.domain not in ("", "ai.onnx"):
+            remaining.append(node)
+            continue
+        if node.op_type in ("Shape", "Size") and inputs and inputs[0] in shapes:
+            shape = np.array(shapes[inputs[0]], dtype=np.int64)
+            if node.op_type == "Size":
+                consts[node.output[0]] = np.array(np.prod(shape), dtype=np.int64)
+            else:
+                attrs = {a.name: a.i for a in node.attribute}
+                consts[node.output[0]] = shape[attrs.get("start", 0):attrs.get("end", len(shape))]
+            continue
+        if node.op_type not in NEVER_FOLD and all(name in consts for name in inputs):
+            try:
+                outputs = evaluate(node, {name: consts[name] for name in inputs}, opset)
+            except Exception as err:  # the evaluator raises many types; the message names it
+                raise ModelError(where, f"constant folding failed: {type(err).__name__}: {err}",
+                                 node.name or node.output[0], node.op_type) from None
+            for name, value in zip(node.output, outputs):
+                if name:
+                    consts[name] = np.asarray(value)
+            continue
+        remaining.append(node)
+    return consts, remaining
+
+
+def index_map(node, data: str, consts: dict, data_shape: tuple[int, ...], opset: int, where: str):
+    """(index, fill, out_shape) of a data-movement node: out.flat[i] = x.flat[index[i]] or fill[i]."""
+    size = int(np.prod(data_shape))
+    if size >= MAX_NUMBERED:
+        raise ModelError(where, f"input of {size} elements is too large to map", node.name, node.op_type)
+    numbered = np.arange(1, size + 1, dtype=np.float32).reshape(data_shape)
+    feeds = {name: consts[name] for name in node.input if name and name != data}
+    try:
+        plus = np.asarray(evaluate(node, {**feeds, data: numbered}, opset)[0], dtype=np.float64)
+        minus = np.asarray(evaluate(node, {**feeds, data: -numbered}, opset)[0], dtype=np.float64)
+    except Exception as err:
+        raise ModelError(where, f"cannot evaluate the node on numbered inputs: {type(err).__name__}: {err}",
+                         node.name or node.output[0], node.op_type) from None
+    copy = (plus == -minus) & (plus != 0)
+    constant = plus == minus
+    if not np.all(copy | constant) or np.any(np.abs(plus[copy]) != np.rint(np.abs(plus[copy]))):
+        raise ModelError(where, "the node computes new values from its input (it is not a pure copy or "
+                         "selection); this op is not supported here", node.name or node.output[0], node.op_type)
+    index = np.where(copy, np.abs(plus) - 1, -1).astype(np.int64).reshape(-1)
+    fill = np.where(copy, 0.0, plus).astype(np.float32).reshape(-1)
+    return index, fill, tuple(int(d) for d in plus.shape)

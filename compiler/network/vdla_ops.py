@@ -1,0 +1,78 @@
+"""How a quantized conv or dense becomes accelerator layers: ``vdla_parts(node, shape)``.
+
+A conv whose padding must hold its input's zero point (not 0), or whose padding is not the
+same on all four sides, runs on an explicitly padded input (the border holds the zero point;
+on a device the producer stores into the interior of such a buffer, whose border is written
+once) with the layer's own padding 0. A grouped conv runs as one GEMM layer per group, on its
+slice of input and output channels. ``part_tensors`` cuts a run's input for each part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from compiler.layers import Conv2D, Dense, LayerError
+from compiler.quantize.qgraph import QNode
+
+
+@dataclass(frozen=True)
+class Part:
+    key: str                 # bundle name: the node's, or ``name#g<k>`` for group k
+    layer: Conv2D | Dense
+    in_channels: slice
+    out_channels: slice
+    pad: tuple | None        # explicit (t, l, b, r) padding with the zero point, or None
+
+
+def _check_int8(node: QNode) -> None:
+    a = node.attrs
+    if a.get("wide"):
+        raise LayerError(node.name, "wide", "the network's last op keeps int32 results; the accelerator stores int8")
+
+
+def vdla_parts(node: QNode, shape: tuple[int, ...]) -> list[Part]:
+    """The accelerator layers of a conv or dense node on an input of ``shape``; LayerError if none."""
+    _check_int8(node)
+    a = node.attrs
+    per_channel = bool(np.ndim(a["shift"]))
+    clip = dict(shift=0 if per_channel else int(a["shift"]), per_channel_shift=per_channel, clip_lo=int(a["lo"]),
+                clip_hi=int(a["hi"]))
+    if node.op == "dense":
+        m, k = a["weight"].shape
+        return [Part(node.name, Dense(name=node.name, n=shape[0], ic=k, oc=m, **clip), slice(0, k), slice(0, m), None)]
+    o, cg, kh, kw = a["weight"].shape
+    (sh, sw), pads, groups = a["stride"], tuple(a["pad"]), int(a["groups"])
+    if kh != kw or sh != sw:
+        raise LayerError(node.name, "shape", f"kernel {kh}x{kw}, stride {sh}x{sw}: the accelerator compiler takes "
+                         "square kernels and equal strides")
+    n, _, h, w = shape
+    explicit = a["pad_value"] != 0 or len(set(pads)) != 1
+    if explicit:
+        h, w, pad = h + pads[0] + pads[2], w + pads[1] + pads[3], 0
+    else:
+        pad = pads[0]
+    og = o // groups
+    parts = []
+    for g in range(groups):
+        key = node.name if groups == 1 else f"{node.name}#g{g}"
+        layer = Conv2D(name=key, n=n, h=h, w=w, ic=cg, oc=og, k=kh, stride=sh, pad=pad, **clip)
+        parts.append(Part(key, layer, slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og),
+                          pads if explicit else None))
+    return parts
+
+
+def part_tensors(node: QNode, part: Part, x: np.ndarray) -> dict[str, np.ndarray]:
+    """The input, weight and bias (and per-channel shift) of one part, for input ``x`` of the node."""
+    a = node.attrs
+    shift = {"shift": np.ascontiguousarray(np.asarray(a["shift"], np.int32)[part.out_channels])} \
+        if np.ndim(a["shift"]) else {}
+    if node.op == "dense":
+        return {"input": x, "weight": a["weight"], "bias": a["bias"], **shift}
+    x = x[:, part.in_channels]
+    if part.pad is not None:
+        t, left, b, r = part.pad
+        x = np.pad(x, ((0, 0), (0, 0), (t, b), (left, r)), constant_values=int(a["pad_value"]))
+    return {"input": np.ascontiguousarray(x), "weight": np.ascontiguousarray(a["weight"][part.out_channels]),
+            "bias": np.ascontiguousarray(a["bias"][part.out_channels]), **shift}

@@ -1,0 +1,221 @@
+"""How each float op becomes its int8 op (``compiler.quantize.qgraph``), given the scales.
+
+``quantize_node(ctx, node, act, out, inputs, wide)`` returns ``(attrs, frac, zp)`` of the
+output; ``attrs`` may carry ``op`` when the int8 op has another name (element-wise functions
+become ``lut`` or ``muladd``). ``act`` is a ReLU or Clip fused into a conv, dense or add: it
+narrows the clip bounds. Every requantization rounds to nearest (half a step in the bias or
+offset) and folds the zero points into its constant term.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from compiler.frontend import float_ops
+from compiler.frontend.float_ref import conv_taps
+from compiler.frontend.graph import Graph, ModelError, Node
+from compiler.quantize.reference import INT32_MAX, INT32_MIN
+
+MAX_SHIFT, MAX_ADD_SHIFT, MAX_UP = 31, 16, 8
+ZP_MAX_SHIFT = 23  # the bias holds zero_point << shift (|zero point| <= 128), which must fit int32
+WIDE_UP = 8  # extra bits of a wide (int32) global average pool
+MULADD_BITS = 15  # |mul| of a muladd below 2**15
+BIAS_SAMPLES = 2  # calibration inputs used to measure the bias correction
+REQUANTIZING = ("conv", "dense", "add", "avgpool", "avgpool2d", "relu", "clip", "affine", "sigmoid",
+                "hardsigmoid", "hardswish")
+
+
+@dataclass
+class Context:
+    graph: Graph
+    values: dict          # float value name -> float calibration values
+    fracs: dict           # quantized value name -> frac (filled as nodes are done)
+    zps: dict             # quantized value name -> zero point
+    best: dict            # float value name -> preferred (frac, zero point)
+    per_channel: bool
+    bias_correction: bool
+    method: str
+
+    def zp(self, out: str, frac: int, wide: bool = False) -> int:
+        """The zero point of ``out`` at ``frac`` (the preferred one if ``frac`` is the preferred frac)."""
+        from compiler.quantize.calibrate import choose_scale
+
+        if wide:
+            return 0
+        if frac == self.best[out][0]:
+            return self.best[out][1]
+        return choose_scale(self.values[out], self.method, frac=frac)[1]
+
+
+def share_concat_scales(graph: Graph, pairs, out_of: dict, best: dict) -> None:
+    """Let the producers of a concat's inputs requantize straight to the concat's scale, so the
+    concat is a plain copy (their values then need no second rounding)."""
+    producer_of = {out_of[node.output]: node for node, _ in pairs}
+    for node, _ in pairs:
+        if node.op != "concat":
+            continue
+        for value in node.inputs:
+            producer = producer_of.get(value)
+            if producer is not None and producer.op in REQUANTIZING and len(graph.consumers(value)) == 1:
+                best[value] = best[node.output]
+
+
+def _code(real: float, frac: int, zp: int, lo: int, hi: int) -> int:
+    return int(np.clip(np.rint(real * 2.0 ** frac) + zp, lo, hi))
+
+
+def _bounds(act: Node | None, frac: int, zp: int, wide: bool) -> tuple[int, int]:
+    """Clip bounds (int8 codes, or int32 when wide) of a requantization with a fused activation."""
+    lo, hi = (INT32_MIN, INT32_MAX) if wide else (-128, 127)
+    if act is None:
+        return lo, hi
+    if act.op == "relu":
+        return max(lo, zp), hi
+    a_lo = lo if act.attrs["lo"] == -np.inf else _code(act.attrs["lo"], frac, zp, lo, hi)
+    a_hi = hi if act.attrs["hi"] == np.inf else _code(act.attrs["hi"], frac, zp, lo, hi)
+    return a_lo, a_hi
+
+
+def _scalar_or_array(values: np.ndarray):
+    values = np.asarray(values, dtype=np.int64)
+    return int(values[0]) if np.all(values == values[0]) else values.astype(np.int32)
+
+
+def _weights(ctx: Context, node: Node):
+    from compiler.quantize.calibrate import weight_fracs
+
+    w = node.attrs["weight"]
+    fw = weight_fracs(w, ctx.per_channel)
+    fw = np.minimum(fw, fw.min() + ZP_MAX_SHIFT - 8)  # keep every channel's shift in range
+    scale = 2.0 ** fw.reshape((-1,) + (1,) * (w.ndim - 1))
+    wq = np.clip(np.rint(w * scale), -127, 127).astype(np.int8)
+    return wq, fw, scale
+
+
+def _bias_error(ctx: Context, node: Node, wq: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Mean output error per channel that weight rounding causes on (the first few) calibration
+    inputs (a per-channel mean over every output pixel and input: few inputs estimate it well)."""
+    x = ctx.values[node.inputs[0]][:BIAS_SAMPLES * ctx.graph.shapes[node.inputs[0]][0]]
+    dw = wq.astype(np.float64) / scale - node.attrs["weight"].astype(np.float64)
+    if node.op == "dense":
+        return (x.astype(np.float64) @ dw.T).mean(axis=0)
+    a = node.attrs
+    return conv_taps(x, dw, a["stride"], a["pad"], a.get("groups", 1)).mean(axis=(0, 2, 3))
+
+
+def _gemm(ctx: Context, node: Node, act, out, inputs, wide):
+    a = node.attrs
+    fx, zx = ctx.fracs[inputs[0]], ctx.zps[inputs[0]]
+    wq, fw, scale = _weights(ctx, node)
+    acc = fx + fw
+    fy = int(acc.min()) if wide else int(np.clip(ctx.best[out][0], acc.max() - ZP_MAX_SHIFT, acc.min()))
+    zy = ctx.zp(out, fy, wide)
+    shift = acc - fy
+    bias = a["bias"].astype(np.float64)
+    if ctx.bias_correction:
+        bias = bias - _bias_error(ctx, node, wq, scale)
+    half = np.where(shift > 0, np.left_shift(1, np.maximum(shift - 1, 0)), 0)
+    zero_share = zx * wq.reshape(wq.shape[0], -1).astype(np.int64).sum(axis=1)
+    bias_q = np.rint(bias * 2.0 ** acc) + half + np.left_shift(zy, shift) - zero_share
+    lo, hi = _bounds(act, fy, zy, wide)
+    attrs = {"weight": wq, "bias": np.clip(bias_q, INT32_MIN, INT32_MAX).astype(np.int32),
+             "shift": _scalar_or_array(shift), "lo": lo, "hi": hi, "wide": wide, "w_frac": _scalar_or_array(fw)}
+    if node.op == "conv":
+        attrs.update(stride=tuple(a["stride"]), pad=tuple(a["pad"]), groups=int(a.get("groups", 1)), pad_value=zx)
+    attrs["macs"] = int(np.prod(ctx.graph.shapes[node.output])) * int(np.prod(wq.shape[1:]))
+    return attrs, fy, zy
+
+
+def _add(ctx: Context, node: Node, act, out, inputs, wide):
+    (fa, fb), (za, zb) = (ctx.fracs[i] for i in inputs), (ctx.zps[i] for i in inputs)
+    fm = max(fa, fb)
+    if fm - min(fa, fb) > MAX_ADD_SHIFT:
+        raise ModelError(ctx.graph.name, f"inputs' scales differ by {fm - min(fa, fb)} bits (> {MAX_ADD_SHIFT})",
+                         node.name, "Add")
+    fy = int(np.clip(ctx.best[out][0], fm - ZP_MAX_SHIFT, fm))
+    zy = ctx.zp(out, fy)
+    shift = fm - fy
+    offset = -(za << (fm - fa)) - (zb << (fm - fb)) + (zy << shift) + ((1 << (shift - 1)) if shift else 0)
+    lo, hi = _bounds(act, fy, zy, False)
+    return {"a_shift": fm - fa, "b_shift": fm - fb, "shift": shift, "offset": int(offset), "lo": lo, "hi": hi}, fy, zy
+
+
+def _pool(ctx: Context, node: Node, act, out, inputs, wide):
+    fx, zx = ctx.fracs[inputs[0]], ctx.zps[inputs[0]]
+    up = WIDE_UP if wide else int(np.clip(ctx.best[out][0] - fx, 0, MAX_UP))
+    zy = ctx.zp(out, fx + up, wide)
+    h, w = ctx.graph.shapes[node.inputs[0]][2:]
+    if node.op == "avgpool":
+        area = h * w
+        add = area // 2 + area * zy - ((area * zx) << up)
+        return {"up": up, "add": int(add), "lo": -128, "hi": 127, "wide": wide}, fx + up, zy
+    a = node.attrs
+    count = float_ops.avgpool_count((h, w), a["kernel"], a["stride"], a["pad"], a["ceil"], a["count_pad"])
+    count = count.astype(np.int64)
+    taps = a["kernel"][0] * a["kernel"][1]
+    add = count // 2 + count * zy - ((taps * zx) << up)
+    return {"kernel": tuple(a["kernel"]), "stride": tuple(a["stride"]), "pad": tuple(a["pad"]), "ceil": tuple(a["ceil"]),
+            "count": count.astype(np.int32), "add": add.astype(np.int32), "up": up, "pad_value": zx,
+            "lo": -128, "hi": 127}, fx + up, zy
+
+
+def _unary(ctx: Context, node: Node, act, out, inputs, wide):
+    """Clip, ReLU, Sigmoid, HardSigmoid, HardSwish and scalar affines become a 256-entry table;
+    per-channel or per-element affines a muladd."""
+    fx, zx = ctx.fracs[inputs[0]], ctx.zps[inputs[0]]
+    fy, zy = ctx.best[out]
+    a = node.attrs
+    if node.op == "affine" and (np.size(a["scale"]) > 1 or np.size(a["offset"]) > 1):
+        sample = (1,) + tuple(ctx.graph.shapes[node.inputs[0]][1:])
+        scale = np.broadcast_to(np.asarray(a["scale"], np.float64), sample)[0] * 2.0 ** (fy - fx)
+        offset = np.broadcast_to(np.asarray(a["offset"], np.float64), sample)[0]
+        peak = float(np.abs(scale).max())
+        k = int(np.clip(MULADD_BITS - 1 - np.ceil(np.log2(peak)) if peak > 0 else 0, 0, 24))
+        mul = np.rint(scale * 2.0 ** k).astype(np.int64)
+        add = np.rint(offset * 2.0 ** (fy + k)) + (zy << k) - zx * mul + ((1 << k) >> 1)
+        return {"op": "muladd", "mul": mul.astype(np.int32), "add": np.clip(add, INT32_MIN, INT32_MAX).astype(np.int32),
+                "shift": k, "lo": -128, "hi": 127}, fy, zy
+    codes = np.arange(256, dtype=np.float64) - 128
+    ys = float_ops.UNARY_FUNCTIONS[node.op]((codes - zx) * 2.0 ** -fx, a)
+    table = np.clip(np.rint(np.asarray(ys, np.float64).reshape(-1) * 2.0 ** fy) + zy, -128, 127).astype(np.int8)
+    return {"op": "lut", "table": table, "function": node.op}, fy, zy
+
+
+def _softmax(ctx: Context, node: Node, act, out, inputs, wide):
+    fx = ctx.fracs[inputs[0]]
+    d = np.arange(256, dtype=np.float64) - 255
+    table = np.rint(np.exp(d * 2.0 ** -fx) * 65536.0).astype(np.int32)
+    return {"axis": node.attrs["axis"], "table": table}, 7, 0
+
+
+def _copy(ctx: Context, node: Node, act, out, inputs, wide):
+    fx, zx = ctx.fracs[inputs[0]], ctx.zps[inputs[0]]
+    a = node.attrs
+    if node.op == "maxpool":
+        return {"kernel": tuple(a["kernel"]), "stride": tuple(a["stride"]), "pad": tuple(a["pad"]),
+                "ceil": tuple(a.get("ceil", (0, 0)))}, fx, zx
+    if node.op == "reshape":
+        return {"shape": tuple(a["shape"])}, fx, zx
+    if node.op == "gather":
+        fill = np.clip(np.rint(a["fill"].astype(np.float64) * 2.0 ** fx) + zx, -128, 127).astype(np.int8)
+        return {"index": a["index"].astype(np.int32), "fill": fill, "shape": tuple(a["shape"])}, fx, zx
+    fy = min(ctx.fracs[i] for i in inputs)
+    zy = ctx.zp(out, fy)
+    return {"axis": a["axis"], "shifts": tuple(ctx.fracs[i] - fy for i in inputs),
+            "zps": tuple(ctx.zps[i] for i in inputs), "zp": zy}, fy, zy
+
+
+RULES = {"conv": _gemm, "dense": _gemm, "add": _add, "avgpool": _pool, "avgpool2d": _pool,
+         "relu": _unary, "clip": _unary, "affine": _unary, "sigmoid": _unary, "hardsigmoid": _unary,
+         "hardswish": _unary, "softmax": _softmax, "maxpool": _copy, "reshape": _copy, "gather": _copy,
+         "concat": _copy}
+
+
+def quantize_node(ctx: Context, node: Node, act, out: str, inputs: list[str], wide: bool):
+    rule = RULES.get(node.op)
+    if rule is None:
+        raise ModelError(ctx.graph.name, f"no quantization rule for op {node.op}", node.name, node.op)
+    attrs, fy, zy = rule(ctx, node, act, out, inputs, wide and node.op in ("conv", "dense", "avgpool"))
+    return attrs, int(fy), int(zy)

@@ -1,0 +1,50 @@
+"""The numpy reference output of a kernel spec on given inputs: each kernel family's definition
+in ``compiler.quantize.reference`` (the project's one reference), called with the spec's
+parameters."""
+
+import numpy as np
+
+from compiler.quantize import reference as ref
+
+
+def _shift(spec, inputs, index):
+    return inputs[index] if spec.per_channel else spec.shift
+
+
+def reference_of(spec, inputs):
+    f = spec.family
+    if f == "conv2d":
+        return ref.conv2d(inputs[0], inputs[1], inputs[2], stride=spec.stride, pad=spec.pad, groups=spec.groups,
+                          pad_value=spec.pad_value, shift=_shift(spec, inputs, 3), lo=spec.lo, hi=spec.hi,
+                          wide=spec.wide)
+    if f == "dense":
+        return ref.dense(inputs[0], inputs[1], inputs[2], shift=_shift(spec, inputs, 3), lo=spec.lo, hi=spec.hi,
+                         wide=spec.out_dtype == "int32")
+    if f == "add":
+        return ref.add(*inputs, spec.a_shift, spec.b_shift, spec.shift, offset=spec.offset, lo=spec.lo, hi=spec.hi)
+    if f == "global_avgpool":
+        return ref.global_avg_pool(inputs[0], spec.up, spec.add, spec.lo, spec.hi, spec.out_dtype == "int32")
+    if f == "maxpool2d":
+        return ref.max_pool2d(inputs[0], spec.kh, spec.kw, spec.stride, spec.pad)
+    if f == "avgpool2d":
+        return ref.avg_pool2d(inputs[0], (spec.kh, spec.kw), spec.stride, spec.pad, (0, 0), inputs[1].astype(np.int64),
+                              inputs[2], spec.up, spec.pad_value, spec.lo, spec.hi)
+    if f == "lut":
+        return ref.lut(*inputs)
+    if f == "muladd":
+        return ref.muladd(inputs[0], inputs[1], inputs[2], spec.shift, spec.lo, spec.hi)
+    if f == "concat":
+        parts = [x.reshape(spec.outer, p, spec.inner) for x, p in zip(inputs, spec.parts)]
+        return ref.concat(parts, 1, spec.shifts, spec.zps, spec.zp).reshape(spec.outer, -1)
+    if f == "gather":
+        index, fill = inputs[1], inputs[2]
+        return np.stack([ref.gather(row, index, fill, index.shape) for row in inputs[0]])
+    if f == "softmax":
+        return ref.softmax(inputs[0], 1, inputs[1])
+    if f == "relu":
+        return ref.relu(inputs[0])
+    if f == "quantize":
+        return ref.quantize(inputs[0], spec.frac)
+    if f == "dequantize":
+        return ref.dequantize(inputs[0], spec.frac)
+    raise ValueError(f"no reference for {f}")

@@ -1,0 +1,145 @@
+"""Small ONNX graphs in the shapes today's PyTorch exporter (dynamo, opset 18+) writes, built with
+``onnx.helper`` (no torch): each a (name, ModelProto) with random float weights."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 18
+
+
+class Builder:
+    """Appends nodes and initializers; ``w(name, shape)`` makes a seeded random weight."""
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits = [], []
+        self.count = 0
+
+    def init(self, name: str, value) -> str:
+        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def w(self, name: str, shape, scale: float | None = None) -> str:
+        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+        value = self.rng.standard_normal(shape) * (scale if scale is not None else np.sqrt(2.0 / fan_in))
+        return self.init(name, value.astype(np.float32))
+
+    def op(self, op_type: str, inputs: list[str], **attrs) -> str:
+        self.count += 1
+        out = f"{op_type.lower()}_{self.count}"
+        self.nodes.append(helper.make_node(op_type, inputs, [out], name=f"node_{op_type}_{self.count}", **attrs))
+        return out
+
+    def conv(self, x: str, ic: int, oc: int, k: int, *, stride=1, pads=None, group=1, bias=True) -> str:
+        pads = [k // 2] * 4 if pads is None else pads
+        inputs = [x, self.w(f"w{self.count}", (oc, ic // group, k, k))]
+        if bias:
+            inputs.append(self.w(f"b{self.count}", (oc,), 0.1))
+        return self.op("Conv", inputs, kernel_shape=[k, k], strides=[stride, stride], pads=pads, group=group)
+
+    def model(self, x_shape, out: str, out_shape=None, opset: int = OPSET, name: str = "main_graph", dims=None):
+        graph = helper.make_graph(
+            self.nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT, dims or list(x_shape))],
+            [helper.make_tensor_value_info(out, TensorProto.FLOAT, out_shape)], self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        model.ir_version = 10
+        return model
+
+
+def flatten_dynamo(b: Builder, x: str) -> str:
+    """The dynamo exporter's flatten with optimize=False: Shape -> Gather -> Concat -> Reshape."""
+    shape = b.op("Shape", [x])
+    batch = b.op("Gather", [shape, b.init("zero", np.array(0, np.int64))], axis=0)
+    batch = b.op("Unsqueeze", [batch, b.init("axes0", np.array([0], np.int64))])
+    target = b.op("Concat", [batch, b.init("minus_one", np.array([-1], np.int64))], axis=0)
+    return b.op("Reshape", [x, target])
+
+
+def resnet_like(seed: int = 0, shape=(1, 3, 16, 20)):
+    """Stem, BN folded by hand, ReLU, MaxPool, a residual block, ReduceMean pooling, dynamo flatten,
+    Gemm whose weight comes through Identity (as vgg's export does)."""
+    b = Builder(seed)
+    x = b.op("Relu", [b.conv("input", 3, 16, 3, stride=2)])
+    x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    y = b.op("Relu", [b.conv(x, 16, 16, 3)])
+    y = b.conv(y, 16, 16, 3)
+    x = b.op("Relu", [b.op("Add", [y, x])])
+    x = b.op("ReduceMean", [x, b.init("axes", np.array([-1, -2], np.int64))], keepdims=1)
+    x = flatten_dynamo(b, x)
+    weight = b.op("Identity", [b.w("fc.weight", (10, 16))])
+    out = b.op("Gemm", [x, weight, b.w("fc.bias", (10,), 0.1)], transB=1)
+    return b.model(shape, out, [shape[0], 10])
+
+
+def mobilenet_like(seed: int = 1, shape=(1, 3, 16, 16)):
+    """Clip(0, 6) with min/max inputs, depthwise conv, a 1x1 projection, an inverted residual, a
+    standalone BatchNormalization, HardSwish, global pooling, Gemm."""
+    b = Builder(seed)
+    lo, hi = b.init("min_val", np.array(0.0, np.float32)), b.init("max_val", np.array(6.0, np.float32))
+    x = b.op("Clip", [b.conv("input", 3, 16, 3, stride=2), lo, hi])
+    y = b.op("Clip", [b.conv(x, 16, 16, 3, group=16), lo, hi])
+    y = b.conv(y, 16, 16, 1)
+    x = b.op("Add", [x, y])
+    bn = [b.init(n, v) for n, v in (("g", np.linspace(0.5, 1.5, 16, dtype=np.float32)),
+                                      ("be", np.linspace(-0.2, 0.2, 16, dtype=np.float32)),
+                                      ("m", np.linspace(-0.1, 0.1, 16, dtype=np.float32)),
+                                      ("v", np.linspace(0.5, 2.0, 16, dtype=np.float32)))]
+    x = b.op("BatchNormalization", [x, *bn], epsilon=1e-5)
+    x = b.op("HardSwish", [x])
+    x = b.op("GlobalAveragePool", [x])
+    x = b.op("Flatten", [x], axis=1)
+    out = b.op("Gemm", [x, b.w("fc.w", (8, 16)), b.w("fc.b", (8,), 0.1)], transB=1)
+    return b.model(shape, out, [shape[0], 8])
+
+
+def squeezenet_like(seed: int = 2, shape=(1, 3, 17, 23)):
+    """Fire module (squeeze, two expands, Concat), MaxPool with ceil_mode, a conv classifier
+    with asymmetric padding, AveragePool over a window (count_include_pad), Softmax."""
+    b = Builder(seed)
+    x = b.op("Relu", [b.conv("input", 3, 16, 3, stride=2, pads=[0, 0, 0, 0])])
+    x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    s = b.op("Relu", [b.conv(x, 16, 8, 1)])
+    e1 = b.op("Relu", [b.conv(s, 8, 16, 1)])
+    e3 = b.op("Relu", [b.conv(s, 8, 16, 3)])
+    x = b.op("Concat", [e1, e3], axis=1)
+    x = b.op("Relu", [b.conv(x, 32, 10, 2, pads=[0, 0, 1, 1])])
+    x = b.op("AveragePool", [x], kernel_shape=[2, 2], strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=1)
+    x = b.op("ReduceMean", [x, b.init("axes", np.array([2, 3], np.int64))], keepdims=0)
+    out = b.op("Softmax", [x], axis=-1)
+    return b.model(shape, out, [shape[0], 10])
+
+
+def elementwise_like(seed: int = 3, shape=(1, 4, 6, 10)):
+    """Normalisation by constants (Sub, Div, Mul), Sigmoid, HardSigmoid, a Transpose pair, a
+    Slice, grouped conv with 16 channels per group, Where with a constant mask."""
+    b = Builder(seed)
+    x = b.op("Sub", ["input", b.init("mean", np.array([0.1, -0.2, 0.3, 0.0], np.float32).reshape(1, 4, 1, 1))])
+    x = b.op("Div", [x, b.init("std", np.array([0.5, 1.0, 2.0, 1.5], np.float32).reshape(1, 4, 1, 1))])
+    x = b.op("Relu", [b.conv(x, 4, 32, 3)])
+    x = b.op("Relu", [b.conv(x, 32, 32, 3, group=2)])
+    x = b.op("Mul", [x, b.init("half", np.array(0.5, np.float32))])
+    x = b.op("Sigmoid", [x])
+    x = b.op("Transpose", [x], perm=[0, 2, 3, 1])
+    x = b.op("Transpose", [x], perm=[0, 3, 1, 2])
+    x = b.op("Slice", [x, b.init("st", np.array([1], np.int64)), b.init("en", np.array([5], np.int64)),
+                       b.init("ax", np.array([2], np.int64))])
+    mask = np.zeros((1, 1, 4, 10), bool)
+    mask[..., ::3] = True
+    x = b.op("Where", [b.init("mask", mask), b.init("zeroes", np.array(0.0, np.float32)), x])
+    out = b.op("HardSigmoid", [b.conv(x, 32, 8, 1)], alpha=0.25, beta=0.5)
+    return b.model(shape, out, [shape[0], 8, 4, 10])
+
+
+def mlp_like(seed: int = 4, shape=(2, 12)):
+    """A 2-D input: MatMul + Add, ReLU, Gemm (batch 2)."""
+    b = Builder(seed)
+    x = b.op("Add", [b.op("MatMul", ["input", b.w("w1", (12, 20))]), b.w("b1", (20,), 0.1)])
+    x = b.op("Relu", [x])
+    out = b.op("Gemm", [x, b.w("w2", (6, 20)), b.w("b2", (6,), 0.1)], transB=1)
+    return b.model(shape, out, [shape[0], 6])
+
+
+MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeezenet_like": squeezenet_like,
+          "elementwise_like": elementwise_like, "mlp_like": mlp_like}

@@ -1,0 +1,166 @@
+"""Model inputs from files: images (PNG/JPEG/... through Pillow), ``.npy``/``.npz`` arrays, and
+the synthetic images used when none are given.
+
+Images are prepared as torchvision's classification presets do (``Resize(256)`` then
+``CenterCrop(224)`` for a 224x224 model): scaled, keeping the aspect ratio, so that the model's
+H x W is covered with a margin of 256/224, centre-cropped to H x W, converted to [0, 1] floats
+and normalised per channel (``--normalize``: ``imagenet`` = torchvision's ImageNet mean and std,
+``none``, or ``M1,M2,M3/S1,S2,S3``). Arrays are float inputs already prepared: one sample of the
+model's input shape (with or without the batch axis) or a stack of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from compiler.frontend.inputs import synthetic_inputs
+from vdla_hw.errors import VdlaError
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+ARRAY_SUFFIXES = (".npy", ".npz")
+IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+RESIZE_MARGIN = 256 / 224  # torchvision: Resize(256) before CenterCrop(224)
+MAX_FILES = 10_000
+
+
+class InputError(VdlaError):
+    """An input file or folder that cannot be used as the model's input."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """A stack of model inputs (``array``, batch axis first) and where they came from."""
+
+    array: np.ndarray
+    source: str
+    names: tuple[str, ...] = ()
+
+    def describe(self) -> dict:
+        return {"source": self.source, "count": int(len(self.array)), "shape": list(self.array.shape[1:]),
+                **({"files": list(self.names)} if self.names else {})}
+
+
+def input_shape_arg(text: str) -> tuple[int, ...]:
+    """``--input-shape``: comma-separated positive dimensions, e.g. 1,3,160,224."""
+    try:
+        dims = tuple(int(v) for v in text.replace("x", ",").split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of integers such as 1,3,224,224") from None
+    if not dims or any(d < 1 or d > 1 << 20 for d in dims):
+        raise argparse.ArgumentTypeError(f"{text!r}: every dimension must be between 1 and {1 << 20}")
+    return dims
+
+
+def existing_path(text: str) -> str:
+    """An input file or folder that exists."""
+    if not text or not Path(text).exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such file or folder")
+    return text
+
+
+def normalize_arg(text: str):
+    """``--normalize``: imagenet, none, or M1,M2,M3/S1,S2,S3 (one mean and std per channel)."""
+    if text == "imagenet":
+        return IMAGENET
+    if text == "none":
+        return None
+    try:
+        mean, std = (tuple(float(v) for v in part.split(",")) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not imagenet, none or M1,M2,M3/S1,S2,S3") from None
+    if len(mean) != len(std) or any(s <= 0 for s in std):
+        raise argparse.ArgumentTypeError(f"{text!r}: as many means as stds, every std positive")
+    return mean, std
+
+
+def image_files(folder: Path) -> list[Path]:
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    if not files:
+        raise InputError(f"{folder}: no image files ({', '.join(IMAGE_SUFFIXES)})")
+    if len(files) > MAX_FILES:
+        raise InputError(f"{folder}: {len(files)} images, more than {MAX_FILES}; use a smaller folder")
+    return files
+
+
+def load_image(path: Path, shape: tuple[int, ...], normalize) -> np.ndarray:
+    """(C, H, W) float32 of one image, prepared for a model input of ``shape`` (N, C, H, W)."""
+    from PIL import Image, UnidentifiedImageError
+
+    channels, height, width = shape[1:]
+    if channels not in (1, 3):
+        raise InputError(f"{path}: images are RGB or greyscale, the model takes {channels} channels")
+    try:
+        with Image.open(path) as image:
+            image = image.convert("RGB" if channels == 3 else "L")
+            scale = max(height / image.height, width / image.width) * RESIZE_MARGIN
+            size = (max(width, round(image.width * scale)), max(height, round(image.height * scale)))
+            image = image.resize(size, Image.BILINEAR)
+            left, top = (size[0] - width) // 2, (size[1] - height) // 2
+            pixels = np.asarray(image.crop((left, top, left + width, top + height)), dtype=np.float32) / 255.0
+    except (UnidentifiedImageError, OSError, ValueError) as err:
+        raise InputError(f"{path}: cannot read the image ({err})") from None
+    pixels = pixels.reshape(height, width, channels).transpose(2, 0, 1)
+    if normalize is not None:
+        mean, std = (np.asarray(v, dtype=np.float32).reshape(-1, 1, 1) for v in normalize)
+        if mean.shape[0] not in (1, channels):
+            raise InputError(f"--normalize gives {mean.shape[0]} means for a {channels}-channel model")
+        pixels = (pixels - mean) / std
+    return np.ascontiguousarray(pixels, dtype=np.float32)
+
+
+def load_array(path: Path, shape: tuple[int, ...]) -> np.ndarray:
+    """A stack of samples (k * batch, ...) from a .npy, or a .npz holding one array."""
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        raise InputError(f"{path}: not a numpy .npy/.npz file ({err})") from None
+    if isinstance(data, np.ndarray):
+        array = data
+    else:
+        with data:
+            if len(data.files) != 1:
+                raise InputError(f"{path}: the .npz holds {len(data.files)} arrays ({', '.join(data.files[:5])}); "
+                                 "give one array of inputs")
+            array = data[data.files[0]]
+    if array.dtype.kind not in "fiu":
+        raise InputError(f"{path}: holds {array.dtype} values; give float32 inputs")
+    sample = tuple(shape[1:])
+    if array.shape == sample:
+        array = array[None]
+    if array.shape[1:] != sample or array.shape[0] % shape[0] or not array.shape[0]:
+        raise InputError(f"{path}: shape {array.shape} is neither the model's input {tuple(shape)} nor a stack of "
+                         f"its samples (k x {shape[0]}, {', '.join(map(str, sample))})")
+    array = array.astype(np.float32)
+    if not np.all(np.isfinite(array)):
+        raise InputError(f"{path}: contains NaN or infinite values")
+    return np.ascontiguousarray(array)
+
+
+def load_inputs(source: str, shape: tuple[int, ...], normalize=IMAGENET) -> Inputs:
+    """Inputs for a model of input ``shape`` from a folder of images, an image, or an array file."""
+    path = Path(source)
+    if path.is_dir():
+        if len(shape) != 4:
+            raise InputError(f"{source}: images need an NCHW model; this one takes {tuple(shape)}")
+        files = image_files(path)
+        array = np.stack([load_image(f, shape, normalize) for f in files])
+        usable = len(array) - len(array) % shape[0]
+        if not usable:
+            raise InputError(f"{source}: {len(array)} images, fewer than the model's batch {shape[0]}")
+        return Inputs(array[:usable], f"images in {source}", tuple(f.name for f in files[:usable]))
+    if path.suffix.lower() in ARRAY_SUFFIXES:
+        return Inputs(load_array(path, shape), str(source))
+    if path.suffix.lower() in IMAGE_SUFFIXES:
+        if len(shape) != 4 or shape[0] != 1:
+            raise InputError(f"{source}: one image needs an NCHW model of batch 1; this one takes {tuple(shape)}")
+        return Inputs(load_image(path, shape, normalize)[None], f"image {source}", (path.name,))
+    raise InputError(f"{source}: not a folder of images, an image ({', '.join(IMAGE_SUFFIXES)}) or an array "
+                     f"({', '.join(ARRAY_SUFFIXES)})")
+
+
+def synthetic(shape: tuple[int, ...], count: int, seed: int) -> Inputs:
+    return Inputs(synthetic_inputs(count, shape, seed), f"synthetic (seed {seed}, {count})")
