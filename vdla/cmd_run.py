@@ -9,7 +9,7 @@ from pathlib import Path
 
 from compiler.quantize.calibrate import METHODS
 from vdla.argtypes import int_range, output_dir, output_file, seed
-from vdla.inputs import IMAGENET, existing_path, input_shape_arg, normalize_arg
+from vdla.inputs import IMAGENET, input_shape_arg, normalize_arg
 from vdla_hw.errors import VdlaError
 
 
@@ -123,17 +123,17 @@ def add_parser(sub) -> None:
                      help="CPU whose modelled times the report gives (default cortex-a9, the PYNQ-Z1's)")
     run.add_argument("--input-shape", type=input_shape_arg, metavar="N,C,H,W",
                      help="the input's shape, for an ONNX model with dynamic dimensions")
-    run.add_argument("--calibration", type=existing_path, metavar="DIR|FILE",
+    run.add_argument("--calibration", metavar="DIR|FILE",
                      help="calibration inputs: a folder of images, an image, or a .npy/.npz of inputs "
                           "(default: 4 synthetic images)")
     run.add_argument("--calibration-method", choices=METHODS, default="mse",
                      help="how each value's power-of-two scale is chosen (default mse)")
-    run.add_argument("--images", type=existing_path, metavar="DIR|FILE",
+    run.add_argument("--images", metavar="DIR|FILE",
                      help="test inputs (e.g. a folder of images): classified by the float and the int8 model, "
                           "agreement reported; the first is the executed input unless --input is given")
     run.add_argument("--normalize", type=normalize_arg, default=IMAGENET, metavar="imagenet|none|M,M,M/S,S,S",
                      help="per-channel normalisation of images (default imagenet: torchvision's mean and std)")
-    run.add_argument("--input", type=existing_path, metavar="FILE",
+    run.add_argument("--input", metavar="FILE",
                      help="the executed input: .npy/.npz (float32, the model's shape, already normalised) or an image")
     run.add_argument("--output", type=output_file, metavar="FILE",
                      help="write the network's final output, dequantized to float32, as .npy")

@@ -55,13 +55,6 @@ def input_shape_arg(text: str) -> tuple[int, ...]:
     return dims
 
 
-def existing_path(text: str) -> str:
-    """An input file or folder that exists."""
-    if not text or not Path(text).exists():
-        raise argparse.ArgumentTypeError(f"{text}: no such file or folder")
-    return text
-
-
 def normalize_arg(text: str):
     """``--normalize``: imagenet, none, or M1,M2,M3/S1,S2,S3 (one mean and std per channel)."""
     if text == "imagenet":
@@ -143,6 +136,8 @@ def load_array(path: Path, shape: tuple[int, ...]) -> np.ndarray:
 def load_inputs(source: str, shape: tuple[int, ...], normalize=IMAGENET) -> Inputs:
     """Inputs for a model of input ``shape`` from a folder of images, an image, or an array file."""
     path = Path(source)
+    if not path.exists():
+        raise InputError(f"{source}: no such file or folder")
     if path.is_dir():
         if len(shape) != 4:
             raise InputError(f"{source}: images need an NCHW model; this one takes {tuple(shape)}")

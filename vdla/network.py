@@ -22,7 +22,7 @@ from compiler.network.report import summarise
 from compiler.quantize import quantize_graph, reference
 from compiler.quantize.qgraph import QGraph
 from driver import open_device
-from vdla.inputs import IMAGENET, Inputs, load_inputs, synthetic
+from vdla.inputs import IMAGENET, InputError, Inputs, load_inputs, synthetic
 from vdla_hw.config import load_config
 from vdla_hw.limits import MAX_TENSOR_BYTES, RESNET_MAX_RESOLUTION, mib
 
@@ -180,6 +180,9 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     from compiler.cpu_fallback.cost import CpuModel
 
     say = progress or (lambda message: None)
+    for source in (calibration if isinstance(calibration, str) else None, images, x):
+        if source is not None and not Path(source).exists():  # before the import and calibration
+            raise InputError(f"{source}: no such file or folder")
     cpu_model = CpuModel(cpu)
     clock = {"start": time.perf_counter()}
     p = prepare(model, config=config, resolution=resolution, options=options, calibration=calibration,
