@@ -267,8 +267,9 @@ def run_files(files: dict[str, bytes], device, progress=None) -> tuple[dict, dic
                                 f"{q.shapes.get(q.input)}")
     try:
         keys = bundle_keys(q, placements)
-    except VdlaError as err:
-        raise NetworkFilesError(f"an accelerator op of the package cannot be run: {err}") from None
+    except (VdlaError, KeyError, IndexError, ValueError, TypeError, AttributeError) as err:
+        raise NetworkFilesError(f"graph.json/arrays.npz: an accelerator op cannot be run ({type(err).__name__}: "
+                                f"{err}); was the package built by this vdla?") from None
     bundles = _Bundles(files, keys, device.config)
     with tempfile.TemporaryDirectory(prefix="vdla-serve-") as tmp:
         kernels = cpu_kernels(files, Path(tmp))
