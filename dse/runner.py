@@ -45,6 +45,7 @@ class Model:
     name: str
     q: object
     hash: str
+    q_int8_logits: object = None  # the same with int8 logits: for points with the classifier on VDLA
 
 
 @dataclass
@@ -228,6 +229,7 @@ def _drive(ray, source, store: PointStore, progress: Progress, models: list[Mode
 
     capacity = options.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     refs = {m.hash: ray.put(m.q) for m in models}
+    refs_int8 = {m.hash: ray.put(m.q_int8_logits) if m.q_int8_logits is not None else refs[m.hash] for m in models}
     task = ray.remote(num_cpus=1, max_retries=0)(point_task)
     synth = SynthRuns(ray, out_dir, options) if options.synth else None
     pending: dict = {}
@@ -244,7 +246,8 @@ def _drive(ray, source, store: PointStore, progress: Progress, models: list[Mode
             elif item.config is None:
                 _record(store, progress, source, item, item.row)
             else:
-                ref = task.remote(refs[item.model.hash], item.config.to_json(), item.point.knob,
+                graphs = refs_int8 if item.point.knob.get("fc_on_vdla") else refs
+                ref = task.remote(graphs[item.model.hash], item.config.to_json(), item.point.knob,
                                   str(out_dir / "cache"), options.energy_table, options.part, resource_basis)
                 pending[ref] = item
                 busy.add(item.cycle_key)

@@ -19,8 +19,9 @@ def prepare_models(names: list[str], resolution: int) -> list:
     models = []
     for name in dict.fromkeys(names):
         start = time.perf_counter()
-        q = quantize_model(load_model(name, resolution), name)
-        models.append(Model(name, q, qgraph_hash(q)))
+        graph = load_model(name, resolution)
+        q = quantize_model(graph, name)
+        models.append(Model(name, q, qgraph_hash(q), quantize_model(graph, name, wide_output=False)))
         print(f"sweep: {name} imported and quantized ({time.perf_counter() - start:.1f} s)", file=sys.stderr)
     return models
 

@@ -69,8 +69,9 @@ def check_sizes(graph: Graph, model: str) -> Graph:
 
 
 def quantize_model(graph: Graph, model: str, calibration: int = 4, wide_output: bool = True) -> QGraph:
-    """The int8 graph of ``graph`` calibrated on ``calibration`` synthetic inputs: what ``vdla run``
-    and ``vdla sweep`` execute by default."""
+    """The int8 graph of ``graph`` calibrated on ``calibration`` synthetic inputs, as ``vdla run``
+    quantizes it by default (``wide_output``: int32 logits, unless the classifier is to run on the
+    accelerator, which stores int8)."""
     return quantize_graph(graph, synthetic(graph.shapes[graph.input], calibration, CALIBRATION_SEED).array,
                           wide_output=wide_output)
 
