@@ -29,7 +29,7 @@ def test_run_json_has_the_documented_keys(capsys):
     assert "[33/33] fc" in err  # progress on stderr
     # Every CPU op's time comes from the code-level model; every offloaded op has host overheads.
     for layer in report["layers"]:
-        if layer["op"] == "flatten":
+        if layer["op"] == "reshape":
             assert layer["cpu_s"] == 0 and layer["cpu_basis"] == "no work (a reshape)"
             continue
         assert layer["cpu_basis"] == "llvm-mca cortex-a9 + memory model", layer
