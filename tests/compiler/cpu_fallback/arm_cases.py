@@ -68,6 +68,9 @@ def _network_kernels(seed=99):
         cf.Conv2dSpec(n=1, c=8, h=9, w=7, oc=12, kh=3, kw=2, stride=(2, 1), pad=(0, 1, 1, 0), groups=4,
                       pad_value=-5, shift=7),
         cf.Conv2dSpec(n=1, c=6, h=5, w=5, oc=10, kh=1, kw=1, shift=2, wide=True, relu=True),
+        # the register-blocked code with zero-point padding, per-channel shifts and a clip
+        cf.Conv2dSpec(n=1, c=5, h=11, w=13, oc=7, kh=3, kw=3, stride=2, pad=1, pad_value=-128,
+                      per_channel=True, lo=-128, hi=90),
         cf.DenseSpec(n=1, k=77, m=13, per_channel=True, out_dtype="int32"),
         cf.DenseSpec(n=2, k=33, m=9, shift=5, lo=-20, hi=90),
         cf.AddSpec(size=999, a_shift=1, shift=1, offset=129, lo=-128, hi=100),

@@ -68,7 +68,7 @@ def test_conv2d_extreme_values_jit_vs_numpy(value):
     wgt = np.full((6, 64, 3, 3), -128, np.int8)
     bias = np.array([0, 1, -1, 2**31 - 1, -2**31, 12345], np.int32)
     got = cf.conv2d(inp, wgt, bias, pad=1, shift=12)
-    np.testing.assert_array_equal(got, ref.conv2d(inp, wgt, bias, 1, 1, 12, False))
+    np.testing.assert_array_equal(got, ref.conv2d(inp, wgt, bias, stride=1, pad=1, shift=12))
     assert spec.args()[-1].scratch
 
 
