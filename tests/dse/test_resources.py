@@ -54,4 +54,4 @@ def test_staleness_follows_the_rtl(tmp_path):
 
 def test_configurations_the_rtl_refuses_have_no_resources():
     with pytest.raises(ConfigError, match="not supported by the RTL"):
-        load_model().predict(Config.from_preset("osdi18", DDR_BYTES_PER_CYCLE_CAP=4.0))
+        load_model().predict(Config.from_preset("osdi18", MEM_MAX_BURST=32))  # HP0 is AXI3: 16 beats at most
