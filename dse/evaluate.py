@@ -81,7 +81,7 @@ def layer_key(node: QNode, q: QGraph, config: Config, vthreads: int | None, part
                 a["hi"]]
     else:
         what = _layer_of(part).describe()
-    return digest(what, config.params, vthreads)
+    return digest(what, dict(config.params), vthreads)
 
 
 def layer_timing(node: QNode, q: QGraph, config: Config, vthreads: int | None, disk: DiskCache,

@@ -15,8 +15,11 @@ import hashlib
 import json
 import math
 from pathlib import Path
+from types import MappingProxyType
 
+from vdla_hw import isa
 from vdla_hw.errors import ConfigError
+from vdla_hw.isa import MEM_TYPES  # noqa: F401 (re-exported: the ISA owns the memory types)
 from vdla_hw.presets import DEFAULT_PRESET, PRESETS
 
 ISA_VERSION = 1
@@ -51,16 +54,15 @@ PARAMETERS: dict[str, tuple[type, float, float, str]] = {
     "INSN_OVERHEAD": (int, 0, 64, "cycles to decode an instruction and set up its loops"),
 }
 
-# The memory types of the ISA, by their encoding (docs/spec.md section 3).
-MEM_TYPES = ("uop", "wgt", "inp", "acc", "out")
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Config:
     """One accelerator configuration. Construct through :func:`load_config`.
 
     ``params`` holds every parameter of :data:`PARAMETERS`; ``sources`` says where each value
-    came from; ``name`` is the preset name or file it was built from.
+    came from; ``name`` is the preset name or file it was built from. Both mappings are read-only
+    views of private copies: a configuration never changes after validation, so its fingerprint,
+    hash and every cache keyed on it stay true (``dataclasses.replace`` or
+    :meth:`from_preset` with overrides make a new, validated one).
     """
 
     name: str
@@ -82,9 +84,15 @@ class Config:
                 raise ConfigError(key, value, f"must be in [{low}, {high}] ({meaning})", self.name)
         # Freeze a normalised copy so equal configurations compare and hash alike; the hash is
         # computed once because configurations key the ISA layout caches on hot paths.
-        object.__setattr__(self, "params", {k: PARAMETERS[k][0](self.params[k]) for k in PARAMETERS})
-        object.__setattr__(self, "_hash", hash(json.dumps(self.params, sort_keys=True)))
+        params = {k: PARAMETERS[k][0](self.params[k]) for k in PARAMETERS}
+        object.__setattr__(self, "params", MappingProxyType(params))
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+        object.__setattr__(self, "_hash", hash(json.dumps(params, sort_keys=True)))
         self._check_derived()
+
+    def __reduce__(self):
+        # read-only views do not pickle (Ray ships configurations to workers): rebuild from copies
+        return _rebuild, (self.name, dict(self.params), dict(self.sources))
 
     def _check_derived(self):
         p = self.params
@@ -97,9 +105,7 @@ class Config:
                 raise ConfigError(key, p[key], f"buffer holds fewer than 2 {mem} elements of {elem} B", self.name)
             if self.depth(mem) > 1 << 16:
                 raise ConfigError(key, p[key], f"{self.depth(mem)} {mem} elements exceed the 16-bit sram_base field", self.name)
-        from vdla_hw import isa  # the ISA layout is derived from this config; it checks the fit
-
-        isa.check_layout(self)
+        isa.check_layout(self)  # the ISA layout is derived from this config; it checks the fit
 
     # --- construction -------------------------------------------------------------------
     @classmethod
@@ -144,7 +150,7 @@ class Config:
     # --- serialisation ------------------------------------------------------------------
     def to_json(self) -> str:
         """The canonical JSON form: name and every parameter (round-trips through from_json_text)."""
-        return json.dumps({"name": self.name, "params": self.params}, sort_keys=True)
+        return json.dumps({"name": self.name, "params": dict(self.params)}, sort_keys=True)
 
     def describe(self) -> dict:
         """Everything a user may want to see: parameters, sources and derived sizes."""
@@ -251,7 +257,7 @@ class Config:
     def fingerprint(self) -> str:
         """Readable id ``BATCHxBLOCK_iIwWaA_UOP_INP_WGT_ACC-hash``; the hash covers every parameter."""
         p = self.params
-        digest = hashlib.sha256(f"isa{ISA_VERSION}:{json.dumps(p, sort_keys=True)}".encode()).hexdigest()
+        digest = hashlib.sha256(f"isa{ISA_VERSION}:{json.dumps(dict(p), sort_keys=True)}".encode()).hexdigest()
         return (f"{self.batch}x{self.block_in}_i{self.inp_bits}w{self.wgt_bits}a{self.acc_bits}_"
                 f"{p['LOG_UOP_BUFF_SIZE']}_{p['LOG_INP_BUFF_SIZE']}_{p['LOG_WGT_BUFF_SIZE']}_"
                 f"{p['LOG_ACC_BUFF_SIZE']}-{digest[:8]}")
@@ -266,6 +272,10 @@ class Config:
 
     def __eq__(self, other):
         return isinstance(other, Config) and self.params == other.params
+
+
+def _rebuild(name: str, params: dict, sources: dict) -> Config:
+    return Config(name=name, params=params, sources=sources)
 
 
 def load_config(spec: str | Path | Config | None = None) -> Config:

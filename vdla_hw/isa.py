@@ -16,8 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vdla_hw.config import MEM_TYPES, Config
+from typing import TYPE_CHECKING
 from vdla_hw.errors import ConfigError, EncodingError, ProgramError
+
+if TYPE_CHECKING:  # the configuration builds on this module (it checks the layout fits): no import cycle
+    from vdla_hw.config import Config
+
+# The memory types of the ISA, by their encoding (docs/spec.md section 3).
+MEM_TYPES = ("uop", "wgt", "inp", "acc", "out")
 
 INSN_BITS = 128
 WORD_BITS = 64

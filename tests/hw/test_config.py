@@ -1,6 +1,9 @@
 """Configuration: presets, derived sizes, fingerprints, JSON files and bad values."""
 
+import copy
+import dataclasses
 import json
+import pickle
 import re
 
 import pytest
@@ -46,6 +49,27 @@ def test_config_is_frozen():
     config = load_config("tiny")
     with pytest.raises(AttributeError):
         config.name = "other"
+
+
+def test_parameters_and_sources_cannot_change_after_validation():
+    config = load_config("osdi18")
+    before = config.fingerprint
+    with pytest.raises(TypeError):
+        config.params["CLOCK_MHZ"] = 5000.0  # out of range: would never pass validation
+    with pytest.raises(TypeError):
+        config.sources["CLOCK_MHZ"] = "me"
+    assert config.CLOCK_MHZ == 200.0 and config.fingerprint == before == load_config("osdi18").fingerprint
+    with pytest.raises(ConfigError, match="CLOCK_MHZ"):
+        dataclasses.replace(config, params={**config.params, "CLOCK_MHZ": 5000.0})
+
+
+def test_config_pickles_and_copies_as_an_equal_frozen_value():
+    config = Config.from_preset("vta-pynq", MEM_LATENCY=40)
+    for again in (pickle.loads(pickle.dumps(config)), copy.deepcopy(config), dataclasses.replace(config)):
+        assert again == config and hash(again) == hash(config) and again.fingerprint == config.fingerprint
+        assert again.sources == config.sources and again.name == config.name
+        with pytest.raises(TypeError):
+            again.params["MEM_LATENCY"] = 1
 
 
 def test_json_file_overrides_a_preset_and_names_its_source(tmp_path):
