@@ -28,12 +28,14 @@ import re
 
 from compiler.layers import Conv2D, LayerError
 from compiler.layout import blocks
-from vdla_hw import isa
+from vdla_hw import isa, timing
 from vdla_hw.config import Config
 
 ORDERS = ("spatial", "oc")
 BUFFERS = ("inp", "wgt", "acc", "uop")
-HAZARD_DISTINCT = 3  # a uop may not write an accumulator written by either of the two previous uops
+# a GEMM uop may not write an accumulator written by any of the previous GEMM_HAZARD_DISTANCE uops
+# (the timing contract's rule), so a tile cycles through at least one more accumulator than that
+HAZARD_DISTINCT = timing.GEMM_HAZARD_DISTANCE + 1
 
 
 class ScheduleError(LayerError):

@@ -41,14 +41,3 @@ def alu_kernel(shape: TileShape, *, acc: int, bias: int) -> np.ndarray:
     """(pixels, 3) rows of the ALU table: every real pixel of one output-channel block."""
     p = np.arange(shape.pixels)
     return np.stack([acc + p, np.full_like(p, bias), np.zeros_like(p)], axis=1).astype(np.int64)
-
-
-def gemm_hazards(dst: np.ndarray, distance: int = 2) -> int:
-    """Index of the first uop (in flattened loop order) that rewrites an accumulator written by
-    one of the ``distance`` uops before it, or -1."""
-    dst = np.asarray(dst).reshape(-1)
-    for d in range(1, distance + 1):
-        bad = np.flatnonzero(dst[d:] == dst[:-d])
-        if bad.size:
-            return int(bad[0]) + d
-    return -1
