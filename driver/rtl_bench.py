@@ -30,17 +30,11 @@ from cocotb.triggers import ClockCycles, Edge, First, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from driver import status as st
-from driver.device import Buffer, DeviceError
-from driver.registers import RegisterDevice
-from driver.rtl_run import DRAM_BASE
+from driver.rtl_run import DRAM_BASE, POLL_CYCLES, BenchRegisterDevice, program_record, run_outcome
 from vdla_hw import regmap
 from vdla_hw.bundle import Bundle
-from vdla_hw.config import ISA_VERSION
 from vdla_hw.rtl.tb_memory import CLOCK_PERIOD_NS, AxiMemory
 
-CONTROL_STAGES = 2             # START write taken -> run, FINISH retired -> done/irq
-POLL_CYCLES = 4096             # longest wait between STATUS polls when irq does not rise
 EXEC = ("load", "compute", "store")
 
 
@@ -166,16 +160,8 @@ class Bench:
         device = BenchDevice(self, bundle.config, poison or [])
         outcome = await bridge(device.run_bundle)(bundle, budget)
         await ClockCycles(self.dut.clk, 2)
-        after = self.checker()
-        wall = None
-        if self.start_edge is not None and self.irq_edge is not None:
-            wall = self.irq_edge - self.start_edge - CONTROL_STAGES
-        outcome.update(retire=self.retire, beats=self.memory.beats - beats, wall_cycles=wall,
-                       axi_checks={"checks": after["checks"] - before["checks"],
-                                   "violations": after["violations"] - before["violations"],
-                                   "rules": after["rules"], "left_outstanding": after["rd_out"] + after["wr_out"]},
-                       dram=self.memory.dump())
-        return outcome
+        return program_record(outcome, self.retire, self.memory.beats - beats, self.start_edge, self.irq_edge,
+                              before, self.checker(), self.memory.dump())
 
     # --- a raw register sequence ------------------------------------------------------------
     async def run_ops(self, bundle: Bundle | None, ops: list) -> dict:
@@ -217,18 +203,13 @@ class Bench:
         raise RuntimeError(f"no {kind} handshake seen for {name}")
 
 
-class BenchDevice(RegisterDevice):
-    """The driver's register device on the simulated design: registers over AXI-lite, DRAM in
-    the bench memory at DRAM_BASE, polls that let the simulation run until irq. Runs in a
-    bridge thread; every simulator access goes through a ``resume``-wrapped coroutine."""
-
-    target = "rtl"
-    poll_first_s = poll_max_s = 0.0
+class BenchDevice(BenchRegisterDevice):
+    """The driver's register device on the simulated design: registers over AXI-lite, polls
+    that let the simulation run until irq. Runs in a bridge thread; every simulator access goes
+    through a ``resume``-wrapped coroutine."""
 
     def __init__(self, bench: Bench, config, poison: list):
-        super().__init__(config)
-        self.bench = bench
-        self.poison = poison
+        super().__init__(config, bench.memory, poison)
         self._rd_async = resume(bench.read)
         self._wr_async = resume(bench.write)
         self._pause = resume(bench.pause)
@@ -246,38 +227,8 @@ class BenchDevice(RegisterDevice):
     def _sleep(self, seconds: float) -> None:
         self._pause()
 
-    def _alloc(self, nbytes: int) -> Buffer:
-        self.bench.memory.load(DRAM_BASE, bytes(nbytes))
-        for lo, hi, resp in self.poison:
-            self.bench.memory.poison(lo, hi, resp)
-        return Buffer(nbytes, DRAM_BASE, None)
-
-    def _write(self, buffer: Buffer, raw: np.ndarray, offset: int) -> None:
-        if offset + raw.size > buffer.size:
-            raise DeviceError(f"write of {raw.size} bytes at offset {offset} passes the {buffer.size}-byte buffer")
-        self.bench.memory.image[offset:offset + raw.size] = raw
-
-    def _read(self, buffer: Buffer, offset: int, nbytes: int) -> np.ndarray:
-        return self.bench.memory.image[offset:offset + nbytes].copy()
-
-    def free(self, buffer: Buffer) -> None:
-        """Keep the image: the bench reports it after the run."""
-
     def run_bundle(self, bundle: Bundle, budget: int) -> dict:
-        """Run ``bundle`` like any driver would; returns what the registers said."""
-        out = {"id_ok": True, "timeout": False, "error": 0, "error_insn": st.NO_INSN}
-        out["id_ok"] = self.identify() == (ISA_VERSION, bundle.config.fingerprint_hash)
-        try:
-            res = self.run(bundle, timeout_cycles=budget, timeout_s=1e9)
-            out.update(status=regmap.STATUS_DONE, cycles=res.cycles, modules=res.counters["modules"])
-        except DeviceError as err:
-            state = err.state
-            out.update(status=state.get("status", 0), cycles=state.get("cycles", 0),
-                       modules=state.get("modules", st.empty_modules()), error=state.get("error", 0),
-                       error_insn=state.get("error_insn", st.NO_INSN), timeout=bool(state.get("timeout")),
-                       message=str(err))
-        return out
-
+        return run_outcome(self, bundle, budget)
 
 @cocotb.test()
 async def run_jobs(dut):

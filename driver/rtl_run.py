@@ -1,9 +1,15 @@
-"""Run program bundles (or raw register sequences) on the RTL under cocotb, many per simulation:
-the front end of the bench in :mod:`driver.rtl_bench`.
+"""Run program bundles (or raw register sequences) on the RTL, many per simulation: the front end
+of the two benches.
 
-:func:`run_bundles` returns one :class:`RtlResult` per bundle; :func:`run_register_ops` one
-record of reads per sequence. The model is built once per configuration, top and simulator
-(``vdla_hw.rtl.runner.build``, cached under ``build/rtl``).
+* ``compiled`` (the default under Verilator): the harness Verilated with the bench in C++
+  (``vdla_hw.rtl.compiled``, run by :mod:`driver.rtl_compiled`); no Python per cycle.
+* ``cocotb`` (Icarus, waves, raw register sequences, protocol corner cases): the cocotb bench
+  of :mod:`driver.rtl_bench`.
+
+Both run each program through the driver's own register code and report the same record
+(:func:`run_outcome`, :func:`program_record`). :func:`run_bundles` returns one
+:class:`RtlResult` per bundle; :func:`run_register_ops` one record of reads per sequence
+(cocotb). Models are built once per configuration, top and bench (cached under ``build/rtl``).
 """
 
 from __future__ import annotations
@@ -16,14 +22,33 @@ from pathlib import Path
 
 import numpy as np
 
+from driver.device import Buffer, DeviceError
+from driver.registers import RegisterDevice
 from vdla_hw import regmap
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
 from vdla_hw.errors import VdlaError
 
 BENCH = "driver.rtl_bench"
+BENCHES = ("compiled", "cocotb")
 DEFAULT_BUDGET = 2_000_000
 DRAM_BASE = 0x1000_0000        # where the bench maps the image (4 kB aligned, like a CMA buffer)
+CONTROL_STAGES = 2             # START write taken -> run, FINISH retired -> done/irq
+POLL_CYCLES = 4096             # longest wait between STATUS polls when irq does not rise
+
+
+def choose_bench(sim: str, bench: str | None, waves=None) -> str:
+    """The bench to run: ``bench`` if given (checked), else compiled under Verilator without
+    waves, cocotb otherwise."""
+    if bench is None:
+        return "compiled" if sim == "verilator" and not waves else "cocotb"
+    if bench not in BENCHES:
+        raise VdlaError(f"unknown RTL bench {bench!r} (known: {', '.join(BENCHES)})")
+    if bench == "compiled" and sim != "verilator":
+        raise VdlaError(f"the compiled RTL bench runs on Verilator only, not {sim}; use --bench cocotb")
+    if bench == "compiled" and waves:
+        raise VdlaError("the compiled RTL bench writes no waves; use --bench cocotb with --vcd")
+    return bench
 
 
 @dataclass(frozen=True)
@@ -74,6 +99,73 @@ class RtlResult:
         return bool(self.status & regmap.STATUS_DONE)
 
 
+def run_outcome(device, bundle: Bundle, budget: int) -> dict:
+    """Run ``bundle`` on a bench's register device (a :class:`driver.registers.RegisterDevice`)
+    like any driver would; returns what the registers said."""
+    from driver import status as st
+    from vdla_hw.config import ISA_VERSION
+
+    out = {"id_ok": True, "timeout": False, "error": 0, "error_insn": st.NO_INSN}
+    out["id_ok"] = device.identify() == (ISA_VERSION, bundle.config.fingerprint_hash)
+    try:
+        res = device.run(bundle, timeout_cycles=budget, timeout_s=1e9)
+        out.update(status=regmap.STATUS_DONE, cycles=res.cycles, modules=res.counters["modules"])
+    except DeviceError as err:
+        state = err.state
+        out.update(status=state.get("status", 0), cycles=state.get("cycles", 0),
+                   modules=state.get("modules", st.empty_modules()), error=state.get("error", 0),
+                   error_insn=state.get("error_insn", st.NO_INSN), timeout=bool(state.get("timeout")),
+                   message=str(err))
+    return out
+
+
+def program_record(outcome: dict, retire: list, beats: int, start_edge, irq_edge, before: dict, after: dict,
+                   dram: np.ndarray) -> dict:
+    """A bench's record of one program: ``outcome`` of :func:`run_outcome` plus the monitors'
+    findings (``wall_cycles`` from the START handshake and irq edges, the checker's counts
+    ``before``/``after`` the run) and the final image."""
+    wall = None
+    if start_edge is not None and irq_edge is not None:
+        wall = irq_edge - start_edge - CONTROL_STAGES
+    outcome.update(retire=retire, beats=beats, wall_cycles=wall,
+                   axi_checks={"checks": after["checks"] - before["checks"],
+                               "violations": after["violations"] - before["violations"],
+                               "rules": after["rules"], "left_outstanding": after["rd_out"] + after["wr_out"]},
+                   dram=dram)
+    return outcome
+
+
+class BenchRegisterDevice(RegisterDevice):
+    """The driver's register device on a bench: DRAM is the bench memory's image at DRAM_BASE
+    (``memory``: ``load``, ``poison``, ``image``), with byte ranges answering errors
+    (``poison``). Subclasses give the register accesses, the clock and the pause between polls."""
+
+    target = "rtl"
+    poll_first_s = poll_max_s = 0.0
+
+    def __init__(self, config: Config, memory, poison: list):
+        super().__init__(config)
+        self.memory = memory
+        self.poison = poison
+
+    def _alloc(self, nbytes: int) -> Buffer:
+        self.memory.load(DRAM_BASE, bytes(nbytes))
+        for lo, hi, resp in self.poison:
+            self.memory.poison(lo, hi, resp)
+        return Buffer(nbytes, DRAM_BASE, None)
+
+    def _write(self, buffer: Buffer, raw: np.ndarray, offset: int) -> None:
+        if offset + raw.size > buffer.size:
+            raise DeviceError(f"write of {raw.size} bytes at offset {offset} passes the {buffer.size}-byte buffer")
+        self.memory.image[offset:offset + raw.size] = raw
+
+    def _read(self, buffer: Buffer, offset: int, nbytes: int) -> np.ndarray:
+        return self.memory.image[offset:offset + nbytes].copy()
+
+    def free(self, buffer: Buffer) -> None:
+        """Keep the image: the bench reports it after the run."""
+
+
 def _job(bundles, items, config: Config, sim: str, top: str, memory: MemoryOptions, build_root, waves,
          verbose) -> list[dict]:
     from vdla_hw.rtl import runner
@@ -105,10 +197,12 @@ def _job(bundles, items, config: Config, sim: str, top: str, memory: MemoryOptio
 def run_bundles(bundles: list[Bundle], sim: str = "verilator", *, top: str = "core",
                 budgets: list[int] | None = None, memory: MemoryOptions = MemoryOptions(),
                 poison: list | None = None, build_root: Path | None = None, waves: str | None = None,
-                verbose: bool = False) -> list[RtlResult]:
+                verbose: bool = False, bench: str | None = None, progress=None) -> list[RtlResult]:
     """Run ``bundles`` (one configuration) in one simulation of ``top`` ("core" or "axi");
     ``budgets``: cycle timeouts; ``poison``: per bundle, (lo, hi, "slverr" | "decerr"): byte
-    ranges [lo, hi) of the image whose bus accesses answer that error response."""
+    ranges [lo, hi) of the image whose bus accesses answer that error response; ``bench``:
+    "compiled" or "cocotb" (default: :func:`choose_bench`); ``progress``: called with a line
+    before a (minutes-long) model build."""
     if not bundles:
         return []
     config = bundles[0].config
@@ -116,7 +210,12 @@ def run_bundles(bundles: list[Bundle], sim: str = "verilator", *, top: str = "co
         raise VdlaError("run_bundles: every bundle must use the same configuration")
     items = [{"budget": int(budgets[k]) if budgets else DEFAULT_BUDGET,
               "poison": [list(r) for r in (poison[k] if poison else [])]} for k in range(len(bundles))]
-    metas = _job(list(bundles), items, config, sim, top, memory, build_root, waves, verbose)
+    if choose_bench(sim, bench, waves) == "compiled":
+        from driver import rtl_compiled
+        metas = rtl_compiled.run_items(list(bundles), items, config, top, memory.resolve(config), build_root,
+                                       progress)
+    else:
+        metas = _job(list(bundles), items, config, sim, top, memory, build_root, waves, verbose)
     results = []
     for meta in metas:
         modules = meta["modules"]
