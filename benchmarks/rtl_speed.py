@@ -1,54 +1,113 @@
 """Benchmark of the RTL flow.
 
-Prints (1) RTL simulation speed in cycles per second on Icarus and Verilator for one fixed
-program (a double-buffered blocked GEMM, run ``--copies`` times in one cocotb simulation so
-start-up is amortised; the model build is done first and not timed): the core top, and the FPGA
-top with and without random bus stalls; and (2) the synthesis table (yosys synth_xilinx for the
-xc7z020) of the FPGA top for each preset, with its latch count.
+Prints (1) RTL simulation speed in simulated cycles per wall second on a compiled osdi18 conv
+layer (14x14, 64 -> 64 channels, 3x3, two virtual threads) under Verilator, for the compiled
+bench (C++ around the Verilated model) and the cocotb bench, on the core top and the FPGA top;
+model builds are done first and timed separately (cached builds take no time); each run is
+checked against vdla_sim (image and cycles). (2) The wall time of
+``vdla run resnet18 --target rtl`` at 224 with a warm build, checking that its output_sha256 and
+every layer's cycles equal ``vdla run resnet18`` on the simulator. (3) Optionally the synthesis
+table (yosys synth_xilinx for the xc7z020) of the FPGA top for each preset.
 
-    .venv/bin/python benchmarks/rtl_speed.py [--preset tiny] [--copies 8] [--no-synth]
+Targets (issue 13): >= 1 M simulated cycles/s on the conv layer with the compiled bench; the
+ResNet-18 run on the RTL under 60 s warm. `uptime`'s load is printed: the machine is shared.
+
+    .venv/bin/python benchmarks/rtl_speed.py [--preset osdi18] [--no-cocotb] [--no-resnet] [--synth]
 """
 
 import argparse
+import json
+import os
+import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from compiler.accel import compile_layer  # noqa: E402
+from compiler.layers import Conv2D  # noqa: E402
+from driver.rtl_run import run_bundles  # noqa: E402
+from vdla_hw.config import load_config  # noqa: E402
 from vdla_hw.presets import PRESETS  # noqa: E402
-from driver.rtl_run import MemoryOptions, run_bundles  # noqa: E402
-from vdla_hw.rtl.runner import build  # noqa: E402
+from vdla_hw.rtl import compiled, runner  # noqa: E402
 from vdla_sim import simulate  # noqa: E402
-from vdla_sim.workloads import blocked_gemm  # noqa: E402
 
-SHAPES = {"tiny": (8, 16, 16, (2, 2, 2)), "osdi18": (4, 64, 64, (4, 2, 2)), "vta-pynq": (4, 64, 64, (4, 2, 2))}
+VDLA = Path(sys.executable).with_name("vdla")
+TARGET_CYCLES_PER_S = 1e6
+TARGET_RESNET_S = 60.0
 
 
-def speed(preset: str, copies: int) -> None:
-    m, k, n, tile = SHAPES[preset]
-    bundle, _ = blocked_gemm(preset, m, k, n, tile, buffers=2)
-    ref = simulate(bundle)
-    print(f"RTL simulation speed, {preset}: blocked GEMM {m}x{k}x{n} tile {tile}, {bundle.insn_count} instructions, "
-          f"{ref.cycles} cycles per run, {copies} runs per simulation")
-    print(f"  {'simulator':<10} {'top':<5} {'stall':>5} {'build s':>8} {'run s':>8} {'cycles/s':>10}  "
-          "image and cycles as vdla_sim")
-    for sim, top, stall in (("icarus", "core", 0.0), ("verilator", "core", 0.0), ("verilator", "axi", 0.0),
-                            ("verilator", "axi", 0.5)):
+def load() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def conv_layer(preset: str):
+    layer = Conv2D(name="conv", h=14, w=14, ic=64, oc=64, k=3, stride=1, pad=1, shift=7, relu=True)
+    return layer, compile_layer(layer, load_config(preset), vthreads=2, seed=1)
+
+
+def speed(preset: str, copies: int, cocotb: bool) -> None:
+    layer, bundle = conv_layer(preset)
+    ref = simulate(bundle, race_check=False)
+    print(f"RTL simulation speed, {preset}: conv {layer.h}x{layer.w} {layer.ic}->{layer.oc} k{layer.k}, "
+          f"{bundle.insn_count} instructions, {ref.cycles} cycles per run, {copies} runs per simulation ({load()})")
+    print(f"  {'bench':<9} {'top':<5} {'build s':>8} {'run s':>8} {'cycles/s':>11}  image and cycles as vdla_sim")
+    benches = [("compiled", "core"), ("compiled", "axi")] + ([("cocotb", "core"), ("cocotb", "axi")] if cocotb else [])
+    for bench, top in benches:
         t0 = time.perf_counter()
-        build(bundle.config, sim, top=top)
+        if bench == "compiled":
+            compiled.build(bundle.config, top, progress=lambda line: print("  " + line, flush=True))
+        else:
+            runner.build(bundle.config, "verilator", top=top)
         t1 = time.perf_counter()
-        results = run_bundles([bundle] * copies, sim, top=top, budgets=[20 * ref.cycles + 5000] * copies,
-                              memory=MemoryOptions(stall=stall, seed=1))
+        run_bundles([bundle], "verilator", top=top, bench=bench, budgets=[20 * ref.cycles])  # load, warm caches
         t2 = time.perf_counter()
+        results = run_bundles([bundle] * copies, "verilator", top=top, bench=bench, budgets=[20 * ref.cycles] * copies)
+        t3 = time.perf_counter()
         cycles = sum(r.cycles for r in results)
-        ok = all((r.dram == ref.dram).all() and (r.cycles == ref.cycles or stall > 0) for r in results)
-        print(f"  {sim:<10} {top:<5} {stall:>5.1f} {t1 - t0:>8.1f} {t2 - t1:>8.1f} {cycles / (t2 - t1):>10.0f}  {ok}")
+        ok = all((r.dram == ref.dram).all() and r.cycles == ref.cycles for r in results)
+        rate = cycles / (t3 - t2)
+        mark = "" if bench != "compiled" else ("  (target >= 1 M: met)" if rate >= TARGET_CYCLES_PER_S else
+                                                f"  (target >= 1 M: missed by {1 - rate / TARGET_CYCLES_PER_S:.0%})")
+        print(f"  {bench:<9} {top:<5} {t1 - t0:>8.1f} {t3 - t2:>8.2f} {rate:>11,.0f}  {ok}{mark}", flush=True)
+
+
+def run_json(args: list[str]) -> tuple[dict, float]:
+    command = [str(VDLA), "run", "resnet18", "--resolution", "224", "--json", *args]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode:
+        sys.exit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout), wall
+
+
+def layer_cycles(report: dict) -> list:
+    return [(layer["name"], layer["cycles"]) for layer in report["layers"] if layer["placement"] == "vdla"]
+
+
+def resnet() -> None:
+    print(f"\nvdla run resnet18 --target rtl at 224 (compiled bench, osdi18 core top; {load()})")
+    t0 = time.perf_counter()
+    compiled.build("osdi18", "core", progress=lambda line: print("  " + line, flush=True))
+    print(f"  build (cached if 0): {time.perf_counter() - t0:.1f} s")
+    sim, sim_wall = run_json([])
+    rtl, rtl_wall = run_json(["--target", "rtl"])
+    same_sha = sim["output_sha256"] == rtl["output_sha256"]
+    same_cycles = layer_cycles(sim) == layer_cycles(rtl)
+    total = sum(c for _, c in layer_cycles(rtl))
+    verdict = "met" if rtl_wall < TARGET_RESNET_S else f"missed by {rtl_wall - TARGET_RESNET_S:.0f} s"
+    print(f"  --target sim  {sim_wall:7.1f} s wall")
+    print(f"  --target rtl  {rtl_wall:7.1f} s wall (target < {TARGET_RESNET_S:.0f} s: {verdict}); "
+          f"{len(layer_cycles(rtl))} layers on VDLA, {total:,} cycles")
+    print(f"  output_sha256 equal: {same_sha}; per-layer cycles equal: {same_cycles}; bit exact: {rtl['bit_exact']}")
+    print(f"  ({load()} at the end)")
 
 
 def synth_table() -> None:
     from vdla_hw.rtl.synth import DEVICE, synthesize
+    import tempfile
 
     print(f"\nsynthesis, yosys synth_xilinx, {DEVICE['name']} "
           f"(LUT {DEVICE['lut']}, FF {DEVICE['ff']}, DSP48E1 {DEVICE['dsp']}, BRAM36 {DEVICE['bram36']})")
@@ -65,12 +124,16 @@ def synth_table() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--preset", default="tiny", choices=sorted(SHAPES))
-    ap.add_argument("--copies", type=int, default=8)
-    ap.add_argument("--no-synth", action="store_true", help="skip the synthesis table")
+    ap.add_argument("--preset", default="osdi18", choices=sorted(PRESETS))
+    ap.add_argument("--copies", type=int, default=4, help="runs of the conv layer per timed simulation")
+    ap.add_argument("--no-cocotb", action="store_true", help="skip the cocotb bench (minutes per run)")
+    ap.add_argument("--no-resnet", action="store_true", help="skip the ResNet-18 run")
+    ap.add_argument("--synth", action="store_true", help="also print the synthesis table")
     args = ap.parse_args()
-    speed(args.preset, args.copies)
-    if not args.no_synth:
+    speed(args.preset, args.copies, not args.no_cocotb)
+    if not args.no_resnet:
+        resnet()
+    if args.synth:
         synth_table()
 
 

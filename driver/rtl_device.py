@@ -1,15 +1,19 @@
 """The ``rtl`` backend: the MyHDL RTL converted to Verilog and run under Verilator (or Icarus).
 
-Each run is one simulation (:func:`driver.rtl_run.run_bundles`) in which the cocotb bench runs
-the driver's own register code (:class:`driver.registers.RegisterDevice`) over the design's
-AXI-lite slave, with the image in an AXI memory that answers with the configuration's latency
-(or with extra latency and random stalls: ``stall``). ``top`` is "core" (the core top level) or
-"axi" (the FPGA top of the bitstream, AXI3 for HP0). The build is cached per configuration, top
-and RTL source hash under ``build/rtl`` (the first run compiles the model: minutes).
+Each run is one simulation (:func:`driver.rtl_run.run_bundles`) in which a bench runs the
+driver's own register code (:class:`driver.registers.RegisterDevice`) over the design's AXI-lite
+slave, with the image in an AXI memory that answers with the configuration's latency (or with
+extra latency and random stalls: ``stall``). ``top`` is "core" (the core top level) or "axi" (the
+FPGA top of the bitstream, AXI3 for HP0). ``bench``: "compiled" (Verilator's default: the bench
+in C++, the model kept loaded between runs) or "cocotb"; the environment variable
+``VDLA_RTL_BENCH`` sets it for ``vdla run --target rtl``. The build is cached per configuration,
+top and source hashes under ``build/rtl`` (the first run compiles the model: minutes).
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 from driver import status as st
@@ -28,7 +32,7 @@ class RtlDevice(HostMemoryDevice):
     target = "rtl"
 
     def __init__(self, config: Config | str | None = None, *, simulator: str = "verilator", build_root=None,
-                 top: str = "core", stall: float = 0.0, seed: int = 0):
+                 top: str = "core", stall: float = 0.0, seed: int = 0, bench: str | None = None):
         super().__init__(config)
         try:
             from driver import rtl_run
@@ -41,17 +45,23 @@ class RtlDevice(HostMemoryDevice):
         if top not in TOPS:
             raise DeviceError(f"unknown RTL top {top!r} (known: {', '.join(TOPS)})")
         self._run = rtl_run
+        self.bench = rtl_run.choose_bench(simulator, bench or os.environ.get("VDLA_RTL_BENCH") or None)
         self.simulator = simulator
         self.build_root = build_root
         self.top = top
         self.memory = rtl_run.MemoryOptions(stall=stall, seed=seed)
+
+    @staticmethod
+    def _progress(line: str) -> None:
+        print(line, file=sys.stderr)
 
     def _wait(self, bundle: Bundle, buffer: Buffer, timeout_s: float, timeout_cycles: int | None) -> RunResult:
         image = self.image_bundle(bundle, buffer)
         budget = DEFAULT_BUDGET if timeout_cycles is None else int(timeout_cycles)
         start = time.perf_counter()
         [res] = self._run.run_bundles([image], self.simulator, top=self.top, budgets=[budget],
-                                      memory=self.memory, build_root=self.build_root)
+                                      memory=self.memory, build_root=self.build_root, bench=self.bench,
+                                      progress=self._progress)
         wall = time.perf_counter() - start
         modules = st.empty_modules()
         for module, values in res.modules.items():

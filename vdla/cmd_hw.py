@@ -48,7 +48,7 @@ def cmd_hw_synth(args) -> int:
 def cmd_rtl(args) -> int:
     import numpy as np
 
-    from driver.rtl_run import MemoryOptions, run_bundles
+    from driver.rtl_run import MemoryOptions, choose_bench, run_bundles
     from vdla_hw import regmap, timing
     from vdla_hw.bundle import Bundle
     from vdla_hw.errors import VdlaError
@@ -59,9 +59,11 @@ def cmd_rtl(args) -> int:
     memory = MemoryOptions(latency=args.mem_latency, write_latency=args.mem_write_latency, stall=args.stall_prob,
                            seed=args.seed)
     bench = memory.resolve(bundle.config)   # bad memory options fail before anything runs
+    choose_bench(args.sim, args.bench, args.vcd)
     # program errors and runaway programs are reported as `vdla sim` does, before the (slow) RTL
     ref = simulate(bundle, max_cycles=args.max_cycles, race_check=False)
-    res = run_bundles([bundle], args.sim, top=args.top, budgets=[args.max_cycles], memory=memory, waves=args.vcd)[0]
+    res = run_bundles([bundle], args.sim, top=args.top, budgets=[args.max_cycles], memory=memory, waves=args.vcd,
+                      bench=args.bench, progress=lambda line: print(line, file=sys.stderr))[0]
     if res.timeout:
         raise VdlaError(f"{args.file}: the RTL did not finish within {args.max_cycles} cycles (status {res.status:#x})")
     if res.error:
@@ -79,6 +81,7 @@ def cmd_rtl(args) -> int:
     checks = res.axi_checks
     report = {
         "model": f"rtl-{args.sim}",
+        "bench": choose_bench(args.sim, args.bench, args.vcd),
         "top": args.top,
         "config": c.fingerprint,
         "cycles": res.cycles,
@@ -107,7 +110,8 @@ def cmd_rtl(args) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"ran {bundle.insn_count} instructions on the RTL ({args.top} top, {args.sim}, {c.name})")
+    print(f"ran {bundle.insn_count} instructions on the RTL ({args.top} top, {args.sim}, "
+          f"{choose_bench(args.sim, args.bench, args.vcd)} bench, {c.name})")
     print(f"  cycles {res.cycles} (wall clock {res.wall_cycles})  time {seconds * 1e6:.3f} us  "
           f"{report['gops']:.2f} GOPS  GEMM utilisation {100 * report['gemm_utilization']:.1f}%")
     print(f"  memory latency {bench['latency']}/{bench['write_latency']} cycles, stall probability "
@@ -149,6 +153,9 @@ def add_parser(sub) -> None:
     rtl.add_argument("--sim", choices=("icarus", "verilator"), default="icarus", help="HDL simulator")
     rtl.add_argument("--top", choices=TOPS, default="core",
                      help="core: vdla_top with the retire trace; axi: the FPGA top (AXI3 master, as in the bitstream)")
+    rtl.add_argument("--bench", choices=("compiled", "cocotb"), default=None,
+                     help="compiled: the bench in C++ around the Verilated model (Verilator's default, no waves); "
+                          "cocotb: the Python bench (Icarus's, and with --vcd)")
     rtl.add_argument("--mem-latency", type=int_range(2), default=None, metavar="N",
                      help="first-beat latency of the bench memory in cycles (default: the configuration's MEM_LATENCY)")
     rtl.add_argument("--mem-write-latency", type=int_range(2), default=None, metavar="N",

@@ -336,26 +336,28 @@ struct Bench {
     }
 };
 
+#define VDLA_EXPORT __attribute__((visibility("default")))
+
 extern "C" {
 
-Bench* vdla_new(int beat_bytes, uint32_t ctrl_offset, uint32_t ctrl_start) {
+VDLA_EXPORT Bench* vdla_new(int beat_bytes, uint32_t ctrl_offset, uint32_t ctrl_start) {
     Bench* b = new Bench(beat_bytes);
     b->ctrl_offset = ctrl_offset;
     b->ctrl_start = ctrl_start;
     return b;
 }
 
-void vdla_free(Bench* b) { delete b; }
+VDLA_EXPORT void vdla_free(Bench* b) { delete b; }
 
 // rst high for 4 cycles, then 2 cycles out of reset (as the cocotb bench).
-void vdla_reset(Bench* b) {
+VDLA_EXPORT void vdla_reset(Bench* b) {
     b->top->rst = 1;
     for (int k = 0; k < 4; ++k) b->tick();
     b->top->rst = 0;
     for (int k = 0; k < 2; ++k) b->tick();
 }
 
-void vdla_memory(Bench* b, int latency, int write_latency, double stall, uint64_t seed) {
+VDLA_EXPORT void vdla_memory(Bench* b, int latency, int write_latency, double stall, uint64_t seed) {
     b->latency = latency;
     b->write_latency = write_latency;
     b->stall = stall;
@@ -364,21 +366,21 @@ void vdla_memory(Bench* b, int latency, int write_latency, double stall, uint64_
 }
 
 // Map `mapped` bytes (whole pages) of `image` at bus address `base`; drops every poisoned range.
-void vdla_map(Bench* b, uint32_t base, uint8_t* image, uint64_t mapped) {
+VDLA_EXPORT void vdla_map(Bench* b, uint32_t base, uint8_t* image, uint64_t mapped) {
     b->base = base;
     b->image = image;
     b->mapped = mapped;
     b->poison.clear();
 }
 
-void vdla_poison(Bench* b, uint64_t lo, uint64_t hi, int resp) { b->poison.push_back({lo, hi, resp}); }
+VDLA_EXPORT void vdla_poison(Bench* b, uint64_t lo, uint64_t hi, int resp) { b->poison.push_back({lo, hi, resp}); }
 
-void vdla_clock(Bench* b, uint64_t n) {
+VDLA_EXPORT void vdla_clock(Bench* b, uint64_t n) {
     for (uint64_t k = 0; k < n; ++k) b->tick();
 }
 
 // One AXI-lite write; returns 0, or -1 when the slave has not answered within `limit` cycles.
-int vdla_wr(Bench* b, uint32_t addr, uint32_t value, uint64_t limit) {
+VDLA_EXPORT int vdla_wr(Bench* b, uint32_t addr, uint32_t value, uint64_t limit) {
     b->top->s_axil_awaddr = addr;
     b->top->s_axil_wdata = value;
     b->top->s_axil_wstrb = 0xF;
@@ -394,7 +396,7 @@ int vdla_wr(Bench* b, uint32_t addr, uint32_t value, uint64_t limit) {
 }
 
 // One AXI-lite read into *value; returns the RRESP, or -1 when not answered within `limit` cycles.
-int vdla_rd(Bench* b, uint32_t addr, uint32_t* value, uint64_t limit) {
+VDLA_EXPORT int vdla_rd(Bench* b, uint32_t addr, uint32_t* value, uint64_t limit) {
     b->top->s_axil_araddr = addr;
     b->l_ar_pending = b->l_r_wait = true;
     b->top->s_axil_arvalid = 1;
@@ -410,14 +412,14 @@ int vdla_rd(Bench* b, uint32_t addr, uint32_t* value, uint64_t limit) {
 }
 
 // Between STATUS polls: until irq rises, at most `poll` cycles; then 2 more.
-void vdla_pause(Bench* b, uint64_t poll) {
+VDLA_EXPORT void vdla_pause(Bench* b, uint64_t poll) {
     for (uint64_t k = 0; k < poll && !b->top->irq; ++k) b->tick();
     b->tick();
     b->tick();
 }
 
 // Until nothing is in flight on the memory bus (at most `limit` cycles); 1 if quiet.
-int vdla_quiet(Bench* b, uint64_t limit) {
+VDLA_EXPORT int vdla_quiet(Bench* b, uint64_t limit) {
     for (uint64_t k = 0; k < limit; ++k) {
         if (b->bus_quiet()) return 1;
         b->tick();
@@ -425,13 +427,13 @@ int vdla_quiet(Bench* b, uint64_t limit) {
     return b->bus_quiet();
 }
 
-void vdla_clear_srams_of(Bench* b) { vdla_clear_srams(b->top->rootp); }
+VDLA_EXPORT void vdla_clear_srams_of(Bench* b) { vdla_clear_srams(b->top->rootp); }
 
-uint64_t vdla_edge(Bench* b) { return b->edge; }
-uint64_t vdla_beats(Bench* b) { return b->beats; }
+VDLA_EXPORT uint64_t vdla_edge(Bench* b) { return b->edge; }
+VDLA_EXPORT uint64_t vdla_beats(Bench* b) { return b->beats; }
 
 // start edge, irq edge (-1: not seen) and the checker's outputs.
-void vdla_status(Bench* b, int64_t* out) {
+VDLA_EXPORT void vdla_status(Bench* b, int64_t* out) {
     out[0] = b->start_edge;
     out[1] = b->irq_edge;
     out[2] = b->top->chk_checks;
@@ -442,7 +444,7 @@ void vdla_status(Bench* b, int64_t* out) {
 }
 
 // Move up to `max` retire records (index, module 0/1/2, cycle) into `out`; returns how many.
-int64_t vdla_retire(Bench* b, int64_t* out, int64_t max) {
+VDLA_EXPORT int64_t vdla_retire(Bench* b, int64_t* out, int64_t max) {
     int64_t n = static_cast<int64_t>(b->retire.size()) / 3;
     if (n > max) n = max;
     std::memcpy(out, b->retire.data(), static_cast<size_t>(n) * 3 * sizeof(int64_t));
