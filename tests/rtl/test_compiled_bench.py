@@ -99,7 +99,7 @@ def test_the_budget_ends_a_runaway_program_and_the_next_runs():
     """The driver's cycle timeout (checked at its STATUS polls, at most POLL_CYCLES apart)."""
     bundle = conv("tiny", size=12)
     sim = simulate(bundle)
-    assert sim.cycles > 3 * POLL_CYCLES
+    assert sim.cycles > POLL_CYCLES + 2000       # the second poll is past the budget
     short, ok = run_bundles([bundle, bundle], "verilator", budgets=[1000, 2 * sim.cycles], bench="compiled")
     assert short.timeout and not short.done and "1000 cycles" in short.message, short.message
     assert ok.done and ok.cycles == sim.cycles and np.array_equal(ok.dram, sim.dram)
