@@ -177,7 +177,9 @@ struct Bench {
         return s;
     }
 
-    // One clock cycle: sample the handshakes, rising edge, monitors, next inputs, falling edge.
+    // One clock cycle: sample the handshakes, rising edge, monitors, next inputs, falling edge (its
+// eval settles the outputs that depend on the new inputs; skipping it when no input changed,
+// through the model's edge detector, measured only 3 % faster on osdi18).
     void tick() {
         Sample s = sample();
         top->clk = 1;
@@ -349,8 +351,13 @@ VDLA_EXPORT Bench* vdla_new(int beat_bytes, uint32_t ctrl_offset, uint32_t ctrl_
 
 VDLA_EXPORT void vdla_free(Bench* b) { delete b; }
 
-// rst high for 4 cycles, then 2 cycles out of reset (as the cocotb bench).
+// rst high for 4 cycles, then 2 cycles out of reset (as the cocotb bench); the AXI-lite master and
+// the monitors start afresh (an access that got no answer is abandoned).
 VDLA_EXPORT void vdla_reset(Bench* b) {
+    b->l_aw_pending = b->l_w_pending = b->l_b_wait = b->l_ar_pending = b->l_r_wait = false;
+    b->start_edge = b->irq_edge = -1;
+    b->retire.clear();
+    b->idle_inputs();
     b->top->rst = 1;
     for (int k = 0; k < 4; ++k) b->tick();
     b->top->rst = 0;
