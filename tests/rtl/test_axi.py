@@ -6,8 +6,10 @@ AXI / AXI-lite protocol checker watching every cycle: fixed corpus, random progr
 compiled layers. Bus error responses (SLVERR, DECERR) stop the device with ERROR and
 ERROR_INSN, and the next program runs normally: nothing hangs, nothing is left on the bus.
 
-The fast subset (tiny) runs by default; osdi18 and vta-pynq at 0 %, 30 % and 70 % stall are
-marked slow (CI runs them too)."""
+Verilator's default bench is the compiled one (C++ memory); tiny under stalls and the bus errors
+under stalls also run on the cocotb bench (cocotbext-axi's channel drivers and pause
+generators: an independent memory model). The fast subset (tiny) runs by default; osdi18 and
+vta-pynq at 0 %, 30 % and 70 % stall are marked slow (CI runs them too)."""
 
 from __future__ import annotations
 
@@ -28,8 +30,8 @@ from vdla_sim.progen import random_program
 pytestmark = pytest.mark.rtl
 
 RANDOM = {"tiny": 20, "osdi18": 12, "vta-pynq": 12}
-CONFIGS = [("tiny", 0.0), ("tiny", 0.5)] + [
-    pytest.param(p, s, marks=pytest.mark.slow) for p in ("osdi18", "vta-pynq") for s in (0.0, 0.3, 0.7)]
+CONFIGS = [("tiny", 0.0, "compiled"), ("tiny", 0.5, "compiled"), ("tiny", 0.5, "cocotb")] + [
+    pytest.param(p, s, "compiled", marks=pytest.mark.slow) for p in ("osdi18", "vta-pynq") for s in (0.0, 0.3, 0.7)]
 
 
 def layers(preset: str) -> list:
@@ -50,21 +52,21 @@ def corpus(preset: str) -> list:
 _cache: dict = {}
 
 
-def runs(preset: str, stall: float) -> list:
-    key = (preset, stall)
+def runs(preset: str, stall: float, bench: str = "compiled") -> list:
+    key = (preset, stall, bench)
     if key not in _cache:
         progs = corpus(preset)
         sims = [simulate(b) for _, b in progs]
         res = run_bundles([b for _, b in progs], "verilator", top="axi", budgets=[20 * s.cycles + 10_000 for s in sims],
-                          memory=MemoryOptions(stall=stall, seed=12))
+                          memory=MemoryOptions(stall=stall, seed=12), bench=bench)
         _cache[key] = list(zip([n for n, _ in progs], sims, res))
     return _cache[key]
 
 
-@pytest.mark.parametrize("preset,stall", CONFIGS)
-def test_fpga_top_on_the_axi_memory_matches_the_simulator(preset, stall):
+@pytest.mark.parametrize("preset,stall,bench", CONFIGS)
+def test_fpga_top_on_the_axi_memory_matches_the_simulator(preset, stall, bench):
     wrong = []
-    for name, sim, rtl in runs(preset, stall):
+    for name, sim, rtl in runs(preset, stall, bench):
         checks = rtl.axi_checks
         problems = []
         if rtl.timeout or rtl.error:
@@ -83,7 +85,7 @@ def test_fpga_top_on_the_axi_memory_matches_the_simulator(preset, stall):
             problems.append(f"instruction counters {rtl.counters}")
         if problems:
             wrong.append(f"{name}: " + "; ".join(problems))
-    assert not wrong, f"{preset} at {stall:.0%} stall:\n" + "\n".join(wrong)
+    assert not wrong, f"{preset} at {stall:.0%} stall ({bench} bench):\n" + "\n".join(wrong)
 
 
 def test_stalls_slow_the_bus_down():
@@ -110,8 +112,8 @@ def _error_cases():
     ]
 
 
-@pytest.mark.parametrize("stall", [0.0, 0.5])
-def test_bus_errors_stop_the_device_and_never_hang(stall):
+@pytest.mark.parametrize("stall,bench", [(0.0, "compiled"), (0.5, "compiled"), (0.5, "cocotb")])
+def test_bus_errors_stop_the_device_and_never_hang(stall, bench):
     cases = _error_cases()
     bundles, poison = [], []
     good = dict(fixed_corpus("tiny"))["matmul"]
@@ -119,7 +121,7 @@ def test_bus_errors_stop_the_device_and_never_hang(stall):
         bundles += [bundle, good]
         poison += [ranges, []]
     res = run_bundles(bundles, "verilator", top="axi", budgets=[20_000] * len(bundles), poison=poison,
-                      memory=MemoryOptions(stall=stall, seed=3))
+                      memory=MemoryOptions(stall=stall, seed=3), bench=bench)
     ref = simulate(good)
     for k, (name, bundle, _, bit, index) in enumerate(cases):
         bad, after = res[2 * k], res[2 * k + 1]
