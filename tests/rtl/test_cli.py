@@ -41,7 +41,7 @@ def test_vdla_rtl_fpga_top_cycles_and_stalls(tmp_path, capsys):
     sim = json.loads(capsys.readouterr().out)
     assert main(["rtl", str(path), "--top", "axi", "--sim", "verilator", "--json"]) == 0
     exact = json.loads(capsys.readouterr().out)
-    assert exact["cycles"] == exact["wall_cycles"] == sim["cycles"]
+    assert exact["cycles"] == exact["wall_cycles"] == sim["cycles"] and exact["bench"] == "compiled"
     assert exact["dram_sha256"] == sim["dram_sha256"] and exact["axi_checks"]["violations"] == 0
     assert main(["rtl", str(path), "--top", "axi", "--sim", "verilator", "--json", "--stall-prob", "0.5",
                  "--seed", "3"]) == 0
@@ -54,6 +54,8 @@ def test_vdla_rtl_fpga_top_cycles_and_stalls(tmp_path, capsys):
     (["--stall-prob", "1.5"], "--stall-prob: 1.5 is outside"),
     (["--top", "fpga"], "invalid choice"),
     (["--mem-latency", "1"], "--mem-latency: 1 is outside"),
+    (["--bench", "compiled"], "runs on Verilator only"),          # the default simulator is Icarus
+    (["--sim", "verilator", "--bench", "compiled", "--vcd", "w.vcd"], "writes no waves"),
 ])
 def test_vdla_rtl_bad_arguments(tmp_path, capsys, args, message):
     path = tmp_path / "p.npz"
