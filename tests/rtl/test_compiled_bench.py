@@ -141,3 +141,15 @@ def test_build_failure_points_at_the_log(monkeypatch, tmp_path):
     monkeypatch.setattr(compiled, "VERILATOR_FLAGS", compiled.VERILATOR_FLAGS + ("--no-such-flag",))
     with pytest.raises(VdlaError, match=r"Verilator \(compiled RTL bench\) failed .*see .*build\.log"):
         compiled.build("tiny", "core", build_root=tmp_path)
+
+
+def test_rtl_backend_bench_choice(monkeypatch):
+    from driver.rtl_device import RtlDevice
+
+    monkeypatch.delenv("VDLA_RTL_BENCH", raising=False)
+    assert RtlDevice("tiny").bench == "compiled" and RtlDevice("tiny", simulator="icarus").bench == "cocotb"
+    monkeypatch.setenv("VDLA_RTL_BENCH", "cocotb")      # how `vdla run --target rtl` picks the cocotb bench
+    assert RtlDevice("tiny").bench == "cocotb"
+    monkeypatch.setenv("VDLA_RTL_BENCH", "fast")
+    with pytest.raises(VdlaError, match="unknown RTL bench 'fast'"):
+        RtlDevice("tiny")
