@@ -14,6 +14,7 @@ import hashlib
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from vdla_hw.config import Config, load_config
@@ -76,9 +77,17 @@ def sources(config: Config | str, top: str = "core", build_root: Path | None = N
     module = top_name(top)
     tag = ("-vcd" if waves else "") + "-" + module
     src = Path(build_root or default_build_root()) / f"{config.fingerprint}-{source_hash()}{tag}" / "src"
-    if not (src / f"{HARNESS}.v").exists():
-        dut = to_verilog(config, src, top=module)
-        harness_verilog(config, dut, src)
+    if not (src / f"{HARNESS}.v").exists():     # convert into a temporary folder renamed into place, so
+        src.parent.mkdir(parents=True, exist_ok=True)  # concurrent conversions never mix their files
+        tmp = Path(tempfile.mkdtemp(prefix=".src-", dir=src.parent))
+        harness_verilog(config, to_verilog(config, tmp, top=module), tmp)
+        os.chmod(tmp, 0o755)
+        if src.exists() and not (src / f"{HARNESS}.v").exists():
+            shutil.rmtree(src, ignore_errors=True)    # left half-written by an interrupted conversion
+        try:
+            os.rename(tmp, src)
+        except OSError:                               # another process finished first
+            shutil.rmtree(tmp, ignore_errors=True)
     return src
 
 
