@@ -1,7 +1,7 @@
 """The compiled bench: the simulation harness (``vdla_hw.rtl.harness``) Verilated into a shared
 library together with the bench's AXI memory, an AXI-lite master and the monitors in C++
-(``vdla_hw/rtl/cxx/harness.cpp``), loaded with ctypes. No Python runs per cycle: each call is
-one AXI-lite transaction, a wait for ``irq`` or for a quiet bus.
+(``vdla_hw/rtl/cxx/harness.cpp``, ``axi_memory.h``), loaded with ctypes. No Python runs per
+cycle: each call is one AXI-lite transaction, a wait for ``irq`` or for a quiet bus.
 
 :func:`build` compiles it once per configuration, top, RTL source hash, C++ source hash and
 Verilator version (``build/rtl/<fingerprint>-<source hash>-<top>/compiled-<hash>``), into a
@@ -110,7 +110,8 @@ def build(config: Config | str, top: str = "core", build_root: Path | None = Non
         progress(f"building the compiled RTL bench for {config.name} ({module}); log: {log}")
     env = runner.tool_env()
     env["CXXFLAGS"] = env.get("CXXFLAGS", CXXFLAGS)
-    shutil.copy(CXX_DIR / "harness.cpp", tmp / "harness.cpp")
+    for path in CXX_DIR.iterdir():             # harness.cpp and the headers it includes
+        shutil.copy(path, tmp / path.name)
     (tmp / "srams.cpp").write_text("// placeholder until the model is generated\n")
     # hidden symbols and local binding: calls inside the library are direct, not through the PLT
     cflags = "-fPIC -fvisibility=hidden -fno-semantic-interposition" + (" -DVDLA_CORE_TOP" if module == "vdla_top" else "")

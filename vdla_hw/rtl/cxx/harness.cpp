@@ -1,6 +1,7 @@
 // The compiled bench of the RTL: the Verilated vdla_harness (the design beside the AXI protocol
-// checker) with the bench's AXI memory, an AXI-lite master and the bench's monitors, all in C++,
-// behind a small C interface that Python loads with ctypes (vdla_hw/rtl/compiled.py).
+// checker) with the bench's AXI memory (axi_memory.h), an AXI-lite master and the bench's
+// monitors, all in C++, behind a small C interface that Python loads with ctypes
+// (vdla_hw/rtl/compiled.py).
 //
 // Python never runs per cycle: it calls vdla_rd / vdla_wr (one AXI-lite transaction, however many
 // cycles it takes), vdla_pause (run until irq rises or a cycle limit) and vdla_quiet (run until the
@@ -19,94 +20,23 @@
 
 #include <cstdint>
 #include <cstring>
-#include <deque>
-#include <random>
 #include <vector>
 
 #include "Vvdla_harness.h"
 #include "Vvdla_harness___024root.h"
+#include "axi_memory.h"
 #include "verilated.h"
 
-void vdla_clear_srams(Vvdla_harness___024root* root);  // generated per build (srams.cpp)
+void vdla_clear_srams(Vvdla_harness___024root* root);  // generated per build (model.cpp)
 
-namespace {
-
-constexpr uint32_t PAGE = 4096;
-constexpr int OKAY = 0, SLVERR = 2, DECERR = 3;
-
-// --- signal access whatever width Verilator gave the port -----------------------------------
-template <typename T>
-void put_bytes(T& sig, const uint8_t* src, int n) {
-    uint64_t v = 0;
-    std::memcpy(&v, src, n);
-    sig = static_cast<T>(v);
-}
-template <std::size_t W>
-void put_bytes(VlWide<W>& sig, const uint8_t* src, int n) {
-    for (std::size_t w = 0; w < W; ++w) {
-        uint32_t v = 0;
-        int k = n - static_cast<int>(4 * w);
-        if (k > 0) std::memcpy(&v, src + 4 * w, k < 4 ? k : 4);
-        sig[w] = v;
-    }
-}
-template <typename T>
-void get_bytes(const T& sig, uint8_t* dst, int n) {
-    uint64_t v = sig;
-    std::memcpy(dst, &v, n);
-}
-template <std::size_t W>
-void get_bytes(const VlWide<W>& sig, uint8_t* dst, int n) {
-    for (std::size_t w = 0; w < W; ++w) {
-        uint32_t v = sig[w];
-        int k = n - static_cast<int>(4 * w);
-        if (k > 0) std::memcpy(dst + 4 * w, &v, k < 4 ? k : 4);
-    }
-}
-
-struct Burst {
-    uint32_t addr = 0;
-    int beats = 0;
-    uint64_t avail = 0;       // first edge after which its first beat (or B) may be driven
-    bool fetched = false;     // read data taken from memory (when the burst becomes available)
-    int next = 0;             // next beat to send
-    std::vector<uint8_t> data;
-    std::vector<int> resp;
-};
-
-// Values sampled just before a rising edge (what the edge's flops see).
-struct Sample {
-    bool arv, arr, rv, rr, awv, awr, wv, wr, bv, br;
-    bool l_awv, l_awr, l_wv, l_wr, l_bv, l_br, l_arv, l_arr, l_rv, l_rr;
-    uint32_t araddr, arlen, awaddr, awlen, l_rdata, l_awaddr, l_wdata;
-    int l_rresp;
-    uint8_t wdata[16];
-    uint32_t wstrb;
-};
-
-}  // namespace
+using namespace vdla;
 
 struct Bench {
     VerilatedContext ctx;
     Vvdla_harness* top;
     int B;                    // bytes per beat
     uint64_t edge = 0;
-    // memory
-    int latency = 2, write_latency = 2;
-    double stall = 0.0;
-    std::mt19937_64 rng;
-    std::mt19937_64 pause_rng[5];
-    uint32_t base = 0;
-    uint8_t* image = nullptr;
-    uint64_t mapped = 0;      // bytes mapped (whole pages)
-    struct Poison { uint64_t lo, hi; int resp; };
-    std::vector<Poison> poison;
-    std::deque<Burst> reads, writes, bresps;
-    std::deque<std::pair<std::vector<uint8_t>, uint32_t>> wbeats;  // W beats not yet matched (data, strb)
-    std::deque<uint64_t> wedges;
-    uint64_t beats = 0;
-    bool r_out = false, b_out = false;  // driving R / B this cycle
-    bool pause[5] = {false, false, false, false, false};
+    AxiMemory mem;
     // AXI-lite master
     bool l_aw_pending = false, l_w_pending = false, l_b_wait = false, l_ar_pending = false, l_r_wait = false;
     uint32_t l_rdata = 0;
@@ -118,6 +48,7 @@ struct Bench {
     std::vector<int64_t> retire;  // (index, module, cycle) triples
 
     explicit Bench(int beat_bytes) : B(beat_bytes) {
+        mem.B = beat_bytes;
         ctx.debug(0);
         ctx.randReset(0);
         top = new Vvdla_harness(&ctx);
@@ -145,21 +76,6 @@ struct Bench {
         top->s_axil_wstrb = 0xF;
     }
 
-    double uniform(std::mt19937_64& g) { return std::generate_canonical<double, 53>(g); }
-
-    int extra() {
-        if (stall > 0 && uniform(rng) < stall) return 1 + static_cast<int>(rng() % static_cast<uint64_t>(latency));
-        return 0;
-    }
-
-    int resp_of(uint32_t addr, int n) const {
-        if (addr < base || static_cast<uint64_t>(addr - base) + n > mapped) return DECERR;
-        uint64_t off = addr - base;
-        for (const Poison& p : poison)
-            if (p.lo < off + n && off < p.hi) return p.resp;
-        return OKAY;
-    }
-
     Sample sample() const {
         Sample s;
         const Vvdla_harness* t = top;
@@ -177,9 +93,9 @@ struct Bench {
         return s;
     }
 
-    // One clock cycle: sample the handshakes, rising edge, monitors, next inputs, falling edge (its
-// eval settles the outputs that depend on the new inputs; skipping it when no input changed,
-// through the model's edge detector, measured only 3 % faster on osdi18).
+    // One clock cycle: sample the handshakes, rising edge, monitors, next inputs, falling edge
+    // (its eval settles the outputs that depend on the new inputs; skipping it when no input
+    // changed, through the model's edge detector, measured only 3 % faster on osdi18).
     void tick() {
         Sample s = sample();
         top->clk = 1;
@@ -187,10 +103,9 @@ struct Bench {
         ++edge;
         monitors();
         if (top->rst) {
-            reads.clear(); writes.clear(); bresps.clear(); wbeats.clear(); wedges.clear();
-            r_out = b_out = false;
+            mem.clear();
         } else {
-            memory(s);
+            mem.on_edge(s, edge, top);
         }
         axil(s);
         top->clk = 0;
@@ -215,100 +130,6 @@ struct Bench {
         }
         prev_tog = tog;
 #endif
-    }
-
-    // The memory's side of the edge just taken (handshakes in `s`), then its outputs for the next cycle.
-    void memory(const Sample& s) {
-        if (s.arv && s.arr) {
-            Burst b;
-            b.addr = s.araddr;
-            b.beats = static_cast<int>(s.arlen) + 1;
-            b.avail = edge + latency - 1 + extra();
-            if (!reads.empty() && reads.back().avail > b.avail) b.avail = reads.back().avail;
-            reads.push_back(std::move(b));
-        }
-        if (s.rv && s.rr) {
-            Burst& h = reads.front();
-            if (++h.next == h.beats) reads.pop_front();
-        }
-        if (s.awv && s.awr) {
-            Burst b;
-            b.addr = s.awaddr;
-            b.beats = static_cast<int>(s.awlen) + 1;
-            writes.push_back(std::move(b));
-        }
-        if (s.wv && s.wr) {
-            wbeats.emplace_back(std::vector<uint8_t>(s.wdata, s.wdata + B), s.wstrb);
-            wedges.push_back(edge);
-        }
-        if (s.bv && s.br) bresps.pop_front();
-        drain_writes();
-        for (Burst& b : reads) {            // read data is taken when a burst becomes available
-            if (b.fetched) continue;
-            if (b.avail > edge) break;
-            fetch(b);
-        }
-        for (int k = 0; k < 5; ++k) pause[k] = stall > 0 && uniform(pause_rng[k]) < stall;
-        top->m_axi_arready = !pause[0];
-        top->m_axi_awready = !pause[2];
-        top->m_axi_wready = !pause[3];
-        r_out = !reads.empty() && reads.front().fetched && !pause[1];
-        top->m_axi_rvalid = r_out;
-        if (r_out) {
-            const Burst& h = reads.front();
-            put_bytes(top->m_axi_rdata, &h.data[static_cast<size_t>(h.next) * B], B);
-            top->m_axi_rresp = h.resp[h.next];
-            top->m_axi_rlast = h.next == h.beats - 1;
-            top->m_axi_rid = 0;
-        }
-        b_out = !bresps.empty() && bresps.front().avail <= edge && !pause[4];
-        top->m_axi_bvalid = b_out;
-        if (b_out) {
-            top->m_axi_bresp = bresps.front().resp[0];
-            top->m_axi_bid = 0;
-        }
-    }
-
-    void fetch(Burst& b) {
-        b.data.assign(static_cast<size_t>(b.beats) * B, 0);
-        b.resp.assign(b.beats, OKAY);
-        for (int n = 0; n < b.beats; ++n) {
-            uint32_t addr = b.addr + n * B;
-            b.resp[n] = resp_of(addr, B);
-            if (b.resp[n] == OKAY) std::memcpy(&b.data[static_cast<size_t>(n) * B], image + (addr - base), B);
-        }
-        beats += b.beats;
-        b.fetched = true;
-    }
-
-    // Match W beats to AW bursts in order; a complete burst is written and gets its B response.
-    void drain_writes() {
-        while (!writes.empty() && static_cast<int>(wbeats.size()) >= writes.front().beats) {
-            Burst b = std::move(writes.front());
-            writes.pop_front();
-            int resp = OKAY;
-            uint64_t last = 0;
-            for (int n = 0; n < b.beats; ++n) {
-                auto& beat = wbeats.front();
-                uint32_t addr = b.addr + n * B;
-                int r = resp_of(addr, B);
-                if (r == OKAY) {
-                    uint8_t* dst = image + (addr - base);
-                    for (int k = 0; k < B; ++k)
-                        if (beat.second >> k & 1) dst[k] = beat.first[k];
-                } else {
-                    resp = r;
-                }
-                last = wedges.front();
-                wbeats.pop_front();
-                wedges.pop_front();
-            }
-            beats += b.beats;
-            b.avail = last + write_latency - 1 + extra();
-            if (!bresps.empty() && bresps.back().avail > b.avail) b.avail = bresps.back().avail;
-            b.resp.assign(1, resp);
-            bresps.push_back(std::move(b));
-        }
     }
 
     // The AXI-lite master's side of the edge: drop VALIDs whose handshake happened.
@@ -365,22 +186,18 @@ VDLA_EXPORT void vdla_reset(Bench* b) {
 }
 
 VDLA_EXPORT void vdla_memory(Bench* b, int latency, int write_latency, double stall, uint64_t seed) {
-    b->latency = latency;
-    b->write_latency = write_latency;
-    b->stall = stall;
-    b->rng.seed(seed);
-    for (int k = 0; k < 5; ++k) b->pause_rng[k].seed(seed * 7919 + k);
+    b->mem.configure(latency, write_latency, stall, seed);
 }
 
 // Map `mapped` bytes (whole pages) of `image` at bus address `base`; drops every poisoned range.
 VDLA_EXPORT void vdla_map(Bench* b, uint32_t base, uint8_t* image, uint64_t mapped) {
-    b->base = base;
-    b->image = image;
-    b->mapped = mapped;
-    b->poison.clear();
+    b->mem.base = base;
+    b->mem.image = image;
+    b->mem.mapped = mapped;
+    b->mem.poison.clear();
 }
 
-VDLA_EXPORT void vdla_poison(Bench* b, uint64_t lo, uint64_t hi, int resp) { b->poison.push_back({lo, hi, resp}); }
+VDLA_EXPORT void vdla_poison(Bench* b, uint64_t lo, uint64_t hi, int resp) { b->mem.poison.push_back({lo, hi, resp}); }
 
 VDLA_EXPORT void vdla_clock(Bench* b, uint64_t n) {
     for (uint64_t k = 0; k < n; ++k) b->tick();
@@ -437,7 +254,7 @@ VDLA_EXPORT int vdla_quiet(Bench* b, uint64_t limit) {
 VDLA_EXPORT void vdla_clear_srams_of(Bench* b) { vdla_clear_srams(b->top->rootp); }
 
 VDLA_EXPORT uint64_t vdla_edge(Bench* b) { return b->edge; }
-VDLA_EXPORT uint64_t vdla_beats(Bench* b) { return b->beats; }
+VDLA_EXPORT uint64_t vdla_beats(Bench* b) { return b->mem.beats; }
 
 // start edge, irq edge (-1: not seen) and the checker's outputs.
 VDLA_EXPORT void vdla_status(Bench* b, int64_t* out) {
