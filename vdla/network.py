@@ -68,12 +68,13 @@ def check_sizes(graph: Graph, model: str) -> Graph:
     return graph
 
 
-def quantize_model(graph: Graph, model: str, calibration: int = 4, wide_output: bool = True) -> QGraph:
+def quantize_model(graph: Graph, model: str, calibration: int = 4, wide_output: bool = True,
+                   add_scales: bool = True) -> QGraph:
     """The int8 graph of ``graph`` calibrated on ``calibration`` synthetic inputs, as ``vdla run``
     quantizes it by default (``wide_output``: int32 logits, unless the classifier is to run on the
-    accelerator, which stores int8)."""
+    accelerator, which stores int8; ``add_scales``: residual adds with multipliers, CPU only)."""
     return quantize_graph(graph, synthetic(graph.shapes[graph.input], calibration, CALIBRATION_SEED).array,
-                          wide_output=wide_output)
+                          wide_output=wide_output, add_scales=add_scales)
 
 
 def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
@@ -163,7 +164,8 @@ def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
     calib = load_inputs(calibration, shape, normalize) if isinstance(calibration, str) else \
         synthetic(shape, calibration, CALIBRATION_SEED)
     say(f"quantizing ({method}) on {len(calib.array)} calibration inputs: {calib.source}")
-    q = quantize_graph(graph, calib.array, method=method, wide_output=not options.fc_on_vdla)
+    q = quantize_graph(graph, calib.array, method=method, wide_output=not options.fc_on_vdla,
+                       add_scales=not options.add_on_vdla)
     tests = load_inputs(images, shape, normalize) if images else synthetic(shape, test_inputs, TEST_SEED)
     placements = partition(q, config, options)
     return Prepared(graph, q, tests.array, placements, config,

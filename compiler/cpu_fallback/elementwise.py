@@ -5,12 +5,14 @@ not matter to the code).
 
 - Residual add with requantization and saturation (int8, int8 -> int8)::
 
-      out = clip(((a << a_shift) + (b << b_shift) + offset) >> shift, lo, hi)
+      out = clip(((a * a_mul << a_shift) + (b * b_mul << b_shift) + offset) >> shift, lo, hi)
 
   in int32, arithmetic right shift; ``offset`` holds the zero points and the rounding half
   step, ``lo`` defaults to 0 with ``relu`` else -128. ``a_shift``/``b_shift`` align two power-of-two scales
   (scale_a = 2**-fa etc.: to add at the finer scale f = max(fa, fb), shift each left by
-  f - f_x; ``shift`` = f - f_out). With all shifts 0 it is a saturating int8 add.
+  f - f_x; ``shift`` = f - f_out). With all shifts 0 it is a saturating int8 add. Integer
+  multipliers ``a_mul``/``b_mul`` (up to 2**15; default 1) rescale inputs whose steps are not
+  powers of two apart (fixed point: ``mul = step_in / step_out * 2**shift``).
 - ReLU (int8 -> int8): ``out = max(x, 0)``.
 - Quantize (float32 -> int8) with scale 2**-frac::
 
@@ -28,6 +30,7 @@ import dataclasses
 from .spec import ArgSpec, KernelSpec, Work, check_bool, check_positive, check_range
 
 MAX_FRAC = 30
+MAX_ADD_MUL = 1 << 15
 ROUND_MAGIC = 12582912.0  # 1.5 * 2**23
 
 
@@ -44,6 +47,8 @@ class AddSpec(KernelSpec):
     offset: int = 0
     lo: int = None
     hi: int = 127
+    a_mul: int = 1
+    b_mul: int = 1
 
     def __post_init__(self):
         check_positive(self.family, size=self.size)
@@ -51,7 +56,12 @@ class AddSpec(KernelSpec):
         check_range(self.family, "b_shift", self.b_shift, 0, 16)
         check_range(self.family, "shift", self.shift, 0, 31)
         check_bool(self.family, "relu", self.relu)
-        check_range(self.family, "offset", self.offset, -2**24, 2**24)
+        check_range(self.family, "a_mul", self.a_mul, 0, MAX_ADD_MUL)
+        check_range(self.family, "b_mul", self.b_mul, 0, MAX_ADD_MUL)
+        # |a * a_mul << a_shift| <= 2**23: the sum with the offset stays inside int32
+        check_range(self.family, "a_mul << a_shift", self.a_mul << self.a_shift, 0, 1 << 16)
+        check_range(self.family, "b_mul << b_shift", self.b_mul << self.b_shift, 0, 1 << 16)
+        check_range(self.family, "offset", self.offset, -2**30, 2**30)
         if self.lo is None:
             object.__setattr__(self, "lo", 0 if self.relu else -128)
         check_range(self.family, "lo", self.lo, -128, 127)
@@ -73,6 +83,10 @@ class AddSpec(KernelSpec):
         with L.loop(b, 0, self.size, "k") as k:
             va = b.sext(L.load(b, pa, k, L.I8), L.I32)
             vb = b.sext(L.load(b, pb, k, L.I8), L.I32)
+            if self.a_mul != 1:
+                va = b.mul(va, L.const(self.a_mul))
+            if self.b_mul != 1:
+                vb = b.mul(vb, L.const(self.b_mul))
             if self.a_shift:
                 va = b.shl(va, L.const(self.a_shift))
             if self.b_shift:

@@ -75,14 +75,15 @@ def global_avg_pool(inp, *, jit=None):
     return _run(GlobalAvgPoolSpec(n=n, c=c, h=h, w=w), inp, jit=jit)
 
 
-def add(a, b, *, a_shift=0, b_shift=0, shift=0, relu=False, jit=None):
-    """Saturating int8 residual add: clip(((a << a_shift) + (b << b_shift)) >> shift, lo, 127)."""
+def add(a, b, *, a_shift=0, b_shift=0, shift=0, relu=False, a_mul=1, b_mul=1, offset=0, jit=None):
+    """Saturating int8 residual add: clip(((a * a_mul << a_shift) + (b * b_mul << b_shift) + offset) >> shift, lo, 127)."""
     _check("add", "a", a, ("int8",))
     _check("add", "b", b, ("int8",))
     if a.shape != b.shape:
         raise KernelShapeError(
             f"add: operands must have the same shape, got {a.shape} and {b.shape}")
-    spec = AddSpec(size=a.size, a_shift=a_shift, b_shift=b_shift, shift=shift, relu=relu)
+    spec = AddSpec(size=a.size, a_shift=a_shift, b_shift=b_shift, shift=shift, relu=relu, a_mul=a_mul, b_mul=b_mul,
+                   offset=offset)
     return _run(spec, a.reshape(-1), b.reshape(-1), jit=jit).reshape(a.shape)
 
 

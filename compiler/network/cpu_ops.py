@@ -54,7 +54,8 @@ def cpu_kernel(node: QNode, args: list[np.ndarray]):
         return spec, [x, a["weight"], a["bias"], *extra], None
     if op == "add":
         spec = AddSpec(size=x.size, a_shift=int(a["a_shift"]), b_shift=int(a["b_shift"]), shift=int(a["shift"]),
-                       offset=int(a["offset"]), lo=int(a["lo"]), hi=int(a["hi"]))
+                       offset=int(a["offset"]), lo=int(a["lo"]), hi=int(a["hi"]),
+                       a_mul=int(a.get("a_mul", 1)), b_mul=int(a.get("b_mul", 1)))
         return spec, [x.reshape(-1), args[1].reshape(-1)], x.shape
     if op == "lut":
         return LutSpec(size=x.size), [x.reshape(-1), a["table"]], x.shape

@@ -74,6 +74,9 @@ def _place_dense(node: QNode, q: QGraph, config: Config, options: PartitionOptio
 def _place_add(node: QNode, config: Config, options: PartitionOptions) -> Placement:
     if not options.add_on_vdla:
         return Placement("cpu", "residual add: element-wise, memory bound (paper: CPU); --add-on-vdla moves it to the ALU")
+    if node.attrs.get("a_mul", 1) != 1 or node.attrs.get("b_mul", 1) != 1:
+        return Placement("cpu", "residual add: its inputs' steps are not powers of two apart (multipliers); "
+                         "the ALU only shifts")
     imm = layout("ALU", config)["imm"]
     offset = int(node.attrs["offset"])
     if not imm.low <= offset <= imm.high:

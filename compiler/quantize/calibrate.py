@@ -27,7 +27,7 @@ import numpy as np
 from compiler.frontend import float_ref
 from compiler.frontend.graph import Graph, ModelError
 from compiler.quantize import rules
-from compiler.quantize.equalize import equalize
+from compiler.quantize.equalize import FREE_WINDOW, equalize
 from compiler.quantize.qgraph import QGraph, QNode
 
 FRAC_MIN, FRAC_MAX = -8, 20
@@ -96,6 +96,16 @@ def _zp_high(high: float, frac: int) -> int:
     return int(np.clip(np.rint(127 - high * 2.0 ** frac), -128, 127))
 
 
+def value_range(v: np.ndarray, method: str) -> tuple[float, float]:
+    """(low <= 0, high >= 0): the window's ends by ``minmax`` (the whole range) or ``percentile``
+    (the 0.01 %..99.99 % range) of the (non-empty) values ``v``."""
+    if method == "percentile":
+        low, high = (float(p) for p in np.percentile(v, (100 - PERCENTILE, PERCENTILE)))
+    else:
+        low, high = float(v.min()), float(v.max())
+    return min(low, 0.0), max(high, 0.0)
+
+
 def choose_scale(values: np.ndarray, method: str = "mse", frac: int | None = None) -> tuple[int, int]:
     """(frac, zero point) of an activation: 256 codes over a window that holds 0 exactly, placed by
     ``method``: ``minmax`` covers the whole range, ``percentile`` the 0.01..99.99 % range, ``mse``
@@ -107,11 +117,9 @@ def choose_scale(values: np.ndarray, method: str = "mse", frac: int | None = Non
     v = _sample(values)
     if not v.size:
         return (7 if frac is None else frac), 0
-    low, high = min(float(v.min()), 0.0), max(float(v.max()), 0.0)
-    if method == "percentile":
-        low, high = (min(float(np.percentile(v, p)), 0.0) if i == 0 else max(float(np.percentile(v, p)), 0.0)
-                     for i, p in enumerate((100 - PERCENTILE, PERCENTILE)))
+    low, high = value_range(v, "minmax")
     if method in ("minmax", "percentile"):
+        low, high = value_range(v, method)
         f = frac_for(high - low, 255) if frac is None else frac
         zp = _zp_low(low, f)
         return f, zp if (127 - zp) * 2.0 ** -f >= high else _zp_high(high, f)
@@ -169,14 +177,18 @@ def fuse_activations(graph: Graph):
 
 
 def quantize_graph(graph: Graph, calibration: np.ndarray, *, method: str = "mse", per_channel: bool = True,
-                   bias_correction: bool = True, wide_output: bool = True, equalize_scales: bool = True) -> QGraph:
+                   bias_correction: bool = True, wide_output: bool = True, equalize_scales: bool = True,
+                   add_scales: bool = True) -> QGraph:
     """The int8 graph of ``graph`` calibrated on ``calibration`` (a batch of float inputs).
 
     ``per_channel``: allow per-output-channel weight scales where an op can shift per channel.
     ``bias_correction``: remove each conv and dense channel's mean output error that weight
     rounding causes, measured on the first calibration inputs. ``wide_output``: the last op keeps int32 results.
     ``equalize_scales``: give activations between layers their optimal step by folding a factor
-    into the weights around them (``compiler.quantize.equalize``).
+    into the weights around them (``compiler.quantize.equalize``). ``add_scales``: residual adds
+    take their inputs and output at any step (integer multipliers, so the add runs on the CPU;
+    off for adds on the accelerator's ALU, which only shifts), so equalization reaches the values
+    around them.
     Activations get power-of-two scales and zero points (see :func:`choose_scale`).
     """
     if method not in METHODS:
@@ -191,17 +203,20 @@ def quantize_graph(graph: Graph, calibration: np.ndarray, *, method: str = "mse"
     values = float_ref.run(graph, calibration)
     scales = {}
     if equalize_scales:
-        graph, scales = equalize(graph, values)
+        graph, scales = equalize(graph, values, through_adds=add_scales, method=method)
     pairs = fuse_activations(graph)
     out_of = {node.output: (act.output if act else node.output) for node, act in pairs}
-    best = {name: choose_scale(v, method) for name, v in values.items()}
+    # a value with a free step (equalized) has 256 codes over its window already: a power-of-two
+    # step needs no trade between clipping and resolution
+    best = {name: choose_scale(v, FREE_WINDOW[method] if name in scales else method) for name, v in values.items()}
     rules.share_concat_scales(graph, pairs, out_of, best)
     q_input = f"{graph.input}_q"
     fracs, zps = {q_input: best[graph.input][0]}, {q_input: 0}
     nodes = [QNode(f"{graph.input}.quantize", "quantize", [graph.input], q_input, {"frac": fracs[q_input]})]
     rename = {graph.input: q_input}
     shapes = {graph.input: graph.shapes[graph.input], q_input: graph.shapes[graph.input]}
-    ctx = rules.Context(graph, values, fracs, zps, best, per_channel, bias_correction, method)
+    ctx = rules.Context(graph, values, fracs, zps, best, per_channel, bias_correction, method, scales,
+                        add_scales and equalize_scales)
     for node, act in pairs:
         out = out_of[node.output]
         inputs = [rename[i] for i in node.inputs]

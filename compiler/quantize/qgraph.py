@@ -20,8 +20,9 @@ conv        weight int8 (O, I/groups, kh, kw), bias int32, stride (sh, sw), pad 
             groups, pad_value (the input's zero point: what padded positions hold), shift, lo,
             hi, wide
 dense       weight int8 (M, K), bias int32, shift, lo, hi, wide
-add         a_shift, b_shift, offset, shift, lo, hi:
-            clip(((a << a_shift) + (b << b_shift) + offset) >> shift, lo, hi)
+add         a_shift, b_shift, offset, shift, lo, hi, a_mul and b_mul (default 1):
+            clip(((a * a_mul << a_shift) + (b * b_mul << b_shift) + offset) >> shift, lo, hi)
+            (multipliers other than 1 only on the CPU: the accelerator's ALU shifts)
 lut         table int8 (256,):  out = table[x + 128]   (ReLU, Clip, Sigmoid, HardSigmoid,
             HardSwish, a scalar affine, any change of scale)
 muladd      mul int32, add int32 (each shaped like one sample), shift, lo, hi:

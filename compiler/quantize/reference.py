@@ -82,9 +82,9 @@ def dense(x, weight, bias, *, shift=0, relu: bool = False, lo: int | None = None
 
 
 def add(a, b, a_shift=0, b_shift=0, shift=0, relu: bool = False, *, offset: int = 0, lo: int | None = None,
-        hi: int | None = None) -> np.ndarray:
-    """clip(((a << a_shift) + (b << b_shift) + offset) >> shift, lo, hi)."""
-    total = (np.asarray(a, np.int64) << a_shift) + (np.asarray(b, np.int64) << b_shift) + int(offset)
+        hi: int | None = None, a_mul: int = 1, b_mul: int = 1) -> np.ndarray:
+    """clip(((a * a_mul << a_shift) + (b * b_mul << b_shift) + offset) >> shift, lo, hi)."""
+    total = (np.asarray(a, np.int64) * a_mul << a_shift) + (np.asarray(b, np.int64) * b_mul << b_shift) + int(offset)
     return requantize(total, shift, relu, lo=lo, hi=hi)
 
 
@@ -164,7 +164,8 @@ def eval_node(node: QNode, args: list[np.ndarray]) -> np.ndarray:
     if op == "dense":
         return dense(x, a["weight"], a["bias"], shift=a["shift"], lo=a["lo"], hi=a["hi"], wide=a["wide"])
     if op == "add":
-        return add(x, args[1], a["a_shift"], a["b_shift"], a["shift"], offset=a["offset"], lo=a["lo"], hi=a["hi"])
+        return add(x, args[1], a["a_shift"], a["b_shift"], a["shift"], offset=a["offset"], lo=a["lo"], hi=a["hi"],
+                   a_mul=a.get("a_mul", 1), b_mul=a.get("b_mul", 1))
     if op == "lut":
         return lut(x, a["table"])
     if op == "muladd":

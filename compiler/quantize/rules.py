@@ -37,6 +37,8 @@ class Context:
     per_channel: bool
     bias_correction: bool
     method: str
+    scales: dict = None       # float value name -> factor folded into the layers around it (equalize)
+    add_scales: bool = False  # adds rescale their inputs by integer multipliers (on the CPU), not only shifts
 
     def zp(self, out: str, frac: int, wide: bool = False) -> int:
         """The zero point of ``out`` at ``frac`` (the preferred one if ``frac`` is the preferred frac)."""
@@ -134,12 +136,37 @@ def _add(ctx: Context, node: Node, act, out, inputs, wide):
     if fm - min(fa, fb) > MAX_ADD_SHIFT:
         raise ModelError(ctx.graph.name, f"inputs' scales differ by {fm - min(fa, fb)} bits (> {MAX_ADD_SHIFT})",
                          node.name, "Add")
+    if ctx.add_scales:
+        return _add_mul(ctx, node, act, out, inputs)
     fy = int(np.clip(ctx.best[out][0], fm - ZP_MAX_SHIFT, fm))
     zy = ctx.zp(out, fy)
     shift = fm - fy
     offset = -(za << (fm - fa)) - (zb << (fm - fb)) + (zy << shift) + ((1 << (shift - 1)) if shift else 0)
     lo, hi = _bounds(act, fy, zy, False)
     return {"a_shift": fm - fa, "b_shift": fm - fb, "shift": shift, "offset": int(offset), "lo": lo, "hi": hi}, fy, zy
+
+
+ADD_MUL_BITS = 15  # an add's larger multiplier lies in (2**14, 2**15]
+ADD_MUL_RANGE = (-6, 1)  # output frac relative to the finer input's (keeps the shift <= 22, the offset in int32)
+
+
+def _add_mul(ctx: Context, node: Node, act, out, inputs):
+    """An add whose inputs and output have any steps (``2**-frac / scale``, see ``equalize``): each
+    input is multiplied by the integer ``round(step_in / step_out * 2**shift)`` (the larger one 15
+    bits), the products summed with the zero points' and the rounding's offset, shifted back: one
+    rounding, as with shifts."""
+    sa, sb, sy = (ctx.scales.get(name, 1.0) for name in (node.inputs[0], node.inputs[1], node.output))
+    (fa, fb), (za, zb) = (ctx.fracs[i] for i in inputs), (ctx.zps[i] for i in inputs)
+    fm = max(fa, fb)
+    fy = int(np.clip(ctx.best[out][0], fm + ADD_MUL_RANGE[0], fm + ADD_MUL_RANGE[1]))
+    zy = ctx.zp(out, fy)
+    real = (2.0 ** (fy - fa) * sy / sa, 2.0 ** (fy - fb) * sy / sb)
+    shift = int(ADD_MUL_BITS - np.ceil(np.log2(max(real))))
+    a_mul, b_mul = (int(np.rint(m * 2.0 ** shift)) for m in real)
+    offset = -za * a_mul - zb * b_mul + (zy << shift) + (1 << (shift - 1))
+    lo, hi = _bounds(act, fy, zy, False)
+    return {"a_shift": 0, "b_shift": 0, "a_mul": a_mul, "b_mul": b_mul, "shift": shift, "offset": int(offset),
+            "lo": lo, "hi": hi}, fy, zy
 
 
 def _pool(ctx: Context, node: Node, act, out, inputs, wide):

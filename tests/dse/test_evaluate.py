@@ -33,7 +33,9 @@ def test_evaluation_equals_a_plain_run_on_the_simulator(small_q, small_cnn_path,
     config = Config.from_preset(preset, **overrides)
     knobs = {**KNOB_DEFAULTS, **knobs}
     # vdla run quantizes the classifier for the side it runs on (int8 logits on VDLA, int32 on the CPU)
-    q = quantize_model(load_model(small_cnn_path), "small_cnn", wide_output=False) if knobs["fc_on_vdla"] else small_q
+    # and the adds for theirs (multipliers on the CPU, shifts on the ALU)
+    q = small_q if not (knobs["fc_on_vdla"] or knobs["add_on_vdla"]) else quantize_model(
+        load_model(small_cnn_path), "small_cnn", wide_output=not knobs["fc_on_vdla"], add_scales=not knobs["add_on_vdla"])
     ev = evaluate(q, config, knobs)
     vthreads = None if knobs["vthreads"] == "search" else knobs["vthreads"]
     options = PartitionOptions(stem_on_vdla=knobs["stem_on_vdla"], add_on_vdla=knobs["add_on_vdla"],

@@ -74,6 +74,8 @@ def _network_kernels(seed=99):
         cf.DenseSpec(n=1, k=77, m=13, per_channel=True, out_dtype="int32"),
         cf.DenseSpec(n=2, k=33, m=9, shift=5, lo=-20, hi=90),
         cf.AddSpec(size=999, a_shift=1, shift=1, offset=129, lo=-128, hi=100),
+        # an add whose steps are not powers of two apart (quantize.rules._add_mul)
+        cf.AddSpec(size=777, a_mul=23170, b_mul=16384 + 77, shift=15, offset=-(1 << 21) + (1 << 14), lo=-128, hi=127),
         cf.GlobalAvgPoolSpec(n=1, c=7, h=13, w=13, up=8, add=84, out_dtype="int32"),
         cf.GlobalAvgPoolSpec(n=1, c=9, h=5, w=7, up=3, add=-4000, lo=-128, hi=127),
         cf.MaxPool2dSpec(n=1, c=3, h=13, w=11, kh=3, kw=3, stride=2, pad=(0, 0, 1, 1)),

@@ -21,7 +21,8 @@ def reference_of(spec, inputs):
         return ref.dense(inputs[0], inputs[1], inputs[2], shift=_shift(spec, inputs, 3), lo=spec.lo, hi=spec.hi,
                          wide=spec.out_dtype == "int32")
     if f == "add":
-        return ref.add(*inputs, spec.a_shift, spec.b_shift, spec.shift, offset=spec.offset, lo=spec.lo, hi=spec.hi)
+        return ref.add(*inputs, spec.a_shift, spec.b_shift, spec.shift, offset=spec.offset, lo=spec.lo, hi=spec.hi,
+                       a_mul=spec.a_mul, b_mul=spec.b_mul)
     if f == "global_avgpool":
         return ref.global_avg_pool(inputs[0], spec.up, spec.add, spec.lo, spec.hi, spec.out_dtype == "int32")
     if f == "maxpool2d":

@@ -39,6 +39,23 @@ def test_add_generated_jit_vs_numpy(a, a_shift, b_shift, shift, relu, seed):
     np.testing.assert_array_equal(got, ref.add(a, b, a_shift, b_shift, shift, relu))
 
 
+@settings(max_examples=30, deadline=None)
+@given(a=hnp.arrays(np.int8, hnp.array_shapes(max_dims=2, max_side=40)), a_mul=st.integers(0, 2**15),
+       b_mul=st.integers(0, 2**15), shift=st.integers(0, 31), offset=st.integers(-2**30, 2**30),
+       relu=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_add_with_multipliers_generated_jit_vs_numpy(a, a_mul, b_mul, shift, offset, relu, seed):
+    b = np.random.default_rng(seed).integers(-128, 128, a.shape, dtype=np.int8)
+    got = cf.add(a, b, a_mul=a_mul, b_mul=b_mul, shift=shift, offset=offset, relu=relu)
+    np.testing.assert_array_equal(got, ref.add(a, b, 0, 0, shift, relu, offset=offset, a_mul=a_mul, b_mul=b_mul))
+
+
+def test_add_refuses_a_scaled_input_that_could_overflow():
+    with pytest.raises(cf.KernelParamError, match="a_mul << a_shift"):
+        cf.AddSpec(size=4, a_mul=3, a_shift=15)
+    with pytest.raises(cf.KernelParamError, match="b_mul"):
+        cf.AddSpec(size=4, b_mul=2**15 + 1)
+
+
 @settings(max_examples=15, deadline=None)
 @given(x=hnp.arrays(np.int8, hnp.array_shapes(max_dims=4, max_side=20)))
 def test_relu_generated_jit_vs_numpy(x):

@@ -40,7 +40,9 @@ def test_options_move_stem_adds_and_classifier(resnet18_32):
     options = PartitionOptions(stem_on_vdla=True, add_on_vdla=True, fc_on_vdla=True)
     placements = partition(resnet18_32, load_config("osdi18"), options)
     assert placements["fc"].target == "cpu" and "int32" in placements["fc"].reason  # a wide (int32) last layer
-    int8_logits = quantized_resnet(18, 32, wide_output=False)
+    # adds quantized for the CPU rescale by multipliers, which the ALU (shifts only) cannot
+    assert placements["layer1.0.add"].target == "cpu" and "multipliers" in placements["layer1.0.add"].reason
+    int8_logits = quantized_resnet(18, 32, wide_output=False, add_scales=False)
     placements = partition(int8_logits, load_config("osdi18"), options)
     for node in int8_logits.nodes:
         if node.op in ("conv", "add", "dense"):
@@ -70,7 +72,7 @@ def test_executor_without_a_cpu_model_models_nothing(resnet18_32):
 
 
 def test_everything_on_vdla_is_still_bit_exact():
-    q = quantized_resnet(18, 32, wide_output=False)
+    q = quantized_resnet(18, 32, wide_output=False, add_scales=False)
     x = synthetic_images(1, 32, 6)
     device = open_device("sim", "osdi18")
     options = PartitionOptions(stem_on_vdla=True, add_on_vdla=True, fc_on_vdla=True)
