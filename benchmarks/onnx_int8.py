@@ -2,7 +2,9 @@
 
 For every model it prints, side by side, the RMS error of the int8 network's logits against the
 float model for (a) ``vdla`` (``compiler.quantize``: power-of-two scales, zero point -128 for
-never-negative values, MSE calibration, per-channel weights for depthwise convs, int32 logits)
+never-negative values, MSE calibration, free steps folded into the layers and the CPU adds'
+multipliers where a value reaches only convs, dense layers and adds, per-channel weights,
+int32 logits)
 and (b) onnxruntime's ``quantize_static`` (QDQ, per-tensor, int8 activations and weights, its
 default MinMax calibration), both calibrated on the same images and measured on the same test
 images; plus how far our float model is from onnxruntime's float run.

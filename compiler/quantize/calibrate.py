@@ -10,7 +10,10 @@ values on the calibration inputs by one of :data:`METHODS` (:func:`choose_scale`
 - ``minmax``: the largest frac whose window holds the whole range.
 
 The window always holds 0 exactly (padding and ReLU need a code for 0); a ReLU output gets
-zero point -128 and all 256 codes for 0..max, as an unsigned value would.
+zero point -128 and all 256 codes for 0..max, as an unsigned value would. A value whose step
+is free (``equalize`` folded a factor into the layers around it) takes the whole range with
+``mse`` (``equalize.FREE_WINDOW``): its 256 codes then span it exactly, and clipping, a biased
+error that identity paths carry on, buys no resolution.
 
 Weights get a frac per output channel where that lowers their quantization error by more
 than :data:`PER_CHANNEL_GAIN` (the requantization then shifts each channel by its own amount, on
