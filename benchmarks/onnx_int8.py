@@ -20,7 +20,11 @@ benchmark runs anywhere. Images: synthetic (``compiler.frontend.inputs``) unless
 (a folder of PNG/JPEG) is given; the first ``--calibration`` of them calibrate, the next
 ``--tests`` are measured.
 
-    .venv/bin/python benchmarks/onnx_int8.py [--models DIR] [--calibration 8] [--tests 8]
+    .venv/bin/python benchmarks/onnx_int8.py [--models DIR] [--calibration 8] [--tests 8] [--per-tensor]
+
+``--per-tensor`` also prints, for every value both int8 networks quantize (conv, add and pool
+outputs), its relative RMS error against the float model for each, and both steps (ours:
+``2**-frac / scale``; onnxruntime's: its QDQ scale): where along the network one falls behind.
 """
 
 from __future__ import annotations
@@ -66,6 +70,34 @@ def onnxruntime_int8(path: Path, name: str, calibration: np.ndarray, tests: np.n
     return run(fp32), run(int8)
 
 
+def per_tensor(graph, q, tests: np.ndarray, work: Path) -> None:
+    """Print each value's relative error (ours, onnxruntime's) against the float model and both
+    steps; ``work`` holds onnxruntime's QDQ model (``onnxruntime_int8`` wrote it)."""
+    import onnx
+    import onnxruntime as ort
+
+    model = onnx.load(str(work / "int8.onnx"))
+    consts = {i.name: onnx.numpy_helper.to_array(i) for i in model.graph.initializer}
+    suffix = "_DequantizeLinear_Output"
+    steps = {n.output[0][:-len(suffix)]: float(consts[n.input[1]]) for n in model.graph.node
+             if n.op_type == "DequantizeLinear" and n.output[0].endswith(suffix) and n.input[1] in consts}
+    float_values, ours = float_ref.run(graph, tests), reference.run(q, tests)
+    names = [v for v in float_values if v in q.fracs and v in steps and v != graph.input]
+    model.graph.output.extend(onnx.helper.make_tensor_value_info(v + suffix, onnx.TensorProto.FLOAT, None)
+                              for v in names)
+    onnx.save(model, str(work / "int8_values.onnx"))
+    session = ort.InferenceSession(str(work / "int8_values.onnx"), providers=["CPUExecutionProvider"])
+    runs = [session.run([v + suffix for v in names], {graph.input: t[None]}) for t in tests]
+    print(f"  {'value':<24} {'vdla err':>9} {'ort err':>9} {'vdla step':>10} {'ort step':>10}")
+    for i, v in enumerate(names):
+        f = float_values[v].astype(np.float64)
+        theirs = np.concatenate([r[i] for r in runs])
+        norm = float(np.sqrt((f ** 2).mean())) or 1.0
+        step = 2.0 ** -q.fracs[v] / q.scales.get(v, 1.0)
+        print(f"  {v:<24} {rms(q.dequantize(v, ours[v]), f) / norm:9.2%} {rms(theirs, f) / norm:9.2%} "
+              f"{step:10.4g} {steps[v]:10.4g}")
+
+
 def rms(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(((a.astype(np.float64) - b.astype(np.float64)) ** 2).mean()))
 
@@ -92,6 +124,9 @@ def measure(path: Path, args) -> dict:
         start = time.perf_counter()
         ort_float, ort_int8 = onnxruntime_int8(path, graph.input, calibration, tests, Path(tmp))
         ort_seconds = time.perf_counter() - start
+        if args.per_tensor:
+            print(f"{path.stem}: per value, relative RMS error against the float model", flush=True)
+            per_tensor(graph, q, tests, Path(tmp))
     scale = float(np.sqrt((ort_float.astype(np.float64) ** 2).mean()))
     return {"model": path.stem, "input": "x".join(map(str, shape[2:])) or str(shape),
             "float_vs_ort": float(np.abs(ours_float - ort_float).max()), "logit_rms": scale,
@@ -108,6 +143,7 @@ def main() -> None:
     ap.add_argument("--images", default=None, help="folder of images (default: synthetic images)")
     ap.add_argument("--calibration", type=int, default=8)
     ap.add_argument("--tests", type=int, default=8)
+    ap.add_argument("--per-tensor", action="store_true", help="print every value's error, ours and onnxruntime's")
     args = ap.parse_args()
     folder = Path(args.models)
     paths = sorted(folder.glob("*.onnx")) if folder.is_dir() else []
