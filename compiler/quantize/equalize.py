@@ -1,7 +1,7 @@
 """Scales between layers that are not powers of two, at no cost to the hardware.
 
 The accelerator and the CPU kernels requantize by shifting, so every activation's step is a
-power of two; the best step for a value (its MSE-optimal step, e.g. 6/255 for a ReLU6 output)
+power of two; the step whose 256 codes span a value's window (e.g. 6/255 for a ReLU6 output)
 usually is not. Where a conv or dense layer's output (after its fused ReLU/Clip) reaches only
 other conv or dense layers (directly or through max/average pooling and reshapes, which commute
 with a positive factor), the output is multiplied by ``s`` in (1/2, 1] and the consumers' weights
@@ -9,9 +9,10 @@ by ``1/s``. Residual adds on the CPU requantize with integer multipliers (``rule
 so they take part too: as producers (their output's ``s`` goes into their multipliers) and as
 consumers (their multipliers undo their inputs' ``s``; the rewritten float graph then equals the
 original once each such add's output is multiplied by its ``s``). The network computes the same
-function, the producer's weights, bias and clip bounds absorb ``s`` before they are quantized, and the value's power-of-two step ``2**-frac`` then means
-``2**-frac / s`` = the optimal step. ``scales`` records ``s`` per value so that reports and
-dequantization still speak in the original model's units.
+function, the producer's weights, bias and clip bounds absorb ``s`` before they are quantized,
+and the value's power-of-two step ``2**-frac`` then means ``2**-frac / s`` = the window's step
+(:func:`free_step`). ``scales`` records ``s`` per value so that reports and dequantization still
+speak in the original model's units.
 """
 
 from __future__ import annotations
