@@ -16,7 +16,10 @@ from vdla_hw.errors import ProgramError
 
 
 def decode_checked(bundle: Bundle) -> list[isa.Insn]:
-    """The bundle's instructions, each statically checked; FINISH must be the last and only one."""
+    """The bundle's instructions, each statically checked in program order: its fields, FINISH
+    the last and only one, and the SRAM/DRAM ranges of transfers and micro-op ranges. Both the
+    reference semantics and the simulator check here before any work, so no cost or loop of an
+    out-of-range instruction is ever computed (a transfer in range is bounded by its SRAM)."""
     insns = bundle.insns()
     for index, insn in enumerate(insns):
         isa.check_insn(insn, bundle.config, index)
@@ -26,6 +29,11 @@ def decode_checked(bundle: Bundle) -> list[isa.Insn]:
     if insns[-1].kind != "FINISH":
         raise ProgramError(len(insns) - 1, insns[-1].kind, "opcode",
                            "the stream ends without FINISH (a program ends with exactly one FINISH)")
+    for index, insn in enumerate(insns):
+        if insn.kind in ("LOAD", "STORE"):
+            check_transfer(insn, bundle.config, bundle.dram.size, index)
+        elif insn.kind in ("GEMM", "ALU"):
+            check_uop_range(insn, bundle.config, index)
     return insns
 
 

@@ -49,12 +49,7 @@ class Engine:
     def __init__(self, bundle: Bundle, *, max_cycles: int | None = None, race_check: bool = True):
         self.bundle = bundle
         self.config = c = bundle.config
-        self.insns = insns = program.decode_checked(bundle)
-        for index, insn in enumerate(insns):  # static range checks, in program order
-            if insn.kind in ("LOAD", "STORE"):
-                program.check_transfer(insn, c, bundle.dram.size, index)
-            elif insn.kind in ("GEMM", "ALU"):
-                program.check_uop_range(insn, c, index)
+        self.insns = insns = program.decode_checked(bundle)  # fields and ranges, in program order
         self.max_cycles = DEFAULT_MAX_CYCLES if max_cycles is None else int(max_cycles)
         self.ql = c.QUEUE_LATENCY
         self.dram = bundle.dram.copy()
