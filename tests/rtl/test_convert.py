@@ -71,3 +71,29 @@ def test_verilog_is_byte_for_byte_deterministic(tmp_path):
                        env={**os.environ, "PYTHONHASHSEED": seed}, check=True, capture_output=True)
         texts.append((out / "vdla_top.v").read_bytes())
     assert texts[0] == texts[1] and b"// File:" not in texts[0] and b"// Date:" not in texts[0]
+
+
+def test_build_cache_key_covers_spec_and_myhdl(tmp_path, monkeypatch):
+    """The RTL build cache key changes with any vdla_hw module the Verilog is generated from
+    (the spec, not only vdla_hw/rtl) and with the MyHDL version, but not with a build tool."""
+    import shutil
+
+    from vdla_hw.rtl import runner, srchash
+
+    copy = tmp_path / "vdla_hw"
+    shutil.copytree(srchash.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(srchash, "PACKAGE", copy)
+    key = runner.source_hash()
+    for rel in ("timing.py", "isa.py", "regmap.py", "rtl/top.py"):
+        path = copy / rel
+        text = path.read_text()
+        path.write_text(text + "\n# changed\n")
+        assert runner.source_hash() != key, rel
+        path.write_text(text)
+    assert runner.source_hash() == key
+    tool = copy / "rtl" / "synth.py"
+    tool.write_text(tool.read_text() + "\n# changed\n")
+    assert runner.source_hash() == key
+    real = srchash.metadata.version
+    monkeypatch.setattr(srchash.metadata, "version", lambda d: "0.0" if d == "myhdl" else real(d))
+    assert runner.source_hash() != key

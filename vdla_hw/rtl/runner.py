@@ -19,6 +19,7 @@ from pathlib import Path
 
 from vdla_hw.config import Config, load_config
 from vdla_hw.errors import VdlaError
+from vdla_hw.rtl import srchash
 
 SIMULATORS = ("icarus", "verilator")
 TOPS = {"core": "vdla_top", "axi": "vdla_axi_top"}
@@ -43,11 +44,11 @@ def default_build_root() -> Path:
 
 
 def source_hash() -> str:
-    """Hash of every file the simulated Verilog depends on (RTL, harness, checker, spec)."""
+    """Hash of everything the simulated Verilog is generated from: every vdla_hw source (spec,
+    RTL, harness, checker; not the build tools in ``TOOLS``) and the MyHDL version
+    (:mod:`vdla_hw.rtl.srchash`)."""
     h = hashlib.sha256()
-    for path in sorted(RTL_DIR.glob("*.py")) + sorted((REPO / "vdla_hw").glob("*.py")):
-        if path.name not in TOOLS:
-            h.update(path.read_bytes())
+    srchash.update_with_sources(h, exclude=tuple(f"rtl/{name}" for name in TOOLS), dists=("myhdl",))
     return h.hexdigest()[:10]
 
 
