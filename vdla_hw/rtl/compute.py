@@ -19,6 +19,7 @@ from __future__ import annotations
 from myhdl import Signal, always_comb, always_seq, block, intbv
 
 from vdla_hw import isa
+from vdla_hw.rtl.decode import field_reg, insn_fields, sign_extend, uop_fields
 from vdla_hw.rtl.dma import dma_read
 from vdla_hw.rtl.gemm import alu_core, gemm_core
 from vdla_hw.rtl.params import RtlParams
@@ -42,49 +43,15 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
     acc_we, acc_wa, acc_wd = acc_w
     out_we, out_wa, out_wd = out_w
     c = p.config
-    G, A = p.fields["GEMM"], p.fields["ALU"]
     OVH = c.INSN_OVERHEAD
     PA = c.ALU_CYCLES_PER_UOP
     DG = 1 + c.GEMM_PIPELINE_DEPTH
     DA = PA + c.ALU_PIPELINE_DEPTH
     n = p.batch * p.block_out
 
-    def fs(tab, name):
-        lo, w, _ = tab[name]
-        return lo + w, lo
-
-    OP = fs(G, "opcode")
-    RST, UB, UE, IO, II = fs(G, "reset"), fs(G, "uop_bgn"), fs(G, "uop_end"), fs(G, "iter_out"), fs(G, "iter_in")
-    DFO, DFI = fs(G, "dst_factor_out"), fs(G, "dst_factor_in")
-    GSFO, GSFI, WFO, WFI = fs(G, "src_factor_out"), fs(G, "src_factor_in"), fs(G, "wgt_factor_out"), fs(G, "wgt_factor_in")
-    ASFO, ASFI = fs(A, "src_factor_out"), fs(A, "src_factor_in")
-    AOP, AIMM, AUSE = fs(A, "alu_opcode"), fs(A, "imm"), fs(A, "use_imm")
+    gi, ai = insn_fields(sinsn, p, "GEMM"), insn_fields(sinsn, p, "ALU")
     OPC_LOAD, OPC_GEMM, OPC_ALU, OPC_FIN = (isa.OPCODES[k] for k in ("LOAD", "GEMM", "ALU", "FINISH"))
-    U = p.uop_fields
-    UD = (U["dst_idx"][0] + U["dst_idx"][1], U["dst_idx"][0])
-    US = (U["src_idx"][0] + U["src_idx"][1], U["src_idx"][0])
-    UW = (U["wgt_idx"][0] + U["wgt_idx"][1], U["wgt_idx"][0])
-    # MyHDL converts plain names only: every field slice bound as two constants
-    AIMM_H, AIMM_L = AIMM
-    AOP_H, AOP_L = AOP
-    ASFI_H, ASFI_L = ASFI
-    ASFO_H, ASFO_L = ASFO
-    AUSE_H, AUSE_L = AUSE
-    DFI_H, DFI_L = DFI
-    DFO_H, DFO_L = DFO
-    GSFI_H, GSFI_L = GSFI
-    GSFO_H, GSFO_L = GSFO
-    II_H, II_L = II
-    IO_H, IO_L = IO
-    OP_H, OP_L = OP
-    RST_H, RST_L = RST
-    UB_H, UB_L = UB
-    UD_H, UD_L = UD
-    UE_H, UE_L = UE
-    US_H, US_L = US
-    UW_H, UW_L = UW
-    WFI_H, WFI_L = WFI
-    WFO_H, WFO_L = WFO
+    uf = uop_fields(uop_rd, p)
     accb, inpb, wgtb, uopb = (p.mems[m].ibits for m in ("acc", "inp", "wgt", "uop"))
 
     dma_start = Signal(bool(0))
@@ -102,15 +69,14 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
     rst_f = Signal(bool(0))
     ubgn = Signal(intbv(0)[uopb + 1:])
     uend = Signal(intbv(0)[uopb + 1:])
-    itout = Signal(intbv(0)[14:])
-    itin = Signal(intbv(0)[14:])
+    itout = field_reg(gi.iter_out)
+    itin = field_reg(gi.iter_in)
     dfo, dfi, sfo, sfi, wfo, wfi = (Signal(intbv(0)[32:]) for _ in range(6))
-    aop = Signal(intbv(0)[3:])
+    aop = field_reg(ai.alu_opcode)
     use_imm = Signal(bool(0))
-    imm = Signal(intbv(0)[16:])
     u = Signal(intbv(0)[uopb + 1:])
-    i = Signal(intbv(0)[14:])
-    j = Signal(intbv(0)[14:])
+    i = field_reg(gi.iter_out)
+    j = field_reg(gi.iter_in)
     od, os_, ow, ood, oos, oow = (Signal(intbv(0)[32:]) for _ in range(6))
     sp = Signal(intbv(0)[8:])
     iss = Signal(bool(0))
@@ -128,7 +94,8 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
     src2 = Signal(intbv(0)[accb:])
     aval = Signal(intbv(0)[32 * n:])
     bop = Signal(intbv(0)[32 * n:])
-    immx = Signal(intbv(0)[32:])
+    imm_s = Signal(intbv(0)[32:])     # the starting instruction's imm, sign-extended to an ACC element
+    immx = Signal(intbv(0)[32:])      # the running ALU instruction's (registered at its start)
     immv = Signal(intbv(0)[32 * n:])
     sums = Signal(intbv(0)[32 * n:])
     gemm_new = Signal(intbv(0)[32 * n:])
@@ -136,11 +103,12 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
     new = Signal(intbv(0)[32 * n:])
     new_lo = Signal(intbv(0)[len(out_wd):])
     insts += [gemm_core(clk, p, inp_rd, wgt_rd, sums), vec_add32(acc_rd, sums, gemm_new, n),
-              alu_core(p, aop, aval, bop, alu_new), replicate(immx, immv, n), low_bytes(new, new_lo, n)]
+              alu_core(p, aop, aval, bop, alu_new), replicate(immx, immv, n),
+              sign_extend(sinsn, p, "ALU", "imm", imm_s), low_bytes(new, new_lo, n)]
 
     @always_comb
     def dispatch():
-        op = sinsn[OP_H:OP_L]
+        op = gi.opcode
         dma_start.next = start and op == OPC_LOAD
 
     @always_comb
@@ -159,7 +127,7 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
-        op = sinsn[OP_H:OP_L]
+        op = gi.opcode
         if start and op == OPC_FIN:
             fin_act.next = 1
             fin_cnt.next = OVH - 1
@@ -172,25 +140,25 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
             phase.next = PRE
             cnt.next = OVH - 1
             is_alu.next = op == OPC_ALU
-            rst_f.next = sinsn[RST_H:RST_L]
-            ubgn.next = sinsn[UB_H:UB_L]
-            u.next = sinsn[UB_H:UB_L]
-            uend.next = sinsn[UE_H:UE_L]
-            itout.next = sinsn[IO_H:IO_L]
-            itin.next = sinsn[II_H:II_L]
-            dfo.next = sinsn[DFO_H:DFO_L]
-            dfi.next = sinsn[DFI_H:DFI_L]
+            rst_f.next = gi.reset
+            ubgn.next = gi.uop_bgn
+            u.next = gi.uop_bgn
+            uend.next = gi.uop_end
+            itout.next = gi.iter_out
+            itin.next = gi.iter_in
+            dfo.next = gi.dst_factor_out
+            dfi.next = gi.dst_factor_in
             if op == OPC_ALU:
-                sfo.next = sinsn[ASFO_H:ASFO_L]
-                sfi.next = sinsn[ASFI_H:ASFI_L]
+                sfo.next = ai.src_factor_out
+                sfi.next = ai.src_factor_in
             else:
-                sfo.next = sinsn[GSFO_H:GSFO_L]
-                sfi.next = sinsn[GSFI_H:GSFI_L]
-            wfo.next = sinsn[WFO_H:WFO_L]
-            wfi.next = sinsn[WFI_H:WFI_L]
-            aop.next = sinsn[AOP_H:AOP_L]
-            use_imm.next = sinsn[AUSE_H:AUSE_L]
-            imm.next = sinsn[AIMM_H:AIMM_L]
+                sfo.next = gi.src_factor_out
+                sfi.next = gi.src_factor_in
+            wfo.next = gi.wgt_factor_out
+            wfi.next = gi.wgt_factor_in
+            aop.next = ai.alu_opcode
+            use_imm.next = ai.use_imm
+            immx.next = imm_s
             i.next = 0
             j.next = 0
             od.next = 0
@@ -254,16 +222,15 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
 
     @always_comb
     def addr1():
-        uw = uop_rd
         a = intbv(0)[33:]
-        a[:] = uw[UD_H:UD_L] + od1
+        a[:] = uf.dst_idx + od1
         dst_c.next = a[accb:]
         s = intbv(0)[33:]
-        s[:] = uw[US_H:US_L] + os1
+        s[:] = uf.src_idx + os1
         srci_c.next = s[inpb:]
         srca_c.next = s[accb:]
         w = intbv(0)[33:]
-        w[:] = uw[UW_H:UW_L] + ow1
+        w[:] = uf.wgt_idx + ow1
         wgt_c.next = w[wgtb:]
 
     @always_comb
@@ -283,13 +250,6 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
                 acc_ra.next = src2
         elif v2:
             acc_re.next = 1
-
-    @always_comb
-    def imm_ext():
-        if imm[15]:
-            immx.next = imm | 0xFFFF0000
-        else:
-            immx.next = imm
 
     @always_comb
     def operand():
@@ -335,5 +295,5 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
         if v2:
             aval.next = acc_rd
 
-    insts += [dispatch, status, outs, seq, uop_port, addr1, reads, imm_ext, operand, result, writes, pipe]
+    insts += [dispatch, status, outs, seq, uop_port, addr1, reads, operand, result, writes, pipe]
     return insts

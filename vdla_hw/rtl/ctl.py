@@ -7,28 +7,26 @@ from __future__ import annotations
 
 from myhdl import Signal, always_comb, always_seq, block, intbv
 
-from vdla_hw.rtl.params import INDEX_BITS, RtlParams
+from vdla_hw.rtl.decode import insn_fields
+from vdla_hw.rtl.params import RtlParams
 
 
 @block
 def exec_ctl(clk, rst, p: RtlParams, avail, head, pop_cmd, tok_prev_ok, tok_next_ok, start, sinsn, done,
              pop_prev, pop_next, push_prev, push_next, ret_valid, ret_index, cur_opcode, active, tstall):
-    """``head``/``sinsn``: {index, instruction} (index above bit 128). ``tok_prev_ok`` /
+    """``head``/``sinsn``: command-queue entries {index, instruction} (vdla_hw.rtl.decode). ``tok_prev_ok`` /
     ``tok_next_ok``: a token is visible in the queue the pop_prev / pop_next flag pops (tie
     high for a flag the module cannot use). ``start`` is high in the cycle the instruction
     starts, with ``sinsn`` the starting instruction; ``done`` (from the datapath) in its retire
     cycle. Counters: ``active`` in the cycles [start, retire) of an instruction, ``tstall`` in
     the cycles [take, start) (waiting for tokens)."""
-    H = p.fields["FINISH"]
-    PP, PN, UP, UN = (H[n][0] for n in ("pop_prev", "pop_next", "push_prev", "push_next"))
-    OPW = H["opcode"][1]
-    IB = 128
     busy = Signal(bool(0))
     running = Signal(bool(0))
     cur = Signal(intbv(0)[len(head):])
     free = Signal(bool(0))
     take = Signal(bool(0))
     go = Signal(bool(0))
+    hd, sd, cd = (insn_fields(x, p, "FINISH") for x in (head, sinsn, cur))   # the header fields
 
     @always_comb
     def comb():
@@ -40,21 +38,21 @@ def exec_ctl(clk, rst, p: RtlParams, avail, head, pop_cmd, tok_prev_ok, tok_next
         pop_cmd.next = take
         if take:
             sinsn.next = head
-            go.next = (not head[PP] or tok_prev_ok) and (not head[PN] or tok_next_ok)
+            go.next = (not hd.pop_prev or tok_prev_ok) and (not hd.pop_next or tok_next_ok)
         else:
             sinsn.next = cur
-            go.next = busy and not running and (not cur[PP] or tok_prev_ok) and (not cur[PN] or tok_next_ok)
+            go.next = busy and not running and (not cd.pop_prev or tok_prev_ok) and (not cd.pop_next or tok_next_ok)
 
     @always_comb
     def comb3():
         start.next = go
-        pop_prev.next = go and sinsn[PP]
-        pop_next.next = go and sinsn[PN]
-        push_prev.next = done and cur[UP]
-        push_next.next = done and cur[UN]
+        pop_prev.next = go and sd.pop_prev
+        pop_next.next = go and sd.pop_next
+        push_prev.next = done and cd.push_prev
+        push_next.next = done and cd.push_next
         ret_valid.next = done
-        ret_index.next = cur[IB + INDEX_BITS:IB]
-        cur_opcode.next = cur[OPW:0]
+        ret_index.next = cd.index
+        cur_opcode.next = cd.opcode
         active.next = go or (running and not done)
         tstall.next = (take or (busy and not running)) and not go
 

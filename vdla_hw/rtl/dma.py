@@ -13,7 +13,8 @@ from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 
 from vdla_hw import regmap
 from vdla_hw.config import MEM_TYPES
-from vdla_hw.rtl.params import ADDR_BITS, INDEX_BITS, MemGeom, RtlParams, log2
+from vdla_hw.rtl.decode import field_reg, insn_fields
+from vdla_hw.rtl.params import ADDR_BITS, MemGeom, RtlParams, log2
 
 IDLE, PRE, REQ, HOLD, POST = range(5)
 
@@ -178,27 +179,10 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
     moves) and the DMA goes idle. The two products are registered in the start cycle.
     """
     c = p.config
-    F = p.fields["LOAD"]
     me_beat, beat_idx, row_addr, row_end, row_last = port
     OVH = c.INSN_OVERHEAD
 
-    def fs(name):
-        lo, w, _ = F[name]
-        return lo + w, lo
-
-    MT, SB, DB, YS, XS, ST = fs("memory_type"), fs("sram_base"), fs("dram_base"), fs("y_size"), fs("x_size"), fs("x_stride")
-    PT, PB, PL, PR = fs("y_pad_top"), fs("y_pad_bottom"), fs("x_pad_left"), fs("x_pad_right")
-    # MyHDL converts plain names only: every field slice bound as two constants
-    DB_H, DB_L = DB
-    MT_H, MT_L = MT
-    PB_H, PB_L = PB
-    PL_H, PL_L = PL
-    PR_H, PR_L = PR
-    PT_H, PT_L = PT
-    SB_H, SB_L = SB
-    ST_H, ST_L = ST
-    XS_H, XS_L = XS
-    YS_H, YS_L = YS
+    ld = insn_fields(sinsn, p, "LOAD")
     codes = [MEM_TYPES.index(m) for m in mems]
     geoms = [p.mems[m] for m in mems]
     lges = [g.lg_elem for g in geoms]
@@ -210,16 +194,16 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
 
     phase = Signal(intbv(0)[3:])
     cnt = Signal(intbv(0)[32:])
-    mt = Signal(intbv(0)[3:])
-    sbase = Signal(intbv(0)[16:])
-    dbase = Signal(intbv(0)[32:])
-    ys = Signal(intbv(0)[16:])
-    xs = Signal(intbv(0)[16:])
-    xst = Signal(intbv(0)[16:])
-    top = Signal(intbv(0)[4:])
-    bot = Signal(intbv(0)[4:])
-    left = Signal(intbv(0)[4:])
-    right = Signal(intbv(0)[4:])
+    mt = field_reg(ld.memory_type)
+    sbase = field_reg(ld.sram_base)
+    dbase = field_reg(ld.dram_base)
+    ys = field_reg(ld.y_size)
+    xs = field_reg(ld.x_size)
+    xst = field_reg(ld.x_stride)
+    top = field_reg(ld.y_pad_top)
+    bot = field_reg(ld.y_pad_bottom)
+    left = field_reg(ld.x_pad_left)
+    right = field_reg(ld.x_pad_right)
     cols = Signal(intbv(0)[18:])
     rows = Signal(intbv(0)[18:])
     moves = Signal(bool(0))
@@ -262,11 +246,11 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
 
     @always_comb
     def sdec():
-        s_cols.next = sinsn[PL_H:PL_L] + sinsn[XS_H:XS_L] + sinsn[PR_H:PR_L]
+        s_cols.next = ld.x_pad_left + ld.x_size + ld.x_pad_right
 
     @always_comb
     def sfirst():
-        s_first.next = sinsn[SB_H:SB_L] + sinsn[PT_H:PT_L] * s_cols + sinsn[PL_H:PL_L]
+        s_first.next = ld.sram_base + ld.y_pad_top * s_cols + ld.x_pad_left
 
     d_nb = Signal(intbv(0)[32:])
     d_st = Signal(intbv(0)[32:])
@@ -274,24 +258,23 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
 
     # ---- range check -------------------------------------------------------------------
     E_SRAM, E_DRAM = regmap.ERROR_BITS["sram_range"], regmap.ERROR_BITS["dram_range"]
-    IX_H, IX_L = 128 + INDEX_BITS, 128
     dep0, dep1 = geoms[0].depth, geoms[1].depth
     chk = Signal(bool(0))
     c_prod = Signal(intbv(0)[34:])     # (y_size - 1) * x_stride
     c_fp = Signal(intbv(0)[38:])       # rows * cols of the footprint
-    c_idx = Signal(intbv(0)[INDEX_BITS:])
-    s_ysm1 = Signal(intbv(0)[16:])
+    c_idx = field_reg(ld.index)
+    s_ysm1 = field_reg(ld.y_size)
     s_rows = Signal(intbv(0)[19:])
     dep = Signal(intbv(0)[32:])
     elems = Signal(intbv(0)[32:])
 
     @always_comb
     def rdec():
-        if sinsn[YS_H:YS_L] != 0:
-            s_ysm1.next = sinsn[YS_H:YS_L] - 1
+        if ld.y_size != 0:
+            s_ysm1.next = ld.y_size - 1
         else:
             s_ysm1.next = 0
-        s_rows.next = sinsn[PT_H:PT_L] + sinsn[YS_H:YS_L] + sinsn[PB_H:PB_L]
+        s_rows.next = ld.y_pad_top + ld.y_size + ld.y_pad_bottom
         if mt == code0:
             dep.next = dep0
         else:
@@ -314,11 +297,11 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
 
     @always_seq(clk.posedge, reset=rst)
     def rseq():
-        chk.next = start and sinsn[XS_H:XS_L] != 0 and sinsn[YS_H:YS_L] != 0
+        chk.next = start and ld.x_size != 0 and ld.y_size != 0
         if start:
-            c_prod.next = s_ysm1 * sinsn[ST_H:ST_L]
+            c_prod.next = s_ysm1 * ld.x_stride
             c_fp.next = s_rows * s_cols
-            c_idx.next = sinsn[IX_H:IX_L]
+            c_idx.next = ld.index
 
     @always_comb
     def dsc():
@@ -356,34 +339,34 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
         if start:
             phase.next = PRE
             cnt.next = OVH - 1
-            mt.next = sinsn[MT_H:MT_L]
-            sbase.next = sinsn[SB_H:SB_L]
-            dbase.next = sinsn[DB_H:DB_L]
-            ys.next = sinsn[YS_H:YS_L]
-            xs.next = sinsn[XS_H:XS_L]
-            xst.next = sinsn[ST_H:ST_L]
-            top.next = sinsn[PT_H:PT_L]
-            bot.next = sinsn[PB_H:PB_L]
-            left.next = sinsn[PL_H:PL_L]
-            right.next = sinsn[PR_H:PR_L]
+            mt.next = ld.memory_type
+            sbase.next = ld.sram_base
+            dbase.next = ld.dram_base
+            ys.next = ld.y_size
+            xs.next = ld.x_size
+            xst.next = ld.x_stride
+            top.next = ld.y_pad_top
+            bot.next = ld.y_pad_bottom
+            left.next = ld.x_pad_left
+            right.next = ld.x_pad_right
             row_sram.next = s_first
             col.next = 0
             k.next = 0
             # first padding element
-            prb.next = sinsn[SB_H:SB_L]
+            prb.next = ld.sram_base
             pr.next = 0
             pc.next = 0
             pact.next = 0
-            if sinsn[XS_H:XS_L] != 0 and sinsn[YS_H:YS_L] != 0:
-                if sinsn[PT_H:PT_L] != 0 or sinsn[PL_H:PL_L] != 0:
+            if ld.x_size != 0 and ld.y_size != 0:
+                if ld.y_pad_top != 0 or ld.x_pad_left != 0:
                     pact.next = 1
-                elif sinsn[PR_H:PR_L] != 0:
+                elif ld.x_pad_right != 0:
                     pact.next = 1
-                    pc.next = sinsn[XS_H:XS_L]
-                elif sinsn[PB_H:PB_L] != 0:
+                    pc.next = ld.x_size
+                elif ld.y_pad_bottom != 0:
                     pact.next = 1
-                    pr.next = sinsn[YS_H:YS_L]
-                    prb.next = sinsn[SB_H:SB_L] + sinsn[YS_H:YS_L] * s_cols
+                    pr.next = ld.y_size
+                    prb.next = ld.sram_base + ld.y_size * s_cols
         else:
             if phase == PRE:
                 if cnt == 0:

@@ -13,6 +13,7 @@ from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, 
 
 from vdla_hw import isa, timing
 from vdla_hw.config import MEM_TYPES
+from vdla_hw.rtl.decode import INSN_BITS, INSN_BYTES, insn_fields
 from vdla_hw.rtl.params import ADDR_BITS, INDEX_BITS, RtlParams, log2
 
 REQ, WAIT, ROUTE, DONE = range(4)
@@ -44,12 +45,9 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
     c = p.config
     C = timing.fetch_chunk(c)
     STEP = c.FETCH_CYCLES_PER_INSN
-    IB = 16 // p.B
+    IB = INSN_BYTES // p.B          # beats per instruction
+    lgIBY = log2(INSN_BYTES)
     lgIB = log2(IB)
-    F = p.fields["LOAD"]
-    MT = (F["memory_type"][0] + F["memory_type"][1], F["memory_type"][0])
-    MT_H, MT_L = MT
-    OPW = F["opcode"][1]
     OPC_LOAD, OPC_STORE = isa.OPCODES["LOAD"], isa.OPCODES["STORE"]
     MAXOP = max(isa.OPCODES.values())
     INP, WGT = MEM_TYPES.index("inp"), MEM_TYPES.index("wgt")
@@ -70,7 +68,8 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
     want = Signal(bool(0))
     qpos = Signal(intbv(0)[32:])
     qn = Signal(intbv(0)[32:])
-    insn = Signal(intbv(0)[128:])
+    insn = Signal(intbv(0)[INSN_BITS:])
+    fd = insn_fields(insn, p, "LOAD")   # opcode and memory_type (same place in every kind)
     target = Signal(intbv(0)[2:])   # 0 load, 1 compute, 2 store, 3 bad
     bad = Signal(intbv(0)[16:])
     canpush = Signal(bool(0))
@@ -87,19 +86,17 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
 
     @always_comb
     def decode():
-        op = insn[OPW:0]
-        mt = insn[MT_H:MT_L]
         bad.next = 0
         target.next = 1
-        if op > MAXOP:
+        if fd.opcode > MAXOP:
             target.next = 3
             bad.next = E_OP
-        elif (op == OPC_LOAD or op == OPC_STORE) and mt >= len(MEM_TYPES):
+        elif (fd.opcode == OPC_LOAD or fd.opcode == OPC_STORE) and fd.memory_type >= len(MEM_TYPES):
             target.next = 3
             bad.next = E_MT
-        elif op == OPC_STORE:
+        elif fd.opcode == OPC_STORE:
             target.next = 2
-        elif op == OPC_LOAD and (mt == INP or mt == WGT):
+        elif fd.opcode == OPC_LOAD and (fd.memory_type == INP or fd.memory_type == WGT):
             target.next = 0
 
     @always_comb
@@ -126,10 +123,10 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
     @always_comb
     def dsc():
         nb = intbv(0)[ADDR_BITS + 8:]
-        nb[:] = qn << 4
+        nb[:] = qn << lgIBY
         d_nb.next = nb[ADDR_BITS:]
         ad = intbv(0)[ADDR_BITS + 8:]
-        ad[:] = insn_addr + (qpos << 4)
+        ad[:] = insn_addr + (qpos << lgIBY)
         d_addr.next = ad[ADDR_BITS:]
 
     @always_comb

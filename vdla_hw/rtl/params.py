@@ -1,5 +1,6 @@
-"""RTL parameters: every width, depth, field slice and timing constant the MyHDL blocks use,
-derived from the configuration and the ISA table (no hardware number typed twice).
+"""RTL parameters: every width, depth and timing constant the MyHDL blocks use, derived from the
+configuration (no hardware number typed twice). Instruction fields come from the ISA table
+through :mod:`vdla_hw.rtl.decode`.
 
 :func:`rtl_params` also rejects the few configurations the RTL does not implement, with a
 message naming the parameter (see docs/rtl.md, "Limits").
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vdla_hw import isa, timing
+from vdla_hw import timing
 from vdla_hw.config import MEM_TYPES, Config
 from vdla_hw.errors import ConfigError
 
@@ -66,14 +67,7 @@ class RtlParams:
     batch: int
     block_in: int
     block_out: int
-    mems: dict = field(default_factory=dict)    # name -> MemGeom
-    fields: dict = field(default_factory=dict)  # kind -> {field: (lo, width, signed)}
-    uop_fields: dict = field(default_factory=dict)
-
-    def f(self, kind: str, name: str) -> tuple[int, int]:
-        """(hi, lo) slice bounds of a field, MyHDL style (x[hi:lo])."""
-        lo, width, _ = self.fields[kind][name]
-        return lo + width, lo
+    mems: dict = field(default_factory=dict)    # name -> MemGeom (instruction fields: vdla_hw.rtl.decode)
 
     @property
     def c(self) -> Config:
@@ -101,9 +95,6 @@ def rtl_params(config: Config) -> RtlParams:
         g = p.mems[mem]
         if g.narrow and g.depth // g.lanes < 2:
             raise ConfigError("LOG_%s_BUFF_SIZE" % mem.upper(), None, "a narrow SRAM needs at least 2 lines", c.name)
-    for kind in isa.OPCODES:
-        p.fields[kind] = {n: (f.lo, f.width, f.signed) for n, f in isa.layout(kind, c).items()}
-    p.uop_fields = {n: (f.lo, f.width) for n, f in isa.uop_layout(c).items()}
     return p
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, concat, intbv
 
 from vdla_hw import isa, regmap
-from vdla_hw.rtl.params import ADDR_BITS, INDEX_BITS, RtlParams, log2
+from vdla_hw.rtl.decode import field_reg, insn_fields
+from vdla_hw.rtl.params import ADDR_BITS, RtlParams, log2
 
 IDLE, PRE, REQ, HOLD = range(4)
 
@@ -58,7 +59,6 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
     passes the OUT depth, else ``dram_range`` when the DRAM rows pass ``dram_bytes``, with
     ``rerr_insn`` the index; the request is then never raised (no beat moves)."""
     c = p.config
-    F = p.fields["STORE"]
     g = p.mems["out"]
     OVH = c.INSN_OVERHEAD
     B, lgB = p.B, p.lgB
@@ -66,24 +66,13 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
     me_beat, beat_idx, row_addr, row_end, row_last = port
     OPC = isa.OPCODES["STORE"]
 
-    def fs(name):
-        lo, w, _ = F[name]
-        return lo + w, lo
-
-    OP, SB, DB, YS, XS, ST = fs("opcode"), fs("sram_base"), fs("dram_base"), fs("y_size"), fs("x_size"), fs("x_stride")
-    # MyHDL converts plain names only: every field slice bound as two constants
-    DB_H, DB_L = DB
-    OP_H, OP_L = OP
-    SB_H, SB_L = SB
-    ST_H, ST_L = ST
-    XS_H, XS_L = XS
-    YS_H, YS_L = YS
+    st = insn_fields(sinsn, p, "STORE")
     phase = Signal(intbv(0)[2:])
     cnt = Signal(intbv(0)[8:])
-    dbase = Signal(intbv(0)[32:])
-    ys = Signal(intbv(0)[16:])
-    xs = Signal(intbv(0)[16:])
-    xst = Signal(intbv(0)[16:])
+    dbase = field_reg(st.dram_base)
+    ys = field_reg(st.y_size)
+    xs = field_reg(st.x_size)
+    xst = field_reg(st.x_stride)
     moves = Signal(bool(0))
     mystart = Signal(bool(0))
     BW = ADDR_BITS - lgB
@@ -98,23 +87,23 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
     s_end = Signal(intbv(0)[ADDR_BITS + 1:])
     g_st = Signal(intbv(0)[ADDR_BITS:])
     g_xb = Signal(intbv(0)[ADDR_BITS:])
-    g_x = Signal(intbv(0)[16:])
+    g_x = field_reg(st.x_size)
 
     @always_comb
     def first():
-        s_ra.next = sinsn[DB_H:DB_L] << lge
-        s_end.next = (sinsn[DB_H:DB_L] << lge) + (sinsn[XS_H:XS_L] << lge)
+        s_ra.next = st.dram_base << lge
+        s_end.next = (st.dram_base << lge) + (st.x_size << lge)
 
     @always_comb
     def look():
-        mystart.next = start and sinsn[OP_H:OP_L] == OPC
-        step.next = (start and sinsn[OP_H:OP_L] == OPC) or me_beat
-        if start and sinsn[OP_H:OP_L] == OPC:
+        mystart.next = start and st.opcode == OPC
+        step.next = (start and st.opcode == OPC) or me_beat
+        if start and st.opcode == OPC:
             l_ra.next = s_ra
             l_re.next = s_end
             l_b.next = s_ra >> lgB
             l_last.next = (s_end - 1) >> lgB
-            l_sr.next = sinsn[SB_H:SB_L]
+            l_sr.next = st.sram_base
         else:
             l_ra.next = w_ra
             l_re.next = w_re
@@ -125,10 +114,10 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
     @always_comb
     def geom():
         # row stride and row length of the walker: the starting instruction's in its start cycle
-        if start and sinsn[OP_H:OP_L] == OPC:
-            g_st.next = sinsn[ST_H:ST_L] << lge
-            g_xb.next = sinsn[XS_H:XS_L] << lge
-            g_x.next = sinsn[XS_H:XS_L]
+        if start and st.opcode == OPC:
+            g_st.next = st.x_stride << lge
+            g_xb.next = st.x_size << lge
+            g_x.next = st.x_size
         else:
             g_st.next = xst << lge
             g_xb.next = xs << lge
@@ -152,20 +141,19 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
 
     # ---- range check -------------------------------------------------------------------
     E_SRAM, E_DRAM = regmap.ERROR_BITS["sram_range"], regmap.ERROR_BITS["dram_range"]
-    IX_H, IX_L = 128 + INDEX_BITS, 128
     DEP = g.depth
     chk = Signal(bool(0))
     c_prod = Signal(intbv(0)[34:])     # (y_size - 1) * x_stride
     c_fp = Signal(intbv(0)[34:])       # y_size * x_size
-    c_idx = Signal(intbv(0)[INDEX_BITS:])
-    c_sb = Signal(intbv(0)[16:])
-    s_ysm1 = Signal(intbv(0)[16:])
+    c_idx = field_reg(st.index)
+    c_sb = field_reg(st.sram_base)
+    s_ysm1 = field_reg(st.y_size)
     elems = Signal(intbv(0)[32:])
 
     @always_comb
     def rdec():
-        if sinsn[YS_H:YS_L] != 0:
-            s_ysm1.next = sinsn[YS_H:YS_L] - 1
+        if st.y_size != 0:
+            s_ysm1.next = st.y_size - 1
         else:
             s_ysm1.next = 0
         elems.next = dram_bytes >> lge
@@ -186,12 +174,12 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
 
     @always_seq(clk.posedge, reset=rst)
     def rseq():
-        chk.next = mystart and sinsn[XS_H:XS_L] != 0 and sinsn[YS_H:YS_L] != 0
+        chk.next = mystart and st.x_size != 0 and st.y_size != 0
         if mystart:
-            c_prod.next = s_ysm1 * sinsn[ST_H:ST_L]
-            c_fp.next = sinsn[YS_H:YS_L] * sinsn[XS_H:XS_L]
-            c_sb.next = sinsn[SB_H:SB_L]
-            c_idx.next = sinsn[IX_H:IX_L]
+            c_prod.next = s_ysm1 * st.x_stride
+            c_fp.next = st.y_size * st.x_size
+            c_sb.next = st.sram_base
+            c_idx.next = st.index
 
     @always_comb
     def port_out():
@@ -204,11 +192,11 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
         if mystart:
             phase.next = PRE
             cnt.next = OVH - 1
-            dbase.next = sinsn[DB_H:DB_L]
-            ys.next = sinsn[YS_H:YS_L]
-            xs.next = sinsn[XS_H:XS_L]
-            xst.next = sinsn[ST_H:ST_L]
-            moves.next = sinsn[XS_H:XS_L] != 0 and sinsn[YS_H:YS_L] != 0
+            dbase.next = st.dram_base
+            ys.next = st.y_size
+            xs.next = st.x_size
+            xst.next = st.x_stride
+            moves.next = st.x_size != 0 and st.y_size != 0
         elif phase == PRE:
             if cnt == 0:
                 if not moves:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from myhdl import ResetSignal, Signal, always_comb, always_seq, block, intbv
 
-from vdla_hw import regmap
+from vdla_hw import isa, regmap
 from vdla_hw.isa import FLAG_QUEUE, MODULES
 from vdla_hw.rtl.axi import BURST_INCR, AxiLite, AxiMaster, bind, flat_names
 from vdla_hw.rtl.compute import compute
@@ -30,6 +30,7 @@ from vdla_hw.rtl.ctl import exec_ctl
 from vdla_hw.rtl.dma import dma_read
 from vdla_hw.rtl.fetch import fetch
 from vdla_hw.rtl.memport import BeatBus, PortClient, memport
+from vdla_hw.rtl.decode import ENTRY_BITS
 from vdla_hw.rtl.params import INDEX_BITS, RtlParams, arbitration_order, log2
 from vdla_hw.rtl.prims import cmd_queue, ram, token_queue
 from vdla_hw.rtl.sram import elem_read, elem_write, narrow_sram
@@ -88,7 +89,8 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
     c = p.config
     QL = c.QUEUE_LATENCY
     insts = []
-    W = 128 + INDEX_BITS
+    W = ENTRY_BITS
+    OPW = isa.layout("FINISH", c)["opcode"].width
     ports = dict(locals())
     axil, axi = AxiLite(), AxiMaster(p)
     bind(axil, "s_axil", ports)
@@ -188,7 +190,7 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
     for m in ("load", "compute", "store"):
         d = ctl[m] = dict(start=Signal(bool(0)), sinsn=Signal(intbv(0)[W:]), done=Signal(bool(0)),
                           pp=Signal(bool(0)), pn=Signal(bool(0)), up=Signal(bool(0)), un=Signal(bool(0)),
-                          rv=Signal(bool(0)), ri=Signal(intbv(0)[INDEX_BITS:]), op=Signal(intbv(0)[3:]),
+                          rv=Signal(bool(0)), ri=Signal(intbv(0)[INDEX_BITS:]), op=Signal(intbv(0)[OPW:]),
                           act=Signal(bool(0)), tst=Signal(bool(0)))
         prev_q, next_q = tok(m, "pop_prev"), tok(m, "pop_next")
         insts.append(exec_ctl(clk, crst, p, q[m]["avail"], q[m]["head"], q[m]["pop"],
