@@ -94,8 +94,8 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
     src2 = Signal(intbv(0)[accb:])
     aval = Signal(intbv(0)[32 * n:])
     bop = Signal(intbv(0)[32 * n:])
-    imm_s = Signal(intbv(0)[32:])     # the starting instruction's imm, sign-extended to an ACC element
-    immx = Signal(intbv(0)[32:])      # the running ALU instruction's (registered at its start)
+    imm = field_reg(ai.imm)           # the running ALU instruction's imm (registered at its start)
+    immx = Signal(intbv(0)[32:])      # imm sign-extended to an ACC element
     immv = Signal(intbv(0)[32 * n:])
     sums = Signal(intbv(0)[32 * n:])
     gemm_new = Signal(intbv(0)[32 * n:])
@@ -104,7 +104,7 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
     new_lo = Signal(intbv(0)[len(out_wd):])
     insts += [gemm_core(clk, p, inp_rd, wgt_rd, sums), vec_add32(acc_rd, sums, gemm_new, n),
               alu_core(p, aop, aval, bop, alu_new), replicate(immx, immv, n),
-              sign_extend(sinsn, p, "ALU", "imm", imm_s), low_bytes(new, new_lo, n)]
+              sign_extend(imm, immx), low_bytes(new, new_lo, n)]
 
     @always_comb
     def dispatch():
@@ -158,7 +158,7 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
             wfi.next = gi.wgt_factor_in
             aop.next = ai.alu_opcode
             use_imm.next = ai.use_imm
-            immx.next = imm_s
+            imm.next = ai.imm
             i.next = 0
             j.next = 0
             od.next = 0

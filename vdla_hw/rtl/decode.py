@@ -39,18 +39,16 @@ def field_reg(field) -> Signal:
 
 
 @block
-def sign_extend(insn, p: RtlParams, kind: str, name: str, out):
-    """``out`` = the signed field ``name`` of the ``kind`` instruction in ``insn``, sign-extended
-    to ``len(out)`` bits (the field and its sign bit are separate slices: the converter writes a
-    slice of a slice as invalid Verilog)."""
-    f = isa.layout(kind, p.config)[name]
-    assert f.signed and len(out) >= f.width, (kind, name)
-    raw, sign = insn(f.lo + f.width, f.lo), insn(f.lo + f.width - 1)
-    HIGH = ((1 << len(out)) - 1) ^ ((1 << f.width) - 1)    # the bits above the field
+def sign_extend(raw, out):
+    """``out`` = the two's-complement value held in the register ``raw`` (a signed field, e.g.
+    ``imm``, registered at the start) sign-extended to ``len(out)`` bits. ``raw`` is a signal of
+    its own, not a field slice: the converter writes a bit of a slice as invalid Verilog."""
+    SIGN = len(raw) - 1
+    HIGH = ((1 << len(out)) - 1) ^ ((1 << len(raw)) - 1)    # the bits above the field
 
     @always_comb
     def ext():
-        if sign:
+        if raw[SIGN]:
             out.next = raw | HIGH
         else:
             out.next = raw

@@ -15,6 +15,7 @@ from vdla_hw import regmap
 from vdla_hw.config import MEM_TYPES
 from vdla_hw.rtl.decode import field_reg, insn_fields
 from vdla_hw.rtl.params import ADDR_BITS, MemGeom, RtlParams, log2
+from vdla_hw.rtl.portdesc import desc_pack
 
 IDLE, PRE, REQ, HOLD, POST = range(5)
 
@@ -327,7 +328,6 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
             done.next = 1
         if phase == POST and cnt == 0:
             done.next = 1
-        desc.next = concat(d_nb, d_st, d_ad, ys)
 
     @always_comb
     def padw():
@@ -433,7 +433,7 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
                     else:
                         pact.next = 0
 
-    insts = [dec, sdec, sfirst, port_out, padw, seq, dsc, rdec, rchk, rseq]
+    insts = [dec, sdec, sfirst, port_out, padw, seq, dsc, rdec, rchk, rseq, desc_pack(desc, ys, d_ad, d_st, d_nb)]
     BW8 = p.B * 8
     if SRW > BW8:
         @always_seq(clk.posedge, reset=rst)

@@ -15,6 +15,7 @@ from vdla_hw import isa, timing
 from vdla_hw.config import MEM_TYPES
 from vdla_hw.rtl.decode import INSN_BITS, INSN_BYTES, insn_fields
 from vdla_hw.rtl.params import ADDR_BITS, INDEX_BITS, RtlParams, log2
+from vdla_hw.rtl.portdesc import ROWS_BITS, desc_pack
 
 REQ, WAIT, ROUTE, DONE = range(4)
 
@@ -75,6 +76,8 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
     canpush = Signal(bool(0))
     d_nb = Signal(intbv(0)[ADDR_BITS:])
     d_addr = Signal(intbv(0)[ADDR_BITS:])
+    one_row = Signal(intbv(1)[ROWS_BITS:])         # undriven: constants of the descriptor
+    no_stride = Signal(intbv(0)[ADDR_BITS:])
     lanes = [Signal(intbv(0)[p.B * 8:]) for _ in range(IB)]
     insts = [fetch_lane(clk, j, IB, lgIB, me_beat, bcnt, rdata, slot, lanes[j], C) for j in range(IB)]
     cat = ConcatSignal(*reversed(lanes)) if IB > 1 else lanes[0]
@@ -132,7 +135,6 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
     @always_comb
     def outs():
         req.next = want
-        desc.next = concat(d_nb, intbv(0)[ADDR_BITS:], d_addr, intbv(1)[16:])
         push_l.next = canpush and target == 0
         push_c.next = canpush and target == 1
         push_s.next = canpush and target == 2
@@ -166,5 +168,5 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
                 wcnt.next = wcnt - 1
             elif rpos == rend and rend >= insn_count:
                 state.next = DONE
-    insts += [lanes_out, decode, comb, comb2, dsc, outs, seq]
+    insts += [lanes_out, decode, comb, comb2, dsc, outs, seq, desc_pack(desc, one_row, d_addr, no_stride, d_nb)]
     return insts

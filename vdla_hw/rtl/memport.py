@@ -1,8 +1,8 @@
 """The memory port: one AXI master (``m_axi``) shared by fetch, load, compute and store, with
 the timing of the contract's bus model (``vdla_hw.membus``; docs/timing.md, "Memory port").
 
-A client asks with ``req`` and a descriptor (rows, byte offset of row 0 in the image, row
-stride in bytes, bytes per row) held stable while it asks. When the port is idle, the first
+A client asks with ``req`` and a descriptor (``vdla_hw.rtl.portdesc``: rows, byte offset of row 0
+in the image, row stride in bytes, bytes per row) held stable while it asks. When the port is idle, the first
 requester of ``timing.ARBITRATION_ORDER`` is granted in that cycle (``grant``) and owns the
 port for the whole transaction:
 
@@ -34,17 +34,11 @@ from myhdl import Signal, always_comb, always_seq, block, intbv
 
 from vdla_hw.rtl.axi import BURST_INCR, AxiMaster  # noqa: F401 (BURST_INCR: docs)
 from vdla_hw.rtl.params import ADDR_BITS, RtlParams, log2
+from vdla_hw.rtl.portdesc import DESC_BITS
 from vdla_hw.rtl.walker import WalkPos, row_walker
 
-DESC_BITS = 16 + 3 * ADDR_BITS   # rows, addr0, stride, nbytes
 IDLE, READ, WRITE = 0, 1, 2
 ADDR_MASK = (1 << ADDR_BITS) - 1
-
-
-def desc_fields():
-    """(name, lo, width) of the transaction descriptor bus."""
-    return [("rows", 0, 16), ("addr0", 16, ADDR_BITS), ("stride", 16 + ADDR_BITS, ADDR_BITS),
-            ("nbytes", 16 + 2 * ADDR_BITS, ADDR_BITS)]
 
 
 class PortClient:

@@ -10,11 +10,12 @@ is ready when the port moves it (the SRAM output holds through burst gaps).
 
 from __future__ import annotations
 
-from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, concat, intbv
+from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, intbv
 
 from vdla_hw import isa, regmap
 from vdla_hw.rtl.decode import field_reg, insn_fields
 from vdla_hw.rtl.params import ADDR_BITS, RtlParams, log2
+from vdla_hw.rtl.portdesc import desc_pack
 
 IDLE, PRE, REQ, HOLD = range(4)
 
@@ -185,7 +186,6 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
     def port_out():
         req.next = ((phase == PRE and cnt == 0 and moves) or phase == REQ) and rerr == 0
         done.next = (phase == PRE and cnt == 0 and not moves) or (phase == HOLD and rel_me)
-        desc.next = concat(d_nb, d_st, d_ad, ys)
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
@@ -233,7 +233,7 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
                 w_last.next = l_last
                 w_sr.next = l_sr
 
-    insts = [first, look, port_out, seq, geom, dsc, rdec, rchk, rseq]
+    insts = [first, look, port_out, seq, geom, dsc, rdec, rchk, rseq, desc_pack(desc, ys, d_ad, d_st, d_nb)]
 
     if not g.narrow:
         re, ra, rd = out_r

@@ -8,6 +8,7 @@ from myhdl import Signal, always_comb, always_seq, block, intbv
 
 from vdla_hw.membus import BURST_BOUNDARY
 from vdla_hw.rtl.params import ADDR_BITS, RtlParams, log2
+from vdla_hw.rtl.portdesc import ROWS_BITS, desc_fields
 
 
 class WalkPos:
@@ -34,14 +35,14 @@ def row_walker(clk, rst, p: RtlParams, load, desc, step, per_beat: bool, pos: Wa
     MAXB = p.config.MEM_MAX_BURST
     PAGE = BURST_BOUNDARY // p.B
     has, beat, last, rows, addr, bcnt = (Signal(bool(0)), Signal(intbv(0)[BW:]), Signal(intbv(0)[BW:]),
-                                         Signal(intbv(0)[16:]), Signal(intbv(0)[ADDR_BITS:]),
+                                         Signal(intbv(0)[ROWS_BITS:]), Signal(intbv(0)[ADDR_BITS:]),
                                          Signal(intbv(0)[len(pos.blen):]))
     stride, nbytes = Signal(intbv(0)[ADDR_BITS:]), Signal(intbv(0)[ADDR_BITS:])
-    c_rows, c_bcnt = Signal(intbv(0)[16:]), Signal(intbv(0)[len(pos.blen):])
+    c_rows, c_bcnt = Signal(intbv(0)[ROWS_BITS:]), Signal(intbv(0)[len(pos.blen):])
     c_stride, c_nbytes = Signal(intbv(0)[ADDR_BITS:]), Signal(intbv(0)[ADDR_BITS:])
     n_addr = Signal(intbv(0)[ADDR_BITS:])
     row_left = Signal(intbv(0)[BW + 1:])
-    D_ROWS, D_A0, D_ST, D_NB = 16, 16 + ADDR_BITS, 16 + 2 * ADDR_BITS, 16 + 3 * ADDR_BITS
+    d = desc_fields(desc, lgB)
     amount = Signal(intbv(0)[len(pos.blen):])   # beats one step moves past
     one = Signal(intbv(1)[len(pos.blen):])      # undriven: a constant 1
 
@@ -52,16 +53,16 @@ def row_walker(clk, rst, p: RtlParams, load, desc, step, per_beat: bool, pos: Wa
     @always_comb
     def cur():
         a0 = intbv(0)[ADDR_BITS + 1:]
-        a0[:] = desc[D_A0:D_ROWS] + desc[D_NB:D_ST] - 1
+        a0[:] = d.addr0 + d.nbytes - 1
         if load:
             pos.has.next = 1
-            pos.beat.next = desc[D_A0:D_ROWS + lgB]
+            pos.beat.next = d.addr0_beat
             pos.last.next = a0[ADDR_BITS:lgB]
-            pos.row_addr.next = desc[D_A0:D_ROWS]
-            c_rows.next = desc[D_ROWS:0]
+            pos.row_addr.next = d.addr0
+            c_rows.next = d.rows
             c_bcnt.next = 0
-            c_stride.next = desc[D_ST:D_A0]
-            c_nbytes.next = desc[D_NB:D_ST]
+            c_stride.next = d.stride
+            c_nbytes.next = d.nbytes
         else:
             pos.has.next = has
             pos.beat.next = beat

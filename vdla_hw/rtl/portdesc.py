@@ -1,0 +1,45 @@
+"""The memory-port transaction descriptor, declared once: what a client of the port
+(``vdla_hw.rtl.memport``) holds on its ``desc`` bus while it asks.
+
+Fields from bit 0 (:data:`DESC_LAYOUT`): ``rows`` (rows to move), ``addr0`` (byte offset of row
+0 in the image), ``stride`` (bytes from one row start to the next), ``nbytes`` (bytes per row).
+Clients build it with :func:`desc_pack`; the port's walkers read it with :func:`desc_fields`."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from myhdl import always_comb, block, concat
+
+from vdla_hw.rtl.params import ADDR_BITS
+
+ROWS_BITS = 16      # a LOAD/STORE's y_size (vdla_hw.isa); fetch moves one row
+DESC_LAYOUT = (("rows", ROWS_BITS), ("addr0", ADDR_BITS), ("stride", ADDR_BITS), ("nbytes", ADDR_BITS))
+DESC_LO = {}
+_pos = 0
+for _name, _width in DESC_LAYOUT:
+    DESC_LO[_name] = _pos
+    _pos += _width
+DESC_BITS = _pos
+
+
+def desc_fields(desc, lgB: int) -> SimpleNamespace:
+    """The fields of the descriptor bus ``desc`` as read-only slices (Verilog ``assign``s), plus
+    ``addr0_beat``: the beat number of ``addr0`` (beats of ``2**lgB`` bytes)."""
+    fields = {name: desc(DESC_LO[name] + width, DESC_LO[name]) for name, width in DESC_LAYOUT}
+    fields["addr0_beat"] = desc(DESC_LO["addr0"] + ADDR_BITS, DESC_LO["addr0"] + lgB)
+    return SimpleNamespace(**fields)
+
+
+@block
+def desc_pack(desc, rows, addr0, stride, nbytes):
+    """Drive ``desc`` with the fields given (each exactly its :data:`DESC_LAYOUT` width)."""
+    widths = dict(DESC_LAYOUT)
+    assert [name for name, _ in DESC_LAYOUT] == ["rows", "addr0", "stride", "nbytes"]
+    for name, sig in (("rows", rows), ("addr0", addr0), ("stride", stride), ("nbytes", nbytes)):
+        assert len(sig) == widths[name], (name, len(sig), widths[name])
+
+    @always_comb
+    def pack():
+        desc.next = concat(nbytes, stride, addr0, rows)
+    return pack
