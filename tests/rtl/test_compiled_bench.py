@@ -133,6 +133,21 @@ def test_missing_toolchain_is_one_clear_error(monkeypatch):
         compiled.check_toolchain()
 
 
+def test_compiler_choice_is_in_the_build_and_its_hash(monkeypatch):
+    from vdla_hw.rtl import compiled
+
+    monkeypatch.delenv("VDLA_RTL_CXX", raising=False)
+    default, default_id = compiled.build_hash(), compiled.cxx_identity()
+    assert f"CXX={compiled.cxx()}" in compiled.cxx_make_flags()
+    monkeypatch.setenv("VDLA_RTL_CXX", "g++")
+    assert compiled.cxx_make_flags() == ("CXX=g++", "LINK=g++")
+    assert compiled.cxx_identity().startswith("g++ ") and compiled.cxx_identity() != default_id
+    assert compiled.build_hash() != default
+    monkeypatch.setenv("VDLA_RTL_CXX", "no-such-compiler++")
+    with pytest.raises(VdlaError, match="no-such-compiler"):
+        compiled.check_toolchain()
+
+
 def test_build_failure_points_at_the_log(monkeypatch, tmp_path):
     from vdla_hw.rtl import compiled, runner
 

