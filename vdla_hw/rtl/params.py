@@ -17,6 +17,15 @@ from vdla_hw.errors import ConfigError
 ADDR_BITS = 32          # byte addresses and the AXI-lite registers are 32 bits wide
 INDEX_BITS = 32         # instruction index carried with each command-queue entry
 CYCLE_BITS = 64         # the CYCLES_LO/HI counter
+# Cycles from a compute uop's issue to its accumulator write (vdla_hw/rtl/compute.py's pipeline):
+# GEMM: uop read, address + inp/wgt read, DSP P register, adder-tree register (+ acc read),
+# accumulate + write; ALU: uop read, address + acc[dst] read, acc[src] read, operand register,
+# operate + write. The write must land before the retire cycle (issue of the last uop + 1 +
+# GEMM_PIPELINE_DEPTH, or + ALU_CYCLES_PER_UOP + ALU_PIPELINE_DEPTH): a STORE waiting on the
+# retire's token reads its first OUT element one cycle ahead of its start, which is the retire
+# cycle itself when QUEUE_LATENCY is 1 (a write there is missed: tests/rtl showed it).
+GEMM_WRITE_CYCLES = 4
+ALU_WRITE_CYCLES = 4
 
 
 def log2(n: int) -> int:
@@ -79,9 +88,11 @@ def rtl_params(config: Config) -> RtlParams:
     c = config
     checks = [
         ("INSN_OVERHEAD", c.INSN_OVERHEAD >= 1, "the RTL needs >= 1 cycle to decode an instruction"),
-        ("GEMM_PIPELINE_DEPTH", c.GEMM_PIPELINE_DEPTH >= 3, "the RTL GEMM pipeline writes 3 cycles after issue"),
+        ("GEMM_PIPELINE_DEPTH", c.GEMM_PIPELINE_DEPTH >= GEMM_WRITE_CYCLES,
+         f"the RTL GEMM (pipelined for 100 MHz) writes an accumulator {GEMM_WRITE_CYCLES} cycles after issue"),
         ("ALU_CYCLES_PER_UOP", c.ALU_CYCLES_PER_UOP >= 2, "the RTL ALU reads two accumulators per uop on one port"),
-        ("ALU_PIPELINE_DEPTH", c.ALU_PIPELINE_DEPTH + c.ALU_CYCLES_PER_UOP >= 4, "the RTL ALU writes 3 cycles after issue"),
+        ("ALU_PIPELINE_DEPTH", c.ALU_PIPELINE_DEPTH + c.ALU_CYCLES_PER_UOP > ALU_WRITE_CYCLES,
+         f"the RTL ALU (pipelined for 100 MHz) writes an accumulator {ALU_WRITE_CYCLES} cycles after issue"),
         ("MEM_MAX_BURST", c.MEM_MAX_BURST <= 16, "HP0 is AXI3: bursts of at most 16 beats (4-bit AxLEN)"),
         ("MEM_BYTES_PER_BEAT", 4 <= c.MEM_BYTES_PER_BEAT <= 16, "the RTL fetch path needs 4..16-byte beats"),
     ]

@@ -168,7 +168,7 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
             insts += [narrow_sram(clk, g[name], wp, banks_r), elem_read(clk, g[name], *rp, banks_r)]
         else:
             insts.append(ram(clk, *wp, *rp, g[name].depth))
-    insts.append(ram(clk, *acc_w, *acc_r, g["acc"].depth, forward=True))
+    insts.append(ram(clk, *acc_w, *acc_r, g["acc"].depth))   # compute forwards its own writes
     if g["out"].narrow:
         banks_w = _wports(g["out"])
         insts += [elem_write(g["out"], *out_w, banks_w), narrow_sram(clk, g["out"], banks_w, out_r)]
