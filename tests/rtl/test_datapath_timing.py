@@ -1,0 +1,43 @@
+"""The GEMM/ALU datapath is pipelined for the 100 MHz clock (issue 13 item 1): on tiny's FPGA
+top (yosys synth_xilinx, the same estimator as `vdla hw synth`), no register-to-register path
+that starts at an SRAM read port or in the compute datapath (uop loop, GEMM core, ALU, forward
+and write-back registers; not the compute module's LOAD DMA, whose paths belong to the DMA's
+pipelining) is longer than the 10 ns period minus the clock uncertainty. The ALU multiplies
+start at operand registers packed into their DSP48E1 (unnamed in the netlist), so a path from
+an unnamed DSP48E1 counts when it ends in the datapath (the acc[dst] latch, the forward register). Before the pipelining the acc SRAM
+read -> ALU -> acc write path alone took 15.7 ns. Slow: one synthesis of tiny (about 1.5 min).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from vdla_hw.config import load_config
+from vdla_hw.rtl import sta
+from vdla_hw.rtl.fmax import estimate_fmax
+
+pytestmark = [pytest.mark.rtl, pytest.mark.slow]
+
+DATAPATH = re.compile(r"compute0_(?!dma_read)|_ram\d+_dout|narrow_sram|elem_read")
+
+
+def _in_datapath(signal: str) -> bool:
+    return bool(DATAPATH.search(signal)) and "dma_read" not in signal
+
+
+def test_datapath_paths_fit_100_mhz(tmp_path):
+    config = load_config("tiny")
+    estimate_fmax(config, "axi", keep=tmp_path, use_cache=False)
+    timing = sta.analyse(json.loads((tmp_path / "netlist.json").read_text()), "vdla_axi_top", worst=100_000)
+    budget = 1000.0 / config.CLOCK_MHZ - timing["clock_uncertainty_ns"]
+    paths = timing["worst_paths"]
+    assert paths[-1]["delay_ns"] < budget, "not every endpoint was listed"
+    mine = [p for p in paths if _in_datapath(p["start"]["signal"])
+            or (p["start"]["signal"].startswith("DSP48E1") and _in_datapath(p["end"]["signal"]))]
+    assert len(mine) > 100, "the datapath's paths were not recognised by name"
+    slow = [f'{p["delay_ns"]:.2f} ns {p["start"]["signal"]} -> {p["end"]["signal"]}'
+            for p in mine if p["delay_ns"] > budget]
+    assert not slow, "datapath paths over the 100 MHz budget: " + "; ".join(slow[:5])
