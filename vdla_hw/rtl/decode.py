@@ -25,9 +25,7 @@ ENTRY_BITS = INSN_BITS + INDEX_BITS      # a command-queue entry: {index, instru
 def insn_fields(insn, p: RtlParams, kind: str) -> SimpleNamespace:
     """The fields of a ``kind`` instruction held in ``insn`` (an instruction or a whole
     command-queue entry), by their ISA names."""
-    fields = {}
-    for name, f in isa.layout(kind, p.config).items():
-        fields[name] = insn(f.lo) if f.width == 1 else insn(f.lo + f.width, f.lo)
+    fields = _slices(insn, isa.layout(kind, p.config))
     if len(insn) >= ENTRY_BITS:
         fields["index"] = insn(ENTRY_BITS, INSN_BITS)
     return SimpleNamespace(**fields)
@@ -54,6 +52,13 @@ def sign_extend(raw, out):
             out.next = raw
     return ext
 
+
+def _slices(word, layout: dict) -> dict:
+    """Name -> the read-only slice of ``word`` holding that field of ``layout`` (one-bit fields as
+    ``bool``): the one place the RTL slices an ISA layout."""
+    return {name: word(f.lo) if f.width == 1 else word(f.lo + f.width, f.lo) for name, f in layout.items()}
+
+
 def uop_fields(word, p: RtlParams) -> SimpleNamespace:
     """The fields of a micro-op word (``vdla_hw.isa.uop_layout``) by their ISA names."""
-    return SimpleNamespace(**{name: word(f.lo + f.width, f.lo) for name, f in isa.uop_layout(p.config).items()})
+    return SimpleNamespace(**_slices(word, isa.uop_layout(p.config)))

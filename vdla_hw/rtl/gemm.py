@@ -21,9 +21,6 @@ from myhdl import ConcatSignal, Signal, always, always_comb, block, intbv
 
 from vdla_hw.rtl.params import RtlParams
 
-BIAS = 1 << 15            # added in the DSP's post-adder: makes the packed product's split exact
-
-
 def _s(bits):
     return Signal(intbv(0, min=-(1 << (bits - 1)), max=1 << (bits - 1)))
 
@@ -33,14 +30,18 @@ def mul_pair(clk, x, w1, w2, lo, hi):
     """lo = w2*x, hi = w1*x (x, w1, w2 int8 bit patterns) of the operands one cycle earlier:
     one packed multiply whose DSP48E1 post-adder adds 2**15 into the P register. With the low
     product in [-2**15, 2**15) the bias never borrows from the high half, so hi is P[33:16]
-    and lo is P[16:0] with bit 15 inverted (no carry chain after the DSP)."""
-    pk = _s(25)
-    prod = _s(34)
-    low = Signal(intbv(0)[16:])
+    and lo is P[16:0] with bit 15 inverted (no carry chain after the DSP). Widths follow the
+    operands': a product of PB = 16 bits (int8 x int8), packed 16 bits apart, 25 x 8 bits."""
+    PB = len(x) + len(w1)               # bits of one product
+    BIAS = 1 << (PB - 1)                # added in the DSP's post-adder: makes the split exact
+    pk = _s(PB + len(w1) + 1)           # (w1 << PB) + w2
+    prod = _s(len(pk) + len(x) + 1)     # pk * x + BIAS
+    TOP = len(prod) - 1                 # hi = prod[TOP:PB], a product's PB + 1 signed bits
+    low = Signal(intbv(0)[PB:])
 
     @always_comb
     def pack():
-        pk.next = (w1.signed() << 16) + w2.signed()
+        pk.next = (w1.signed() << PB) + w2.signed()
 
     @always(clk.posedge)
     def preg():
@@ -48,12 +49,12 @@ def mul_pair(clk, x, w1, w2, lo, hi):
 
     @always_comb
     def split():
-        low.next = prod[16:0] ^ BIAS
+        low.next = prod[PB:0] ^ BIAS
 
     @always_comb
     def outs():
         lo.next = low.signed()
-        hi.next = prod[33:16].signed()
+        hi.next = prod[TOP:PB].signed()
     return pack, preg, split, outs
 
 
@@ -76,23 +77,27 @@ def _reg(clk, a, s):
 
 @block
 def gemm_core(clk, p: RtlParams, inp, wgt, sums):
+    """``sums`` lane (b, o) = sum_i inp[b][i] * wgt[o][i] (int8 elements, int32 lanes)."""
+    c = p.config
+    IB, WB, AB = c.inp_bits, c.wgt_bits, c.acc_bits
+    PW = IB + WB + 1                    # a product from mul_pair, signed
     insts = []
     BI, BO = p.block_in, p.block_out
     lanes = []
     for b in range(p.batch):
         prods = [[None] * BI for _ in range(BO)]
         for i in range(BI):
-            x = inp((b * BI + i) * 8 + 8, (b * BI + i) * 8)
+            x = inp((b * BI + i) * IB + IB, (b * BI + i) * IB)
             for k in range(BO // 2):
                 o2, o1 = 2 * k, 2 * k + 1
-                w2 = wgt((o2 * BI + i) * 8 + 8, (o2 * BI + i) * 8)
-                w1 = wgt((o1 * BI + i) * 8 + 8, (o1 * BI + i) * 8)
-                lo, hi = _s(17), _s(17)
+                w2 = wgt((o2 * BI + i) * WB + WB, (o2 * BI + i) * WB)
+                w1 = wgt((o1 * BI + i) * WB + WB, (o1 * BI + i) * WB)
+                lo, hi = _s(PW), _s(PW)
                 insts.append(mul_pair(clk, x, w1, w2, lo, hi))
                 prods[o2][i], prods[o1][i] = lo, hi
         for o in range(BO):
             terms = prods[o]
-            width = 17
+            width = PW
             while len(terms) > 1:
                 width += 1
                 nxt = []
@@ -103,10 +108,10 @@ def gemm_core(clk, p: RtlParams, inp, wgt, sums):
                 if len(terms) % 2:
                     nxt.append(terms[-1])
                 terms = nxt
-            lane = _s(32)
+            lane = _s(AB)
             insts.append(_reg(clk, terms[0], lane))
             lanes.append(lane)
-    cat = ConcatSignal(*[l(32, 0) for l in reversed(lanes)]) if len(lanes) > 1 else lanes[0]
+    cat = ConcatSignal(*[l(AB, 0) for l in reversed(lanes)]) if len(lanes) > 1 else lanes[0]
 
     @always_comb
     def out():
@@ -119,39 +124,43 @@ def gemm_core(clk, p: RtlParams, inp, wgt, sums):
 def alu_lane(clk, op, a, b, b8, res):
     """res = op(a, b) on int32 bit patterns of the operands one cycle earlier; op: 0 min,
     1 max, 2 add, 3 shr, 4 mul. Stage 1 registers the operands with the clamped shift amount
-    and the comparisons; stage 2 (combinational into the caller's write) operates and selects."""
-    a1 = Signal(intbv(0)[32:])
-    b1 = Signal(intbv(0)[32:])
-    b81 = Signal(intbv(0)[8:])
-    amt = Signal(intbv(0)[6:])
+    and the comparisons; stage 2 (combinational into the caller's write) operates and selects.
+    Widths follow the lane's (AB = 32) and the MUL operand's (``b8``, 8 bits)."""
+    AB = len(a)
+    MAXSH = AB - 1                      # the shift amount is clamped to [-MAXSH, MAXSH]
+    AMTB = MAXSH.bit_length() + 1       # holds MAXSH and the low bits of b
+    a1 = Signal(intbv(0)[AB:])
+    b1 = Signal(intbv(0)[AB:])
+    b81 = Signal(intbv(0)[len(b8):])
+    amt = Signal(intbv(0)[AMTB:])
     left = Signal(bool(0))
     lt = Signal(bool(0))
     gt = Signal(bool(0))
-    total = Signal(intbv(0)[33:])
-    prod = _s(41)
-    shl = Signal(intbv(0)[64:])
-    shr = _s(32)
+    total = Signal(intbv(0)[AB + 1:])
+    prod = _s(AB + len(b8) + 1)
+    shl = Signal(intbv(0)[2 * AB:])
+    shr = _s(AB)
 
     @always(clk.posedge)
     def stage1():
-        t = intbv(0)[32:]
+        t = intbv(0)[AB:]
         t[:] = b
         a1.next = a
         b1.next = b
         b81.next = b8
         lt.next = a.signed() < b.signed()
         gt.next = a.signed() > b.signed()
-        if b.signed() > 31:
-            amt.next = 31
+        if b.signed() > MAXSH:
+            amt.next = MAXSH
             left.next = 0
-        elif b.signed() < -31:
-            amt.next = 31
+        elif b.signed() < -MAXSH:
+            amt.next = MAXSH
             left.next = 1
         elif b.signed() < 0:
             amt.next = -b.signed()
             left.next = 1
         else:
-            amt.next = t[6:0]
+            amt.next = t[AMTB:0]
             left.next = 0
 
     @always_comb
@@ -174,23 +183,25 @@ def alu_lane(clk, op, a, b, b8, res):
             else:
                 res.next = b1
         elif op == 2:
-            res.next = total[32:0]
+            res.next = total[AB:0]
         elif op == 3:
             if left:
-                res.next = shl[32:0]
+                res.next = shl[AB:0]
             else:
-                res.next = shr[32:0]
+                res.next = shr[AB:0]
         else:
-            res.next = prod[32:0]
+            res.next = prod[AB:0]
     return stage1, arith, sel
 
 
 @block
 def alu_core(clk, p: RtlParams, op, a, b, res):
-    """Every int32 lane of an accumulator element through :func:`alu_lane`."""
+    """Every int32 lane of an accumulator element through :func:`alu_lane`; MUL takes the low
+    int8 (an INP element's width) of its operand lane."""
     n = p.batch * p.block_out
-    outs = [Signal(intbv(0)[32:]) for _ in range(n)]
-    insts = [alu_lane(clk, op, a(32 * k + 32, 32 * k), b(32 * k + 32, 32 * k), b(32 * k + 8, 32 * k), outs[k])
+    AB, MB = p.config.acc_bits, p.config.inp_bits
+    outs = [Signal(intbv(0)[AB:]) for _ in range(n)]
+    insts = [alu_lane(clk, op, a(AB * k + AB, AB * k), b(AB * k + AB, AB * k), b(AB * k + MB, AB * k), outs[k])
              for k in range(n)]
     cat = ConcatSignal(*reversed(outs))
 
