@@ -45,7 +45,7 @@ def uop_loop(clk, rst, p: RtlParams, start, gi, ai, is_alu, out: UopIssue):
     DG, DA = 1 + c.GEMM_PIPELINE_DEPTH, PA + c.ALU_PIPELINE_DEPTH
     uopb = p.mems["uop"].ibits
     DM, SM, WM = ((1 << len(s)) - 1 for s in (out.dst, out.src, out.wgt))
-    phase = Signal(intbv(0)[2:])
+    phase = Signal(intbv(0)[count_bits(DRAIN):])
     cnt = Signal(intbv(0)[count_bits(max(OVH, DG, DA) - 1):])
     sp = Signal(intbv(0)[count_bits(PA - 1):])
     ubgn, uend, u = (Signal(intbv(0)[uopb + 1:]) for _ in range(3))

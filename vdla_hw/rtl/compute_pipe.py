@@ -10,7 +10,7 @@ from vdla_hw.rtl.compute_ports import ComputeMode, ReadPort, UopIssue, UopStages
 from vdla_hw.rtl.decode import sign_extend
 from vdla_hw.rtl.gemm import alu_core, gemm_core
 from vdla_hw.rtl.params import RtlParams
-from vdla_hw.rtl.vec import low_bytes, replicate, vec_add32
+from vdla_hw.rtl.vec import low_bytes, replicate, vec_add
 
 
 def _wrap_add_bits(a, b) -> int:
@@ -96,7 +96,7 @@ def datapath(clk, rst, p: RtlParams, mode: ComputeMode, st: UopStages, inp_rd, w
     W = p.mems["acc"].width          # n int32 lanes
     aval, bop, immv, sums, gemm_new, alu_new = (Signal(intbv(0)[W:]) for _ in range(6))
     immx = Signal(intbv(0)[c.acc_bits:])      # imm sign-extended to an ACC element
-    insts = [gemm_core(clk, p, inp_rd, wgt_rd, sums), vec_add32(accv, sums, gemm_new, n),
+    insts = [gemm_core(clk, p, inp_rd, wgt_rd, sums), vec_add(accv, sums, gemm_new, n),
              alu_core(clk, p, mode.alu_opcode, aval, bop, alu_new), replicate(immx, immv, n),
              sign_extend(mode.imm, immx)]
 

@@ -1,4 +1,5 @@
-"""Small structural helpers on buses of lanes (constant slices only, so conversion is plain)."""
+"""Small structural helpers on buses of ``n`` equal lanes, lane 0 at the low bits (constant
+slices only, so conversion is plain); a lane's width is the bus width / ``n``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from myhdl import ConcatSignal, Signal, always_comb, block, intbv
 
 @block
 def _add_lane(a, b, s):
-    t = Signal(intbv(0)[33:])
+    W = len(s)
+    t = Signal(intbv(0)[W + 1:])
 
     @always_comb
     def add():
@@ -15,15 +17,16 @@ def _add_lane(a, b, s):
 
     @always_comb
     def out():
-        s.next = t[32:0]
+        s.next = t[W:0]
     return add, out
 
 
 @block
-def vec_add32(a, b, s, n):
-    """s = a + b per 32-bit lane, wrapping."""
-    outs = [Signal(intbv(0)[32:]) for _ in range(n)]
-    insts = [_add_lane(a(32 * k + 32, 32 * k), b(32 * k + 32, 32 * k), outs[k]) for k in range(n)]
+def vec_add(a, b, s, n):
+    """s = a + b per lane (int32 accumulators), wrapping."""
+    W = len(s) // n
+    outs = [Signal(intbv(0)[W:]) for _ in range(n)]
+    insts = [_add_lane(a(W * k + W, W * k), b(W * k + W, W * k), outs[k]) for k in range(n)]
     cat = ConcatSignal(*reversed(outs)) if n > 1 else outs[0]
 
     @always_comb
@@ -35,8 +38,9 @@ def vec_add32(a, b, s, n):
 
 @block
 def low_bytes(a, s, n):
-    """s = the low byte of every 32-bit lane of a (int32 -> int8 truncation)."""
-    cat = ConcatSignal(*[a(32 * k + 8, 32 * k) for k in reversed(range(n))]) if n > 1 else a(8, 0)
+    """s = the low bits of every lane of a, len(s) // n per lane (int32 -> int8 truncation)."""
+    W, LO = len(a) // n, len(s) // n
+    cat = ConcatSignal(*[a(W * k + LO, W * k) for k in reversed(range(n))]) if n > 1 else a(LO, 0)
 
     @always_comb
     def out():
