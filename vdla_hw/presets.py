@@ -32,7 +32,10 @@ _PYNQ_PORT = {
     "ALU_CYCLES_PER_UOP": (2, "one accumulator read port: one ALU uop per 2 cycles (docs/spec.md section 5)"),
     "ALU_PIPELINE_DEPTH": (3, "read-operate-write pipeline of the ALU; pipelined for 100 MHz: the RTL writes 4 "
                               "cycles after issue (two acc reads, operand register, operate), before the retire cycle"),
-    "INSN_OVERHEAD": (1, "cycles to decode an instruction and set up its loops in load/compute/store"),
+    "INSN_OVERHEAD": (4, "cycles to decode an instruction and set up its loops in load/compute/store; "
+                         "4 since the RTL was pipelined for 100 MHz: a LOAD/STORE's field sums, DSP products "
+                         "and range check take one register stage each before the port request "
+                         "(docs/rtl.md, 'How the timing contract is implemented')"),
 }
 
 PRESETS: dict[str, dict[str, tuple[object, str]]] = {

@@ -3,19 +3,24 @@
 Timing (vdla_hw.timing.exec_cycles of a LOAD): from the start cycle t_s, INSN_OVERHEAD cycles
 of decode, then a port request (held until granted), the port transaction, then one cycle per
 padding element; ``done`` is high in the retire cycle. Data lands in SRAM as beats arrive;
-padding zeros are written in cycles without a beat (there are always enough before retire:
-MEM_LATENCY >= 1 and INSN_OVERHEAD >= 1 leave at least pad + 1 such cycles).
+padding zeros are written in cycles without a beat, from the cycle after the earliest request
+cycle (the padding iterator's row bases come out of the decode pipeline). There are always
+enough before retire: from the grant g (at or after the request cycle) the port is held P
+cycles, released at g + P, and the retire is at g + P + pad; the B beats move in
+[g + 1, g + P - 1] and P >= B + MEM_LATENCY + 1 (the first beat comes MEM_LATENCY >= 1 cycles
+after the AR, raised at g + 1 at the earliest), so [g + 1, g + P + pad - 1] holds at least
+pad + MEM_LATENCY beat-free cycles.
 """
 
 from __future__ import annotations
 
 from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 
-from vdla_hw import regmap
 from vdla_hw.config import MEM_TYPES
 from vdla_hw.rtl.decode import field_reg, insn_fields
-from vdla_hw.rtl.params import ADDR_BITS, MemGeom, RtlParams, log2
+from vdla_hw.rtl.params import ADDR_BITS, DECODE_CYCLES, MemGeom, RtlParams, log2
 from vdla_hw.rtl.portdesc import desc_pack
+from vdla_hw.rtl.rangechk import range_check
 
 IDLE, PRE, REQ, HOLD, POST = range(5)
 
@@ -173,15 +178,18 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
     beat when it belongs to this master. ``sram_ports[mem]``: (we, waddr, wdata) of a wide
     memory, or ((we_lanes, addr, data) x 2 banks) of a narrow one.
 
-    Range check (vdla_hw.program.check_transfer): in the cycle after the start (the earliest
-    request cycle, INSN_OVERHEAD >= 1) ``rerr`` carries ERROR ``sram_range`` when the SRAM
-    footprint passes the depth, else ``dram_range`` when the DRAM rows pass ``dram_bytes``,
-    with ``rerr_insn`` the instruction's index; the request is then never raised (no beat
-    moves) and the DMA goes idle. The two products are registered in the start cycle.
+    The start cycle only registers the fields; sums, products and the range check
+    (vdla_hw.program.check_transfer, :mod:`vdla_hw.rtl.rangechk`) fill the decode cycles. In
+    the earliest request cycle t_s + INSN_OVERHEAD (INSN_OVERHEAD >= DECODE_CYCLES) ``rerr``
+    carries ERROR ``sram_range`` or ``dram_range`` for a failing transfer, with ``rerr_insn`` the
+    instruction's index; the request is then never raised (no beat moves) and the DMA goes
+    idle. ``req`` and ``done`` depend on registers only. The padding iterator starts in that
+    cycle too (its row bases are products of the decode pipeline).
     """
     c = p.config
     me_beat, beat_idx, row_addr, row_end, row_last = port
     OVH = c.INSN_OVERHEAD
+    assert OVH >= DECODE_CYCLES, "rtl_params refuses this configuration"
 
     ld = insn_fields(sinsn, p, "LOAD")
     codes = [MEM_TYPES.index(m) for m in mems]
@@ -205,16 +213,33 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
     bot = field_reg(ld.y_pad_bottom)
     left = field_reg(ld.x_pad_left)
     right = field_reg(ld.x_pad_right)
-    cols = Signal(intbv(0)[18:])
-    rows = Signal(intbv(0)[18:])
+    c_idx = field_reg(ld.index)
     moves = Signal(bool(0))
-    npad = Signal(intbv(0)[40:])
     lge = Signal(intbv(0)[4:])
     ebm = Signal(intbv(0)[8:])
     sel0 = Signal(bool(0))
     sel1 = Signal(bool(0))
-    # data write position
+    # decode pipeline (rangechk's stages): stage 1 sums, stage 2 products, stage 3 padding bases
     RS = 40
+    rows_s, cols_s = Signal(intbv(0)[18:]), Signal(intbv(0)[18:])      # sums of field registers
+    cols = Signal(intbv(0)[18:])         # stage 1: footprint columns, rows
+    rows = Signal(intbv(0)[18:])
+    topys = Signal(intbv(0)[18:])        # stage 1: y_pad_top + y_size, x_pad_left + x_size
+    leftxs = Signal(intbv(0)[18:])
+    top1, ys1, xs1, left1, sb1 = (Signal(intbv(0)[len(s_):]) for s_ in (top, ys, xs, left, sbase))
+    npz = Signal(bool(0))                # stage 1: no padding at all
+    fp = Signal(intbv(0)[RS:])           # stage 2: rows * cols
+    yx2, topc2, botc2 = (Signal(intbv(0)[RS:]) for _ in range(3))
+    left2, sb2 = Signal(intbv(0)[len(left):]), Signal(intbv(0)[len(sbase):])
+    npadm1 = Signal(intbv(0)[32:])       # stage 3: padding elements - 1
+    s_first = Signal(intbv(0)[RS:])      # stage 3: SRAM element of the first data element
+    s_bot = Signal(intbv(0)[RS:])        # stage 3: SRAM element of the first bottom-padding row
+    err = Signal(intbv(0)[len(rerr):])
+    bad = Signal(bool(0))
+    dep = Signal(intbv(0)[32:])
+    elems = Signal(intbv(0)[32:])
+    at_req = Signal(bool(0))             # the earliest request cycle (decode over)
+    # data write position
     row_sram = Signal(intbv(0)[RS:])
     col = Signal(intbv(0)[RS:])
     k = Signal(intbv(0)[8:])
@@ -227,85 +252,59 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
     pact = Signal(bool(0))
     pad_we = Signal(bool(0))
     pad_addr = Signal(intbv(0)[RS:])
-    s_cols = Signal(intbv(0)[18:])
-    s_first = Signal(intbv(0)[RS:])
+    dep0, dep1 = geoms[0].depth, geoms[1].depth
 
     @always_comb
     def dec():
-        cols.next = left + xs + right
-        rows.next = top + ys + bot
-        moves.next = xs != 0 and ys != 0
-        npad.next = (top + ys + bot) * (left + xs + right) - ys * xs
+        rows_s.next = top + ys + bot
+        cols_s.next = left + xs + right
         sel0.next = mt == code0
         sel1.next = mt == code1
         if mt == code0:
             lge.next = lge0
             ebm.next = eb0
+            dep.next = dep0
         else:
             lge.next = lge1
             ebm.next = eb1
+            dep.next = dep1
 
     @always_comb
-    def sdec():
-        s_cols.next = ld.x_pad_left + ld.x_size + ld.x_pad_right
+    def dec2():
+        elems.next = dram_bytes >> lge
+        at_req.next = phase == PRE and cnt == 0
 
-    @always_comb
-    def sfirst():
-        s_first.next = ld.sram_base + ld.y_pad_top * s_cols + ld.x_pad_left
+    @always_seq(clk.posedge, reset=rst)
+    def stages():
+        # stage 1
+        rows.next = rows_s
+        cols.next = cols_s
+        topys.next = top + ys
+        leftxs.next = left + xs
+        top1.next = top
+        ys1.next = ys
+        xs1.next = xs
+        left1.next = left
+        sb1.next = sbase
+        npz.next = top == 0 and bot == 0 and left == 0 and right == 0
+        # stage 2
+        yx2.next = ys1 * xs1
+        topc2.next = top1 * cols
+        botc2.next = topys * cols
+        left2.next = left1
+        sb2.next = sb1
+        # stage 3
+        npadm1.next = (fp - yx2 - 1) & 0xFFFFFFFF
+        s_first.next = sb2 + topc2 + left2
+        s_bot.next = sb2 + botc2
 
     d_nb = Signal(intbv(0)[32:])
     d_st = Signal(intbv(0)[32:])
     d_ad = Signal(intbv(0)[32:])
 
-    # ---- range check -------------------------------------------------------------------
-    E_SRAM, E_DRAM = regmap.ERROR_BITS["sram_range"], regmap.ERROR_BITS["dram_range"]
-    dep0, dep1 = geoms[0].depth, geoms[1].depth
-    chk = Signal(bool(0))
-    c_prod = Signal(intbv(0)[34:])     # (y_size - 1) * x_stride
-    c_fp = Signal(intbv(0)[38:])       # rows * cols of the footprint
-    c_idx = field_reg(ld.index)
-    s_ysm1 = field_reg(ld.y_size)
-    s_rows = Signal(intbv(0)[19:])
-    dep = Signal(intbv(0)[32:])
-    elems = Signal(intbv(0)[32:])
-
-    @always_comb
-    def rdec():
-        if ld.y_size != 0:
-            s_ysm1.next = ld.y_size - 1
-        else:
-            s_ysm1.next = 0
-        s_rows.next = ld.y_pad_top + ld.y_size + ld.y_pad_bottom
-        if mt == code0:
-            dep.next = dep0
-        else:
-            dep.next = dep1
-        elems.next = dram_bytes >> lge
-
-    @always_comb
-    def rchk():
-        last = intbv(0)[40:]
-        last[:] = dbase + c_prod + xs
-        fp = intbv(0)[40:]
-        fp[:] = sbase + c_fp
-        rerr.next = 0
-        rerr_insn.next = c_idx
-        if chk:
-            if fp > dep:
-                rerr.next = E_SRAM
-            elif last > elems:
-                rerr.next = E_DRAM
-
     @always_seq(clk.posedge, reset=rst)
-    def rseq():
-        chk.next = start and ld.x_size != 0 and ld.y_size != 0
-        if start:
-            c_prod.next = s_ysm1 * ld.x_stride
-            c_fp.next = s_rows * s_cols
-            c_idx.next = ld.index
-
-    @always_comb
     def dsc():
+        # the port descriptor, registered in stage 1 (the port reads it from the request cycle)
         a = intbv(0)[48:]
         a[:] = xs << lge
         d_nb.next = a[32:]
@@ -320,11 +319,15 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
     def port_out():
         req.next = 0
         done.next = 0
-        if ((phase == PRE and cnt == 0 and moves) or phase == REQ) and rerr == 0:
+        rerr.next = 0
+        rerr_insn.next = c_idx
+        if ((at_req and moves) or phase == REQ) and not bad:
             req.next = 1
-        if phase == PRE and cnt == 0 and not moves:
+        if at_req and moves:
+            rerr.next = err
+        if at_req and not moves:
             done.next = 1
-        if phase == HOLD and rel_me and npad == 0:
+        if phase == HOLD and rel_me and npz:
             done.next = 1
         if phase == POST and cnt == 0:
             done.next = 1
@@ -349,24 +352,9 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
             bot.next = ld.y_pad_bottom
             left.next = ld.x_pad_left
             right.next = ld.x_pad_right
-            row_sram.next = s_first
-            col.next = 0
-            k.next = 0
-            # first padding element
-            prb.next = ld.sram_base
-            pr.next = 0
-            pc.next = 0
+            c_idx.next = ld.index
+            moves.next = ld.x_size != 0 and ld.y_size != 0
             pact.next = 0
-            if ld.x_size != 0 and ld.y_size != 0:
-                if ld.y_pad_top != 0 or ld.x_pad_left != 0:
-                    pact.next = 1
-                elif ld.x_pad_right != 0:
-                    pact.next = 1
-                    pc.next = ld.x_size
-                elif ld.y_pad_bottom != 0:
-                    pact.next = 1
-                    pr.next = ld.y_size
-                    prb.next = ld.sram_base + ld.y_size * s_cols
         else:
             if phase == PRE:
                 if cnt == 0:
@@ -383,20 +371,24 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
                     phase.next = HOLD
             elif phase == HOLD:
                 if rel_me:
-                    if npad == 0:
+                    if npz:
                         phase.next = IDLE
                     else:
                         phase.next = POST
-                        cnt.next = npad - 1
+                        cnt.next = npadm1
             elif phase == POST:
                 if cnt == 0:
                     phase.next = IDLE
                 else:
                     cnt.next = cnt - 1
-            if rerr != 0:
+            if at_req and moves and bad:
                 phase.next = IDLE
-            # data position
-            if me_beat:
+            # data position (the first row's SRAM base comes out of the decode pipeline)
+            if at_req:
+                row_sram.next = s_first
+                col.next = 0
+                k.next = 0
+            elif me_beat:
                 if k == ebm:
                     k.next = 0
                     col.next = col + 1
@@ -406,16 +398,30 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
                     row_sram.next = row_sram + cols
                     col.next = 0
                     k.next = 0
-            # padding iterator: next padding element after (pr, pc)
-            if pad_we:
-                datarow = pr >= top and pr < top + ys
-                if pc + 1 < cols and (not datarow or pc + 1 < left or pc + 1 >= left + xs):
+            # padding iterator: starts at the request cycle (first padding element), then the
+            # next padding element after (pr, pc) in every beat-free cycle
+            if at_req:
+                prb.next = sbase
+                pr.next = 0
+                pc.next = 0
+                pact.next = 0
+                if moves and not bad and not npz:
+                    pact.next = 1
+                    if top == 0 and left == 0:
+                        if right != 0:
+                            pc.next = xs
+                        else:
+                            pr.next = ys
+                            prb.next = s_bot
+            elif pad_we:
+                datarow = pr >= top and pr < topys
+                if pc + 1 < cols and (not datarow or pc + 1 < left or pc + 1 >= leftxs):
                     pc.next = pc + 1
                 elif datarow and pc + 1 == left and right != 0:
-                    pc.next = left + xs
+                    pc.next = leftxs
                 else:
                     nr = pr + 1
-                    ndata = nr >= top and nr < top + ys
+                    ndata = nr >= top and nr < topys
                     if nr == rows:
                         pact.next = 0
                     elif not ndata or left != 0:
@@ -427,13 +433,14 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
                         pc.next = xs
                         prb.next = prb + cols
                     elif bot != 0:
-                        pr.next = top + ys
+                        pr.next = topys
                         pc.next = 0
-                        prb.next = sbase + (top + ys) * cols
+                        prb.next = s_bot
                     else:
                         pact.next = 0
 
-    insts = [dec, sdec, sfirst, port_out, padw, seq, dsc, rdec, rchk, rseq, desc_pack(desc, ys, d_ad, d_st, d_nb)]
+    insts = [dec, dec2, stages, port_out, padw, seq, dsc, desc_pack(desc, ys, d_ad, d_st, d_nb),
+             range_check(clk, rst, rows_s, cols_s, sbase, dep, dbase, ys, xs, xst, elems, fp, err, bad)]
     BW8 = p.B * 8
     if SRW > BW8:
         @always_seq(clk.posedge, reset=rst)

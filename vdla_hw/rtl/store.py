@@ -4,7 +4,7 @@ memory port.
 Timing (vdla_hw.timing.exec_cycles of a STORE): INSN_OVERHEAD cycles from the start cycle,
 a port request held until granted, the write transaction (first beat in the grant cycle);
 ``done`` in the cycle the port is released. The OUT SRAM is read one beat ahead: the first
-beat's element(s) in the start cycle, the next beat's in every beat cycle, so each beat's data
+beat's element(s) at t_s + 2, the next beat's in every beat cycle, so each beat's data
 is ready when the port moves it (the SRAM output holds through burst gaps).
 """
 
@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, intbv
 
-from vdla_hw import isa, regmap
+from vdla_hw import isa
 from vdla_hw.rtl.decode import field_reg, insn_fields
 from vdla_hw.rtl.params import ADDR_BITS, RtlParams, log2
 from vdla_hw.rtl.portdesc import desc_pack
+from vdla_hw.rtl.rangechk import range_check
 
 IDLE, PRE, REQ, HOLD = range(4)
 
@@ -55,10 +56,14 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
     ``wdata``/``wstrb``: the beat's data and byte strobes. ``out_r``: the OUT SRAM read port,
     (re, raddr, rdata) for a wide memory or ((re, raddr, rdata) per bank) for a narrow one.
 
-    Range check (vdla_hw.program.check_transfer): in the cycle after the start (the earliest
-    request cycle) ``rerr`` carries ERROR ``sram_range`` when sram_base + y_size * x_size
-    passes the OUT depth, else ``dram_range`` when the DRAM rows pass ``dram_bytes``, with
-    ``rerr_insn`` the index; the request is then never raised (no beat moves)."""
+    The start cycle only registers the fields. Range check (vdla_hw.program.check_transfer,
+    :mod:`vdla_hw.rtl.rangechk`): in the earliest request cycle t_s + INSN_OVERHEAD ``rerr``
+    carries ERROR ``sram_range`` when sram_base + y_size * x_size passes the OUT depth, else
+    ``dram_range`` when the DRAM rows pass ``dram_bytes``, with ``rerr_insn`` the index; the
+    request is then never raised (no beat moves). ``req`` and ``done`` depend on registers
+    only. The walker's first look-up (the first beat's OUT elements) is at t_s + 2, from the
+    row geometry registered in the decode cycles, before the grant (t_s + INSN_OVERHEAD at the
+    earliest)."""
     c = p.config
     g = p.mems["out"]
     OVH = c.INSN_OVERHEAD
@@ -74,8 +79,11 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
     ys = field_reg(st.y_size)
     xs = field_reg(st.x_size)
     xst = field_reg(st.x_stride)
+    sbase = field_reg(st.sram_base)
+    c_idx = field_reg(st.index)
     moves = Signal(bool(0))
     mystart = Signal(bool(0))
+    at_req = Signal(bool(0))
     BW = ADDR_BITS - lgB
     RS = 40
     # beat walker: the beat after the one whose data sits in the SRAM output (w_*), the
@@ -84,27 +92,27 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
     w_b, w_last, c_b, l_b, l_last = (Signal(intbv(0)[BW + 1:]) for _ in range(5))
     w_sr, c_sr, l_sr = (Signal(intbv(0)[RS:]) for _ in range(3))
     step = Signal(bool(0))
-    s_ra = Signal(intbv(0)[ADDR_BITS + 1:])
-    s_end = Signal(intbv(0)[ADDR_BITS + 1:])
-    g_st = Signal(intbv(0)[ADDR_BITS:])
-    g_xb = Signal(intbv(0)[ADDR_BITS:])
+    # decode stage 1 (registers): the first row's bytes and beats, the walker's row geometry
+    s_ra, s_end = Signal(intbv(0)[ADDR_BITS + 1:]), Signal(intbv(0)[ADDR_BITS + 1:])
+    s_b, s_last = Signal(intbv(0)[BW + 1:]), Signal(intbv(0)[BW + 1:])
+    s_sr = Signal(intbv(0)[RS:])
+    g_st = Signal(intbv(0)[ADDR_BITS + 1:])      # row stride in bytes
+    g_stxb = Signal(intbv(0)[ADDR_BITS + 2:])    # stride + row bytes (next row's end)
+    g_stxbm1 = Signal(intbv(0)[ADDR_BITS + 2:])  # stride + row bytes - 1 (next row's last byte)
     g_x = field_reg(st.x_size)
-
-    @always_comb
-    def first():
-        s_ra.next = st.dram_base << lge
-        s_end.next = (st.dram_base << lge) + (st.x_size << lge)
+    first1, first = Signal(bool(0)), Signal(bool(0))   # t_s + 1, t_s + 2: the first look-up
 
     @always_comb
     def look():
         mystart.next = start and st.opcode == OPC
-        step.next = (start and st.opcode == OPC) or me_beat
-        if start and st.opcode == OPC:
+        at_req.next = phase == PRE and cnt == 0
+        step.next = first or me_beat
+        if first:
             l_ra.next = s_ra
             l_re.next = s_end
-            l_b.next = s_ra >> lgB
-            l_last.next = (s_end - 1) >> lgB
-            l_sr.next = st.sram_base
+            l_b.next = s_b
+            l_last.next = s_last
+            l_sr.next = s_sr
         else:
             l_ra.next = w_ra
             l_re.next = w_re
@@ -112,24 +120,31 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
             l_last.next = w_last
             l_sr.next = w_sr
 
-    @always_comb
+    @always_seq(clk.posedge, reset=rst)
     def geom():
-        # row stride and row length of the walker: the starting instruction's in its start cycle
-        if start and st.opcode == OPC:
-            g_st.next = st.x_stride << lge
-            g_xb.next = st.x_size << lge
-            g_x.next = st.x_size
-        else:
-            g_st.next = xst << lge
-            g_xb.next = xs << lge
-            g_x.next = xs
+        first1.next = mystart
+        first.next = first1
+        ra = intbv(0)[ADDR_BITS + 1:]
+        ra[:] = dbase << lge
+        en = intbv(0)[ADDR_BITS + 1:]
+        en[:] = (dbase + xs) << lge
+        s_ra.next = ra
+        s_end.next = en
+        s_b.next = ra >> lgB
+        s_last.next = (en - 1) >> lgB
+        s_sr.next = sbase
+        g_st.next = xst << lge
+        g_stxb.next = (xst << lge) + (xs << lge)
+        g_stxbm1.next = (xst << lge) + (xs << lge) - 1
+        g_x.next = xs
 
     d_nb = Signal(intbv(0)[32:])
     d_st = Signal(intbv(0)[32:])
     d_ad = Signal(intbv(0)[32:])
 
-    @always_comb
+    @always_seq(clk.posedge, reset=rst)
     def dsc():
+        # the port descriptor, registered in stage 1 (the port reads it from the request cycle)
         a = intbv(0)[48:]
         a[:] = xs << lge
         d_nb.next = a[32:]
@@ -140,52 +155,23 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
         d[:] = dbase << lge
         d_ad.next = d[32:]
 
-    # ---- range check -------------------------------------------------------------------
-    E_SRAM, E_DRAM = regmap.ERROR_BITS["sram_range"], regmap.ERROR_BITS["dram_range"]
-    DEP = g.depth
-    chk = Signal(bool(0))
-    c_prod = Signal(intbv(0)[34:])     # (y_size - 1) * x_stride
-    c_fp = Signal(intbv(0)[34:])       # y_size * x_size
-    c_idx = field_reg(st.index)
-    c_sb = field_reg(st.sram_base)
-    s_ysm1 = field_reg(st.y_size)
+    # ---- range check (vdla_hw.rtl.rangechk: valid from t_s + DECODE_CYCLES) ---------------
+    depth = Signal(intbv(g.depth)[32:])          # undriven: a constant
     elems = Signal(intbv(0)[32:])
-
-    @always_comb
-    def rdec():
-        if st.y_size != 0:
-            s_ysm1.next = st.y_size - 1
-        else:
-            s_ysm1.next = 0
-        elems.next = dram_bytes >> lge
-
-    @always_comb
-    def rchk():
-        last = intbv(0)[40:]
-        last[:] = dbase + c_prod + xs
-        fp = intbv(0)[40:]
-        fp[:] = c_sb + c_fp
-        rerr.next = 0
-        rerr_insn.next = c_idx
-        if chk:
-            if fp > DEP:
-                rerr.next = E_SRAM
-            elif last > elems:
-                rerr.next = E_DRAM
-
-    @always_seq(clk.posedge, reset=rst)
-    def rseq():
-        chk.next = mystart and st.x_size != 0 and st.y_size != 0
-        if mystart:
-            c_prod.next = s_ysm1 * st.x_stride
-            c_fp.next = st.y_size * st.x_size
-            c_sb.next = st.sram_base
-            c_idx.next = st.index
+    fp = Signal(intbv(0)[40:])
+    err = Signal(intbv(0)[len(rerr):])
+    bad = Signal(bool(0))
 
     @always_comb
     def port_out():
-        req.next = ((phase == PRE and cnt == 0 and moves) or phase == REQ) and rerr == 0
-        done.next = (phase == PRE and cnt == 0 and not moves) or (phase == HOLD and rel_me)
+        elems.next = dram_bytes >> lge
+        req.next = ((at_req and moves) or phase == REQ) and not bad
+        done.next = (at_req and not moves) or (phase == HOLD and rel_me)
+        rerr_insn.next = c_idx
+        if at_req and moves:
+            rerr.next = err
+        else:
+            rerr.next = 0
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
@@ -196,10 +182,12 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
             ys.next = st.y_size
             xs.next = st.x_size
             xst.next = st.x_stride
+            sbase.next = st.sram_base
+            c_idx.next = st.index
             moves.next = st.x_size != 0 and st.y_size != 0
         elif phase == PRE:
             if cnt == 0:
-                if not moves:
+                if not moves or bad:
                     phase.next = IDLE
                 elif grant:
                     phase.next = HOLD
@@ -213,18 +201,23 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
         elif phase == HOLD:
             if rel_me:
                 phase.next = IDLE
-        if rerr != 0:
-            phase.next = IDLE
         if step:
             c_ra.next = l_ra
             c_re.next = l_re
             c_b.next = l_b
             c_sr.next = l_sr
             if l_b == l_last:
-                w_ra.next = (l_ra + g_st) & ((1 << ADDR_BITS) - 1)
-                w_re.next = ((l_ra + g_st) & ((1 << ADDR_BITS) - 1)) + g_xb
-                w_b.next = ((l_ra + g_st) & ((1 << ADDR_BITS) - 1)) >> lgB
-                w_last.next = (((l_ra + g_st) & ((1 << ADDR_BITS) - 1)) + g_xb - 1) >> lgB
+                # the next row: its start, end and beats from the precomputed row geometry
+                nra = intbv(0)[ADDR_BITS + 2:]
+                nra[:] = l_ra + g_st
+                nre = intbv(0)[ADDR_BITS + 2:]
+                nre[:] = l_ra + g_stxb
+                nla = intbv(0)[ADDR_BITS + 2:]
+                nla[:] = l_ra + g_stxbm1
+                w_ra.next = nra[ADDR_BITS:]
+                w_re.next = nre[ADDR_BITS + 1:]
+                w_b.next = nra[ADDR_BITS:lgB]
+                w_last.next = nla[ADDR_BITS + 1:lgB]
                 w_sr.next = l_sr + g_x
             else:
                 w_ra.next = l_ra
@@ -233,7 +226,8 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
                 w_last.next = l_last
                 w_sr.next = l_sr
 
-    insts = [first, look, port_out, seq, geom, dsc, rdec, rchk, rseq, desc_pack(desc, ys, d_ad, d_st, d_nb)]
+    insts = [look, port_out, seq, geom, dsc, desc_pack(desc, ys, d_ad, d_st, d_nb),
+             range_check(clk, rst, ys, xs, sbase, depth, dbase, ys, xs, xst, elems, fp, err, bad)]
 
     if not g.narrow:
         re, ra, rd = out_r
