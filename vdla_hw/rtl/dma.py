@@ -238,7 +238,7 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
     bad = Signal(bool(0))
     dep = Signal(intbv(0)[32:])
     elems = Signal(intbv(0)[32:])
-    at_req = Signal(bool(0))             # the earliest request cycle (decode over)
+    at_req = Signal(bool(0))             # the earliest request cycle (decode over), a register
     # data write position
     row_sram = Signal(intbv(0)[RS:])
     col = Signal(intbv(0)[RS:])
@@ -272,7 +272,6 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
     @always_comb
     def dec2():
         elems.next = dram_bytes >> lge
-        at_req.next = phase == PRE and cnt == 0
 
     @always_seq(clk.posedge, reset=rst)
     def stages():
@@ -339,6 +338,8 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
+        # at_req: the cycle phase is PRE with cnt 0 (registered: OVH >= 2 so never the start's next)
+        at_req.next = phase == PRE and cnt == 1 and not start
         if start:
             phase.next = PRE
             cnt.next = OVH - 1

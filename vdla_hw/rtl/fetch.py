@@ -58,7 +58,6 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
     push_l, push_c, push_s = pushes
 
     state = Signal(intbv(0)[2:])
-    pos = Signal(intbv(0)[32:])
     cbase = Signal(intbv(0)[32:])
     rpos = Signal(intbv(0)[32:])
     rend = Signal(intbv(0)[32:])
@@ -67,7 +66,6 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
     slot = Signal(intbv(0)[max(1, log2(C)) + 1:])
     routing = Signal(bool(0))
     want = Signal(bool(0))
-    qpos = Signal(intbv(0)[32:])
     qn = Signal(intbv(0)[32:])
     insn = Signal(intbv(0)[INSN_BITS:])
     fd = insn_fields(insn, p, "LOAD")   # opcode and memory_type (same place in every kind)
@@ -108,28 +106,36 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
         sl = intbv(0)[32:]
         sl[:] = rpos - cbase
         slot.next = sl[len(slot):]
-        if state == REQ:
-            qpos.next = pos
+
+    @always(clk.posedge)
+    def chunk():
+        # instructions in the next chunk (it starts where the last one ended), registered without
+        # reset: it follows rend (reset with the core) and INSN_COUNT while the core is held
+        if insn_count - rend > C:
+            qn.next = C
         else:
-            qpos.next = rend
+            qn.next = insn_count - rend
 
     @always_comb
     def comb2():
-        if insn_count - qpos > C:
-            qn.next = C
-        else:
-            qn.next = insn_count - qpos
         want.next = state == REQ or (routing and wcnt == 0 and rpos == rend and rend < insn_count)
         canpush.next = routing and wcnt == 0 and rpos != rend and (
             (target == 0 and room_l) or (target == 1 and room_c) or (target == 2 and room_s))
 
     @always_comb
     def dsc():
+        # the port descriptor of the next chunk, from rend and the control registers only: the
+        # port registers it in 2 stages (memport's first_burst), and it settles in time: rend
+        # changes at a grant and the next request comes after that chunk's data and a push; the
+        # control registers are written at least 2 cycles before the START that runs them
         nb = intbv(0)[ADDR_BITS + 8:]
-        nb[:] = qn << lgIBY
+        if insn_count - rend > C:
+            nb[:] = C << lgIBY
+        else:
+            nb[:] = (insn_count - rend) << lgIBY
         d_nb.next = nb[ADDR_BITS:]
         ad = intbv(0)[ADDR_BITS + 8:]
-        ad[:] = insn_addr + (qpos << lgIBY)
+        ad[:] = insn_addr + (rend << lgIBY)
         d_addr.next = ad[ADDR_BITS:]
 
     @always_comb
@@ -152,13 +158,12 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
         if want:
             if grant:
                 state.next = WAIT
-                cbase.next = qpos
-                rpos.next = qpos
-                rend.next = qpos + qn
+                cbase.next = rend
+                rpos.next = rend
+                rend.next = rend + qn
                 bcnt.next = 0
             else:
                 state.next = REQ
-                pos.next = qpos
         elif routing:
             state.next = ROUTE
             if canpush:
@@ -168,5 +173,5 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
                 wcnt.next = wcnt - 1
             elif rpos == rend and rend >= insn_count:
                 state.next = DONE
-    insts += [lanes_out, decode, comb, comb2, dsc, outs, seq, desc_pack(desc, one_row, d_addr, no_stride, d_nb)]
+    insts += [lanes_out, decode, comb, chunk, comb2, dsc, outs, seq, desc_pack(desc, one_row, d_addr, no_stride, d_nb)]
     return insts

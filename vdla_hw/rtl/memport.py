@@ -35,7 +35,7 @@ from myhdl import Signal, always_comb, always_seq, block, intbv
 from vdla_hw.rtl.axi import BURST_INCR, AxiMaster  # noqa: F401 (BURST_INCR: docs)
 from vdla_hw.rtl.params import ADDR_BITS, RtlParams, log2
 from vdla_hw.rtl.portdesc import DESC_BITS
-from vdla_hw.rtl.walker import WalkPos, row_walker
+from vdla_hw.rtl.walker import WalkPos, WalkState, first_burst, row_walker
 
 IDLE, READ, WRITE = 0, 1, 2
 ADDR_MASK = (1 << ADDR_BITS) - 1
@@ -108,6 +108,36 @@ def arbiter(p: RtlParams, idle, clients, gnt, gidx, gdesc, gwrite):
 
 
 @block
+def grant_mux(gidx, firsts, s0: WalkState, s1: WalkState, a_addr, a_len):
+    """The granted client's precomputed walk (:func:`vdla_hw.rtl.walker.first_burst`):
+    ``firsts`` = (start state, state after the first burst, its address, its length) per
+    client, in arbitration order."""
+    (e0, f0, a0, l0), (e1, f1, a1, l1), (e2, f2, a2, l2), (e3, f3, a3, l3) = firsts
+    insts = []
+    for name in WalkState.NAMES:
+        insts.append(_mux4(gidx, *(getattr(e, name) for e in (e0, e1, e2, e3)), getattr(s0, name)))
+        insts.append(_mux4(gidx, *(getattr(f, name) for f in (f0, f1, f2, f3)), getattr(s1, name)))
+    insts.append(_mux4(gidx, a0, a1, a2, a3, a_addr))
+    insts.append(_mux4(gidx, l0, l1, l2, l3, a_len))
+    return insts
+
+
+@block
+def _mux4(sel, x0, x1, x2, x3, out):
+    @always_comb
+    def mux():
+        if sel == 0:
+            out.next = x0
+        elif sel == 1:
+            out.next = x1
+        elif sel == 2:
+            out.next = x2
+        else:
+            out.next = x3
+    return mux
+
+
+@block
 def client_sel(owner, fire, rel, clients):
     """Route the data-beat and release pulses to the owning client."""
     c0, c1, c2, c3 = clients
@@ -160,14 +190,25 @@ def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_d
     a_free = Signal(bool(0))
     done = Signal(bool(0))
     fire = Signal(bool(0))
-    writing = Signal(bool(0))      # the current (or granted) transaction writes
     w_held = Signal(bool(0))       # a W beat is waiting for WREADY: its payload is held here
     w_hdata = Signal(intbv(0)[len(axi.w.data):])
     w_hstrb = Signal(intbv(0)[len(axi.w.strb):])
+    raise_busy = Signal(bool(0))   # raise_a outside the grant cycle (phase != IDLE)
+    n_busy = Signal(intbv(0)[KW:])
+    o_busy = Signal(intbv(0)[KW:])
+    # per client, registered from its descriptor: the address walker after the first burst
+    firsts = []
+    for cl in clients:
+        f = (WalkState(p), WalkState(p), Signal(intbv(0)[len(axi.ar.addr):]), Signal(intbv(0)[len(axi.ar.len):]))
+        firsts.append(f)
+    g_s1, g_addr, g_len = WalkState(p), Signal(intbv(0)[len(axi.ar.addr):]), Signal(intbv(0)[len(axi.ar.len):])
+    d_s0 = WalkState(p)
     insts = [arbiter(p, idle, clients, gnt, gidx, gdesc, gwrite),
-             row_walker(clk, rst, p, load, gdesc, raise_a, False, apos),
-             row_walker(clk, rst, p, load, gdesc, data_step, True, dpos),
+             grant_mux(gidx, firsts, d_s0, g_s1, g_addr, g_len),
+             row_walker(clk, rst, p, load, g_s1, raise_a, False, apos),
+             row_walker(clk, rst, p, load, d_s0, data_step, True, dpos),
              client_sel(owner, fire, rel, clients)]
+    insts += [first_burst(clk, rst, p, cl.desc, base, *f) for cl, f in zip(clients, firsts)]
 
     @always_comb
     def handshakes():
@@ -182,10 +223,6 @@ def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_d
             a_free.next = not a_valid or axi.aw.ready
         else:
             a_free.next = not a_valid or axi.ar.ready
-        if phase == IDLE:
-            writing.next = gwrite
-        else:
-            writing.next = phase == WRITE
 
     @always_comb
     def issue():
@@ -193,34 +230,51 @@ def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_d
         room[:] = inflight
         if rl_fire or b_fire:
             room[:] = inflight - 1
-        raise_a.next = 0
-        if (phase != IDLE or gnt) and not abort and a_free and apos.has:
-            if writing:
-                raise_a.next = room < K_WR
+        # in the grant cycle the port is empty (nothing in flight, AR/AW free): the first burst
+        # is always raised, from the client's precomputed first burst
+        raise_busy.next = 0
+        if phase != IDLE and not abort and a_free and apos.has:
+            if phase == WRITE:
+                raise_busy.next = room < K_WR
             else:
-                raise_a.next = room < K_RD
+                raise_busy.next = room < K_RD
         data_step.next = r_fire or w_fire
         fire.next = (r_fire or w_fire) and not abort
 
     @always_comb
+    def raising():
+        raise_a.next = raise_busy or gnt
+
+    @always_comb
     def counts():
+        # the grant cycle starts from an empty port: the first burst is the only one in flight
+        if gnt:
+            inflight_n.next = 1
+            w_owed_n.next = gwrite
+        else:
+            inflight_n.next = n_busy
+            w_owed_n.next = o_busy
+
+    @always_comb
+    def counts_busy():
+        # the same counts outside the grant cycle (without the grant's logic on the path)
         n = intbv(0)[KW:]
         n[:] = inflight
-        if raise_a:
+        if raise_busy:
             n[:] = n + 1
         if rl_fire or b_fire:
             n[:] = n - 1
-        inflight_n.next = n
+        n_busy.next = n
         o = intbv(0)[KW:]
         o[:] = w_owed
-        if raise_a and writing:
+        if raise_busy and phase == WRITE:
             o[:] = o + 1
         if wl_fire:
             o[:] = o - 1
-        w_owed_n.next = o
+        o_busy.next = o
         # the transaction ends when no burst is left to raise (or the core stopped) and every
         # raised burst has finished: its last R beat, or its W beats and its B response
-        done.next = phase != IDLE and (abort or not apos.has) and not raise_a and n == 0 and o == 0
+        done.next = phase != IDLE and (abort or not apos.has) and not raise_busy and n_busy == 0 and o_busy == 0
 
     @always_comb
     def bus_out():
@@ -269,7 +323,11 @@ def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_d
         elif done:
             phase.next = IDLE
             rel.next = not abort
-        if raise_a:
+        if gnt:
+            a_valid.next = 1
+            a_addr.next = g_addr
+            a_len.next = g_len
+        elif raise_busy:
             a_valid.next = 1
             a = intbv(0)[ADDR_BITS + 1:]
             a[:] = base + (apos.beat << lgB)
@@ -285,5 +343,5 @@ def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_d
                 w_hstrb.next = axi.w.strb
         else:
             w_held.next = 0
-    insts += [handshakes, issue, counts, bus_out, seq]
+    insts += [handshakes, issue, raising, counts, counts_busy, bus_out, seq]
     return insts

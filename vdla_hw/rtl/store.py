@@ -105,7 +105,6 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
     @always_comb
     def look():
         mystart.next = start and st.opcode == OPC
-        at_req.next = phase == PRE and cnt == 0
         step.next = first or me_beat
         if first:
             l_ra.next = s_ra
@@ -175,6 +174,8 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
+        # at_req: the cycle phase is PRE with cnt 0 (registered: OVH >= 2 so never the start's next)
+        at_req.next = phase == PRE and cnt == 1 and not mystart
         if mystart:
             phase.next = PRE
             cnt.next = OVH - 1

@@ -1,6 +1,13 @@
 """The row walker of the memory port: where a transaction's rows split into AXI bursts (a new
 burst at each row start, 4 kB boundary and ``MEM_MAX_BURST`` beats; ``vdla_hw.membus``), walked
-burst by burst (the address side) or beat by beat (the data side)."""
+burst by burst (the address side) or beat by beat (the data side).
+
+A walk is a :class:`WalkState` held in registers. :func:`walk_next` is the combinational step
+(from a state: its current burst's length and the state after moving past it or past one
+beat); :func:`desc_state` is the state a descriptor starts in. The port loads a walker in the
+grant cycle with a state computed from registers only (the data side: the descriptor's start;
+the address side: the state after its first burst, precomputed per client by
+:func:`first_burst`), so nothing in the grant cycle waits for burst arithmetic."""
 
 from __future__ import annotations
 
@@ -11,9 +18,36 @@ from vdla_hw.rtl.params import ADDR_BITS, RtlParams, log2
 from vdla_hw.rtl.portdesc import ROWS_BITS, desc_fields
 
 
+def _blen_bits(p: RtlParams) -> int:
+    return log2(p.config.MEM_MAX_BURST + 1) + 1
+
+
+class WalkState:
+    """A walk's position: ``has`` (a beat or burst is left), ``beat``, ``last`` (the row's last
+    beat), ``rows`` left, ``addr`` (the row's first byte), ``bcnt`` (beats of the current burst
+    already moved), the descriptor's ``stride`` and ``nbytes``, and the next row's first and
+    last byte (``n_addr``, ``n_lastb``: kept one row ahead, so a row change adds nothing in
+    series)."""
+
+    NAMES = ("has", "beat", "last", "rows", "addr", "bcnt", "stride", "nbytes", "n_addr", "n_lastb")
+
+    def __init__(self, p: RtlParams):
+        bw = ADDR_BITS - p.lgB
+        self.has = Signal(bool(0))
+        self.beat = Signal(intbv(0)[bw:])
+        self.last = Signal(intbv(0)[bw:])
+        self.rows = Signal(intbv(0)[ROWS_BITS:])
+        self.addr = Signal(intbv(0)[ADDR_BITS:])
+        self.bcnt = Signal(intbv(0)[_blen_bits(p):])
+        self.stride = Signal(intbv(0)[ADDR_BITS:])
+        self.nbytes = Signal(intbv(0)[ADDR_BITS:])
+        self.n_addr = Signal(intbv(0)[ADDR_BITS:])
+        self.n_lastb = Signal(intbv(0)[ADDR_BITS:])
+
+
 class WalkPos:
-    """A walker's position: ``has`` (a beat or burst is left), ``beat``, ``last`` (the row's
-    last beat), ``row_addr``/``row_end`` and ``blen`` (beats left in the current burst)."""
+    """What a walker shows (from its registers): ``has``, ``beat``, ``last``, ``row_addr`` /
+    ``row_end`` and ``blen`` (beats left in the current burst)."""
 
     def __init__(self, p: RtlParams):
         bw = ADDR_BITS - p.lgB
@@ -22,104 +56,169 @@ class WalkPos:
         self.last = Signal(intbv(0)[bw:])
         self.row_addr = Signal(intbv(0)[ADDR_BITS:])
         self.row_end = Signal(intbv(0)[ADDR_BITS:])
-        self.blen = Signal(intbv(0)[log2(p.config.MEM_MAX_BURST + 1) + 1:])
+        self.blen = Signal(intbv(0)[_blen_bits(p):])
 
 
 @block
-def row_walker(clk, rst, p: RtlParams, load, desc, step, per_beat: bool, pos: WalkPos):
-    """Walk the rows of a transaction by bursts (``per_beat`` False) or by beats (True).
-    ``load`` (with ``desc``) starts a walk; ``pos`` shows the loaded position in that same
-    cycle. ``step`` moves past the current burst or beat."""
+def desc_state(p: RtlParams, desc, s: WalkState):
+    """``s`` = the state a walk of descriptor ``desc`` starts in (combinational)."""
+    lgB = p.lgB
+    d = desc_fields(desc, lgB)
+
+    @always_comb
+    def start():
+        a0 = intbv(0)[ADDR_BITS + 1:]
+        a0[:] = d.addr0 + d.nbytes - 1
+        a1 = intbv(0)[ADDR_BITS + 2:]
+        a1[:] = d.addr0 + d.stride
+        a2 = intbv(0)[ADDR_BITS + 2:]
+        a2[:] = d.addr0 + d.stride + d.nbytes - 1
+        s.n_addr.next = a1[ADDR_BITS:]
+        s.n_lastb.next = a2[ADDR_BITS:]
+        s.has.next = 1
+        s.beat.next = d.addr0_beat
+        s.last.next = a0[ADDR_BITS:lgB]
+        s.rows.next = d.rows
+        s.addr.next = d.addr0
+        s.bcnt.next = 0
+        s.stride.next = d.stride
+        s.nbytes.next = d.nbytes
+    return start
+
+
+@block
+def walk_next(p: RtlParams, s: WalkState, per_beat: bool, blen, row_end, n: WalkState):
+    """From state ``s``: ``blen`` (beats left in its burst), ``row_end`` (its row's end byte)
+    and ``n``, the state after one step past the burst (``per_beat`` False) or one beat."""
     lgB = p.lgB
     BW = ADDR_BITS - lgB
     MAXB = p.config.MEM_MAX_BURST
     PAGE = BURST_BOUNDARY // p.B
-    has, beat, last, rows, addr, bcnt = (Signal(bool(0)), Signal(intbv(0)[BW:]), Signal(intbv(0)[BW:]),
-                                         Signal(intbv(0)[ROWS_BITS:]), Signal(intbv(0)[ADDR_BITS:]),
-                                         Signal(intbv(0)[len(pos.blen):]))
-    stride, nbytes = Signal(intbv(0)[ADDR_BITS:]), Signal(intbv(0)[ADDR_BITS:])
-    c_rows, c_bcnt = Signal(intbv(0)[ROWS_BITS:]), Signal(intbv(0)[len(pos.blen):])
-    c_stride, c_nbytes = Signal(intbv(0)[ADDR_BITS:]), Signal(intbv(0)[ADDR_BITS:])
-    n_addr = Signal(intbv(0)[ADDR_BITS:])
     row_left = Signal(intbv(0)[BW + 1:])
-    d = desc_fields(desc, lgB)
-    amount = Signal(intbv(0)[len(pos.blen):])   # beats one step moves past
-    one = Signal(intbv(1)[len(pos.blen):])      # undriven: a constant 1
+    amount = Signal(intbv(0)[len(blen):])   # beats one step moves past
+    one = Signal(intbv(1)[len(blen):])      # undriven: a constant 1
 
     @always_comb
     def amt():
-        amount.next = one if per_beat else pos.blen
-
-    @always_comb
-    def cur():
-        a0 = intbv(0)[ADDR_BITS + 1:]
-        a0[:] = d.addr0 + d.nbytes - 1
-        if load:
-            pos.has.next = 1
-            pos.beat.next = d.addr0_beat
-            pos.last.next = a0[ADDR_BITS:lgB]
-            pos.row_addr.next = d.addr0
-            c_rows.next = d.rows
-            c_bcnt.next = 0
-            c_stride.next = d.stride
-            c_nbytes.next = d.nbytes
-        else:
-            pos.has.next = has
-            pos.beat.next = beat
-            pos.last.next = last
-            pos.row_addr.next = addr
-            c_rows.next = rows
-            c_bcnt.next = bcnt
-            c_stride.next = stride
-            c_nbytes.next = nbytes
+        amount.next = one if per_beat else blen
 
     @always_comb
     def lengths():
         e = intbv(0)[ADDR_BITS + 1:]
-        e[:] = pos.row_addr + c_nbytes
-        pos.row_end.next = e[ADDR_BITS:]
+        e[:] = s.addr + s.nbytes
+        row_end.next = e[ADDR_BITS:]
         left = intbv(0)[BW + 1:]
-        left[:] = pos.last - pos.beat + 1
+        left[:] = s.last - s.beat + 1
         row_left.next = left
-        n = intbv(0)[len(pos.blen):]
-        n[:] = MAXB - c_bcnt
-        page_left = PAGE - (pos.beat & (PAGE - 1))
-        if page_left < n:
-            n[:] = page_left
-        if left < n:
-            n[:] = left
-        pos.blen.next = n
-        a = intbv(0)[ADDR_BITS + 1:]
-        a[:] = pos.row_addr + c_stride
-        n_addr.next = a[ADDR_BITS:]
+        k = intbv(0)[len(blen):]
+        k[:] = MAXB - s.bcnt
+        page_left = PAGE - (s.beat & (PAGE - 1))
+        if page_left < k:
+            k[:] = page_left
+        if left < k:
+            k[:] = left
+        blen.next = k
 
+    @always_comb
+    def nxt():
+        n.has.next = s.has
+        n.beat.next = s.beat
+        n.last.next = s.last
+        n.rows.next = s.rows
+        n.addr.next = s.addr
+        n.bcnt.next = s.bcnt
+        n.stride.next = s.stride
+        n.nbytes.next = s.nbytes
+        n.n_addr.next = s.n_addr
+        n.n_lastb.next = s.n_lastb
+        if amount == row_left:           # the row's last beat or burst
+            n.bcnt.next = 0
+            if s.rows > 1:
+                a = intbv(0)[ADDR_BITS + 1:]
+                a[:] = s.n_addr + s.stride
+                b = intbv(0)[ADDR_BITS + 1:]
+                b[:] = s.n_lastb + s.stride
+                n.rows.next = s.rows - 1
+                n.addr.next = s.n_addr
+                n.beat.next = s.n_addr[ADDR_BITS:lgB]
+                n.last.next = s.n_lastb[ADDR_BITS:lgB]
+                n.n_addr.next = a[ADDR_BITS:]
+                n.n_lastb.next = b[ADDR_BITS:]
+            else:
+                n.has.next = 0
+        else:
+            n.beat.next = s.beat + amount
+            if amount == blen:           # the burst ends here
+                n.bcnt.next = 0
+            else:
+                n.bcnt.next = s.bcnt + amount
+    return amt, lengths, nxt
+
+
+@block
+def state_reg(clk, rst, load, ld: WalkState, step, nx: WalkState, s: WalkState):
+    """``s`` <= ``ld`` on ``load``, else ``nx`` on ``step``."""
     @always_seq(clk.posedge, reset=rst)
     def seq():
-        if load or step:
-            has.next = pos.has
-            beat.next = pos.beat
-            last.next = pos.last
-            rows.next = c_rows
-            addr.next = pos.row_addr
-            bcnt.next = c_bcnt
-            stride.next = c_stride
-            nbytes.next = c_nbytes
-        if step:
-            if amount == row_left:           # the row's last beat or burst
-                bcnt.next = 0
-                if c_rows > 1:
-                    e = intbv(0)[ADDR_BITS + 1:]
-                    e[:] = n_addr + c_nbytes - 1
-                    rows.next = c_rows - 1
-                    addr.next = n_addr
-                    beat.next = n_addr[ADDR_BITS:lgB]
-                    last.next = e[ADDR_BITS:lgB]
-                else:
-                    has.next = 0
-            else:
-                beat.next = pos.beat + amount
-                if amount == pos.blen:        # the burst ends here
-                    bcnt.next = 0
-                else:
-                    bcnt.next = c_bcnt + amount
-    return amt, cur, lengths, seq
+        if load:
+            s.has.next = ld.has
+            s.beat.next = ld.beat
+            s.last.next = ld.last
+            s.rows.next = ld.rows
+            s.addr.next = ld.addr
+            s.bcnt.next = ld.bcnt
+            s.stride.next = ld.stride
+            s.nbytes.next = ld.nbytes
+            s.n_addr.next = ld.n_addr
+            s.n_lastb.next = ld.n_lastb
+        elif step:
+            s.has.next = nx.has
+            s.beat.next = nx.beat
+            s.last.next = nx.last
+            s.rows.next = nx.rows
+            s.addr.next = nx.addr
+            s.bcnt.next = nx.bcnt
+            s.stride.next = nx.stride
+            s.nbytes.next = nx.nbytes
+            s.n_addr.next = nx.n_addr
+            s.n_lastb.next = nx.n_lastb
+    return seq
+
+
+@block
+def row_walker(clk, rst, p: RtlParams, load, ld: WalkState, step, per_beat: bool, pos: WalkPos):
+    """Walk the rows of a transaction by bursts (``per_beat`` False) or by beats (True).
+    ``load`` starts a walk in state ``ld``, shown by ``pos`` from the next cycle; ``step`` moves
+    past the current burst or beat (``pos`` shows the registers: never the state being loaded)."""
+    s, n = WalkState(p), WalkState(p)
+
+    @always_comb
+    def show():
+        pos.has.next = s.has
+        pos.beat.next = s.beat
+        pos.last.next = s.last
+        pos.row_addr.next = s.addr
+    return walk_next(p, s, per_beat, pos.blen, pos.row_end, n), state_reg(clk, rst, load, ld, step, n, s), show
+
+
+@block
+def first_burst(clk, rst, p: RtlParams, desc, base, s0: WalkState, s1: WalkState, a_addr, a_len):
+    """Registered from a client's descriptor ``desc`` in every cycle, in two stages (so ``desc``
+    must hold from 2 cycles before the client's request): the walk's start state ``s0`` (the
+    data walker's load), then the address walker's state after the first burst (``s1``) and
+    that burst's AXI address and length. The port loads them when it grants the client."""
+    lgB = p.lgB
+    d0, n = WalkState(p), WalkState(p)
+    blen = Signal(intbv(0)[_blen_bits(p):])
+    row_end = Signal(intbv(0)[ADDR_BITS:])
+    always = Signal(bool(1))        # undriven: a constant 1
+    never = Signal(bool(0))
+
+    @always_seq(clk.posedge, reset=rst)
+    def burst0():
+        a = intbv(0)[ADDR_BITS + 1:]
+        a[:] = base + (s0.beat << lgB)
+        a_addr.next = a[ADDR_BITS:]
+        a_len.next = blen - 1
+    return (desc_state(p, desc, d0), state_reg(clk, rst, always, d0, never, d0, s0),
+            walk_next(p, s0, False, blen, row_end, n), state_reg(clk, rst, always, n, never, n, s1), burst0)
