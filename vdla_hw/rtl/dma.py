@@ -221,11 +221,15 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
     sel1 = Signal(bool(0))
     # decode pipeline (rangechk's stages): stage 1 sums, stage 2 products, stage 3 padding bases
     RS = 40
-    rows_s, cols_s = Signal(intbv(0)[18:]), Signal(intbv(0)[18:])      # sums of field registers
-    cols = Signal(intbv(0)[18:])         # stage 1: footprint columns, rows
-    rows = Signal(intbv(0)[18:])
-    topys = Signal(intbv(0)[18:])        # stage 1: y_pad_top + y_size, x_pad_left + x_size
-    leftxs = Signal(intbv(0)[18:])
+    # footprint sides: 16-bit sizes plus two 4-bit pads fit 17 bits, so each product is one
+    # DSP48E1 (17 x 17 unsigned inside its 25 x 18 signed multiplier)
+    SW = len(ld.y_size) + 1
+    assert 2 * ((1 << len(ld.y_pad_top)) - 1) + (1 << len(ld.y_size)) - 1 < (1 << SW)
+    rows_s, cols_s = Signal(intbv(0)[SW:]), Signal(intbv(0)[SW:])      # sums of field registers
+    cols = Signal(intbv(0)[SW:])         # stage 1: footprint columns, rows
+    rows = Signal(intbv(0)[SW:])
+    topys = Signal(intbv(0)[SW:])        # stage 1: y_pad_top + y_size, x_pad_left + x_size
+    leftxs = Signal(intbv(0)[SW:])
     top1, ys1, xs1, left1, sb1 = (Signal(intbv(0)[len(s_):]) for s_ in (top, ys, xs, left, sbase))
     npz = Signal(bool(0))                # stage 1: no padding at all
     fp = Signal(intbv(0)[RS:])           # stage 2: rows * cols
@@ -246,8 +250,8 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
     SRW = max(1, (maxeb - 1) * p.B * 8)
     sr = Signal(intbv(0)[SRW:])
     # padding iterator
-    pr = Signal(intbv(0)[18:])
-    pc = Signal(intbv(0)[18:])
+    pr = Signal(intbv(0)[SW:])
+    pc = Signal(intbv(0)[SW:])
     prb = Signal(intbv(0)[RS:])
     pact = Signal(bool(0))
     pad_we = Signal(bool(0))
@@ -355,7 +359,6 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
             right.next = ld.x_pad_right
             c_idx.next = ld.index
             moves.next = ld.x_size != 0 and ld.y_size != 0
-            pact.next = 0
         else:
             if phase == PRE:
                 if cnt == 0:
@@ -384,63 +387,68 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
                     cnt.next = cnt - 1
             if at_req and moves and bad:
                 phase.next = IDLE
-            # data position (the first row's SRAM base comes out of the decode pipeline)
-            if at_req:
-                row_sram.next = s_first
+
+    @always_seq(clk.posedge, reset=rst)
+    def walk():
+        # (no start term: beats and padding writes of an instruction end by its retire, the
+        # earliest next start, and both restart from the request cycle)
+        # data position (the first row's SRAM base comes out of the decode pipeline)
+        if at_req:
+            row_sram.next = s_first
+            col.next = 0
+            k.next = 0
+        elif me_beat:
+            if k == ebm:
+                k.next = 0
+                col.next = col + 1
+            else:
+                k.next = k + 1
+            if row_last:
+                row_sram.next = row_sram + cols
                 col.next = 0
                 k.next = 0
-            elif me_beat:
-                if k == ebm:
-                    k.next = 0
-                    col.next = col + 1
-                else:
-                    k.next = k + 1
-                if row_last:
-                    row_sram.next = row_sram + cols
-                    col.next = 0
-                    k.next = 0
-            # padding iterator: starts at the request cycle (first padding element), then the
-            # next padding element after (pr, pc) in every beat-free cycle
-            if at_req:
-                prb.next = sbase
-                pr.next = 0
-                pc.next = 0
-                pact.next = 0
-                if moves and not bad and not npz:
-                    pact.next = 1
-                    if top == 0 and left == 0:
-                        if right != 0:
-                            pc.next = xs
-                        else:
-                            pr.next = ys
-                            prb.next = s_bot
-            elif pad_we:
-                datarow = pr >= top and pr < topys
-                if pc + 1 < cols and (not datarow or pc + 1 < left or pc + 1 >= leftxs):
-                    pc.next = pc + 1
-                elif datarow and pc + 1 == left and right != 0:
-                    pc.next = leftxs
-                else:
-                    nr = pr + 1
-                    ndata = nr >= top and nr < topys
-                    if nr == rows:
-                        pact.next = 0
-                    elif not ndata or left != 0:
-                        pr.next = nr
-                        pc.next = 0
-                        prb.next = prb + cols
-                    elif right != 0:
-                        pr.next = nr
+        # padding iterator: starts at the request cycle (first padding element), then the
+        # next padding element after (pr, pc) in every beat-free cycle
+        if at_req:
+            prb.next = sbase
+            pr.next = 0
+            pc.next = 0
+            pact.next = 0
+            if moves and not bad and not npz:
+                pact.next = 1
+                if top == 0 and left == 0:
+                    if right != 0:
                         pc.next = xs
-                        prb.next = prb + cols
-                    elif bot != 0:
-                        pr.next = topys
-                        pc.next = 0
-                        prb.next = s_bot
                     else:
-                        pact.next = 0
+                        pr.next = ys
+                        prb.next = s_bot
+        elif pad_we:
+            datarow = pr >= top and pr < topys
+            if pc + 1 < cols and (not datarow or pc + 1 < left or pc + 1 >= leftxs):
+                pc.next = pc + 1
+            elif datarow and pc + 1 == left and right != 0:
+                pc.next = leftxs
+            else:
+                nr = pr + 1
+                ndata = nr >= top and nr < topys
+                if nr == rows:
+                    pact.next = 0
+                elif not ndata or left != 0:
+                    pr.next = nr
+                    pc.next = 0
+                    prb.next = prb + cols
+                elif right != 0:
+                    pr.next = nr
+                    pc.next = xs
+                    prb.next = prb + cols
+                elif bot != 0:
+                    pr.next = topys
+                    pc.next = 0
+                    prb.next = s_bot
+                else:
+                    pact.next = 0
 
-    insts = [dec, dec2, stages, port_out, padw, seq, dsc, desc_pack(desc, ys, d_ad, d_st, d_nb),
+    insts = [dec, dec2, stages, port_out, padw, seq, walk, dsc, desc_pack(desc, ys, d_ad, d_st, d_nb),
              range_check(clk, rst, rows_s, cols_s, sbase, dep, dbase, ys, xs, xst, elems, fp, err, bad)]
     BW8 = p.B * 8
     if SRW > BW8:
