@@ -70,13 +70,24 @@ def axil_slave(clk, rst, axil: AxiLite, wr, waddr, wdata, raddr, rword):
 
 @block
 def counter(clk, rst, run, clr, inc, cnt):
-    """A 32-bit event counter: adds ``inc`` (a count or a bool) in every run cycle, zeroed by ``clr``."""
+    """A 32-bit event counter: adds ``inc`` (a count or a bool) of every run cycle, zeroed by
+    ``clr``. The increment is registered first (the module logic behind ``inc`` and the carry
+    chain of the add are different cycles), so a run cycle's count shows two cycles later:
+    the counters are final two cycles after the run stops, before any AXI-lite read issued
+    after STATUS shows it (a read takes at least two cycles)."""
+    inc_r = Signal(intbv(0)[len(inc):]) if len(inc) > 1 else Signal(bool(0))
+
     @always_seq(clk.posedge, reset=rst)
     def seq():
         if clr:
+            inc_r.next = 0
             cnt.next = 0
-        elif run:
-            cnt.next = (cnt + inc) & 0xFFFFFFFF
+        else:
+            if run:
+                inc_r.next = inc
+            else:
+                inc_r.next = 0
+            cnt.next = (cnt + inc_r) & 0xFFFFFFFF
     return seq
 
 

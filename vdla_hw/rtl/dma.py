@@ -56,17 +56,18 @@ def wide_writer(clk, rst, g: MemGeom, sel, me_beat, row_last, rdata, sr, k, row_
 
 
 @block
-def narrow_lane(s, g: MemGeom, bp, lo_t, hi_t, rdata, we0, we1, dlane):
+def narrow_lane(s, g: MemGeom, bpl, lo_t, hi_t, rdata, we0, we1, dlane):
     """SRAM lane ``s`` of a narrow memory during a beat: which DRAM lane feeds it, whether it is
-    in the row, and in which bank (line parity) it lands."""
+    in the row, and in which bank (line parity) it lands. ``bpl``: the low lgL + 1 bits of the
+    beat's line bias (all this needs of it)."""
     L, lgL, ew = g.lanes, log2(g.lanes), g.width
 
     @always_comb
     def comb():
         t = intbv(0)[lgL:]
-        t[:] = (s + L - (bp & (L - 1))) & (L - 1)
-        q = intbv(0)[len(bp) + 1:]
-        q[:] = bp + t
+        t[:] = (s + L - (bpl & (L - 1))) & (L - 1)
+        q = intbv(0)[lgL + 2:]
+        q[:] = bpl + t
         tmp = intbv(0)[len(rdata):]
         tmp[:] = rdata >> (t * ew)
         dlane.next = tmp[ew:]
@@ -81,23 +82,26 @@ def narrow_lane(s, g: MemGeom, bp, lo_t, hi_t, rdata, we0, we1, dlane):
 
 
 @block
-def narrow_writer(clk, rst, g: MemGeom, sel, me_beat, beat_idx, row_addr, row_end, rdata, row_sram, pad_we,
-                  pad_addr, ports, lgB):
+def narrow_writer(clk, rst, g: MemGeom, sel, me_beat, beat_idx, row_addr, row_end, row_last, rdata, row_sram,
+                  pad_we, pad_addr, ports, lgB):
     """Beat writes of a memory whose element is narrower than a beat: up to two lines (one per
-    bank) per beat, each lane with its own write enable; padding writes one lane."""
+    bank) per beat, each lane with its own write enable; padding writes one lane. The lanes in
+    the row come from the low address bits only: a row starts inside the beat only on its first
+    beat and ends inside it only on its last (``row_last``)."""
     B = 1 << lgB
     L, lgL, lge = g.lanes, log2(g.lanes), g.lg_elem
     (we0, a0, d0), (we1, a1, d1) = ports
     aw = len(a0)
     PW = len(row_sram) + 2
     bp = Signal(intbv(0)[PW + ADDR_BITS:])
+    bpl = Signal(intbv(0)[lgL + 1:])
     lo_t = Signal(intbv(0)[lgL + 1:])
     hi_t = Signal(intbv(0)[lgL + 1:])
     lineA = Signal(intbv(0)[PW + ADDR_BITS:])
     lanes0 = [Signal(bool(0)) for _ in range(L)]
     lanes1 = [Signal(bool(0)) for _ in range(L)]
     dl = [Signal(intbv(0)[g.width:]) for _ in range(L)]
-    insts = [narrow_lane(s, g, bp, lo_t, hi_t, rdata, lanes0[s], lanes1[s], dl[s]) for s in range(L)]
+    insts = [narrow_lane(s, g, bpl, lo_t, hi_t, rdata, lanes0[s], lanes1[s], dl[s]) for s in range(L)]
     m0 = Signal(intbv(0)[L:])
     m1 = Signal(intbv(0)[L:])
     dcat = Signal(intbv(0)[B * 8:])
@@ -118,15 +122,22 @@ def narrow_writer(clk, rst, g: MemGeom, sel, me_beat, beat_idx, row_addr, row_en
     def lanes():
         bb = intbv(0)[ADDR_BITS + 1:]
         bb[:] = beat_idx << lgB
-        if row_addr > bb:
-            lo_t.next = (row_addr - bb) >> lge
+        ra_lo = intbv(0)[lgB:]
+        ra_lo[:] = row_addr & (B - 1)
+        re_lo = intbv(0)[lgB:]
+        re_lo[:] = row_end & (B - 1)
+        if beat_idx == (row_addr >> lgB):       # the row's first beat: starts at its byte ra_lo
+            lo_t.next = ra_lo >> lge
         else:
             lo_t.next = 0
-        if row_end < bb + B:
-            hi_t.next = (row_end - bb) >> lge
+        if row_last and re_lo != 0:             # the row's last beat, ending inside it
+            hi_t.next = re_lo >> lge
         else:
             hi_t.next = L
         bp.next = row_sram + L + (bb >> lge) - (row_addr >> lge)
+        lo = intbv(0)[lgL + 2:]
+        lo[:] = (row_sram + L + ((beat_idx & 1) << lgL) - (row_addr >> lge)) & (2 * L - 1)
+        bpl.next = lo[lgL + 1:]
 
     @always_comb
     def linea():
@@ -466,8 +477,8 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
     sels = [sel0, sel1]
     for i, (m, g) in enumerate(zip(mems, geoms)):
         if g.narrow:
-            insts.append(narrow_writer(clk, rst, g, sels[i], me_beat, beat_idx, row_addr, row_end, rdata, row_sram,
-                                       pad_we, pad_addr, sram_ports[m], p.lgB))
+            insts.append(narrow_writer(clk, rst, g, sels[i], me_beat, beat_idx, row_addr, row_end, row_last, rdata,
+                                       row_sram, pad_we, pad_addr, sram_ports[m], p.lgB))
         else:
             we, wa, wd = sram_ports[m]
             insts.append(wide_writer(clk, rst, g, sels[i], me_beat, row_last, rdata, sr, k, row_sram, col, pad_we,

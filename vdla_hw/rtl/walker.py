@@ -24,12 +24,12 @@ def _blen_bits(p: RtlParams) -> int:
 
 class WalkState:
     """A walk's position: ``has`` (a beat or burst is left), ``beat``, ``last`` (the row's last
-    beat), ``rows`` left, ``addr`` (the row's first byte), ``bcnt`` (beats of the current burst
+    beat), ``rows`` left, ``addr`` / ``end`` (the row's first byte and the byte after it), ``bcnt`` (beats of the current burst
     already moved), the descriptor's ``stride`` and ``nbytes``, and the next row's first and
     last byte (``n_addr``, ``n_lastb``: kept one row ahead, so a row change adds nothing in
     series)."""
 
-    NAMES = ("has", "beat", "last", "rows", "addr", "bcnt", "stride", "nbytes", "n_addr", "n_lastb")
+    NAMES = ("has", "beat", "last", "rows", "addr", "end", "bcnt", "stride", "nbytes", "n_addr", "n_lastb")
 
     def __init__(self, p: RtlParams):
         bw = ADDR_BITS - p.lgB
@@ -38,6 +38,7 @@ class WalkState:
         self.last = Signal(intbv(0)[bw:])
         self.rows = Signal(intbv(0)[ROWS_BITS:])
         self.addr = Signal(intbv(0)[ADDR_BITS:])
+        self.end = Signal(intbv(0)[ADDR_BITS:])
         self.bcnt = Signal(intbv(0)[_blen_bits(p):])
         self.stride = Signal(intbv(0)[ADDR_BITS:])
         self.nbytes = Signal(intbv(0)[ADDR_BITS:])
@@ -75,6 +76,9 @@ def desc_state(p: RtlParams, desc, s: WalkState):
         a2[:] = d.addr0 + d.stride + d.nbytes - 1
         s.n_addr.next = a1[ADDR_BITS:]
         s.n_lastb.next = a2[ADDR_BITS:]
+        e = intbv(0)[ADDR_BITS + 1:]
+        e[:] = d.addr0 + d.nbytes
+        s.end.next = e[ADDR_BITS:]
         s.has.next = 1
         s.beat.next = d.addr0_beat
         s.last.next = a0[ADDR_BITS:lgB]
@@ -104,9 +108,7 @@ def walk_next(p: RtlParams, s: WalkState, per_beat: bool, blen, row_end, n: Walk
 
     @always_comb
     def lengths():
-        e = intbv(0)[ADDR_BITS + 1:]
-        e[:] = s.addr + s.nbytes
-        row_end.next = e[ADDR_BITS:]
+        row_end.next = s.end
         left = intbv(0)[BW + 1:]
         left[:] = s.last - s.beat + 1
         row_left.next = left
@@ -126,6 +128,7 @@ def walk_next(p: RtlParams, s: WalkState, per_beat: bool, blen, row_end, n: Walk
         n.last.next = s.last
         n.rows.next = s.rows
         n.addr.next = s.addr
+        n.end.next = s.end
         n.bcnt.next = s.bcnt
         n.stride.next = s.stride
         n.nbytes.next = s.nbytes
@@ -139,7 +142,10 @@ def walk_next(p: RtlParams, s: WalkState, per_beat: bool, blen, row_end, n: Walk
                 b = intbv(0)[ADDR_BITS + 1:]
                 b[:] = s.n_lastb + s.stride
                 n.rows.next = s.rows - 1
+                c = intbv(0)[ADDR_BITS + 1:]
+                c[:] = s.n_lastb + 1
                 n.addr.next = s.n_addr
+                n.end.next = c[ADDR_BITS:]
                 n.beat.next = s.n_addr[ADDR_BITS:lgB]
                 n.last.next = s.n_lastb[ADDR_BITS:lgB]
                 n.n_addr.next = a[ADDR_BITS:]
@@ -166,6 +172,7 @@ def state_reg(clk, rst, load, ld: WalkState, step, nx: WalkState, s: WalkState):
             s.last.next = ld.last
             s.rows.next = ld.rows
             s.addr.next = ld.addr
+            s.end.next = ld.end
             s.bcnt.next = ld.bcnt
             s.stride.next = ld.stride
             s.nbytes.next = ld.nbytes
@@ -177,6 +184,7 @@ def state_reg(clk, rst, load, ld: WalkState, step, nx: WalkState, s: WalkState):
             s.last.next = nx.last
             s.rows.next = nx.rows
             s.addr.next = nx.addr
+            s.end.next = nx.end
             s.bcnt.next = nx.bcnt
             s.stride.next = nx.stride
             s.nbytes.next = nx.nbytes
