@@ -213,7 +213,9 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
     eb0, eb1 = ebs[0] - 1, ebs[1] - 1
 
     phase = Signal(intbv(0)[3:])
-    cnt = Signal(intbv(0)[32:])
+    cnt = Signal(intbv(0)[32:])          # POST: padding cycles left - 1
+    cz = Signal(bool(0))                 # cnt == 0 (a register: done comes from registers)
+    dcnt = Signal(intbv(0)[log2(OVH + 1) + 1:])   # PRE: decode cycles left - 1
     mt = field_reg(ld.memory_type)
     sbase = field_reg(ld.sram_base)
     dbase = field_reg(ld.dram_base)
@@ -247,6 +249,7 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
     yx2, topc2, botc2 = (Signal(intbv(0)[RS:]) for _ in range(3))
     left2, sb2 = Signal(intbv(0)[len(left):]), Signal(intbv(0)[len(sbase):])
     npadm1 = Signal(intbv(0)[32:])       # stage 3: padding elements - 1
+    np1 = Signal(bool(0))                # stage 3: exactly one padding element
     s_first = Signal(intbv(0)[RS:])      # stage 3: SRAM element of the first data element
     s_bot = Signal(intbv(0)[RS:])        # stage 3: SRAM element of the first bottom-padding row
     err = Signal(intbv(0)[len(rerr):])
@@ -309,6 +312,7 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
         sb2.next = sb1
         # stage 3
         npadm1.next = (fp - yx2 - 1) & 0xFFFFFFFF
+        np1.next = fp == yx2 + 1
         s_first.next = sb2 + topc2 + left2
         s_bot.next = sb2 + botc2
 
@@ -343,7 +347,7 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
             done.next = 1
         if phase == HOLD and rel_me and npz:
             done.next = 1
-        if phase == POST and cnt == 0:
+        if phase == POST and cz:
             done.next = 1
 
     @always_comb
@@ -353,11 +357,11 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
-        # at_req: the cycle phase is PRE with cnt 0 (registered: OVH >= 2 so never the start's next)
-        at_req.next = phase == PRE and cnt == 1 and not start
+        # at_req: the cycle phase is PRE with its count at 0 (a register; OVH >= 2: never right after a start)
+        at_req.next = phase == PRE and dcnt == 1 and not start
         if start:
             phase.next = PRE
-            cnt.next = OVH - 1
+            dcnt.next = OVH - 1
             mt.next = ld.memory_type
             sbase.next = ld.sram_base
             dbase.next = ld.dram_base
@@ -372,7 +376,7 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
             moves.next = ld.x_size != 0 and ld.y_size != 0
         else:
             if phase == PRE:
-                if cnt == 0:
+                if at_req:
                     if not moves:
                         phase.next = IDLE
                     elif grant:
@@ -380,7 +384,7 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
                     else:
                         phase.next = REQ
                 else:
-                    cnt.next = cnt - 1
+                    dcnt.next = dcnt - 1
             elif phase == REQ:
                 if grant:
                     phase.next = HOLD
@@ -391,11 +395,13 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
                     else:
                         phase.next = POST
                         cnt.next = npadm1
+                        cz.next = np1
             elif phase == POST:
-                if cnt == 0:
+                if cz:
                     phase.next = IDLE
                 else:
                     cnt.next = cnt - 1
+                    cz.next = cnt == 1
             if at_req and moves and bad:
                 phase.next = IDLE
 

@@ -174,7 +174,7 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
-        # at_req: the cycle phase is PRE with cnt 0 (registered: OVH >= 2 so never the start's next)
+        # at_req: the cycle phase is PRE with its count at 0 (a register; OVH >= 2: never right after a start)
         at_req.next = phase == PRE and cnt == 1 and not mystart
         if mystart:
             phase.next = PRE
@@ -187,7 +187,7 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
             c_idx.next = st.index
             moves.next = st.x_size != 0 and st.y_size != 0
         elif phase == PRE:
-            if cnt == 0:
+            if at_req:
                 if not moves or bad:
                     phase.next = IDLE
                 elif grant:
