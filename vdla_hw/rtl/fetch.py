@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, concat, intbv
 
-from vdla_hw import isa, timing
+from vdla_hw import isa, regmap, timing
 from vdla_hw.config import MEM_TYPES
-from vdla_hw.rtl.decode import INSN_BITS, INSN_BYTES, insn_fields
+from vdla_hw.rtl.decode import INSN_BITS, INSN_BYTES
 from vdla_hw.rtl.params import ADDR_BITS, INDEX_BITS, RtlParams, log2
 from vdla_hw.rtl.portdesc import ROWS_BITS, desc_pack
 
@@ -37,23 +37,73 @@ def fetch_lane(clk, j, IB, lgIB, me_beat, bcnt, rdata, slot, lane, slots):
 
 
 @block
+def route_mem(clk, p: RtlParams, me_beat, bcnt, rdata, slot, target, bad, slots, IB, lgIB):
+    """Where each buffered instruction goes, decoded from its first beat as it arrives (its
+    opcode and memory type lie in that beat): ``target`` 0 load, 1 compute, 2 store, 3 bad, with
+    ``bad`` its ERROR bit, for the instruction at ``slot``. Routing then reads two bits, not
+    the instruction."""
+    OPC_LOAD, OPC_STORE = isa.OPCODES["LOAD"], isa.OPCODES["STORE"]
+    MAXOP = max(isa.OPCODES.values())
+    INP, WGT = MEM_TYPES.index("inp"), MEM_TYPES.index("wgt")
+    E_OP, E_MT = regmap.ERROR_BITS["bad_opcode"], regmap.ERROR_BITS["bad_memory_type"]
+    lay = isa.layout("LOAD", p.config)      # opcode and memory_type: same place in every kind
+    OP, MT = lay["opcode"], lay["memory_type"]
+    assert OP.lo + OP.width <= len(rdata) and MT.lo + MT.width <= len(rdata), "fields outside the first beat"
+    OPM, MTM = (1 << OP.width) - 1, (1 << MT.width) - 1
+    code = Signal(intbv(0)[3:])             # {bad memory type (else bad opcode), target}
+    mem = [Signal(intbv(0)[3:]) for _ in range(slots)]
+
+    @always_comb
+    def dec():
+        op = intbv(0)[OP.width:]
+        op[:] = (rdata >> OP.lo) & OPM
+        mt = intbv(0)[MT.width:]
+        mt[:] = (rdata >> MT.lo) & MTM
+        code.next = 1
+        if op > MAXOP:
+            code.next = 3
+        elif (op == OPC_LOAD or op == OPC_STORE) and mt >= len(MEM_TYPES):
+            code.next = 7
+        elif op == OPC_STORE:
+            code.next = 2
+        elif op == OPC_LOAD and (mt == INP or mt == WGT):
+            code.next = 0
+
+    @always(clk.posedge)
+    def write():
+        if me_beat and (bcnt & (IB - 1)) == 0:
+            mem[int(bcnt >> lgIB)].next = code
+
+    @always_comb
+    def read():
+        c = intbv(0)[3:]
+        c[:] = mem[int(slot)]
+        target.next = c[2:]
+        if c[2:] != 3:
+            bad.next = 0
+        elif c[2]:
+            bad.next = E_MT
+        else:
+            bad.next = E_OP
+    return dec, write, read
+
+
+@block
 def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_me, me_beat, rdata,
-          rooms, pushes, qdata, err, err_insn, qstall, chunk_index):
+          rooms, pushes, qdata, err, err_insn, qstall, chunk_index, desc0, fresh):
     """``rooms``/``pushes``: (load, compute, store) command-queue room and push; ``qdata`` the
     entry pushed. ``err``: ERROR bits (bad opcode / memory type) raised when routing.
     ``qstall``: an instruction is due to be pushed this cycle but its queue has no room.
-    ``chunk_index``: index of the first instruction of the chunk being read (or last read)."""
+    ``chunk_index``: index of the first instruction of the chunk being read (or last read).
+    ``desc0``/``fresh``: the first chunk's descriptor (from INSN_ADDR and INSN_COUNT only) and
+    "no chunk granted since reset" (memport.PortClient: the port's walk of ``desc`` lags it by
+    2 cycles, and the run's cycle 0 can come one cycle after the core reset)."""
     c = p.config
     C = timing.fetch_chunk(c)
     STEP = c.FETCH_CYCLES_PER_INSN
     IB = INSN_BYTES // p.B          # beats per instruction
     lgIBY = log2(INSN_BYTES)
     lgIB = log2(IB)
-    OPC_LOAD, OPC_STORE = isa.OPCODES["LOAD"], isa.OPCODES["STORE"]
-    MAXOP = max(isa.OPCODES.values())
-    INP, WGT = MEM_TYPES.index("inp"), MEM_TYPES.index("wgt")
-    from vdla_hw import regmap
-    E_OP, E_MT = regmap.ERROR_BITS["bad_opcode"], regmap.ERROR_BITS["bad_memory_type"]
     room_l, room_c, room_s = rooms
     push_l, push_c, push_s = pushes
 
@@ -68,16 +118,17 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
     want = Signal(bool(0))
     qn = Signal(intbv(0)[32:])
     insn = Signal(intbv(0)[INSN_BITS:])
-    fd = insn_fields(insn, p, "LOAD")   # opcode and memory_type (same place in every kind)
     target = Signal(intbv(0)[2:])   # 0 load, 1 compute, 2 store, 3 bad
     bad = Signal(intbv(0)[16:])
     canpush = Signal(bool(0))
     d_nb = Signal(intbv(0)[ADDR_BITS:])
     d_addr = Signal(intbv(0)[ADDR_BITS:])
+    d0_nb = Signal(intbv(0)[ADDR_BITS:])
     one_row = Signal(intbv(1)[ROWS_BITS:])         # undriven: constants of the descriptor
     no_stride = Signal(intbv(0)[ADDR_BITS:])
     lanes = [Signal(intbv(0)[p.B * 8:]) for _ in range(IB)]
     insts = [fetch_lane(clk, j, IB, lgIB, me_beat, bcnt, rdata, slot, lanes[j], C) for j in range(IB)]
+    insts.append(route_mem(clk, p, me_beat, bcnt, rdata, slot, target, bad, C, IB, lgIB))
     cat = ConcatSignal(*reversed(lanes)) if IB > 1 else lanes[0]
 
     @always_comb
@@ -86,26 +137,8 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
         chunk_index.next = cbase
 
     @always_comb
-    def decode():
-        bad.next = 0
-        target.next = 1
-        if fd.opcode > MAXOP:
-            target.next = 3
-            bad.next = E_OP
-        elif (fd.opcode == OPC_LOAD or fd.opcode == OPC_STORE) and fd.memory_type >= len(MEM_TYPES):
-            target.next = 3
-            bad.next = E_MT
-        elif fd.opcode == OPC_STORE:
-            target.next = 2
-        elif fd.opcode == OPC_LOAD and (fd.memory_type == INP or fd.memory_type == WGT):
-            target.next = 0
-
-    @always_comb
     def comb():
         routing.next = state == ROUTE or (state == WAIT and rel_me)
-        sl = intbv(0)[32:]
-        sl[:] = rpos - cbase
-        slot.next = sl[len(slot):]
 
     @always(clk.posedge)
     def chunk():
@@ -137,6 +170,12 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
         ad = intbv(0)[ADDR_BITS + 8:]
         ad[:] = insn_addr + (rend << lgIBY)
         d_addr.next = ad[ADDR_BITS:]
+        nb0 = intbv(0)[ADDR_BITS + 8:]
+        if insn_count > C:
+            nb0[:] = C << lgIBY
+        else:
+            nb0[:] = insn_count << lgIBY
+        d0_nb.next = nb0[ADDR_BITS:]
 
     @always_comb
     def outs():
@@ -151,6 +190,12 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
             err.next = bad
         qstall.next = routing and wcnt == 0 and rpos != rend and target != 3 and not canpush
 
+    @always(clk.posedge)
+    def first():
+        # no chunk granted since the core's reset (set by the reset itself, not a reset value)
+        if rst or (want and grant):
+            fresh.next = rst
+
     @always_seq(clk.posedge, reset=rst)
     def seq():
         if me_beat:
@@ -160,6 +205,7 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
                 state.next = WAIT
                 cbase.next = rend
                 rpos.next = rend
+                slot.next = 0
                 rend.next = rend + qn
                 bcnt.next = 0
             else:
@@ -168,10 +214,12 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
             state.next = ROUTE
             if canpush:
                 rpos.next = rpos + 1
+                slot.next = slot + 1
                 wcnt.next = STEP - 1
             elif wcnt != 0:
                 wcnt.next = wcnt - 1
             elif rpos == rend and rend >= insn_count:
                 state.next = DONE
-    insts += [lanes_out, decode, comb, chunk, comb2, dsc, outs, seq, desc_pack(desc, one_row, d_addr, no_stride, d_nb)]
+    insts += [lanes_out, comb, chunk, comb2, dsc, outs, seq, desc_pack(desc, one_row, d_addr, no_stride, d_nb),
+              desc_pack(desc0, one_row, insn_addr, no_stride, d0_nb), first]
     return insts
