@@ -157,15 +157,13 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
 
     @always_comb
     def dsc():
-        # the port descriptor of the next chunk, from rend and the control registers only: the
-        # port registers it in 2 stages (memport's first_burst), and it settles in time: rend
-        # changes at a grant and the next request comes after that chunk's data and a push; the
-        # control registers are written at least 2 cycles before the START that runs them
+        # the port descriptor of the next chunk, from registers only: the port registers it in
+        # 2 stages (memport's first_burst), and it settles in time: rend changes at a grant (qn
+        # one cycle later) and the next request comes 4 cycles after it at the earliest (the
+        # chunk's AR, its beats at least MEM_LATENCY >= 1 later, the release, one push). The
+        # first chunk after the core's reset uses desc0 instead.
         nb = intbv(0)[ADDR_BITS + 8:]
-        if insn_count - rend > C:
-            nb[:] = C << lgIBY
-        else:
-            nb[:] = (insn_count - rend) << lgIBY
+        nb[:] = qn << lgIBY
         d_nb.next = nb[ADDR_BITS:]
         ad = intbv(0)[ADDR_BITS + 8:]
         ad[:] = insn_addr + (rend << lgIBY)
