@@ -142,8 +142,12 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
 
     @always(clk.posedge)
     def chunk():
-        # instructions in the next chunk (it starts where the last one ended), registered without
-        # reset: it follows rend (reset with the core) and INSN_COUNT while the core is held
+        # the next chunk's address and instruction count (it starts where the last one ended),
+        # registered without reset: they follow rend (reset with the core), INSN_ADDR and
+        # INSN_COUNT while the core is held
+        ad = intbv(0)[ADDR_BITS + 8:]
+        ad[:] = insn_addr + (rend << lgIBY)
+        d_addr.next = ad[ADDR_BITS:]
         if insn_count - rend > C:
             qn.next = C
         else:
@@ -157,17 +161,14 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
 
     @always_comb
     def dsc():
-        # the port descriptor of the next chunk, from registers only: the port registers it in
-        # 2 stages (memport's first_burst), and it settles in time: rend changes at a grant (qn
-        # one cycle later) and the next request comes 4 cycles after it at the earliest (the
-        # chunk's AR, its beats at least MEM_LATENCY >= 1 later, the release, one push). The
-        # first chunk after the core's reset uses desc0 instead.
+        # the port descriptor of the next chunk, from registers only: the port registers it
+        # in 2 stages (memport's first_burst), and it settles in time: rend changes at a grant
+        # (qn and the address one cycle later) and the next request comes 4 cycles after it at
+        # the earliest (the chunk's AR, its beats at least MEM_LATENCY >= 1 later, the
+        # release, one push). The first chunk after the core's reset uses desc0 instead.
         nb = intbv(0)[ADDR_BITS + 8:]
         nb[:] = qn << lgIBY
         d_nb.next = nb[ADDR_BITS:]
-        ad = intbv(0)[ADDR_BITS + 8:]
-        ad[:] = insn_addr + (rend << lgIBY)
-        d_addr.next = ad[ADDR_BITS:]
         nb0 = intbv(0)[ADDR_BITS + 8:]
         if insn_count > C:
             nb0[:] = C << lgIBY

@@ -35,7 +35,7 @@ from myhdl import Signal, always_comb, always_seq, block, intbv
 from vdla_hw.rtl.axi import BURST_INCR, AxiMaster  # noqa: F401 (BURST_INCR: docs)
 from vdla_hw.rtl.params import ADDR_BITS, RtlParams, log2
 from vdla_hw.rtl.portdesc import DESC_BITS
-from vdla_hw.rtl.walker import WalkPos, WalkState, first_burst, row_walker
+from vdla_hw.rtl.walker import WalkPos, WalkState, beat_walker, first_burst, row_walker
 
 IDLE, READ, WRITE = 0, 1, 2
 ADDR_MASK = (1 << ADDR_BITS) - 1
@@ -242,10 +242,15 @@ def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_d
             pre.append(first_burst(clk, rst, p, cl.desc, base, *f))
     g_s1, g_addr, g_len = WalkState(p), Signal(intbv(0)[len(axi.ar.addr):]), Signal(intbv(0)[len(axi.ar.len):])
     d_s0 = WalkState(p)
+    d_blen = Signal(intbv(0)[len(dpos.blen):])   # the granted client's first burst length
+
+    @always_comb
+    def first_len():
+        d_blen.next = g_len + 1
     insts = [arbiter(p, idle, clients, gnt, gidx, gdesc, gwrite),
              grant_mux(gidx, firsts, d_s0, g_s1, g_addr, g_len),
              row_walker(clk, rst, p, load, g_s1, raise_a, False, apos),
-             row_walker(clk, rst, p, load, d_s0, data_step, True, dpos),
+             beat_walker(clk, rst, p, load, d_s0, d_blen, data_step, dpos),
              client_sel(owner, fire, rel, clients)]
     insts += pre
 
@@ -382,5 +387,5 @@ def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_d
                 w_hstrb.next = axi.w.strb
         else:
             w_held.next = 0
-    insts += [handshakes, issue, raising, counts, counts_busy, bus_out, seq]
+    insts += [first_len, handshakes, issue, raising, counts, counts_busy, bus_out, seq]
     return insts

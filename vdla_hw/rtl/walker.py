@@ -210,6 +210,106 @@ def row_walker(clk, rst, p: RtlParams, load, ld: WalkState, step, per_beat: bool
 
 
 @block
+def beat_walker(clk, rst, p: RtlParams, load, ld: WalkState, ld_blen, step, pos: WalkPos):
+    """The data side: walk the rows of a transaction beat by beat. Like :func:`row_walker` with
+    ``per_beat``, but the current burst's beats left (``pos.blen``) is a register too: loaded
+    with ``ld_blen`` (the first burst's length, precomputed), counted down, and at a burst's
+    end replaced by the next burst's length, computed from registers in parallel for both
+    cases (the next beat of the row, or the next row's first beat)."""
+    lgB = p.lgB
+    BW = ADDR_BITS - lgB
+    MAXB = p.config.MEM_MAX_BURST
+    PAGE = BURST_BOUNDARY // p.B
+    s, n = WalkState(p), WalkState(p)
+    blen = Signal(intbv(0)[len(pos.blen):])
+    nb_row = Signal(intbv(0)[len(pos.blen):])    # next burst's length if it starts at beat + 1
+    nb_next = Signal(intbv(0)[len(pos.blen):])   # ... if it starts the next row
+
+    @always_comb
+    def show():
+        pos.has.next = s.has
+        pos.beat.next = s.beat
+        pos.last.next = s.last
+        pos.row_addr.next = s.addr
+        pos.blen.next = blen
+
+    @always_comb
+    def next_len():
+        k = intbv(0)[len(blen):]
+        k[:] = MAXB
+        b1 = intbv(0)[BW + 1:]
+        b1[:] = s.beat + 1
+        pl = PAGE - (b1 & (PAGE - 1))
+        if pl < k:
+            k[:] = pl
+        left = intbv(0)[BW + 1:]
+        left[:] = s.last - s.beat
+        if left < k:
+            k[:] = left
+        nb_row.next = k
+        m = intbv(0)[len(blen):]
+        m[:] = MAXB
+        nb = intbv(0)[BW:]
+        nb[:] = s.n_addr[ADDR_BITS:lgB]
+        nl = intbv(0)[BW:]
+        nl[:] = s.n_lastb[ADDR_BITS:lgB]
+        pl2 = PAGE - (nb & (PAGE - 1))
+        if pl2 < m:
+            m[:] = pl2
+        left2 = intbv(0)[BW + 1:]
+        left2[:] = nl - nb + 1
+        if left2 < m:
+            m[:] = left2
+        nb_next.next = m
+
+    @always_seq(clk.posedge, reset=rst)
+    def count():
+        if load:
+            blen.next = ld_blen
+        elif step:
+            if s.beat == s.last:
+                blen.next = nb_next
+            elif blen == 1:
+                blen.next = nb_row
+            else:
+                blen.next = blen - 1
+    @always_comb
+    def nxt():
+        pos.row_end.next = s.end
+        n.has.next = s.has
+        n.beat.next = s.beat
+        n.last.next = s.last
+        n.rows.next = s.rows
+        n.addr.next = s.addr
+        n.end.next = s.end
+        n.bcnt.next = 0
+        n.stride.next = s.stride
+        n.nbytes.next = s.nbytes
+        n.n_addr.next = s.n_addr
+        n.n_lastb.next = s.n_lastb
+        if s.beat == s.last:             # the row's last beat
+            if s.rows > 1:
+                a = intbv(0)[ADDR_BITS + 1:]
+                a[:] = s.n_addr + s.stride
+                b = intbv(0)[ADDR_BITS + 1:]
+                b[:] = s.n_lastb + s.stride
+                c = intbv(0)[ADDR_BITS + 1:]
+                c[:] = s.n_lastb + 1
+                n.rows.next = s.rows - 1
+                n.addr.next = s.n_addr
+                n.end.next = c[ADDR_BITS:]
+                n.beat.next = s.n_addr[ADDR_BITS:lgB]
+                n.last.next = s.n_lastb[ADDR_BITS:lgB]
+                n.n_addr.next = a[ADDR_BITS:]
+                n.n_lastb.next = b[ADDR_BITS:]
+            else:
+                n.has.next = 0
+        else:
+            n.beat.next = s.beat + 1
+    return show, next_len, count, nxt, state_reg(clk, rst, load, ld, step, n, s)
+
+
+@block
 def first_burst(clk, rst, p: RtlParams, desc, base, s0: WalkState, s1: WalkState, a_addr, a_len):
     """Registered from a client's descriptor ``desc`` in every cycle, in two stages (so ``desc``
     must hold from 2 cycles before the client's request): the walk's start state ``s0`` (the
