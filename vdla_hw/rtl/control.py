@@ -10,6 +10,9 @@ Behaviour (docs/spec.md section 8; ``driver/regmodel.py`` implements the same ru
   ERROR_INSN first. If the memory port is still finishing the bus transfers of an earlier run
   (``bus_idle`` low after an error or CLEAR), the START waits (STATUS busy) and the run begins
   the cycle the port is idle; otherwise cycle 0 is the cycle after the START write is taken.
+  A run begins at least 2 cycles after the core was last running (a START taken in the very
+  cycle after a run stopped waits one cycle): the memory port's precomputed walk of fetch's
+  first chunk needs the core held in reset that long (memport.PortClient).
 * The first error (a failing START, or an error the core raises with its instruction index)
   stops the run and freezes the device until CLEAR; CYCLES keeps the cycle it stopped at.
 * CLEAR stops a run, returns STATUS to idle and zeroes ERROR, CYCLES and the counters; CLEAR
@@ -111,6 +114,7 @@ def control(clk, rst, p: RtlParams, axil: AxiLite, run, cyc, finish, core_err, c
     waddr, raddr = Signal(intbv(0)[6:]), Signal(intbv(0)[6:])
     wdata, rword = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
     pending = Signal(bool(0))       # START taken, waiting for the memory port to drain
+    held = Signal(bool(0))          # the core was held (not running) in the previous cycle too
     done, error = Signal(bool(0)), Signal(bool(0))
     errbits = Signal(intbv(0)[32:])
     errinsn = Signal(intbv(NO_INSN)[32:])
@@ -198,7 +202,8 @@ def control(clk, rst, p: RtlParams, axil: AxiLite, run, cyc, finish, core_err, c
             errbits.next = core_err
             errinsn.next = core_err_insn
             cycles.next = cyc
-        if pending and bus_idle:
+        held.next = not run
+        if pending and bus_idle and held:
             pending.next = 0
             run.next = 1
             cyc.next = 0
@@ -232,10 +237,12 @@ def control(clk, rst, p: RtlParams, axil: AxiLite, run, cyc, finish, core_err, c
                 if start_bits != 0:
                     error.next = 1
                     errbits.next = start_bits
-                elif bus_idle and not run:
+                elif bus_idle and not run and held:
                     run.next = 1
                     cyc.next = 0
-                else:   # CLEAR + START during a run, or bus transfers still draining: wait
+                else:   # CLEAR + START during a run, bus transfers still draining, or the run
+                    # stopped in the previous cycle: wait (the core is held in reset for 2 cycles
+                    # before a run, the memory port's precomputed walks need them: memport.py)
                     run.next = 0
                     pending.next = 1
     insts += [regs_out, cyc_low, ctrl_write, clear_counters, seq]

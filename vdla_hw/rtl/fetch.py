@@ -90,14 +90,11 @@ def route_mem(clk, p: RtlParams, me_beat, bcnt, rdata, slot, target, bad, slots,
 
 @block
 def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_me, me_beat, rdata,
-          rooms, pushes, qdata, err, err_insn, qstall, chunk_index, desc0, fresh):
+          rooms, pushes, qdata, err, err_insn, qstall, chunk_index):
     """``rooms``/``pushes``: (load, compute, store) command-queue room and push; ``qdata`` the
     entry pushed. ``err``: ERROR bits (bad opcode / memory type) raised when routing.
     ``qstall``: an instruction is due to be pushed this cycle but its queue has no room.
-    ``chunk_index``: index of the first instruction of the chunk being read (or last read).
-    ``desc0``/``fresh``: the first chunk's descriptor (from INSN_ADDR and INSN_COUNT only) and
-    "no chunk granted since reset" (memport.PortClient: the port's walk of ``desc`` lags it by
-    2 cycles, and the run's cycle 0 can come one cycle after the core reset)."""
+    ``chunk_index``: index of the first instruction of the chunk being read (or last read)."""
     c = p.config
     C = timing.fetch_chunk(c)
     STEP = c.FETCH_CYCLES_PER_INSN
@@ -123,7 +120,8 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
     canpush = Signal(bool(0))
     d_nb = Signal(intbv(0)[ADDR_BITS:])
     d_addr = Signal(intbv(0)[ADDR_BITS:])
-    d0_nb = Signal(intbv(0)[ADDR_BITS:])
+    fresh = Signal(bool(0))     # no chunk granted since the core's reset
+    n_addr = Signal(intbv(0)[ADDR_BITS:])    # the next chunk (after the first): address, bytes
     one_row = Signal(intbv(1)[ROWS_BITS:])         # undriven: constants of the descriptor
     no_stride = Signal(intbv(0)[ADDR_BITS:])
     lanes = [Signal(intbv(0)[p.B * 8:]) for _ in range(IB)]
@@ -147,7 +145,7 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
         # INSN_COUNT while the core is held
         ad = intbv(0)[ADDR_BITS + 8:]
         ad[:] = insn_addr + (rend << lgIBY)
-        d_addr.next = ad[ADDR_BITS:]
+        n_addr.next = ad[ADDR_BITS:]
         if insn_count - rend > C:
             qn.next = C
         else:
@@ -165,16 +163,22 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
         # in 2 stages (memport's first_burst), and it settles in time: rend changes at a grant
         # (qn and the address one cycle later) and the next request comes 4 cycles after it at
         # the earliest (the chunk's AR, its beats at least MEM_LATENCY >= 1 later, the
-        # release, one push). The first chunk after the core's reset uses desc0 instead.
+        # release, one push). In reset and until the first grant it is the first chunk's,
+        # from INSN_ADDR and INSN_COUNT only: a run begins 2 cycles after the reset at the
+        # earliest (control.py), when the port's walk of it is ready.
         nb = intbv(0)[ADDR_BITS + 8:]
         nb[:] = qn << lgIBY
-        d_nb.next = nb[ADDR_BITS:]
         nb0 = intbv(0)[ADDR_BITS + 8:]
         if insn_count > C:
             nb0[:] = C << lgIBY
         else:
             nb0[:] = insn_count << lgIBY
-        d0_nb.next = nb0[ADDR_BITS:]
+        if rst or fresh:
+            d_nb.next = nb0[ADDR_BITS:]
+            d_addr.next = insn_addr
+        else:
+            d_nb.next = nb[ADDR_BITS:]
+            d_addr.next = n_addr
 
     @always_comb
     def outs():
@@ -219,6 +223,5 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
                 wcnt.next = wcnt - 1
             elif rpos == rend and rend >= insn_count:
                 state.next = DONE
-    insts += [lanes_out, comb, chunk, comb2, dsc, outs, seq, desc_pack(desc, one_row, d_addr, no_stride, d_nb),
-              desc_pack(desc0, one_row, insn_addr, no_stride, d0_nb), first]
+    insts += [lanes_out, comb, chunk, comb2, dsc, outs, first, seq, desc_pack(desc, one_row, d_addr, no_stride, d_nb)]
     return insts

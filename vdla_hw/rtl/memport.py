@@ -46,17 +46,14 @@ class PortClient:
     cycle after its transaction ended) and ``beat`` (one of its data beats moves) out.
 
     The port precomputes each client's walk from ``desc`` over 2 register stages, so ``desc``
-    must hold from 2 cycles before the request. A client that may request in the first cycle
-    after leaving reset (``restarts``: fetch, at cycle 0 of a run) also gives ``desc0``, its
-    descriptor out of reset (from registers that hold long before a run), used while ``fresh``."""
+    must hold from 2 cycles before the request. Fetch, which requests in a run's cycle 0, shows
+    its first chunk's descriptor while the core is held in reset, and a run begins at least 2
+    cycles after the core stopped (control.py)."""
 
-    def __init__(self, write: bool, restarts: bool = False):
+    def __init__(self, write: bool):
         self.write = write
-        self.restarts = restarts
         self.req = Signal(bool(0))
         self.desc = Signal(intbv(0)[DESC_BITS:])
-        self.desc0 = Signal(intbv(0)[DESC_BITS:])
-        self.fresh = Signal(bool(0))
         self.grant = Signal(bool(0))
         self.rel = Signal(bool(0))
         self.beat = Signal(bool(0))
@@ -128,29 +125,6 @@ def grant_mux(gidx, firsts, s0: WalkState, s1: WalkState, a_addr, a_len):
     insts.append(_mux4(gidx, a0, a1, a2, a3, a_addr))
     insts.append(_mux4(gidx, l0, l1, l2, l3, a_len))
     return insts
-
-
-@block
-def _choose(sel, a, b, out):
-    """``out`` = the precomputed walk ``b`` when ``sel``, else ``a`` (tuples as in grant_mux)."""
-    insts = []
-    for x, y, o in zip(a[:2], b[:2], out[:2]):
-        for name in WalkState.NAMES:
-            insts.append(_mux2(sel, getattr(x, name), getattr(y, name), getattr(o, name)))
-    for x, y, o in zip(a[2:], b[2:], out[2:]):
-        insts.append(_mux2(sel, x, y, o))
-    return insts
-
-
-@block
-def _mux2(sel, x0, x1, out):
-    @always_comb
-    def mux():
-        if sel:
-            out.next = x1
-        else:
-            out.next = x0
-    return mux
 
 
 @block
@@ -230,16 +204,8 @@ def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_d
     # per client, registered from its descriptor: the address walker after the first burst
     def walk():
         return WalkState(p), WalkState(p), Signal(intbv(0)[len(axi.ar.addr):]), Signal(intbv(0)[len(axi.ar.len):])
-    firsts, pre = [], []
-    for cl in clients:
-        f = walk()
-        firsts.append(f)
-        if cl.restarts:
-            a, b = walk(), walk()
-            pre += [first_burst(clk, rst, p, cl.desc, base, *a), first_burst(clk, rst, p, cl.desc0, base, *b),
-                    _choose(cl.fresh, a, b, f)]
-        else:
-            pre.append(first_burst(clk, rst, p, cl.desc, base, *f))
+    firsts = [walk() for _ in clients]
+    pre = [first_burst(clk, rst, p, cl.desc, base, *f) for cl, f in zip(clients, firsts)]
     g_s1, g_addr, g_len = WalkState(p), Signal(intbv(0)[len(axi.ar.addr):]), Signal(intbv(0)[len(axi.ar.len):])
     d_s0 = WalkState(p)
     d_blen = Signal(intbv(0)[len(dpos.blen):])   # the granted client's first burst length

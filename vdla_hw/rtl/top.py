@@ -146,7 +146,7 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
 
     # ---- memory port ---------------------------------------------------------------------
     order = arbitration_order()
-    mp = {m: PortClient(write=m == "store", restarts=m == "fetch") for m in order}
+    mp = {m: PortClient(write=m == "store") for m in order}
     beat = BeatBus(p)
     store_wdata = Signal(intbv(0)[p.B * 8:])
     store_wstrb = Signal(intbv(0)[p.B:])
@@ -184,7 +184,7 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
                        mp["fetch"].grant, mp["fetch"].rel, mp["fetch"].beat, mem_rdata,
                        (q["load"]["room"], q["compute"]["room"], q["store"]["room"]),
                        (q["load"]["push"], q["compute"]["push"], q["store"]["push"]), qdata, err_f, err_f_insn,
-                       f_qstall, f_index, mp["fetch"].desc0, mp["fetch"].fresh))
+                       f_qstall, f_index))
 
     ctl = {}
     for m in ("load", "compute", "store"):
