@@ -282,9 +282,16 @@ def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_d
         if wl_fire:
             o[:] = o - 1
         o_busy.next = o
-        # the transaction ends when no burst is left to raise (or the core stopped) and every
-        # raised burst has finished: its last R beat, or its W beats and its B response
-        done.next = phase != IDLE and (abort or not apos.has) and not raise_busy and n_busy == 0 and o_busy == 0
+
+    @always_comb
+    def ending():
+        # the transaction ends when no burst is left to raise (or the core stopped: then none is
+        # raised either) and every raised burst has finished -- its last R beat, or its W beats
+        # and its B response -- this cycle at the latest: the counts are 0, or 1 and it ends now
+        fin = rl_fire or b_fire
+        done.next = (phase != IDLE and (abort or not apos.has)
+                     and ((inflight == 0 and not fin) or (inflight == 1 and fin))
+                     and ((w_owed == 0 and not wl_fire) or (w_owed == 1 and wl_fire)))
 
     @always_comb
     def bus_out():
@@ -353,5 +360,5 @@ def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_d
                 w_hstrb.next = axi.w.strb
         else:
             w_held.next = 0
-    insts += [first_len, handshakes, issue, raising, counts, counts_busy, bus_out, seq]
+    insts += [first_len, handshakes, issue, raising, counts, counts_busy, ending, bus_out, seq]
     return insts

@@ -91,6 +91,49 @@ def desc_state(p: RtlParams, desc, s: WalkState):
 
 
 @block
+def advance(p: RtlParams, s: WalkState, row_done, beat_in, bcnt_in, n: WalkState):
+    """``n`` = the state after one step from ``s``: the next row's start when ``row_done``
+    (``has`` drops after the last row), else ``s`` at ``beat_in`` with ``bcnt_in``."""
+    lgB = p.lgB
+
+    @always_comb
+    def nxt():
+        a = intbv(0)[ADDR_BITS + 1:]
+        a[:] = s.n_addr + s.stride       # the row after next: first and last byte
+        b = intbv(0)[ADDR_BITS + 1:]
+        b[:] = s.n_lastb + s.stride
+        c = intbv(0)[ADDR_BITS + 1:]
+        c[:] = s.n_lastb + 1             # the next row's end
+        n.has.next = s.has
+        n.beat.next = s.beat
+        n.last.next = s.last
+        n.rows.next = s.rows
+        n.addr.next = s.addr
+        n.end.next = s.end
+        n.bcnt.next = s.bcnt
+        n.stride.next = s.stride
+        n.nbytes.next = s.nbytes
+        n.n_addr.next = s.n_addr
+        n.n_lastb.next = s.n_lastb
+        if row_done:
+            n.bcnt.next = 0
+            if s.rows > 1:
+                n.rows.next = s.rows - 1
+                n.addr.next = s.n_addr
+                n.end.next = c[ADDR_BITS:]
+                n.beat.next = s.n_addr[ADDR_BITS:lgB]
+                n.last.next = s.n_lastb[ADDR_BITS:lgB]
+                n.n_addr.next = a[ADDR_BITS:]
+                n.n_lastb.next = b[ADDR_BITS:]
+            else:
+                n.has.next = 0
+        else:
+            n.beat.next = beat_in
+            n.bcnt.next = bcnt_in
+    return nxt
+
+
+@block
 def walk_next(p: RtlParams, s: WalkState, per_beat: bool, blen, row_end, n: WalkState):
     """From state ``s``: ``blen`` (beats left in its burst), ``row_end`` (its row's end byte)
     and ``n``, the state after one step past the burst (``per_beat`` False) or one beat."""
@@ -101,6 +144,8 @@ def walk_next(p: RtlParams, s: WalkState, per_beat: bool, blen, row_end, n: Walk
     row_left = Signal(intbv(0)[BW + 1:])
     amount = Signal(intbv(0)[len(blen):])   # beats one step moves past
     one = Signal(intbv(1)[len(blen):])      # undriven: a constant 1
+    row_done = Signal(bool(0))
+    beat_in, bcnt_in = Signal(intbv(0)[len(s.beat):]), Signal(intbv(0)[len(s.bcnt):])
 
     @always_comb
     def amt():
@@ -122,43 +167,14 @@ def walk_next(p: RtlParams, s: WalkState, per_beat: bool, blen, row_end, n: Walk
         blen.next = k
 
     @always_comb
-    def nxt():
-        a = intbv(0)[ADDR_BITS + 1:]
-        a[:] = s.n_addr + s.stride       # the row after next: first and last byte
-        b = intbv(0)[ADDR_BITS + 1:]
-        b[:] = s.n_lastb + s.stride
-        c = intbv(0)[ADDR_BITS + 1:]
-        c[:] = s.n_lastb + 1             # the next row's end
-        n.has.next = s.has
-        n.beat.next = s.beat
-        n.last.next = s.last
-        n.rows.next = s.rows
-        n.addr.next = s.addr
-        n.end.next = s.end
-        n.bcnt.next = s.bcnt
-        n.stride.next = s.stride
-        n.nbytes.next = s.nbytes
-        n.n_addr.next = s.n_addr
-        n.n_lastb.next = s.n_lastb
-        if amount == row_left:           # the row's last beat or burst
-            n.bcnt.next = 0
-            if s.rows > 1:
-                n.rows.next = s.rows - 1
-                n.addr.next = s.n_addr
-                n.end.next = c[ADDR_BITS:]
-                n.beat.next = s.n_addr[ADDR_BITS:lgB]
-                n.last.next = s.n_lastb[ADDR_BITS:lgB]
-                n.n_addr.next = a[ADDR_BITS:]
-                n.n_lastb.next = b[ADDR_BITS:]
-            else:
-                n.has.next = 0
+    def inrow():
+        row_done.next = amount == row_left   # the row's last beat or burst
+        beat_in.next = s.beat + amount
+        if amount == blen:                   # the burst ends here
+            bcnt_in.next = 0
         else:
-            n.beat.next = s.beat + amount
-            if amount == blen:           # the burst ends here
-                n.bcnt.next = 0
-            else:
-                n.bcnt.next = s.bcnt + amount
-    return amt, lengths, nxt
+            bcnt_in.next = s.bcnt + amount
+    return amt, lengths, inrow, advance(p, s, row_done, beat_in, bcnt_in, n)
 
 
 @block
@@ -224,6 +240,9 @@ def beat_walker(clk, rst, p: RtlParams, load, ld: WalkState, ld_blen, step, pos:
     blen = Signal(intbv(0)[len(pos.blen):])
     nb_row = Signal(intbv(0)[len(pos.blen):])    # next burst's length if it starts at beat + 1
     nb_next = Signal(intbv(0)[len(pos.blen):])   # ... if it starts the next row
+    row_done = Signal(bool(0))
+    beat_in = Signal(intbv(0)[len(s.beat):])
+    zero = Signal(intbv(0)[len(s.bcnt):])        # undriven: bcnt stays 0 (blen is counted instead)
 
     @always_comb
     def show():
@@ -274,39 +293,12 @@ def beat_walker(clk, rst, p: RtlParams, load, ld: WalkState, ld_blen, step, pos:
             else:
                 blen.next = blen - 1
     @always_comb
-    def nxt():
-        a = intbv(0)[ADDR_BITS + 1:]
-        a[:] = s.n_addr + s.stride       # the row after next: first and last byte
-        b = intbv(0)[ADDR_BITS + 1:]
-        b[:] = s.n_lastb + s.stride
-        c = intbv(0)[ADDR_BITS + 1:]
-        c[:] = s.n_lastb + 1             # the next row's end
+    def inrow():
         pos.row_end.next = s.end
-        n.has.next = s.has
-        n.beat.next = s.beat
-        n.last.next = s.last
-        n.rows.next = s.rows
-        n.addr.next = s.addr
-        n.end.next = s.end
-        n.bcnt.next = 0
-        n.stride.next = s.stride
-        n.nbytes.next = s.nbytes
-        n.n_addr.next = s.n_addr
-        n.n_lastb.next = s.n_lastb
-        if s.beat == s.last:             # the row's last beat
-            if s.rows > 1:
-                n.rows.next = s.rows - 1
-                n.addr.next = s.n_addr
-                n.end.next = c[ADDR_BITS:]
-                n.beat.next = s.n_addr[ADDR_BITS:lgB]
-                n.last.next = s.n_lastb[ADDR_BITS:lgB]
-                n.n_addr.next = a[ADDR_BITS:]
-                n.n_lastb.next = b[ADDR_BITS:]
-            else:
-                n.has.next = 0
-        else:
-            n.beat.next = s.beat + 1
-    return show, next_len, count, nxt, state_reg(clk, rst, load, ld, step, n, s)
+        row_done.next = s.beat == s.last     # the row's last beat
+        beat_in.next = s.beat + 1
+    return (show, next_len, count, inrow, advance(p, s, row_done, beat_in, zero, n),
+            state_reg(clk, rst, load, ld, step, n, s))
 
 
 @block
