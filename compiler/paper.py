@@ -38,6 +38,18 @@ def fig10_label(h: int, w: int, ic: int, oc: int, k: int, stride: int, pad: int)
     return None
 
 
+def fig10_label_of(layer) -> str | None:
+    """The Fig. 10 label of an accelerator conv layer. A conv whose input the network pads
+    explicitly (a non-zero input zero point: compiler/network/vdla_ops.py) runs with pad 0 on the
+    padded input, (h + 2p) x (w + 2p): the same convolution (same output, same MACs) as the
+    paper's h x w layer with pad p, so such a layer is matched with p = (k - 1) // 2 as well."""
+    label = fig10_label(layer.h, layer.w, layer.ic, layer.oc, layer.k, layer.stride, layer.pad)
+    if label is None and layer.pad == 0 and layer.k > 1:
+        p = (layer.k - 1) // 2
+        label = fig10_label(layer.h - 2 * p, layer.w - 2 * p, layer.ic, layer.oc, layer.k, layer.stride, p)
+    return label
+
+
 def is_fig21_setting(model: str, resolution: int) -> bool:
     """The paper's Fig. 21 and Fig. 10 measured ResNet-18 at 224x224: only there do its bars
     and points stand beside ours."""

@@ -26,7 +26,7 @@ def fig10_label(record) -> str | None:
     layer = record.extra.get("layer")
     if layer is None or record.op != "conv":
         return None
-    return paper.fig10_label(layer.h, layer.w, layer.ic, layer.oc, layer.k, layer.stride, layer.pad)
+    return paper.fig10_label_of(layer)
 
 
 def fig21_validation(report) -> list[dict]:

@@ -173,8 +173,7 @@ def roofline(report, points_no_lh: dict, out_dir: Path, config) -> list[Path]:
     names = []
     for r in convs:
         layer = r.extra.get("layer")
-        label = paper.fig10_label(layer.h, layer.w, layer.ic, layer.oc, layer.k, layer.stride, layer.pad) \
-            if layer is not None and with_paper else None
+        label = paper.fig10_label_of(layer) if layer is not None and with_paper else None
         names.append(label or short_name(r.name))
     _label_points(ax, xs, ys, names, "#2b8cbe")
     if points_no_lh:

@@ -60,6 +60,16 @@ def test_fig10_labels_by_shape():
     assert paper.fig10_label(8, 8, 16, 16, 3, 1, 1) is None
 
 
+def test_fig10_labels_see_through_explicit_padding():
+    from compiler.layers import Conv2D
+
+    padded = Conv2D(name="c", h=58, w=58, ic=64, oc=64, k=3, stride=1, pad=0, shift=7)
+    assert paper.fig10_label_of(padded) == "C1"
+    assert paper.fig10_label_of(Conv2D(name="c", h=56, w=56, ic=64, oc=64, k=3, stride=1, pad=1, shift=7)) == "C1"
+    assert paper.fig10_label_of(Conv2D(name="c", h=56, w=56, ic=64, oc=128, k=1, stride=2, pad=0, shift=7)) == "C4"
+    assert paper.fig10_label_of(Conv2D(name="c", h=57, w=57, ic=64, oc=64, k=3, stride=1, pad=0, shift=7)) is None
+
+
 def test_log_ticks_read_as_plain_numbers():
     import matplotlib
 
