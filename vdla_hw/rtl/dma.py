@@ -19,7 +19,7 @@ from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 from vdla_hw.config import MEM_TYPES
 from vdla_hw.rtl.decode import field_reg, insn_fields
 from vdla_hw.rtl.params import ADDR_BITS, DECODE_CYCLES, MemGeom, RtlParams, log2
-from vdla_hw.rtl.portdesc import desc_pack
+from vdla_hw.rtl.portdesc import desc_elements
 from vdla_hw.rtl.rangechk import range_check
 
 IDLE, PRE, REQ, HOLD, POST = range(5)
@@ -316,23 +316,6 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
         s_first.next = sb2 + topc2 + left2
         s_bot.next = sb2 + botc2
 
-    d_nb = Signal(intbv(0)[32:])
-    d_st = Signal(intbv(0)[32:])
-    d_ad = Signal(intbv(0)[32:])
-
-    @always_seq(clk.posedge, reset=rst)
-    def dsc():
-        # the port descriptor, registered in stage 1 (the port reads it from the request cycle)
-        a = intbv(0)[48:]
-        a[:] = xs << lge
-        d_nb.next = a[32:]
-        b = intbv(0)[48:]
-        b[:] = xst << lge
-        d_st.next = b[32:]
-        d = intbv(0)[48:]
-        d[:] = dbase << lge
-        d_ad.next = d[32:]
-
     @always_comb
     def port_out():
         req.next = 0
@@ -465,7 +448,7 @@ def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant,
                 else:
                     pact.next = 0
 
-    insts = [dec, dec2, stages, port_out, padw, seq, walk, dsc, desc_pack(desc, ys, d_ad, d_st, d_nb),
+    insts = [dec, dec2, stages, port_out, padw, seq, walk, desc_elements(clk, rst, desc, ys, dbase, xst, xs, lge),
              range_check(clk, rst, rows_s, cols_s, sbase, dep, dbase, ys, xs, xst, elems, fp, err, bad)]
     BW8 = p.B * 8
     if SRW > BW8:

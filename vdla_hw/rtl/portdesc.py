@@ -3,13 +3,14 @@
 
 Fields from bit 0 (:data:`DESC_LAYOUT`): ``rows`` (rows to move), ``addr0`` (byte offset of row
 0 in the image), ``stride`` (bytes from one row start to the next), ``nbytes`` (bytes per row).
-Clients build it with :func:`desc_pack`; the port's walkers read it with :func:`desc_fields`."""
+Clients build it with :func:`desc_pack` (LOAD and STORE through :func:`desc_elements`); the
+port's walkers read it with :func:`desc_fields`."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from myhdl import always_comb, block, concat
+from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 
 from vdla_hw.rtl.params import ADDR_BITS
 
@@ -43,3 +44,26 @@ def desc_pack(desc, rows, addr0, stride, nbytes):
     def pack():
         desc.next = concat(nbytes, stride, addr0, rows)
     return pack
+
+
+@block
+def desc_elements(clk, rst, desc, rows, elem0, elem_stride, elems, lge):
+    """The descriptor of a LOAD's or STORE's rows, given in elements of ``2**lge`` bytes (``lge``
+    a constant or a signal): row 0 at element ``elem0``, rows ``elem_stride`` elements apart,
+    ``elems`` elements per row. The three byte values are registered (one decode stage: the
+    port reads the descriptor from the request cycle on); ``rows`` is passed through."""
+    addr0, stride, nbytes = (Signal(intbv(0)[ADDR_BITS:]) for _ in range(3))
+    wide = ADDR_BITS + 16           # a field shifted by the largest element size, before truncation
+
+    @always_seq(clk.posedge, reset=rst)
+    def to_bytes():
+        a = intbv(0)[wide:]
+        a[:] = elems << lge
+        nbytes.next = a[ADDR_BITS:]
+        b = intbv(0)[wide:]
+        b[:] = elem_stride << lge
+        stride.next = b[ADDR_BITS:]
+        d = intbv(0)[wide:]
+        d[:] = elem0 << lge
+        addr0.next = d[ADDR_BITS:]
+    return to_bytes, desc_pack(desc, rows, addr0, stride, nbytes)

@@ -15,7 +15,7 @@ from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, intbv
 from vdla_hw import isa
 from vdla_hw.rtl.decode import field_reg, insn_fields
 from vdla_hw.rtl.params import ADDR_BITS, RtlParams, log2
-from vdla_hw.rtl.portdesc import desc_pack
+from vdla_hw.rtl.portdesc import desc_elements
 from vdla_hw.rtl.rangechk import range_check
 
 IDLE, PRE, REQ, HOLD = range(4)
@@ -137,23 +137,6 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
         g_stxbm1.next = (xst << lge) + (xs << lge) - 1
         g_x.next = xs
 
-    d_nb = Signal(intbv(0)[32:])
-    d_st = Signal(intbv(0)[32:])
-    d_ad = Signal(intbv(0)[32:])
-
-    @always_seq(clk.posedge, reset=rst)
-    def dsc():
-        # the port descriptor, registered in stage 1 (the port reads it from the request cycle)
-        a = intbv(0)[48:]
-        a[:] = xs << lge
-        d_nb.next = a[32:]
-        b = intbv(0)[48:]
-        b[:] = xst << lge
-        d_st.next = b[32:]
-        d = intbv(0)[48:]
-        d[:] = dbase << lge
-        d_ad.next = d[32:]
-
     # ---- range check (vdla_hw.rtl.rangechk: valid from t_s + DECODE_CYCLES) ---------------
     depth = Signal(intbv(g.depth)[32:])          # undriven: a constant
     elems = Signal(intbv(0)[32:])
@@ -227,7 +210,7 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
                 w_last.next = l_last
                 w_sr.next = l_sr
 
-    insts = [look, port_out, seq, geom, dsc, desc_pack(desc, ys, d_ad, d_st, d_nb),
+    insts = [look, port_out, seq, geom, desc_elements(clk, rst, desc, ys, dbase, xst, xs, lge),
              range_check(clk, rst, ys, xs, sbase, depth, dbase, ys, xs, xst, elems, fp, err, bad)]
 
     if not g.narrow:
