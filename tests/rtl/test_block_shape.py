@@ -13,7 +13,8 @@ import pytest
 import vdla_hw.rtl
 
 RTL = Path(vdla_hw.rtl.__file__).parent
-FILES = ["compute.py", "compute_loop.py", "compute_pipe.py", "compute_ports.py", "gemm.py", "vec.py", "decode.py"]
+FILES = ["compute.py", "compute_loop.py", "compute_pipe.py", "compute_ports.py", "gemm.py", "vec.py", "decode.py",
+         "dma_ports.py"]
 MAX_LINES = 150
 
 

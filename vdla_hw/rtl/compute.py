@@ -33,6 +33,7 @@ from vdla_hw.rtl.compute_pipe import datapath, operand_read, write_forward
 from vdla_hw.rtl.compute_ports import ComputeMode, ReadPort, UopIssue, UopStages, WritePort, count_bits
 from vdla_hw.rtl.decode import insn_fields, uop_fields
 from vdla_hw.rtl.dma import dma_read
+from vdla_hw.rtl.dma_ports import ErrReport, InsnPort, port_view, sram_write
 from vdla_hw.rtl.params import RtlParams
 
 OPC_LOAD, OPC_FIN = isa.OPCODES["LOAD"], isa.OPCODES["FINISH"]
@@ -87,8 +88,10 @@ def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
     dma_start, dma_done = Signal(bool(0)), Signal(bool(0))
     mode, issue, st = ComputeMode(gi, ai), UopIssue(p, uf), UopStages(p)
     accv, new = (Signal(intbv(0)[p.mems["acc"].width:]) for _ in range(2))   # acc read (forwarded), write
-    return [dma_read(clk, rst, p, ["uop", "acc"], dma_start, sinsn, dma_done, req, desc, grant, rel_me, port, rdata,
-                     {"uop": uop_wports, "acc": (dma_w.we, dma_w.addr, dma_w.data)}, dram_bytes, rerr, rerr_insn),
+    client, beat = port_view(req, desc, grant, rel_me, port)
+    return [dma_read(clk, rst, p, ["uop", "acc"], InsnPort(dma_start, sinsn, dma_done), client, beat, rdata,
+                     {"uop": sram_write(p.mems["uop"], uop_wports), "acc": dma_w}, dram_bytes,
+                     ErrReport(rerr, rerr_insn)),
             insn_control(clk, rst, p, start, gi.opcode, dma_start, dma_done, issue.seq_done, done, finish),
             mode_regs(clk, rst, start, gi, ai, mode),
             uop_loop(clk, rst, p, start, gi, ai, mode.is_alu, issue),

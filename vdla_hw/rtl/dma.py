@@ -18,6 +18,8 @@ from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 
 from vdla_hw.config import MEM_TYPES
 from vdla_hw.rtl.decode import field_reg, insn_fields
+from vdla_hw.rtl.dma_ports import ErrReport, InsnPort
+from vdla_hw.rtl.memport import BeatBus, PortClient
 from vdla_hw.rtl.params import ADDR_BITS, DECODE_CYCLES, MemGeom, RtlParams, log2
 from vdla_hw.rtl.portdesc import desc_elements
 from vdla_hw.rtl.rangechk import range_check
@@ -180,25 +182,30 @@ def narrow_writer(clk, rst, g: MemGeom, sel, me_beat, beat_idx, row_addr, row_en
 
 
 @block
-def dma_read(clk, rst, p: RtlParams, mems, start, sinsn, done, req, desc, grant, rel_me, port, rdata, sram_ports,
-             dram_bytes, rerr, rerr_insn):
+def dma_read(clk, rst, p: RtlParams, mems, cmd: InsnPort, client: PortClient, beat: BeatBus, rdata, sram: dict,
+             dram_bytes, rerr: ErrReport):
     """Read DMA for LOAD instructions of the memory types ``mems``.
 
-    ``start`` (with the instruction ``sinsn``) begins a LOAD; ``done`` is high in its retire
-    cycle. ``port`` = (beat_me, beat_idx, row_addr, row_end, row_last): the port's current
-    beat when it belongs to this master. ``sram_ports[mem]``: (we, waddr, wdata) of a wide
-    memory, or ((we_lanes, addr, data) x 2 banks) of a narrow one.
+    ``cmd.start`` (with the entry ``cmd.insn``) begins a LOAD; ``cmd.done`` is high in its retire
+    cycle. ``client``: this master's memory-port client; ``beat``: where the port's current beat
+    lies (this master's when ``client.beat``); ``rdata`` the beat's data. ``sram[mem]``: the
+    write side of each memory (:func:`vdla_hw.rtl.dma_ports.sram_write`).
 
     The start cycle only registers the fields; sums, products and the range check
     (vdla_hw.program.check_transfer, :mod:`vdla_hw.rtl.rangechk`) fill the decode cycles. In
-    the earliest request cycle t_s + INSN_OVERHEAD (INSN_OVERHEAD >= DECODE_CYCLES) ``rerr``
-    carries ERROR ``sram_range`` or ``dram_range`` for a failing transfer, with ``rerr_insn`` the
+    the earliest request cycle t_s + INSN_OVERHEAD (INSN_OVERHEAD >= DECODE_CYCLES) ``rerr.bits``
+    carries ERROR ``sram_range`` or ``dram_range`` for a failing transfer, with ``rerr.insn`` the
     instruction's index; the request is then never raised (no beat moves) and the DMA goes
     idle. ``req`` and ``done`` depend on registers only. The padding iterator starts in that
     cycle too (its row bases are products of the decode pipeline).
     """
     c = p.config
-    me_beat, beat_idx, row_addr, row_end, row_last = port
+    start, sinsn, done = cmd.start, cmd.insn, cmd.done
+    req, desc, grant, rel_me = client.req, client.desc, client.grant, client.rel
+    me_beat, beat_idx, row_addr, row_end, row_last = client.beat, beat.idx, beat.row_addr, beat.row_end, beat.row_last
+    rerr, rerr_insn = rerr.bits, rerr.insn
+    sram_ports = {m: tuple((b.we, b.addr, b.data) for b in w) if isinstance(w, tuple) else (w.we, w.addr, w.data)
+                  for m, w in sram.items()}
     OVH = c.INSN_OVERHEAD
     assert OVH >= DECODE_CYCLES, "rtl_params refuses this configuration"
 

@@ -14,6 +14,8 @@ from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, 
 from vdla_hw import isa, regmap, timing
 from vdla_hw.config import MEM_TYPES
 from vdla_hw.rtl.decode import INSN_BITS, INSN_BYTES
+from vdla_hw.rtl.dma_ports import ErrReport, QueuePush  # noqa: F401 (QueuePush: docs)
+from vdla_hw.rtl.memport import PortClient
 from vdla_hw.rtl.params import ADDR_BITS, INDEX_BITS, RtlParams, log2
 from vdla_hw.rtl.portdesc import ROWS_BITS, desc_pack
 
@@ -89,10 +91,12 @@ def route_mem(clk, p: RtlParams, me_beat, bcnt, rdata, slot, target, bad, slots,
 
 
 @block
-def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_me, me_beat, rdata,
-          rooms, pushes, qdata, err, err_insn, qstall, chunk_index):
-    """``rooms``/``pushes``: (load, compute, store) command-queue room and push; ``qdata`` the
-    entry pushed. ``err``: ERROR bits (bad opcode / memory type) raised when routing.
+def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, client: PortClient, rdata, queues, qdata,
+          rerr: ErrReport, qstall, chunk_index):
+    """``insn_addr``/``insn_count``: the INSN_ADDR and INSN_COUNT registers; ``client``: fetch's
+    memory-port client, ``rdata`` the beat's data. ``queues``: the (load, compute, store) command
+    queues' :class:`QueuePush`; ``qdata`` the entry pushed. ``rerr``: ERROR bits (bad opcode /
+    memory type) raised when routing, with the instruction's index.
     ``qstall``: an instruction is due to be pushed this cycle but its queue has no room.
     ``chunk_index``: index of the first instruction of the chunk being read (or last read)."""
     c = p.config
@@ -101,8 +105,9 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, req, desc, grant, rel_m
     IB = INSN_BYTES // p.B          # beats per instruction
     lgIBY = log2(INSN_BYTES)
     lgIB = log2(IB)
-    room_l, room_c, room_s = rooms
-    push_l, push_c, push_s = pushes
+    req, desc, grant, rel_me, me_beat = client.req, client.desc, client.grant, client.rel, client.beat
+    (room_l, push_l), (room_c, push_c), (room_s, push_s) = ((q.room, q.push) for q in queues)
+    err, err_insn = rerr.bits, rerr.insn
 
     state = Signal(intbv(0)[2:])
     cbase = Signal(intbv(0)[32:])

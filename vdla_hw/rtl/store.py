@@ -14,6 +14,8 @@ from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, intbv
 
 from vdla_hw import isa
 from vdla_hw.rtl.decode import field_reg, insn_fields
+from vdla_hw.rtl.dma_ports import ErrReport, InsnPort, WriteBeat
+from vdla_hw.rtl.memport import BeatBus, PortClient
 from vdla_hw.rtl.params import ADDR_BITS, RtlParams, log2
 from vdla_hw.rtl.portdesc import desc_elements
 from vdla_hw.rtl.rangechk import range_check
@@ -50,16 +52,17 @@ def store_lane(t, L, lgL, e, lgB, row_addr, row_end, beat, bp, d0, d1, data, str
 
 
 @block
-def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, port, wdata, wstrb, out_r,
-          dram_bytes, rerr, rerr_insn):
-    """``port`` = (beat_me, beat_idx, row_addr, row_end, row_last) of the port's current beat;
-    ``wdata``/``wstrb``: the beat's data and byte strobes. ``out_r``: the OUT SRAM read port,
-    (re, raddr, rdata) for a wide memory or ((re, raddr, rdata) per bank) for a narrow one.
+def store(clk, rst, p: RtlParams, cmd: InsnPort, client: PortClient, beat: BeatBus, wbeat: WriteBeat, out,
+          dram_bytes, rerr: ErrReport):
+    """``cmd``: the STORE's start, entry and done; ``client``: the store's memory-port client;
+    ``beat``: where the port's current beat lies; ``wbeat``: the beat's data and byte strobes.
+    ``out``: the OUT SRAM's read side (:func:`vdla_hw.rtl.dma_ports.sram_read`: one read port
+    for a wide memory, one per bank for a narrow one).
 
     The start cycle only registers the fields. Range check (vdla_hw.program.check_transfer,
-    :mod:`vdla_hw.rtl.rangechk`): in the earliest request cycle t_s + INSN_OVERHEAD ``rerr``
+    :mod:`vdla_hw.rtl.rangechk`): in the earliest request cycle t_s + INSN_OVERHEAD ``rerr.bits``
     carries ERROR ``sram_range`` when sram_base + y_size * x_size passes the OUT depth, else
-    ``dram_range`` when the DRAM rows pass ``dram_bytes``, with ``rerr_insn`` the index; the
+    ``dram_range`` when the DRAM rows pass ``dram_bytes``, with ``rerr.insn`` the index; the
     request is then never raised (no beat moves). ``req`` and ``done`` depend on registers
     only. The walker's first look-up (the first beat's OUT elements) is at t_s + 2, from the
     row geometry registered in the decode cycles, before the grant (t_s + INSN_OVERHEAD at the
@@ -69,7 +72,12 @@ def store(clk, rst, p: RtlParams, start, sinsn, done, req, desc, grant, rel_me, 
     OVH = c.INSN_OVERHEAD
     B, lgB = p.B, p.lgB
     lge = g.lg_elem
-    me_beat, beat_idx, row_addr, row_end, row_last = port
+    start, sinsn, done = cmd.start, cmd.insn, cmd.done
+    req, desc, grant, rel_me = client.req, client.desc, client.grant, client.rel
+    me_beat, beat_idx, row_addr, row_end, row_last = client.beat, beat.idx, beat.row_addr, beat.row_end, beat.row_last
+    wdata, wstrb = wbeat.data, wbeat.strb
+    rerr, rerr_insn = rerr.bits, rerr.insn
+    out_r = tuple((b.re, b.addr, b.data) for b in out) if isinstance(out, tuple) else (out.re, out.addr, out.data)
     OPC = isa.OPCODES["STORE"]
 
     st = insn_fields(sinsn, p, "STORE")

@@ -28,6 +28,7 @@ from vdla_hw.rtl.compute import compute
 from vdla_hw.rtl.control import control
 from vdla_hw.rtl.ctl import exec_ctl
 from vdla_hw.rtl.dma import dma_read
+from vdla_hw.rtl.dma_ports import ErrReport, InsnPort, QueuePush, WriteBeat, sram_read, sram_write
 from vdla_hw.rtl.fetch import fetch
 from vdla_hw.rtl.memport import BeatBus, PortClient, memport
 from vdla_hw.rtl.decode import ENTRY_BITS
@@ -180,10 +181,8 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
     err_f_insn = Signal(intbv(0)[32:])
     f_qstall = Signal(bool(0))
     f_index = Signal(intbv(0)[INDEX_BITS:])
-    insts.append(fetch(clk, crst, p, insn_addr, insn_count, mp["fetch"].req, mp["fetch"].desc,
-                       mp["fetch"].grant, mp["fetch"].rel, mp["fetch"].beat, mem_rdata,
-                       (q["load"]["room"], q["compute"]["room"], q["store"]["room"]),
-                       (q["load"]["push"], q["compute"]["push"], q["store"]["push"]), qdata, err_f, err_f_insn,
+    insts.append(fetch(clk, crst, p, insn_addr, insn_count, mp["fetch"], mem_rdata,
+                       [QueuePush(q[m]["room"], q[m]["push"]) for m in EXEC], qdata, ErrReport(err_f, err_f_insn),
                        f_qstall, f_index))
 
     ctl = {}
@@ -205,17 +204,17 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
     ld = ctl["load"]
     ld_start = Signal(bool(0))
     insts.append(_wire(ld["start"], ld_start))
-    insts.append(dma_read(clk, crst, p, ["inp", "wgt"], ld_start, ld["sinsn"], ld["done"], mp["load"].req,
-                          mp["load"].desc, mp["load"].grant, mp["load"].rel, mport("load"), mem_rdata,
-                          {"inp": inp_w, "wgt": wgt_w}, dram_bytes, *rng["load"]))
+    insts.append(dma_read(clk, crst, p, ["inp", "wgt"], InsnPort(ld_start, ld["sinsn"], ld["done"]), mp["load"], beat,
+                          mem_rdata, {"inp": sram_write(g["inp"], inp_w), "wgt": sram_write(g["wgt"], wgt_w)},
+                          dram_bytes, ErrReport(*rng["load"])))
     cp = ctl["compute"]
     insts.append(compute(clk, crst, p, cp["start"], cp["sinsn"], cp["done"], finish, mp["compute"].req,
                          mp["compute"].desc, mp["compute"].grant, mp["compute"].rel, mport("compute"),
                          mem_rdata, uop_w, uop_r, inp_r, wgt_r, acc_r, acc_w, out_w, dram_bytes, *rng["compute"]))
     st = ctl["store"]
-    insts.append(store(clk, crst, p, st["start"], st["sinsn"], st["done"], mp["store"].req, mp["store"].desc,
-                       mp["store"].grant, mp["store"].rel, mport("store"), store_wdata, store_wstrb, out_r,
-                       dram_bytes, *rng["store"]))
+    insts.append(store(clk, crst, p, InsnPort(st["start"], st["sinsn"], st["done"]), mp["store"], beat,
+                       WriteBeat(store_wdata, store_wstrb), sram_read(g["out"], out_r), dram_bytes,
+                       ErrReport(*rng["store"])))
 
     # ---- tokens, retire trace, errors ------------------------------------------------------
     for m in ("load", "compute", "store"):
