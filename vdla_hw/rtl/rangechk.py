@@ -22,8 +22,6 @@ from myhdl import Signal, always_comb, always_seq, block, intbv
 
 from vdla_hw import regmap
 
-W = 40      # wide enough for every sum and product below (16-bit fields, 17-bit footprint sides)
-
 
 @block
 def range_check(clk, rst, fa, fb, sbase, depth, dbase, ys, xs, xst, elems, fp, err, bad):
@@ -32,6 +30,10 @@ def range_check(clk, rst, fa, fb, sbase, depth, dbase, ys, xs, xst, elems, fp, e
     in elements; ``elems``: the DRAM image size in elements. Outputs (registers): ``fp`` = fa *
     fb (stage 2, for the caller's padding arithmetic), ``err``/``bad`` (stage 3)."""
     E_SRAM, E_DRAM = regmap.ERROR_BITS["sram_range"], regmap.ERROR_BITS["dram_range"]
+    assert len(fp) >= len(fa) + len(fb), "the footprint product is truncated"
+    # wide enough for every value below: the products, the DRAM end of row 0, the rooms
+    W = max(len(fa) + len(fb), len(ys) + len(xst), max(len(dbase), len(xs)) + 1, len(depth), len(sbase),
+            len(elems))
     fa1, fb1 = Signal(intbv(0)[len(fa):]), Signal(intbv(0)[len(fb):])
     ysm1, xst1 = Signal(intbv(0)[len(ys):]), Signal(intbv(0)[len(xst):])
     room1, end1, elems1 = (Signal(intbv(0)[W:]) for _ in range(3))
@@ -82,20 +84,3 @@ def range_check(clk, rst, fa, fb, sbase, depth, dbase, ys, xs, xst, elems, fp, e
 
     return stage1, stage2, stage3
 
-
-@block
-def wire_sum(out, *terms):
-    """``out`` = the sum of ``terms`` (a combinational adder feeding a pipeline register)."""
-    if len(terms) == 2:
-        a, b = terms
-
-        @always_comb
-        def sum2():
-            out.next = a + b
-        return sum2
-    a, b, c = terms
-
-    @always_comb
-    def sum3():
-        out.next = a + b + c
-    return sum3
