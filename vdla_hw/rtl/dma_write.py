@@ -142,8 +142,14 @@ def narrow_writer(g: MemGeom, lgB: int, sel, me_beat, beat: BeatBus, rdata, pos:
         pline[:] = pad_addr >> lgL
         we0.next = 0
         we1.next = 0
-        d0.next = dcat
-        d1.next = dcat
+        # a beat's lanes, else zeros for a padding write (data without a write enable is
+        # unused, so the data mux waits for the beat only, not for the padding condition)
+        if me_beat:
+            d0.next = dcat
+            d1.next = dcat
+        else:
+            d0.next = 0
+            d1.next = 0
         la = intbv(0)[len(lineA):]
         la[:] = lineA >> 1
         lb = intbv(0)[len(lineA):]
@@ -161,8 +167,6 @@ def narrow_writer(g: MemGeom, lgB: int, sel, me_beat, beat: BeatBus, rdata, pos:
                 we0.next = m0
                 we1.next = m1
             elif pad_we:
-                d0.next = 0
-                d1.next = 0
                 if pline[0] == 0:
                     we0.next = 1 << (pad_addr & (L - 1))
                     a0.next = pl[aw:]

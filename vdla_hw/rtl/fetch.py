@@ -16,10 +16,12 @@ from vdla_hw.config import MEM_TYPES
 from vdla_hw.rtl.decode import INSN_BITS, INSN_BYTES
 from vdla_hw.rtl.dma_ports import ErrReport, QueuePush  # noqa: F401 (QueuePush: docs)
 from vdla_hw.rtl.memport import PortClient
+from vdla_hw.rtl.compute_ports import count_bits
 from vdla_hw.rtl.params import ADDR_BITS, INDEX_BITS, RtlParams, log2
 from vdla_hw.rtl.portdesc import ROWS_BITS, desc_pack
 
 REQ, WAIT, ROUTE, DONE = range(4)
+TO_LOAD, TO_COMPUTE, TO_STORE, TO_BAD = range(4)      # where an instruction is routed
 
 
 @block
@@ -43,7 +45,7 @@ def route_mem(clk, p: RtlParams, me_beat, bcnt, rdata, slot, target, bad, slots,
     """Where each buffered instruction goes, decoded from its first beat as it arrives (its
     opcode and memory type lie in that beat): ``target`` 0 load, 1 compute, 2 store, 3 bad, with
     ``bad`` its ERROR bit, for the instruction at ``slot``. Routing then reads two bits, not
-    the instruction."""
+    the instruction: the buffer holds {bad memory type (else bad opcode), target}."""
     OPC_LOAD, OPC_STORE = isa.OPCODES["LOAD"], isa.OPCODES["STORE"]
     MAXOP = max(isa.OPCODES.values())
     INP, WGT = MEM_TYPES.index("inp"), MEM_TYPES.index("wgt")
@@ -52,8 +54,10 @@ def route_mem(clk, p: RtlParams, me_beat, bcnt, rdata, slot, target, bad, slots,
     OP, MT = lay["opcode"], lay["memory_type"]
     assert OP.lo + OP.width <= len(rdata) and MT.lo + MT.width <= len(rdata), "fields outside the first beat"
     OPM, MTM = (1 << OP.width) - 1, (1 << MT.width) - 1
-    code = Signal(intbv(0)[3:])             # {bad memory type (else bad opcode), target}
-    mem = [Signal(intbv(0)[3:]) for _ in range(slots)]
+    TW = len(target)
+    BAD_MT = (1 << TW) | TO_BAD
+    code = Signal(intbv(0)[TW + 1:])        # {bad memory type (else bad opcode), target}
+    mem = [Signal(intbv(0)[len(code):]) for _ in range(slots)]
 
     @always_comb
     def dec():
@@ -61,15 +65,15 @@ def route_mem(clk, p: RtlParams, me_beat, bcnt, rdata, slot, target, bad, slots,
         op[:] = (rdata >> OP.lo) & OPM
         mt = intbv(0)[MT.width:]
         mt[:] = (rdata >> MT.lo) & MTM
-        code.next = 1
+        code.next = TO_COMPUTE
         if op > MAXOP:
-            code.next = 3
+            code.next = TO_BAD
         elif (op == OPC_LOAD or op == OPC_STORE) and mt >= len(MEM_TYPES):
-            code.next = 7
+            code.next = BAD_MT
         elif op == OPC_STORE:
-            code.next = 2
+            code.next = TO_STORE
         elif op == OPC_LOAD and (mt == INP or mt == WGT):
-            code.next = 0
+            code.next = TO_LOAD
 
     @always(clk.posedge)
     def write():
@@ -78,12 +82,12 @@ def route_mem(clk, p: RtlParams, me_beat, bcnt, rdata, slot, target, bad, slots,
 
     @always_comb
     def read():
-        c = intbv(0)[3:]
+        c = intbv(0)[TW + 1:]
         c[:] = mem[int(slot)]
-        target.next = c[2:]
-        if c[2:] != 3:
+        target.next = c[TW:]
+        if c[TW:] != TO_BAD:
             bad.next = 0
-        elif c[2]:
+        elif c[TW]:
             bad.next = E_MT
         else:
             bad.next = E_OP
@@ -109,19 +113,20 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, client: PortClient, rda
     (room_l, push_l), (room_c, push_c), (room_s, push_s) = ((q.room, q.push) for q in queues)
     err, err_insn = rerr.bits, rerr.insn
 
-    state = Signal(intbv(0)[2:])
-    cbase = Signal(intbv(0)[32:])
-    rpos = Signal(intbv(0)[32:])
-    rend = Signal(intbv(0)[32:])
-    wcnt = Signal(intbv(0)[8:])
-    bcnt = Signal(intbv(0)[16:])
+    NW = len(insn_count)            # instruction indices and counts: INSN_COUNT's width
+    state = Signal(intbv(0)[count_bits(DONE):])
+    cbase = Signal(intbv(0)[NW:])
+    rpos = Signal(intbv(0)[NW:])
+    rend = Signal(intbv(0)[NW:])
+    wcnt = Signal(intbv(0)[count_bits(STEP - 1):])
+    bcnt = Signal(intbv(0)[count_bits(C * IB):])      # beats of the chunk so far
     slot = Signal(intbv(0)[max(1, log2(C)) + 1:])
     routing = Signal(bool(0))
     want = Signal(bool(0))
-    qn = Signal(intbv(0)[32:])
+    qn = Signal(intbv(0)[NW:])
     insn = Signal(intbv(0)[INSN_BITS:])
-    target = Signal(intbv(0)[2:])   # 0 load, 1 compute, 2 store, 3 bad
-    bad = Signal(intbv(0)[16:])
+    target = Signal(intbv(0)[count_bits(TO_BAD):])
+    bad = Signal(intbv(0)[len(err):])
     canpush = Signal(bool(0))
     d_nb = Signal(intbv(0)[ADDR_BITS:])
     d_addr = Signal(intbv(0)[ADDR_BITS:])
@@ -148,7 +153,7 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, client: PortClient, rda
         # the next chunk's address and instruction count (it starts where the last one ended),
         # registered without reset: they follow rend (reset with the core), INSN_ADDR and
         # INSN_COUNT while the core is held
-        ad = intbv(0)[ADDR_BITS + 8:]
+        ad = intbv(0)[NW + lgIBY + 1:]
         ad[:] = insn_addr + (rend << lgIBY)
         n_addr.next = ad[ADDR_BITS:]
         if insn_count - rend > C:
@@ -160,7 +165,7 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, client: PortClient, rda
     def comb2():
         want.next = state == REQ or (routing and wcnt == 0 and rpos == rend and rend < insn_count)
         canpush.next = routing and wcnt == 0 and rpos != rend and (
-            (target == 0 and room_l) or (target == 1 and room_c) or (target == 2 and room_s))
+            (target == TO_LOAD and room_l) or (target == TO_COMPUTE and room_c) or (target == TO_STORE and room_s))
 
     @always_comb
     def dsc():
@@ -171,9 +176,9 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, client: PortClient, rda
         # release, one push). In reset and until the first grant it is the first chunk's,
         # from INSN_ADDR and INSN_COUNT only: a run begins 2 cycles after the reset at the
         # earliest (control.py), when the port's walk of it is ready.
-        nb = intbv(0)[ADDR_BITS + 8:]
+        nb = intbv(0)[NW + lgIBY:]
         nb[:] = qn << lgIBY
-        nb0 = intbv(0)[ADDR_BITS + 8:]
+        nb0 = intbv(0)[NW + lgIBY:]
         if insn_count > C:
             nb0[:] = C << lgIBY
         else:
@@ -188,15 +193,15 @@ def fetch(clk, rst, p: RtlParams, insn_addr, insn_count, client: PortClient, rda
     @always_comb
     def outs():
         req.next = want
-        push_l.next = canpush and target == 0
-        push_c.next = canpush and target == 1
-        push_s.next = canpush and target == 2
+        push_l.next = canpush and target == TO_LOAD
+        push_c.next = canpush and target == TO_COMPUTE
+        push_s.next = canpush and target == TO_STORE
         qdata.next = concat(rpos[INDEX_BITS:], insn)
         err.next = 0
         err_insn.next = rpos
-        if routing and wcnt == 0 and rpos != rend and target == 3:
+        if routing and wcnt == 0 and rpos != rend and target == TO_BAD:
             err.next = bad
-        qstall.next = routing and wcnt == 0 and rpos != rend and target != 3 and not canpush
+        qstall.next = routing and wcnt == 0 and rpos != rend and target != TO_BAD and not canpush
 
     @always(clk.posedge)
     def first():

@@ -12,9 +12,14 @@ from types import SimpleNamespace
 
 from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 
+from vdla_hw import isa
+from vdla_hw.config import load_config
 from vdla_hw.rtl.params import ADDR_BITS
 
-ROWS_BITS = 16      # a LOAD/STORE's y_size (vdla_hw.isa); fetch moves one row
+# rows: a LOAD's or STORE's y_size, at the ISA layout's width (fetch moves one row). The LOAD/STORE
+# fields have the same widths in every configuration (vdla_hw.isa.field_table), so the default
+# configuration's layout gives it.
+ROWS_BITS = isa.layout("LOAD", load_config())["y_size"].width
 DESC_LAYOUT = (("rows", ROWS_BITS), ("addr0", ADDR_BITS), ("stride", ADDR_BITS), ("nbytes", ADDR_BITS))
 DESC_LO = {}
 _pos = 0
@@ -53,7 +58,9 @@ def desc_elements(clk, rst, desc, rows, elem0, elem_stride, elems, lge):
     ``elems`` elements per row. The three byte values are registered (one decode stage: the
     port reads the descriptor from the request cycle on); ``rows`` is passed through."""
     addr0, stride, nbytes = (Signal(intbv(0)[ADDR_BITS:]) for _ in range(3))
-    wide = ADDR_BITS + 16           # a field shifted by the largest element size, before truncation
+    max_lge = lge if isinstance(lge, int) else (1 << len(lge)) - 1
+    # a field shifted by the largest element size, before truncation to a byte address
+    wide = max(len(elems), len(elem_stride), len(elem0)) + max_lge
 
     @always_seq(clk.posedge, reset=rst)
     def to_bytes():
