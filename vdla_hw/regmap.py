@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from vdla_hw.isa import MODULES
 
-REG_BYTES = 4
+REG_BITS = 32                # every register is one 32-bit AXI-lite word
+REG_BYTES = REG_BITS // 8
 
 
 @dataclass(frozen=True)

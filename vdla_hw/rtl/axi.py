@@ -4,14 +4,17 @@ AXI-lite channels, as named groups of signals (docs/rtl.md, "Ports").
 Blocks take these objects instead of long positional signal lists. ``bind`` ties an interface to
 the top level's flat ports (``m_axi_arvalid`` ...), which is what the converter and the test
 bench's cocotbext-axi bus objects see. Widths come from the configuration (data width) and from
-AXI: 32-bit addresses, 8-bit burst lengths inside the core (AXI3 uses the low 4 bits, since no
-burst is longer than 16 beats), 2-bit responses.
+AXI (the constants below, each once; AMBA AXI and ACE Protocol Specification, ARM IHI 0022, the
+AXI3 and AXI4 signal tables): 32-bit addresses, 8-bit burst lengths inside the core (AXI3 uses
+the low 4 bits, since no burst is longer than 16 beats), 2-bit responses; the AXI-lite data word
+is the 32-bit register of ``vdla_hw.regmap``.
 """
 
 from __future__ import annotations
 
 from myhdl import Signal, intbv
 
+from vdla_hw.regmap import REG_BITS
 from vdla_hw.rtl.params import ADDR_BITS, RtlParams
 
 RESP_OKAY, RESP_EXOKAY, RESP_SLVERR, RESP_DECERR = 0, 1, 2, 3
@@ -20,6 +23,14 @@ LEN_BITS = 8          # AXI4 width inside the core; the FPGA top drives AXI3's 4
 AXI3_LEN_BITS = 4
 AXI3_ID_BITS = 6      # the Zynq HP ports' AXI3 ID width (S_AXI_HP0_ARID[5:0] ...)
 AXIL_ADDR_BITS = 8    # the control slave decodes 8 address bits (regmap.SPAN <= 256 bytes)
+AXIL_DATA_BITS = REG_BITS   # AXI-lite data: one register word (WSTRB: one bit per byte)
+RESP_BITS = 2         # xRESP
+AXSIZE_BITS = 3       # AxSIZE: log2 of the bytes per beat
+AXBURST_BITS = 2      # AxBURST: FIXED, INCR, WRAP
+AXI3_LOCK_BITS = 2    # AXI3 AxLOCK (AXI4 has 1 bit)
+AXCACHE_BITS = 4      # AxCACHE
+AXPROT_BITS = 3       # AxPROT
+AXQOS_BITS = 4        # AxQOS (AXI4; the Zynq HP ports carry it on their AXI3 interface)
 
 
 def _sig(width: int):
@@ -45,10 +56,10 @@ class AxiMaster:
 
     def __init__(self, p: RtlParams):
         self.ar = Channel(addr=ADDR_BITS, len=LEN_BITS)
-        self.r = Channel(data=p.B * 8, resp=2, last=1)
+        self.r = Channel(data=p.B * 8, resp=RESP_BITS, last=1)
         self.aw = Channel(addr=ADDR_BITS, len=LEN_BITS)
         self.w = Channel(data=p.B * 8, strb=p.B, last=1)
-        self.b = Channel(resp=2)
+        self.b = Channel(resp=RESP_BITS)
 
 
 class AxiLite:
@@ -59,10 +70,10 @@ class AxiLite:
 
     def __init__(self):
         self.aw = Channel(addr=AXIL_ADDR_BITS)
-        self.w = Channel(data=32, strb=4)
-        self.b = Channel(resp=2)
+        self.w = Channel(data=AXIL_DATA_BITS, strb=AXIL_DATA_BITS // 8)
+        self.b = Channel(resp=RESP_BITS)
         self.ar = Channel(addr=AXIL_ADDR_BITS)
-        self.r = Channel(data=32, resp=2)
+        self.r = Channel(data=AXIL_DATA_BITS, resp=RESP_BITS)
 
 
 def flat_names(intf, prefix: str) -> dict[str, object]:

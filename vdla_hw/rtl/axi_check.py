@@ -29,6 +29,7 @@ from __future__ import annotations
 from myhdl import Signal, always_comb, always_seq, block, intbv
 
 from vdla_hw.membus import BURST_BOUNDARY
+from vdla_hw.rtl.axi import AXBURST_BITS, AXSIZE_BITS, BURST_INCR
 from vdla_hw.rtl.params import RtlParams, log2
 
 RULES = {
@@ -41,6 +42,15 @@ RULES = {
     "axil_r_valid_held": 28, "axil_r_stable": 29, "axil_response_without_request": 30,
 }
 AXI3_MAX_LEN = 16
+# Widths of the checker's own counts (not the design's): the rules word and every group's flags
+# (RULES: bits 0..30); the checks one rule group makes in a cycle (at most 15: the burst group);
+# the checks / flags of all groups in a cycle (at most 35 / 11); the checks and violations
+# counters (wrapping); the burst-in-flight ports.
+RULE_BITS = 32
+GROUP_CHECK_BITS = 4
+CYCLE_COUNT_BITS = 8
+COUNT_BITS = 32
+OUT_BITS = 16
 
 
 def rule_names(mask: int) -> list[str]:
@@ -73,6 +83,27 @@ def channel_check(clk, rst, valid, ready, payload, bit_held, bit_stable, flags, 
     return seq, comb
 
 
+class BurstTrack:
+    """The checker's view of the memory master's bursts: this cycle's handshakes (``ar_fire`` ...
+    ``b_fire``); AR bursts not ended by RLAST (``ar_n``, the head's length ``ar_head``) and the
+    R beats of the head (``r_beats``); AW bursts and ended W bursts not yet matched in order
+    (``aw_n`` / ``aw_head``, ``wb_n`` / ``wb_head``: its beats) and the W beats of the current
+    one (``w_beats``); write bursts whose W ended and whose B has not come (``b_due``); bursts in
+    flight (``rd_n``: AR taken, RLAST not yet; ``wr_n``: AW taken, B not yet); the AXI-lite write
+    and read in flight (``lite_w`` / ``lite_r``). FIFOs of ``depth`` entries."""
+
+    def __init__(self, len_bits: int, depth: int):
+        cw = log2(depth) + 2
+        self.depth = depth
+        self.ar_fire, self.aw_fire, self.w_fire, self.r_fire, self.b_fire = (Signal(bool(0)) for _ in range(5))
+        self.ar_n, self.aw_n, self.wb_n = (Signal(intbv(0)[cw:]) for _ in range(3))
+        self.ar_head, self.aw_head = Signal(intbv(0)[len_bits:]), Signal(intbv(0)[len_bits:])
+        self.wb_head = Signal(intbv(0)[len_bits + 1:])
+        self.r_beats, self.w_beats = Signal(intbv(0)[len_bits + 1:]), Signal(intbv(0)[len_bits + 1:])
+        self.b_due, self.rd_n, self.wr_n = (Signal(intbv(0)[cw + 2:]) for _ in range(3))
+        self.lite_w, self.lite_r = Signal(bool(0)), Signal(bool(0))
+
+
 @block
 def axi_checker(clk, rst, p: RtlParams, m, s, checks, violations, rules, rd_out, wr_out):
     """``m``: an object with the AXI master's signals as attributes (araddr, arlen, arsize,
@@ -81,11 +112,7 @@ def axi_checker(clk, rst, p: RtlParams, m, s, checks, violations, rules, rd_out,
     bresp, bvalid, bready, araddr, arvalid, arready, rdata, rresp, rvalid, rready). Converted as
     a module of its own, these become ports ``m_araddr`` ... and ``s_awaddr`` ..."""
     c = p.config
-    MAXLEN = min(c.MEM_MAX_BURST, AXI3_MAX_LEN)
     K_RD, K_WR = c.MEM_READ_OUTSTANDING, c.MEM_WRITE_OUTSTANDING
-    DEPTH = 1 << log2(max(K_RD, K_WR) + 2)
-    QB = log2(DEPTH)
-    CW = QB + 2
     insts = []
     names = ("ar", "aw", "w", "r", "b")
     payloads = {"ar": ("araddr", "arlen", "arsize", "arburst"), "aw": ("awaddr", "awlen", "awsize", "awburst"),
@@ -98,164 +125,200 @@ def axi_checker(clk, rst, p: RtlParams, m, s, checks, violations, rules, rd_out,
     watched = [(m, ch, payloads[ch], 2 * k) for k, ch in enumerate(names)]
     watched += [(s, ch, lite_payloads[ch], 20 + 2 * k) for k, ch in enumerate(lite)]
     for sigs, ch, fields, bit in watched:
-        flag_sigs.append(Signal(intbv(0)[32:]))
-        count_sigs.append(Signal(intbv(0)[4:]))
+        flag_sigs.append(Signal(intbv(0)[RULE_BITS:]))
+        count_sigs.append(Signal(intbv(0)[GROUP_CHECK_BITS:]))
         insts.append(channel_check(clk, rst, getattr(sigs, ch + "valid"), getattr(sigs, ch + "ready"),
                                    _payload([getattr(sigs, x) for x in fields]), bit, bit + 1, flag_sigs[-1],
                                    count_sigs[-1]))
 
     # ---- burst rules and response matching -------------------------------------------------
-    ar_fire, aw_fire, w_fire, r_fire, b_fire = (Signal(bool(0)) for _ in range(5))
-    ar_len_q = [Signal(intbv(0)[8:]) for _ in range(DEPTH)]
-    aw_len_q = [Signal(intbv(0)[8:]) for _ in range(DEPTH)]
-    wb_len_q = [Signal(intbv(0)[9:]) for _ in range(DEPTH)]
-    ar_wp, ar_rp, aw_wp, aw_rp, wb_wp, wb_rp = (Signal(intbv(0)[QB:]) for _ in range(6))
-    ar_n, aw_n, wb_n = (Signal(intbv(0)[CW:]) for _ in range(3))    # FIFO fills
-    r_beats = Signal(intbv(0)[9:])
-    w_beats = Signal(intbv(0)[9:])
-    b_due = Signal(intbv(0)[CW + 2:])     # write bursts whose W ended and whose B has not come
-    rd_n, wr_n = Signal(intbv(0)[CW + 2:]), Signal(intbv(0)[CW + 2:])
-    f_burst = Signal(intbv(0)[32:])
-    n_burst = Signal(intbv(0)[4:])
-    ar_head, aw_head, wb_head = Signal(intbv(0)[8:]), Signal(intbv(0)[8:]), Signal(intbv(0)[9:])
-    MASK = DEPTH - 1
-    E_WLAST, E_RLAST = 1 << RULES["wlast_position"], 1 << RULES["rlast_position"]
-    E_RESP = 1 << RULES["response_without_request"]
-    E_LRESP = 1 << RULES["axil_response_without_request"]
-    lite_w_pending, lite_r_pending = Signal(bool(0)), Signal(bool(0))
-    ar_flags, aw_flags = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
-    ar_checks, aw_checks = Signal(intbv(0)[4:]), Signal(intbv(0)[4:])
+    t = BurstTrack(len(m.arlen), 1 << log2(max(K_RD, K_WR) + 2))
+    f_burst = Signal(intbv(0)[RULE_BITS:])
+    n_burst = Signal(intbv(0)[GROUP_CHECK_BITS:])
+    ar_flags, aw_flags = Signal(intbv(0)[RULE_BITS:]), Signal(intbv(0)[RULE_BITS:])
+    ar_checks, aw_checks = Signal(intbv(0)[GROUP_CHECK_BITS:]), Signal(intbv(0)[GROUP_CHECK_BITS:])
 
     @always_comb
     def fires():
-        ar_fire.next = m.arvalid and m.arready
-        aw_fire.next = m.awvalid and m.awready
-        w_fire.next = m.wvalid and m.wready
-        r_fire.next = m.rvalid and m.rready
-        b_fire.next = m.bvalid and m.bready
-        ar_head.next = ar_len_q[int(ar_rp)]
-        aw_head.next = aw_len_q[int(aw_rp)]
-        wb_head.next = wb_len_q[int(wb_rp)]
-        rd_out.next = rd_n
-        wr_out.next = wr_n
+        t.ar_fire.next = m.arvalid and m.arready
+        t.aw_fire.next = m.awvalid and m.awready
+        t.w_fire.next = m.wvalid and m.wready
+        t.r_fire.next = m.rvalid and m.rready
+        t.b_fire.next = m.bvalid and m.bready
+        rd_out.next = t.rd_n
+        wr_out.next = t.wr_n
+
+    insts.append(address_check(p, t.ar_fire, m.araddr, m.arlen, m.arsize, m.arburst, t.rd_n, K_RD, ar_flags,
+                               ar_checks))
+    insts.append(address_check(p, t.aw_fire, m.awaddr, m.awlen, m.awsize, m.awburst, t.wr_n, K_WR, aw_flags,
+                               aw_checks))
+    insts += [fires, read_track(clk, rst, m, t), write_track(clk, rst, m, t), lite_track(clk, rst, s, t),
+              burst_rules(p, m, s, t, (ar_flags, aw_flags), (ar_checks, aw_checks), f_burst, n_burst)]
+    insts.append(_accumulate(clk, rst, flag_sigs + [f_burst], count_sigs + [n_burst], checks, violations, rules))
+    return insts
+
+
+@block
+def burst_rules(p: RtlParams, m, s, t: BurstTrack, addr_flags, addr_checks, flags, nchecks):
+    """Rules 13, 14 and 15 and the AXI-lite rule 30 in this cycle, with the address channels'
+    ``addr_flags`` / ``addr_checks`` (AR, AW) folded in: ``flags`` / ``nchecks``."""
+    MAXLEN = min(p.config.MEM_MAX_BURST, AXI3_MAX_LEN)
+    E_WLAST, E_RLAST = 1 << RULES["wlast_position"], 1 << RULES["rlast_position"]
+    E_RESP = 1 << RULES["response_without_request"]
+    E_LRESP = 1 << RULES["axil_response_without_request"]
+    ar_flags, aw_flags = addr_flags
+    ar_checks, aw_checks = addr_checks
 
     @always_comb
-    def burst_rules():
-        fl = intbv(0)[32:]
+    def comb():
+        fl = intbv(0)[len(flags):]
         fl[:] = 0
-        nc = intbv(0)[4:]
+        nc = intbv(0)[len(nchecks):]
         nc[:] = 0
         fl[:] = ar_flags | aw_flags
         nc[:] = ar_checks + aw_checks
-        if r_fire:
+        if t.r_fire:
             nc[:] = nc + 2
-            if ar_n == 0:
+            if t.ar_n == 0:
                 fl[:] = fl | E_RESP
-            elif m.rlast != (r_beats == ar_head):
+            elif m.rlast != (t.r_beats == t.ar_head):
                 fl[:] = fl | E_RLAST
-        if w_fire:
+        if t.w_fire:
             nc[:] = nc + 1
-            if w_beats + 1 > MAXLEN and not m.wlast:
+            if t.w_beats + 1 > MAXLEN and not m.wlast:
                 fl[:] = fl | E_WLAST
-        if wb_n != 0 and aw_n != 0:
+        if t.wb_n != 0 and t.aw_n != 0:
             nc[:] = nc + 1
-            if wb_head != aw_head + 1:
+            if t.wb_head != t.aw_head + 1:
                 fl[:] = fl | E_WLAST
-        if b_fire:
+        if t.b_fire:
             nc[:] = nc + 1
-            if b_due == 0:
+            if t.b_due == 0:
                 fl[:] = fl | E_RESP
         if s.bvalid and s.bready:
             nc[:] = nc + 1
-            if not lite_w_pending:
+            if not t.lite_w:
                 fl[:] = fl | E_LRESP
         if s.rvalid and s.rready:
             nc[:] = nc + 1
-            if not lite_r_pending:
+            if not t.lite_r:
                 fl[:] = fl | E_LRESP
-        f_burst.next = fl
-        n_burst.next = nc
+        flags.next = fl
+        nchecks.next = nc
+    return comb
+
+
+@block
+def read_track(clk, rst, m, t: BurstTrack):
+    """Read bursts: AR lengths in order; R beats counted within the head burst."""
+    ar_len_q = [Signal(intbv(0)[len(t.ar_head):]) for _ in range(t.depth)]
+    ar_wp, ar_rp = (Signal(intbv(0)[log2(t.depth):]) for _ in range(2))
+    MASK = t.depth - 1
+
+    @always_comb
+    def head():
+        t.ar_head.next = ar_len_q[int(ar_rp)]
 
     @always_seq(clk.posedge, reset=rst)
     def track():
-        # read bursts: AR lengths in order; R beats counted within the head burst
-        if ar_fire:
+        if t.ar_fire:
             ar_len_q[int(ar_wp)].next = m.arlen
             ar_wp.next = (ar_wp + 1) & MASK
-        if r_fire:
+        if t.r_fire:
             if m.rlast:
-                r_beats.next = 0
-                if ar_n != 0:
+                t.r_beats.next = 0
+                if t.ar_n != 0:
                     ar_rp.next = (ar_rp + 1) & MASK
             else:
-                r_beats.next = r_beats + 1
-        a = intbv(0)[CW:]
-        a[:] = ar_n
-        if ar_fire:
+                t.r_beats.next = t.r_beats + 1
+        a = intbv(0)[len(t.ar_n):]
+        a[:] = t.ar_n
+        if t.ar_fire:
             a[:] = a + 1
-        if r_fire and m.rlast and ar_n != 0:
+        if t.r_fire and m.rlast and t.ar_n != 0:
             a[:] = a - 1
-        ar_n.next = a
-        rd_n.next = a
-        # write bursts: AW lengths and completed W burst lengths, matched in order
-        if aw_fire:
+        t.ar_n.next = a
+        t.rd_n.next = a
+    return head, track
+
+
+@block
+def write_track(clk, rst, m, t: BurstTrack):
+    """Write bursts: AW lengths and completed W burst lengths, matched in order; B responses
+    owed; bursts in flight."""
+    aw_len_q = [Signal(intbv(0)[len(t.aw_head):]) for _ in range(t.depth)]
+    wb_len_q = [Signal(intbv(0)[len(t.wb_head):]) for _ in range(t.depth)]
+    aw_wp, aw_rp, wb_wp, wb_rp = (Signal(intbv(0)[log2(t.depth):]) for _ in range(4))
+    MASK = t.depth - 1
+
+    @always_comb
+    def heads():
+        t.aw_head.next = aw_len_q[int(aw_rp)]
+        t.wb_head.next = wb_len_q[int(wb_rp)]
+
+    @always_seq(clk.posedge, reset=rst)
+    def track():
+        if t.aw_fire:
             aw_len_q[int(aw_wp)].next = m.awlen
             aw_wp.next = (aw_wp + 1) & MASK
-        wend = w_fire and m.wlast
-        if w_fire:
+        wend = t.w_fire and m.wlast
+        if t.w_fire:
             if m.wlast:
-                w_beats.next = 0
-                wb_len_q[int(wb_wp)].next = w_beats + 1
+                t.w_beats.next = 0
+                wb_len_q[int(wb_wp)].next = t.w_beats + 1
                 wb_wp.next = (wb_wp + 1) & MASK
             else:
-                w_beats.next = w_beats + 1
-        match = wb_n != 0 and aw_n != 0
+                t.w_beats.next = t.w_beats + 1
+        match = t.wb_n != 0 and t.aw_n != 0
         if match:
             aw_rp.next = (aw_rp + 1) & MASK
             wb_rp.next = (wb_rp + 1) & MASK
-        x = intbv(0)[CW:]
-        x[:] = aw_n
-        if aw_fire:
+        x = intbv(0)[len(t.aw_n):]
+        x[:] = t.aw_n
+        if t.aw_fire:
             x[:] = x + 1
         if match:
             x[:] = x - 1
-        aw_n.next = x
-        y = intbv(0)[CW:]
-        y[:] = wb_n
+        t.aw_n.next = x
+        y = intbv(0)[len(t.wb_n):]
+        y[:] = t.wb_n
         if wend:
             y[:] = y + 1
         if match:
             y[:] = y - 1
-        wb_n.next = y
-        z = intbv(0)[len(b_due):]
-        z[:] = b_due
+        t.wb_n.next = y
+        z = intbv(0)[len(t.b_due):]
+        z[:] = t.b_due
         if wend:
             z[:] = z + 1
-        if b_fire and b_due != 0:
+        if t.b_fire and t.b_due != 0:
             z[:] = z - 1
-        b_due.next = z
-        o = intbv(0)[len(wr_n):]
-        o[:] = wr_n
-        if aw_fire:
+        t.b_due.next = z
+        o = intbv(0)[len(t.wr_n):]
+        o[:] = t.wr_n
+        if t.aw_fire:
             o[:] = o + 1
-        if b_fire and wr_n != 0:
+        if t.b_fire and t.wr_n != 0:
             o[:] = o - 1
-        wr_n.next = o
-        # AXI-lite: one write and one read in flight at most (the slave takes one at a time)
-        if s.awvalid and s.awready:
-            lite_w_pending.next = 1
-        elif s.bvalid and s.bready:
-            lite_w_pending.next = 0
-        if s.arvalid and s.arready:
-            lite_r_pending.next = 1
-        elif s.rvalid and s.rready:
-            lite_r_pending.next = 0
+        t.wr_n.next = o
+    return heads, track
 
-    insts.append(address_check(p, ar_fire, m.araddr, m.arlen, m.arsize, m.arburst, rd_n, K_RD, ar_flags, ar_checks))
-    insts.append(address_check(p, aw_fire, m.awaddr, m.awlen, m.awsize, m.awburst, wr_n, K_WR, aw_flags, aw_checks))
-    insts += [fires, burst_rules, track]
-    insts.append(_accumulate(clk, rst, flag_sigs + [f_burst], count_sigs + [n_burst], checks, violations, rules))
-    return insts
+
+@block
+def lite_track(clk, rst, s, t: BurstTrack):
+    """AXI-lite: one write and one read in flight at most (the slave takes one at a time)."""
+
+    @always_seq(clk.posedge, reset=rst)
+    def track():
+        if s.awvalid and s.awready:
+            t.lite_w.next = 1
+        elif s.bvalid and s.bready:
+            t.lite_w.next = 0
+        if s.arvalid and s.arready:
+            t.lite_r.next = 1
+        elif s.rvalid and s.rready:
+            t.lite_r.next = 0
+    return track
 
 
 @block
@@ -269,7 +332,7 @@ def address_check(p: RtlParams, fire, addr, length, size, burst, inflight, limit
 
     @always_comb
     def comb():
-        fl = intbv(0)[32:]
+        fl = intbv(0)[len(flags):]
         fl[:] = 0
         nchecks.next = 0
         if fire:
@@ -278,7 +341,7 @@ def address_check(p: RtlParams, fire, addr, length, size, burst, inflight, limit
                 fl[:] = fl | E_LEN
             if (addr & (BURST_BOUNDARY - 1)) + ((length + 1) << LGB) > BURST_BOUNDARY:
                 fl[:] = fl | E_4K
-            if size != LGB or burst != 1 or (addr & (B - 1)) != 0:
+            if size != LGB or burst != BURST_INCR or (addr & (B - 1)) != 0:
                 fl[:] = fl | E_SIZE
             if inflight >= limit:
                 fl[:] = fl | E_OUT
@@ -296,15 +359,16 @@ def _payload(sigs):
 def _accumulate(clk, rst, flags, counts, checks, violations, rules):
     """checks += sum(counts); violations += number of flags set; rules |= OR of flags."""
     nf = len(flags)
-    all_f = Signal(intbv(0)[32:])
-    n_f = Signal(intbv(0)[8:])
-    n_c = Signal(intbv(0)[8:])
+    all_f = Signal(intbv(0)[len(rules):])
+    n_f = Signal(intbv(0)[CYCLE_COUNT_BITS:])
+    n_c = Signal(intbv(0)[CYCLE_COUNT_BITS:])
+    C_MASK, V_MASK = (1 << len(checks)) - 1, (1 << len(violations)) - 1
     insts = [_or_tree(flags, all_f), _count_tree(flags, n_f), _sum_tree(counts, n_c)]
 
     @always_seq(clk.posedge, reset=rst)
     def acc():
-        checks.next = (checks + n_c) & 0xFFFFFFFF
-        violations.next = (violations + n_f) & 0xFFFFFFFF
+        checks.next = (checks + n_c) & C_MASK
+        violations.next = (violations + n_f) & V_MASK
         rules.next = rules | all_f
     insts.append(acc)
     assert nf > 0
@@ -412,7 +476,7 @@ def checker_block(p: RtlParams):
             ch = getattr(intf, ch_name)
             for field in ch.fields + ("valid", "ready"):
                 widths[f"{prefix}_{ch_name}{field}"] = len(getattr(ch, field))
-    widths.update(m_arsize=3, m_awsize=3, m_arburst=2, m_awburst=2)
+    widths.update(m_arsize=AXSIZE_BITS, m_awsize=AXSIZE_BITS, m_arburst=AXBURST_BITS, m_awburst=AXBURST_BITS)
 
     def sig(width):
         return Signal(bool(0)) if width == 1 else Signal(intbv(0)[width:])
@@ -423,4 +487,5 @@ def checker_block(p: RtlParams):
 
 
 # the checker's counts, as ports: (name, width)
-CHECK_OUTPUTS = (("checks", 32), ("violations", 32), ("rules", 32), ("rd_out", 16), ("wr_out", 16))
+CHECK_OUTPUTS = (("checks", COUNT_BITS), ("violations", COUNT_BITS), ("rules", RULE_BITS), ("rd_out", OUT_BITS),
+                 ("wr_out", OUT_BITS))

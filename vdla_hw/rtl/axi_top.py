@@ -15,23 +15,26 @@ from __future__ import annotations
 
 from myhdl import Signal, always_comb, block, intbv
 
-from vdla_hw.rtl.axi import AXI3_ID_BITS, AXI3_LEN_BITS, AxiLite, flat_names
+from vdla_hw.rtl.axi import (AXBURST_BITS, AXCACHE_BITS, AXI3_ID_BITS, AXI3_LEN_BITS, AXI3_LOCK_BITS, AXPROT_BITS,
+                             AXQOS_BITS, AXSIZE_BITS, RESP_BITS, AxiLite, flat_names)
 from vdla_hw.rtl.params import ADDR_BITS, RtlParams
 from vdla_hw.rtl.top import top_ports, vdla_top
 
 AXCACHE = 0b0011
 # AXI3 signals of HP0 beyond the core's: name -> width (constant outputs and ignored inputs)
-AXI3_EXTRA = {"arlock": 2, "arcache": 4, "arprot": 3, "arqos": 4, "awlock": 2, "awcache": 4, "awprot": 3, "awqos": 4}
+AXI3_EXTRA = {f"{ax}{name}": width for ax in ("ar", "aw") for name, width in
+              (("lock", AXI3_LOCK_BITS), ("cache", AXCACHE_BITS), ("prot", AXPROT_BITS), ("qos", AXQOS_BITS))}
 
 
 def axi_top_ports(p: RtlParams) -> dict:
     """The FPGA top's port signals by name."""
     s = {"clk": Signal(bool(0)), "rst": top_ports(p)["rst"]}
     s.update(flat_names(AxiLite(), "s_axil"))
-    widths = {"araddr": ADDR_BITS, "arlen": AXI3_LEN_BITS, "arsize": 3, "arburst": 2, "arid": AXI3_ID_BITS,
-              "rid": AXI3_ID_BITS, "rdata": p.B * 8, "rresp": 2, "awaddr": ADDR_BITS, "awlen": AXI3_LEN_BITS,
-              "awsize": 3, "awburst": 2, "awid": AXI3_ID_BITS, "wid": AXI3_ID_BITS, "wdata": p.B * 8,
-              "wstrb": p.B, "bid": AXI3_ID_BITS, "bresp": 2, **AXI3_EXTRA}
+    widths = {"araddr": ADDR_BITS, "arlen": AXI3_LEN_BITS, "arsize": AXSIZE_BITS, "arburst": AXBURST_BITS,
+              "arid": AXI3_ID_BITS, "rid": AXI3_ID_BITS, "rdata": p.B * 8, "rresp": RESP_BITS, "awaddr": ADDR_BITS,
+              "awlen": AXI3_LEN_BITS, "awsize": AXSIZE_BITS, "awburst": AXBURST_BITS, "awid": AXI3_ID_BITS,
+              "wid": AXI3_ID_BITS, "wdata": p.B * 8, "wstrb": p.B, "bid": AXI3_ID_BITS, "bresp": RESP_BITS,
+              **AXI3_EXTRA}
     ones = ("arvalid", "arready", "rlast", "rvalid", "rready", "awvalid", "awready", "wlast", "wvalid", "wready",
             "bvalid", "bready")
     for name, width in widths.items():
@@ -65,24 +68,24 @@ def vdla_axi_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_a
         core["m_axi_" + name] = ports["m_axi_" + name]
     insts = [vdla_top(p, **core)]
     c_arlen, c_awlen = core["m_axi_arlen"], core["m_axi_awlen"]
-    zero6 = Signal(intbv(0)[AXI3_ID_BITS:])
-    zero2, zero3, zero4 = Signal(intbv(0)[2:]), Signal(intbv(0)[3:]), Signal(intbv(0)[4:])
-    cache = Signal(intbv(AXCACHE)[4:])
+    id0 = Signal(intbv(0)[AXI3_ID_BITS:])
+    lock0, prot0, qos0 = (Signal(intbv(0)[len(sig):]) for sig in (m_axi_arlock, m_axi_arprot, m_axi_arqos))
+    cache = Signal(intbv(AXCACHE)[len(m_axi_arcache):])
 
     @always_comb
     def axi3():
         m_axi_arlen.next = c_arlen[AXI3_LEN_BITS:]
         m_axi_awlen.next = c_awlen[AXI3_LEN_BITS:]
-        m_axi_arid.next = zero6
-        m_axi_awid.next = zero6
-        m_axi_wid.next = zero6
-        m_axi_arlock.next = zero2
-        m_axi_awlock.next = zero2
+        m_axi_arid.next = id0
+        m_axi_awid.next = id0
+        m_axi_wid.next = id0
+        m_axi_arlock.next = lock0
+        m_axi_awlock.next = lock0
         m_axi_arcache.next = cache
         m_axi_awcache.next = cache
-        m_axi_arprot.next = zero3
-        m_axi_awprot.next = zero3
-        m_axi_arqos.next = zero4
-        m_axi_awqos.next = zero4
+        m_axi_arprot.next = prot0
+        m_axi_awprot.next = prot0
+        m_axi_arqos.next = qos0
+        m_axi_awqos.next = qos0
     insts.append(axi3)
     return insts

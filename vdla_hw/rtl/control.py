@@ -28,11 +28,60 @@ from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, intbv
 from vdla_hw import regmap
 from vdla_hw.config import ISA_VERSION
 from vdla_hw.isa import MODULES
+from vdla_hw.regmap import REG_BITS
 from vdla_hw.rtl.axi import AxiLite
-from vdla_hw.rtl.params import RtlParams
+from vdla_hw.rtl.compute_ports import count_bits
+from vdla_hw.rtl.decode import INSN_BYTES
+from vdla_hw.rtl.params import CYCLE_BITS, RtlParams, log2
 
 WORDS = regmap.SPAN // regmap.REG_BYTES
-NO_INSN = 0xFFFFFFFF
+WORD_SHIFT = log2(regmap.REG_BYTES)     # byte address -> word address
+NO_INSN = (1 << REG_BITS) - 1           # ERROR_INSN when no instruction is named
+
+
+def _reg(value: int = 0) -> Signal:
+    return Signal(intbv(value)[REG_BITS:])
+
+
+class RunRegs:
+    """The registers the driver writes before a START: ``dram_base``, ``dram_bytes``,
+    ``insn_addr``, ``insn_count`` (regmap.REG_BITS each)."""
+
+    def __init__(self):
+        self.dram_base, self.dram_bytes, self.insn_addr, self.insn_count = (_reg() for _ in range(4))
+
+
+class CoreLink:
+    """What the control slave and the core exchange. Out: ``run`` (the core runs; it is held in
+    reset otherwise), ``cyc`` (the run's cycle number). In: ``finish`` (FINISH retires this
+    cycle); ``err`` / ``err_insn`` (ERROR bits the core raises this cycle and the instruction
+    index); ``rets`` (per module of isa.MODULES, an instruction retired); ``incs`` (register name
+    -> what that busy/stall counter adds per run cycle: busy counts up to ``busy_max`` a cycle,
+    the stalls are bools); ``bus_idle`` (the memory port has nothing in flight)."""
+
+    def __init__(self, busy_max: int):
+        self.run = Signal(bool(0))
+        self.cyc = Signal(intbv(0)[CYCLE_BITS:])
+        self.finish = Signal(bool(0))
+        self.err, self.err_insn = _reg(), _reg()
+        self.rets = [Signal(bool(0)) for _ in MODULES]
+        self.bus_idle = Signal(bool(1))
+        self.incs = {}
+        for m in MODULES:
+            self.incs[regmap.counter_name(m, "busy")] = Signal(intbv(0)[count_bits(busy_max):])
+            for name in ("stall_token", "stall_mem", "stall_queue"):
+                self.incs[regmap.counter_name(m, name)] = Signal(bool(0))
+
+
+class CtrlWrite:
+    """A write to CTRL, decoded: ``clear``, ``start``; whether a START now is refused as busy
+    (``start_busy``) or ignored (``start_frozen``: the device is frozen by an error), and the
+    ERROR bits its checks raise (``start_bits``, 0: it runs)."""
+
+    def __init__(self):
+        self.clear, self.start = Signal(bool(0)), Signal(bool(0))
+        self.start_busy, self.start_frozen = Signal(bool(0)), Signal(bool(0))
+        self.start_bits = _reg()
 
 
 @block
@@ -50,10 +99,10 @@ def axil_slave(clk, rst, axil: AxiLite, wr, waddr, wdata, raddr, rword):
         axil.aw.ready.next = take_w
         axil.w.ready.next = take_w
         wr.next = take_w
-        waddr.next = axil.aw.addr[AW:2]
+        waddr.next = axil.aw.addr[AW:WORD_SHIFT]
         wdata.next = axil.w.data
         axil.ar.ready.next = not axil.r.valid
-        raddr.next = axil.ar.addr[AW:2]
+        raddr.next = axil.ar.addr[AW:WORD_SHIFT]
         axil.b.resp.next = 0
         axil.r.resp.next = 0
 
@@ -73,12 +122,13 @@ def axil_slave(clk, rst, axil: AxiLite, wr, waddr, wdata, raddr, rword):
 
 @block
 def counter(clk, rst, run, clr, inc, cnt):
-    """A 32-bit event counter: adds ``inc`` (a count or a bool) of every run cycle, zeroed by
-    ``clr``. The increment is registered first (the module logic behind ``inc`` and the carry
+    """A register-wide event counter: adds ``inc`` (a count or a bool) of every run cycle, zeroed
+    by ``clr``. The increment is registered first (the module logic behind ``inc`` and the carry
     chain of the add are different cycles), so a run cycle's count shows two cycles later:
     the counters are final two cycles after the run stops, before any AXI-lite read issued
     after STATUS shows it (a read takes at least two cycles)."""
     inc_r = Signal(intbv(0)[len(inc):]) if len(inc) > 1 else Signal(bool(0))
+    MASK = (1 << len(cnt)) - 1
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
@@ -90,117 +140,127 @@ def counter(clk, rst, run, clr, inc, cnt):
                 inc_r.next = inc
             else:
                 inc_r.next = 0
-            cnt.next = (cnt + inc_r) & 0xFFFFFFFF
+            cnt.next = (cnt + inc_r) & MASK
     return seq
 
 
 @block
-def control(clk, rst, p: RtlParams, axil: AxiLite, run, cyc, finish, core_err, core_err_insn, insn_ret,
-            dram_base, dram_bytes, insn_addr, insn_count, incs, bus_idle, irq):
-    """``run``: the core runs (it is held in reset otherwise); ``cyc``: the run's cycle number;
-    ``finish``: FINISH retires this cycle; ``core_err``/``core_err_insn``: ERROR bits the core
-    raises this cycle and the instruction index; ``insn_ret``: per module of isa.MODULES, an
-    instruction retired; ``incs``: register name -> what that busy/stall counter adds per run
-    cycle; ``bus_idle``: the memory port has nothing in flight."""
-    E = regmap.ERROR_BITS
-    E_BUSY, E_ZERO, E_RANGE, E_ALIGN = (E[k] for k in ("start_while_busy", "zero_insn_count", "insn_addr_range",
-                                                       "dram_base_align"))
-    O = {r.name: r.offset // regmap.REG_BYTES for r in regmap.REGISTERS}
-    o_ctrl, o_base, o_bytes, o_iaddr, o_icnt, o_lo = (O[n] for n in ("CTRL", "DRAM_BASE", "DRAM_BYTES", "INSN_ADDR",
-                                                                     "INSN_COUNT", "CYCLES_LO"))
+def readback(raddr, words, rword):
+    """``rword`` = ``words[raddr]``: the register word at word address ``raddr``."""
+    bus = ConcatSignal(*reversed(words))
+    WB = len(rword)
+
+    @always_comb
+    def mux():
+        tmp = intbv(0)[len(bus):]
+        tmp[:] = bus >> (raddr * WB)
+        rword.next = tmp[WB:]
+    return mux
+
+
+@block
+def ctrl_decode(wr, waddr, wdata, regs: RunRegs, run, pending, error, cw: CtrlWrite):
+    """Decode a write to CTRL and check a START against the run registers (first failing check
+    wins: zero count, stream misaligned or outside the image, DRAM_BASE misaligned)."""
+    o_ctrl = regmap.offset("CTRL") // regmap.REG_BYTES
     START, CLEAR = regmap.CTRL_START, regmap.CTRL_CLEAR
+    E = regmap.ERROR_BITS
+    E_ZERO, E_RANGE, E_ALIGN = E["zero_insn_count"], E["insn_addr_range"], E["dram_base_align"]
     ALIGN_MASK = regmap.DRAM_BASE_ALIGN - 1
+    LG_INSN = log2(INSN_BYTES)
+    insn_addr, insn_count, dram_bytes = regs.insn_addr, regs.insn_count, regs.dram_bytes
+
+    @always_comb
+    def decode():
+        cw.clear.next = wr and waddr == o_ctrl and (wdata & CLEAR) != 0
+        cw.start.next = wr and waddr == o_ctrl and (wdata & START) != 0
+        clearing = (wdata & CLEAR) != 0
+        cw.start_busy.next = (run or pending) and not clearing
+        cw.start_frozen.next = error and not clearing and not (run or pending)
+        bits = intbv(0)[len(cw.start_bits):]
+        bits[:] = 0
+        if insn_count == 0:
+            bits[:] = E_ZERO
+        elif insn_addr[LG_INSN:0] != 0 or insn_addr >= dram_bytes or insn_addr + (insn_count << LG_INSN) > dram_bytes:
+            bits[:] = E_RANGE
+        elif (regs.dram_base & ALIGN_MASK) != 0:
+            bits[:] = E_ALIGN
+        cw.start_bits.next = bits
+    return decode
+
+
+@block
+def control(clk, rst, p: RtlParams, axil: AxiLite, core: CoreLink, regs: RunRegs, irq):
+    """The register file and run control (module docstring) behind :func:`axil_slave`."""
+    run, cyc, bus_idle = core.run, core.cyc, core.bus_idle
+    E_BUSY = regmap.ERROR_BITS["start_while_busy"]
+    O = {r.name: r.offset // regmap.REG_BYTES for r in regmap.REGISTERS}
+    o_base, o_bytes, o_iaddr, o_icnt, o_lo = (O[n] for n in ("DRAM_BASE", "DRAM_BYTES", "INSN_ADDR", "INSN_COUNT",
+                                                             "CYCLES_LO"))
+    S_DONE, S_ERROR = log2(regmap.STATUS_DONE), log2(regmap.STATUS_ERROR)
+    assert regmap.STATUS_BUSY == 1, "STATUS busy is bit 0"
     wr = Signal(bool(0))
-    waddr, raddr = Signal(intbv(0)[6:]), Signal(intbv(0)[6:])
-    wdata, rword = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
+    waddr, raddr = (Signal(intbv(0)[len(axil.aw.addr) - WORD_SHIFT:]) for _ in range(2))
+    wdata, rword = _reg(), _reg()
     pending = Signal(bool(0))       # START taken, waiting for the memory port to drain
     held = Signal(bool(0))          # the core was held (not running) in the previous cycle too
     done, error = Signal(bool(0)), Signal(bool(0))
-    errbits = Signal(intbv(0)[32:])
-    errinsn = Signal(intbv(NO_INSN)[32:])
-    cycles = Signal(intbv(0)[64:])  # latched at FINISH / error
-    cyc_now = Signal(intbv(0)[64:])
-    hi_latch = Signal(intbv(0)[32:])
-    status, cyc_lo = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
-    id_isa = Signal(intbv(ISA_VERSION)[32:])
-    id_cfg = Signal(intbv(p.config.fingerprint_hash)[32:])
-    zero = Signal(intbv(0)[32:])
-    insns = [Signal(intbv(0)[32:]) for _ in MODULES]
+    errbits, errinsn = _reg(), _reg(NO_INSN)
+    cycles = Signal(intbv(0)[CYCLE_BITS:])  # latched at FINISH / error
+    cyc_now = Signal(intbv(0)[CYCLE_BITS:])
+    hi_latch, status, cyc_lo = _reg(), _reg(), _reg()
+    id_isa, id_cfg, zero = _reg(ISA_VERSION), _reg(p.config.fingerprint_hash), _reg()
     clr = Signal(bool(0))
-    w_ctrl = Signal(bool(0))
-    w_clear, w_start = Signal(bool(0)), Signal(bool(0))
-    start_busy, start_frozen = Signal(bool(0)), Signal(bool(0))
-    start_bits = Signal(intbv(0)[32:])   # error bits of a START that fails its checks (0: it runs)
-    insts = [axil_slave(clk, rst, axil, wr, waddr, wdata, raddr, rword)]
+    cw = CtrlWrite()
+    insts = [axil_slave(clk, rst, axil, wr, waddr, wdata, raddr, rword),
+             ctrl_decode(wr, waddr, wdata, regs, run, pending, error, cw)]
 
-    # the readable registers, word by word in offset order
+    # the readable registers, word by word in offset order; the counters
     words = [zero] * WORDS
-    for name, sig in (("STATUS", status), ("ERROR", errbits), ("ERROR_INSN", errinsn), ("DRAM_BASE", dram_base),
-                      ("DRAM_BYTES", dram_bytes), ("INSN_ADDR", insn_addr), ("INSN_COUNT", insn_count),
-                      ("CYCLES_LO", cyc_lo), ("CYCLES_HI", hi_latch), ("ID_ISA", id_isa), ("ID_CONFIG", id_cfg)):
+    for name, sig in (("STATUS", status), ("ERROR", errbits), ("ERROR_INSN", errinsn), ("DRAM_BASE", regs.dram_base),
+                      ("DRAM_BYTES", regs.dram_bytes), ("INSN_ADDR", regs.insn_addr),
+                      ("INSN_COUNT", regs.insn_count), ("CYCLES_LO", cyc_lo), ("CYCLES_HI", hi_latch),
+                      ("ID_ISA", id_isa), ("ID_CONFIG", id_cfg)):
         words[O[name]] = sig
-    for k, module in enumerate(MODULES):
-        words[O[regmap.counter_name(module, "insns")]] = insns[k]
-        insts.append(counter(clk, rst, run, clr, insn_ret[k], insns[k]))
+    incs = {regmap.counter_name(module, "insns"): core.rets[k] for k, module in enumerate(MODULES)}
+    incs.update(core.incs)
     for name, inc in incs.items():
-        cnt = Signal(intbv(0)[32:])
-        words[O[name]] = cnt
+        words[O[name]] = cnt = _reg()
         insts.append(counter(clk, rst, run, clr, inc, cnt))
-    bus = ConcatSignal(*reversed(words))
+    insts.append(readback(raddr, words, rword))
 
     @always_comb
     def regs_out():
-        status.next = (error << 2) | (done << 1) | (run or pending)
+        status.next = (error << S_ERROR) | (done << S_DONE) | (run or pending)
         irq.next = done or error
         if run:
             cyc_now.next = cyc
         else:
             cyc_now.next = cycles
-        tmp = intbv(0)[len(bus):]
-        tmp[:] = bus >> (raddr * 32)
-        rword.next = tmp[32:]
 
     @always_comb
     def cyc_low():
-        cyc_lo.next = cyc_now[32:0]
-
-    @always_comb
-    def ctrl_write():
-        w_ctrl.next = wr and waddr == o_ctrl
-        w_clear.next = wr and waddr == o_ctrl and (wdata & CLEAR) != 0
-        w_start.next = wr and waddr == o_ctrl and (wdata & START) != 0
-        clearing = (wdata & CLEAR) != 0
-        start_busy.next = (run or pending) and not clearing
-        start_frozen.next = error and not clearing and not (run or pending)
-        bits = intbv(0)[32:]
-        bits[:] = 0
-        if insn_count == 0:
-            bits[:] = E_ZERO
-        elif insn_addr[4:0] != 0 or insn_addr >= dram_bytes or insn_addr + (insn_count << 4) > dram_bytes:
-            bits[:] = E_RANGE
-        elif (dram_base & ALIGN_MASK) != 0:
-            bits[:] = E_ALIGN
-        start_bits.next = bits
+        cyc_lo.next = cyc_now[REG_BITS:0]
 
     @always_comb
     def clear_counters():
-        clr.next = w_clear or (w_start and not start_busy and not start_frozen)
+        clr.next = cw.clear or (cw.start and not cw.start_busy and not cw.start_frozen)
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
         if run:
             cyc.next = cyc + 1
         if raddr == o_lo and axil.ar.valid and not axil.r.valid:
-            hi_latch.next = cyc_now[64:32]
-        if run and finish:
+            hi_latch.next = cyc_now[CYCLE_BITS:REG_BITS]
+        if run and core.finish:
             run.next = 0
             done.next = 1
             cycles.next = cyc
-        if run and core_err != 0:
+        if run and core.err != 0:
             run.next = 0
             error.next = 1
-            errbits.next = core_err
-            errinsn.next = core_err_insn
+            errbits.next = core.err
+            errinsn.next = core.err_insn
             cycles.next = cyc
         held.next = not run
         if pending and bus_idle and held:
@@ -209,34 +269,34 @@ def control(clk, rst, p: RtlParams, axil: AxiLite, run, cyc, finish, core_err, c
             cyc.next = 0
         if wr:
             if waddr == o_base:
-                dram_base.next = wdata
+                regs.dram_base.next = wdata
             elif waddr == o_bytes:
-                dram_bytes.next = wdata
+                regs.dram_bytes.next = wdata
             elif waddr == o_iaddr:
-                insn_addr.next = wdata
+                regs.insn_addr.next = wdata
             elif waddr == o_icnt:
-                insn_count.next = wdata
+                regs.insn_count.next = wdata
         if clr:  # CLEAR, or a START that is not ignored: a fresh run state
             done.next = 0
             error.next = 0
             errbits.next = 0
             errinsn.next = NO_INSN
             cycles.next = 0
-        if w_clear:
+        if cw.clear:
             run.next = 0
             pending.next = 0
-        if w_start:
-            if start_busy:
+        if cw.start:
+            if cw.start_busy:
                 run.next = 0
                 pending.next = 0
                 error.next = 1
                 errbits.next = E_BUSY
                 if run:
                     cycles.next = cyc
-            elif not start_frozen:
-                if start_bits != 0:
+            elif not cw.start_frozen:
+                if cw.start_bits != 0:
                     error.next = 1
-                    errbits.next = start_bits
+                    errbits.next = cw.start_bits
                 elif bus_idle and not run and held:
                     run.next = 1
                     cyc.next = 0
@@ -245,5 +305,5 @@ def control(clk, rst, p: RtlParams, axil: AxiLite, run, cyc, finish, core_err, c
                     # before a run, the memory port's precomputed walks need them: memport.py)
                     run.next = 0
                     pending.next = 1
-    insts += [regs_out, cyc_low, ctrl_write, clear_counters, seq]
+    insts += [regs_out, cyc_low, clear_counters, seq]
     return insts

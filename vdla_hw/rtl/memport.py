@@ -160,47 +160,63 @@ def client_sel(owner, fire, rel, clients):
     return sel
 
 
+class PortError:
+    """An error response of the bus: ``valid`` for one cycle, ``code`` (the RRESP/BRESP,
+    vdla_hw.rtl.axi.RESP_*) and ``owner`` (the client's index in arbitration order)."""
+
+    def __init__(self, axi: AxiMaster, nclients: int):
+        self.valid = Signal(bool(0))
+        self.code = Signal(intbv(0)[len(axi.r.resp):])
+        self.owner = Signal(intbv(0)[log2(nclients):])
+
+
+class PortState:
+    """The port's transaction state, shared by its blocks: ``phase`` (IDLE / READ / WRITE) and
+    ``owner`` (the client's index) of the transaction; the address slot ``a_valid`` / ``a_addr``
+    / ``a_len`` (the AR or AW on the bus); ``w_valid``; the bursts ``inflight`` (raised, not
+    finished: RLAST / B) and ``w_owed`` (AWs raised whose W burst has not ended), with their
+    next values ``inflight_n`` / ``w_owed_n``; this cycle's handshakes ``r_fire``, ``rl_fire``
+    (RLAST), ``b_fire``, ``w_fire``, ``wl_fire`` (WLAST)."""
+
+    def __init__(self, p: RtlParams, axi: AxiMaster, nclients: int):
+        c = p.config
+        kw = log2(max(c.MEM_READ_OUTSTANDING, c.MEM_WRITE_OUTSTANDING) + 2) + 1
+        self.phase = Signal(intbv(IDLE)[log2(WRITE + 1):])
+        self.owner = Signal(intbv(0)[log2(nclients):])
+        self.a_valid = Signal(bool(0))
+        self.a_addr = Signal(intbv(0)[len(axi.ar.addr):])
+        self.a_len = Signal(intbv(0)[len(axi.ar.len):])
+        self.w_valid = Signal(bool(0))
+        self.inflight, self.w_owed, self.inflight_n, self.w_owed_n = (Signal(intbv(0)[kw:]) for _ in range(4))
+        self.r_fire, self.rl_fire, self.b_fire, self.w_fire, self.wl_fire = (Signal(bool(0)) for _ in range(5))
+
+
 @block
 def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_data, wsrc_strb, beat: BeatBus,
-            bus_idle, err_valid, err_code, err_owner):
+            bus_idle, err: PortError):
     """``clients``: four :class:`PortClient` in arbitration order; ``wsrc_data``/``wsrc_strb``:
     the write data of the current W beat (from the store module); ``beat``: the current data
-    beat's position (valid with a client's ``beat`` pulse)."""
+    beat's position (valid with a client's ``beat`` pulse); ``err``: an error response."""
     c = p.config
     lgB = p.lgB
     K_RD, K_WR = c.MEM_READ_OUTSTANDING, c.MEM_WRITE_OUTSTANDING
-    KW = log2(max(K_RD, K_WR) + 2) + 1
     assert len(clients) == 4, "the port arbitrates exactly fetch, load, compute and store"
-
-    phase = Signal(intbv(0)[2:])
-    owner = Signal(intbv(0)[2:])
+    st = PortState(p, axi, len(clients))
+    phase, inflight, w_owed = st.phase, st.inflight, st.w_owed
     rel = Signal(bool(0))
     gnt, gwrite = Signal(bool(0)), Signal(bool(0))
-    gidx = Signal(intbv(0)[2:])
+    gidx = Signal(intbv(0)[len(st.owner):])
     gdesc = Signal(intbv(0)[DESC_BITS:])
     idle = Signal(bool(0))
     load = Signal(bool(0))
     apos, dpos = WalkPos(p), WalkPos(p)
     raise_a = Signal(bool(0))      # the address walker's burst goes on AR/AW next cycle
+    raise_busy = Signal(bool(0))   # raise_a outside the grant cycle (phase != IDLE)
     data_step = Signal(bool(0))
-    a_valid = Signal(bool(0))
-    a_addr = Signal(intbv(0)[len(axi.ar.addr):])
-    a_len = Signal(intbv(0)[len(axi.ar.len):])
-    inflight = Signal(intbv(0)[KW:])   # bursts raised and not finished (RLAST / B)
-    w_owed = Signal(intbv(0)[KW:])     # AWs raised whose W burst has not ended
-    w_valid = Signal(bool(0))
-    r_fire, rl_fire, b_fire, w_fire, wl_fire = (Signal(bool(0)) for _ in range(5))
-    inflight_n = Signal(intbv(0)[KW:])
-    w_owed_n = Signal(intbv(0)[KW:])
     a_free = Signal(bool(0))
     done = Signal(bool(0))
     fire = Signal(bool(0))
-    w_held = Signal(bool(0))       # a W beat is waiting for WREADY: its payload is held here
-    w_hdata = Signal(intbv(0)[len(axi.w.data):])
-    w_hstrb = Signal(intbv(0)[len(axi.w.strb):])
-    raise_busy = Signal(bool(0))   # raise_a outside the grant cycle (phase != IDLE)
-    n_busy = Signal(intbv(0)[KW:])
-    o_busy = Signal(intbv(0)[KW:])
+
     # per client, registered from its descriptor: the address walker after the first burst
     def walk():
         return WalkState(p), WalkState(p), Signal(intbv(0)[len(axi.ar.addr):]), Signal(intbv(0)[len(axi.ar.len):])
@@ -217,28 +233,30 @@ def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_d
              grant_mux(gidx, firsts, d_s0, g_s1, g_addr, g_len),
              row_walker(clk, rst, p, load, g_s1, raise_a, False, apos),
              beat_walker(clk, rst, p, load, d_s0, d_blen, data_step, dpos),
-             client_sel(owner, fire, rel, clients)]
+             client_sel(st.owner, fire, rel, clients),
+             burst_counts(st, gnt, gwrite, raise_busy),
+             bus_drive(clk, rst, st, axi, abort, dpos, wsrc_data, wsrc_strb, beat, bus_idle, err)]
     insts += pre
 
     @always_comb
     def handshakes():
         idle.next = phase == IDLE and not abort
         load.next = gnt
-        r_fire.next = axi.r.valid and phase == READ
-        rl_fire.next = axi.r.valid and axi.r.last and phase == READ
-        b_fire.next = axi.b.valid and phase == WRITE
-        w_fire.next = w_valid and axi.w.ready
-        wl_fire.next = w_valid and axi.w.ready and dpos.blen == 1
+        st.r_fire.next = axi.r.valid and phase == READ
+        st.rl_fire.next = axi.r.valid and axi.r.last and phase == READ
+        st.b_fire.next = axi.b.valid and phase == WRITE
+        st.w_fire.next = st.w_valid and axi.w.ready
+        st.wl_fire.next = st.w_valid and axi.w.ready and dpos.blen == 1
         if phase == WRITE:
-            a_free.next = not a_valid or axi.aw.ready
+            a_free.next = not st.a_valid or axi.aw.ready
         else:
-            a_free.next = not a_valid or axi.ar.ready
+            a_free.next = not st.a_valid or axi.ar.ready
 
     @always_comb
     def issue():
-        room = intbv(0)[KW:]
+        room = intbv(0)[len(inflight):]
         room[:] = inflight
-        if rl_fire or b_fire:
+        if st.rl_fire or st.b_fire:
             room[:] = inflight - 1
         # in the grant cycle the port is empty (nothing in flight, AR/AW free): the first burst
         # is always raised, from the client's precomputed first burst
@@ -248,62 +266,114 @@ def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_d
                 raise_busy.next = room < K_WR
             else:
                 raise_busy.next = room < K_RD
-        data_step.next = r_fire or w_fire
-        fire.next = (r_fire or w_fire) and not abort
+        data_step.next = st.r_fire or st.w_fire
+        fire.next = (st.r_fire or st.w_fire) and not abort
 
     @always_comb
     def raising():
         raise_a.next = raise_busy or gnt
 
     @always_comb
-    def counts():
-        # the grant cycle starts from an empty port: the first burst is the only one in flight
-        if gnt:
-            inflight_n.next = 1
-            w_owed_n.next = gwrite
-        else:
-            inflight_n.next = n_busy
-            w_owed_n.next = o_busy
-
-    @always_comb
-    def counts_busy():
-        # the same counts outside the grant cycle (without the grant's logic on the path)
-        n = intbv(0)[KW:]
-        n[:] = inflight
-        if raise_busy:
-            n[:] = n + 1
-        if rl_fire or b_fire:
-            n[:] = n - 1
-        n_busy.next = n
-        o = intbv(0)[KW:]
-        o[:] = w_owed
-        if raise_busy and phase == WRITE:
-            o[:] = o + 1
-        if wl_fire:
-            o[:] = o - 1
-        o_busy.next = o
-
-    @always_comb
     def ending():
         # the transaction ends when no burst is left to raise (or the core stopped: then none is
         # raised either) and every raised burst has finished -- its last R beat, or its W beats
         # and its B response -- this cycle at the latest: the counts are 0, or 1 and it ends now
-        fin = rl_fire or b_fire
+        fin = st.rl_fire or st.b_fire
         done.next = (phase != IDLE and (abort or not apos.has)
                      and ((inflight == 0 and not fin) or (inflight == 1 and fin))
-                     and ((w_owed == 0 and not wl_fire) or (w_owed == 1 and wl_fire)))
+                     and ((w_owed == 0 and not st.wl_fire) or (w_owed == 1 and st.wl_fire)))
+
+    @always_seq(clk.posedge, reset=rst)
+    def seq():
+        rel.next = 0
+        inflight.next = st.inflight_n
+        w_owed.next = st.w_owed_n
+        if gnt:
+            st.owner.next = gidx
+            if gwrite:
+                phase.next = WRITE
+            else:
+                phase.next = READ
+        elif done:
+            phase.next = IDLE
+            rel.next = not abort
+        if gnt:
+            st.a_valid.next = 1
+            st.a_addr.next = g_addr
+            st.a_len.next = g_len
+        elif raise_busy:
+            st.a_valid.next = 1
+            a = intbv(0)[ADDR_BITS + 1:]
+            a[:] = base + (apos.beat << lgB)
+            st.a_addr.next = a[ADDR_BITS:]
+            st.a_len.next = apos.blen - 1
+        elif a_free:
+            st.a_valid.next = 0
+        st.w_valid.next = (st.w_valid and not axi.w.ready) or st.w_owed_n != 0
+    insts += [first_len, handshakes, issue, raising, ending, seq]
+    return insts
+
+
+@block
+def burst_counts(st: PortState, gnt, gwrite, raise_busy):
+    """``st.inflight_n`` / ``st.w_owed_n``: the burst counts after this cycle's raise (the grant's
+    first burst, or ``raise_busy``) and this cycle's RLAST / B / WLAST."""
+    phase, inflight, w_owed = st.phase, st.inflight, st.w_owed
+    n_busy = Signal(intbv(0)[len(inflight):])
+    o_busy = Signal(intbv(0)[len(w_owed):])
+
+    @always_comb
+    def counts():
+        # the grant cycle starts from an empty port: the first burst is the only one in flight
+        if gnt:
+            st.inflight_n.next = 1
+            st.w_owed_n.next = gwrite
+        else:
+            st.inflight_n.next = n_busy
+            st.w_owed_n.next = o_busy
+
+    @always_comb
+    def counts_busy():
+        # the same counts outside the grant cycle (without the grant's logic on the path)
+        n = intbv(0)[len(inflight):]
+        n[:] = inflight
+        if raise_busy:
+            n[:] = n + 1
+        if st.rl_fire or st.b_fire:
+            n[:] = n - 1
+        n_busy.next = n
+        o = intbv(0)[len(w_owed):]
+        o[:] = w_owed
+        if raise_busy and phase == WRITE:
+            o[:] = o + 1
+        if st.wl_fire:
+            o[:] = o - 1
+        o_busy.next = o
+    return counts, counts_busy
+
+
+@block
+def bus_drive(clk, rst, st: PortState, axi: AxiMaster, abort, dpos: WalkPos, wsrc_data, wsrc_strb, beat: BeatBus,
+              bus_idle, err: PortError):
+    """The master's outputs from the port state; the W holding register (a W beat that waits for
+    WREADY keeps its data and strobes, whatever its source does); the beat position; the error
+    report."""
+    phase = st.phase
+    w_held = Signal(bool(0))       # a W beat is waiting for WREADY: its payload is held here
+    w_hdata = Signal(intbv(0)[len(axi.w.data):])
+    w_hstrb = Signal(intbv(0)[len(axi.w.strb):])
 
     @always_comb
     def bus_out():
-        axi.ar.valid.next = a_valid and phase == READ
-        axi.aw.valid.next = a_valid and phase == WRITE
-        axi.ar.addr.next = a_addr
-        axi.aw.addr.next = a_addr
-        axi.ar.len.next = a_len
-        axi.aw.len.next = a_len
+        axi.ar.valid.next = st.a_valid and phase == READ
+        axi.aw.valid.next = st.a_valid and phase == WRITE
+        axi.ar.addr.next = st.a_addr
+        axi.aw.addr.next = st.a_addr
+        axi.ar.len.next = st.a_len
+        axi.aw.len.next = st.a_len
         axi.r.ready.next = 1
         axi.b.ready.next = 1
-        axi.w.valid.next = w_valid
+        axi.w.valid.next = st.w_valid
         axi.w.last.next = dpos.blen == 1
         if w_held:                  # a beat that waits keeps its payload, whatever its source does
             axi.w.data.next = w_hdata
@@ -319,46 +389,20 @@ def memport(clk, rst, p: RtlParams, abort, base, clients, axi: AxiMaster, wsrc_d
         beat.row_end.next = dpos.row_end
         beat.row_last.next = dpos.beat == dpos.last
         bus_idle.next = phase == IDLE
-        err_owner.next = owner
+        err.owner.next = st.owner
         if phase == READ:
-            err_code.next = axi.r.resp
+            err.code.next = axi.r.resp
         else:
-            err_code.next = axi.b.resp
-        err_valid.next = not abort and ((r_fire and axi.r.resp[1]) or (b_fire and axi.b.resp[1]))
+            err.code.next = axi.b.resp
+        err.valid.next = not abort and ((st.r_fire and axi.r.resp[1]) or (st.b_fire and axi.b.resp[1]))
 
     @always_seq(clk.posedge, reset=rst)
-    def seq():
-        rel.next = 0
-        inflight.next = inflight_n
-        w_owed.next = w_owed_n
-        if gnt:
-            owner.next = gidx
-            if gwrite:
-                phase.next = WRITE
-            else:
-                phase.next = READ
-        elif done:
-            phase.next = IDLE
-            rel.next = not abort
-        if gnt:
-            a_valid.next = 1
-            a_addr.next = g_addr
-            a_len.next = g_len
-        elif raise_busy:
-            a_valid.next = 1
-            a = intbv(0)[ADDR_BITS + 1:]
-            a[:] = base + (apos.beat << lgB)
-            a_addr.next = a[ADDR_BITS:]
-            a_len.next = apos.blen - 1
-        elif a_free:
-            a_valid.next = 0
-        w_valid.next = (w_valid and not axi.w.ready) or w_owed_n != 0
-        if w_valid and not axi.w.ready:
+    def hold():
+        if st.w_valid and not axi.w.ready:
             if not w_held:
                 w_held.next = 1
                 w_hdata.next = axi.w.data
                 w_hstrb.next = axi.w.strb
         else:
             w_held.next = 0
-    insts += [first_len, handshakes, issue, raising, counts, counts_busy, ending, bus_out, seq]
-    return insts
+    return bus_out, hold

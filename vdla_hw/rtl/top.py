@@ -25,12 +25,12 @@ from vdla_hw import isa, regmap
 from vdla_hw.isa import FLAG_QUEUE, MODULES
 from vdla_hw.rtl.axi import BURST_INCR, AxiLite, AxiMaster, bind, flat_names
 from vdla_hw.rtl.compute import compute
-from vdla_hw.rtl.control import control
+from vdla_hw.rtl.control import CoreLink, RunRegs, control
 from vdla_hw.rtl.ctl import exec_ctl
 from vdla_hw.rtl.dma import dma_read
 from vdla_hw.rtl.dma_ports import ErrReport, InsnPort, QueuePush, WriteBeat, sram_read, sram_write
 from vdla_hw.rtl.fetch import fetch
-from vdla_hw.rtl.memport import BeatBus, PortClient, memport
+from vdla_hw.rtl.memport import BeatBus, PortClient, PortError, memport
 from vdla_hw.rtl.decode import ENTRY_BITS
 from vdla_hw.rtl.params import INDEX_BITS, RtlParams, arbitration_order, log2
 from vdla_hw.rtl.prims import cmd_queue, ram, token_queue
@@ -99,24 +99,14 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
     insts.append(_axi_constants(p, m_axi_arid, m_axi_awid, m_axi_arsize, m_axi_awsize, m_axi_arburst, m_axi_awburst))
 
     # ---- control -------------------------------------------------------------------------
-    run = Signal(bool(0))
+    # per-module busy/stall counters (vdla_sim's definitions): what each adds in a run cycle
+    core, regs = CoreLink(busy_max=c.FETCH_CYCLES_PER_INSN + 1), RunRegs()
+    run, cyc, finish, core_err, core_err_insn = core.run, core.cyc, core.finish, core.err, core.err_insn
+    rets, bus_idle, incs = core.rets, core.bus_idle, core.incs
+    dram_base, dram_bytes, insn_addr, insn_count = regs.dram_base, regs.dram_bytes, regs.insn_addr, regs.insn_count
     stopped = Signal(bool(1))
     crst = ResetSignal(0, active=1, isasync=False)
-    cyc = Signal(intbv(0)[CYC_BITS:])
-    finish = Signal(bool(0))
-    core_err = Signal(intbv(0)[32:])
-    core_err_insn = Signal(intbv(0)[32:])
-    dram_base, dram_bytes, insn_addr, insn_count = (Signal(intbv(0)[32:]) for _ in range(4))
-    rets = [Signal(bool(0)) for _ in MODULES]
-    bus_idle = Signal(bool(1))
-    # per-module busy/stall counters (vdla_sim's definitions): what each adds in a run cycle
-    incs = {}
-    for m in MODULES:
-        incs[regmap.counter_name(m, "busy")] = Signal(intbv(0)[8:])
-        for cname in ("stall_token", "stall_mem", "stall_queue"):
-            incs[regmap.counter_name(m, cname)] = Signal(bool(0))
-    insts.append(control(clk, rst, p, axil, run, cyc, finish, core_err, core_err_insn, rets,
-                         dram_base, dram_bytes, insn_addr, insn_count, incs, bus_idle, irq))
+    insts.append(control(clk, rst, p, axil, core, regs, irq))
 
     @always_comb
     def core_reset():
@@ -151,10 +141,10 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
     beat = BeatBus(p)
     store_wdata = Signal(intbv(0)[p.B * 8:])
     store_wstrb = Signal(intbv(0)[p.B:])
-    err_valid = Signal(bool(0))
-    err_code, err_owner = Signal(intbv(0)[2:]), Signal(intbv(0)[2:])
+    perr = PortError(axi, len(order))
+    err_valid, err_code, err_owner = perr.valid, perr.code, perr.owner
     insts.append(memport(clk, rst, p, stopped, dram_base, [mp[m] for m in order], axi, store_wdata, store_wstrb,
-                         beat, bus_idle, err_valid, err_code, err_owner))
+                         beat, bus_idle, perr))
     mem_rdata = axi.r.data
 
     # ---- SRAMs ---------------------------------------------------------------------------
@@ -320,7 +310,7 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
 
     @always_comb
     def fcount():
-        v = intbv(0)[8:]
+        v = intbv(0)[len(fb):]
         v[:] = 0
         if ql_push or qc_push or qs_push:
             v[:] = STEP
