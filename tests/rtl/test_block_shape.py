@@ -15,8 +15,9 @@ import vdla_hw.rtl
 RTL = Path(vdla_hw.rtl.__file__).parent
 FILES = ["compute.py", "compute_loop.py", "compute_pipe.py", "compute_ports.py", "gemm.py", "vec.py", "decode.py",
          "dma_ports.py", "dma.py", "dma_decode.py", "dma_walk.py", "dma_write.py", "rangechk.py", "store.py",
-         "store_read.py", "fetch.py", "portdesc.py", "walker.py", "sram.py",
-         "memport.py", "control.py", "axi_check.py", "axi_top.py", "axi.py"]
+         "store_read.py", "fetch.py", "portdesc.py", "walker.py", "sram.py", "memport.py", "arbiter.py", "control.py",
+         "axi_check.py", "axi_check_acc.py", "axi_top.py", "axi.py", "top.py", "core_queues.py", "core_status.py",
+         "ctl.py", "prims.py"]
 MAX_LINES = 150
 
 

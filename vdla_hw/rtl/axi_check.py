@@ -30,6 +30,7 @@ from myhdl import Signal, always_comb, always_seq, block, intbv
 
 from vdla_hw.membus import BURST_BOUNDARY
 from vdla_hw.rtl.axi import AXBURST_BITS, AXSIZE_BITS, BURST_INCR
+from vdla_hw.rtl.axi_check_acc import accumulate
 from vdla_hw.rtl.params import RtlParams, log2
 
 RULES = {
@@ -44,11 +45,9 @@ RULES = {
 AXI3_MAX_LEN = 16
 # Widths of the checker's own counts (not the design's): the rules word and every group's flags
 # (RULES: bits 0..30); the checks one rule group makes in a cycle (at most 15: the burst group);
-# the checks / flags of all groups in a cycle (at most 35 / 11); the checks and violations
-# counters (wrapping); the burst-in-flight ports.
+# the checks and violations counters (wrapping); the burst-in-flight ports.
 RULE_BITS = 32
 GROUP_CHECK_BITS = 4
-CYCLE_COUNT_BITS = 8
 COUNT_BITS = 32
 OUT_BITS = 16
 
@@ -154,7 +153,7 @@ def axi_checker(clk, rst, p: RtlParams, m, s, checks, violations, rules, rd_out,
                                aw_checks))
     insts += [fires, read_track(clk, rst, m, t), write_track(clk, rst, m, t), lite_track(clk, rst, s, t),
               burst_rules(p, m, s, t, (ar_flags, aw_flags), (ar_checks, aw_checks), f_burst, n_burst)]
-    insts.append(_accumulate(clk, rst, flag_sigs + [f_burst], count_sigs + [n_burst], checks, violations, rules))
+    insts.append(accumulate(clk, rst, flag_sigs + [f_burst], count_sigs + [n_burst], checks, violations, rules))
     return insts
 
 
@@ -353,100 +352,6 @@ def _payload(sigs):
     """One signal holding ``sigs`` side by side (a payload to compare)."""
     from myhdl import ConcatSignal
     return sigs[0] if len(sigs) == 1 else ConcatSignal(*sigs)
-
-
-@block
-def _accumulate(clk, rst, flags, counts, checks, violations, rules):
-    """checks += sum(counts); violations += number of flags set; rules |= OR of flags."""
-    nf = len(flags)
-    all_f = Signal(intbv(0)[len(rules):])
-    n_f = Signal(intbv(0)[CYCLE_COUNT_BITS:])
-    n_c = Signal(intbv(0)[CYCLE_COUNT_BITS:])
-    C_MASK, V_MASK = (1 << len(checks)) - 1, (1 << len(violations)) - 1
-    insts = [_or_tree(flags, all_f), _count_tree(flags, n_f), _sum_tree(counts, n_c)]
-
-    @always_seq(clk.posedge, reset=rst)
-    def acc():
-        checks.next = (checks + n_c) & C_MASK
-        violations.next = (violations + n_f) & V_MASK
-        rules.next = rules | all_f
-    insts.append(acc)
-    assert nf > 0
-    return insts
-
-
-@block
-def _or_tree(flags, out):
-    return _reduce(flags, out, "or")
-
-
-@block
-def _count_tree(flags, out):
-    return _reduce(flags, out, "count")
-
-
-@block
-def _sum_tree(counts, out):
-    return _reduce(counts, out, "sum")
-
-
-@block
-def _reduce(sigs, out, how):
-    """out = OR / number of nonzero / sum of ``sigs`` (a chain of two-input blocks)."""
-    insts = []
-    width = len(out)
-    prev = Signal(intbv(0)[width:])
-    insts.append(_first(sigs[0], prev, how))
-    for sig in sigs[1:]:
-        nxt = Signal(intbv(0)[width:])
-        insts.append(_step(prev, sig, nxt, how))
-        prev = nxt
-    insts.append(_copy(prev, out))
-    return insts
-
-
-@block
-def _first(a, out, how):
-    if how == "count":
-        @always_comb
-        def comb():
-            if a != 0:
-                out.next = 1
-            else:
-                out.next = 0
-    else:
-        @always_comb
-        def comb():
-            out.next = a
-    return comb
-
-
-@block
-def _step(a, b, out, how):
-    if how == "or":
-        @always_comb
-        def comb():
-            out.next = a | b
-    elif how == "count":
-        @always_comb
-        def comb():
-            if b != 0:
-                out.next = a + 1
-            else:
-                out.next = a
-    else:
-        @always_comb
-        def comb():
-            out.next = a + b
-    return comb
-
-
-@block
-def _copy(a, out):
-    @always_comb
-    def comb():
-        out.next = a
-    return comb
 
 
 class Ports:
