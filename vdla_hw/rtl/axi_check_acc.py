@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from myhdl import Signal, always_comb, always_seq, block, intbv
 
+from vdla_hw.rtl.prims import wire
+
 # the checks / flags of all rule groups in one cycle (at most 35 / 11)
 CYCLE_COUNT_BITS = 8
 
@@ -56,7 +58,7 @@ def _reduce(sigs, out, how):
         nxt = Signal(intbv(0)[width:])
         insts.append(_step(prev, sig, nxt, how))
         prev = nxt
-    insts.append(_copy(prev, out))
+    insts.append(wire(prev, out))
     return insts
 
 
@@ -93,12 +95,4 @@ def _step(a, b, out, how):
         @always_comb
         def comb():
             out.next = a + b
-    return comb
-
-
-@block
-def _copy(a, out):
-    @always_comb
-    def comb():
-        out.next = a
     return comb

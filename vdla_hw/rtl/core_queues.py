@@ -6,12 +6,12 @@ positional lists (:class:`vdla_hw.rtl.ctl.CmdQueue`, :class:`vdla_hw.rtl.ctl.Mod
 
 from __future__ import annotations
 
-from myhdl import Signal, always_comb, block
+from myhdl import Signal, block
 
 from vdla_hw.isa import FLAG_QUEUE
 from vdla_hw.rtl.ctl import exec_ctl
 from vdla_hw.rtl.params import RtlParams
-from vdla_hw.rtl.prims import cmd_queue, token_queue
+from vdla_hw.rtl.prims import cmd_queue, token_queue, wire
 
 EXEC = ("load", "compute", "store")     # the modules with a command queue and an exec_ctl
 TOKEN_QUEUES = ("l2c", "c2l", "c2s", "s2c")
@@ -60,12 +60,3 @@ def module_ctls(clk, rst, p: RtlParams, q: dict, tq: dict, ctl: dict):
             if t is not None:
                 insts.append(wire(getattr(ctl[m], flag), t.pop if flag.startswith("pop") else t.push))
     return insts
-
-
-@block
-def wire(a, b):
-    """``b`` follows ``a``."""
-    @always_comb
-    def w():
-        b.next = a
-    return w

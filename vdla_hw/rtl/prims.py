@@ -58,6 +58,15 @@ def ram(clk, we, waddr, wdata, re, raddr, rdata, depth, forward=False):
 
 
 @block
+def wire(a, b):
+    """``b`` follows ``a`` (a Verilog assign)."""
+    @always_comb
+    def w():
+        b.next = a
+    return w
+
+
+@block
 def delay(clk, rst, din, dout, n):
     """dout = din delayed by n cycles (n = 0: a wire). 1-bit."""
     if n == 0:

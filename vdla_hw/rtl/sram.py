@@ -12,7 +12,7 @@ from __future__ import annotations
 from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, intbv
 
 from vdla_hw.rtl.params import MemGeom, log2
-from vdla_hw.rtl.prims import ram
+from vdla_hw.rtl.prims import ram, wire
 
 
 @block
@@ -25,16 +25,8 @@ def narrow_sram(clk, g: MemGeom, wports, rports):
         for s in range(g.lanes):
             insts.append(ram(clk, we(s), wa, wd(g.width * (s + 1), g.width * s), re, ra, outs[s], g.bank_depth))
         cat = ConcatSignal(*reversed(outs))
-        insts.append(_wire(cat, rd))
+        insts.append(wire(cat, rd))
     return insts
-
-
-@block
-def _wire(a, b):
-    @always_comb
-    def w():
-        b.next = a
-    return w
 
 
 @block

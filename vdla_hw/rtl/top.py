@@ -25,7 +25,7 @@ from vdla_hw.regmap import REG_BITS
 from vdla_hw.rtl.axi import AXSIZE_BITS, AXBURST_BITS, BURST_INCR, AxiLite, AxiMaster, bind, flat_names
 from vdla_hw.rtl.compute import compute
 from vdla_hw.rtl.control import CoreLink, RunRegs, control
-from vdla_hw.rtl.core_queues import EXEC, TOKEN_QUEUES, TokenQueue, module_ctls, queues, wire
+from vdla_hw.rtl.core_queues import EXEC, TOKEN_QUEUES, TokenQueue, module_ctls, queues
 from vdla_hw.rtl.ctl import CmdQueue, ModuleCtl
 from vdla_hw.rtl.core_status import RetireTrace, counter_incs, error_merge, retire_trace
 from vdla_hw.rtl.dma import dma_read
@@ -34,7 +34,7 @@ from vdla_hw.rtl.decode import ENTRY_BITS
 from vdla_hw.rtl.fetch import fetch
 from vdla_hw.rtl.memport import BeatBus, PortClient, PortError, memport
 from vdla_hw.rtl.params import CYCLE_BITS, INDEX_BITS, RtlParams, arbitration_order, log2
-from vdla_hw.rtl.prims import ram
+from vdla_hw.rtl.prims import ram, wire
 from vdla_hw.rtl.sram import elem_read, elem_write, narrow_sram
 from vdla_hw.rtl.store import store
 
