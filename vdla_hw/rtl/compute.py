@@ -33,8 +33,10 @@ from vdla_hw.rtl.compute_pipe import datapath, operand_read, write_forward
 from vdla_hw.rtl.compute_ports import ComputeMode, ReadPort, UopIssue, UopStages, WritePort, count_bits
 from vdla_hw.rtl.decode import insn_fields, uop_fields
 from vdla_hw.rtl.dma import dma_read
-from vdla_hw.rtl.dma_ports import ErrReport, InsnPort, port_view, sram_write
+from vdla_hw.rtl.dma_ports import ErrReport, InsnPort, sram_write
+from vdla_hw.rtl.memport import BeatBus, PortClient
 from vdla_hw.rtl.params import RtlParams
+from vdla_hw.rtl.sram import SramPorts
 
 OPC_LOAD, OPC_FIN = isa.OPCODES["LOAD"], isa.OPCODES["FINISH"]
 
@@ -73,25 +75,23 @@ def insn_control(clk, rst, p: RtlParams, start, opcode, dma_start, dma_done, seq
 
 
 @block
-def compute(clk, rst, p: RtlParams, start, sinsn, done, finish,
-            req, desc, grant, rel_me, port, rdata,
-            uop_wports, uop_r, inp_r, wgt_r, acc_r, acc_w, out_w, dram_bytes, rerr, rerr_insn):
-    """``uop_r``/``inp_r``/``wgt_r``/``acc_r``: element read ports (re, raddr, rdata);
-    ``acc_w``/``out_w``: element write ports (we, waddr, wdata); ``uop_wports``: the uop
-    SRAM's write ports for the DMA. ``dram_bytes``, ``rerr``, ``rerr_insn``: the LOAD range
-    check of the DMA (dma_read)."""
+def compute(clk, rst, p: RtlParams, cmd: InsnPort, finish, client: PortClient, beat: BeatBus, rdata, sp: SramPorts,
+            dram_bytes, rerr: ErrReport):
+    """``cmd``: the instruction's start, entry and done (exec_ctl); ``finish``: a FINISH retires;
+    ``client`` / ``beat`` / ``rdata``: the memory port for its LOAD DMA (uop, acc), with
+    ``dram_bytes`` and ``rerr`` the LOAD range check (dma_read); ``sp``: the SRAM ports it reads
+    (uop, inp, wgt, acc elements) and writes (acc, out elements; uop through the DMA)."""
+    start, sinsn, done = cmd.start, cmd.insn, cmd.done
     gi, ai = insn_fields(sinsn, p, "GEMM"), insn_fields(sinsn, p, "ALU")
-    uop, inp, wgt, acc = (ReadPort(*r) for r in (uop_r, inp_r, wgt_r, acc_r))
-    acc_wp, out_wp = WritePort(*acc_w), WritePort(*out_w)
+    uop, inp, wgt, acc = (ReadPort(*r) for r in (sp.uop_r, sp.inp_r, sp.wgt_r, sp.acc_r))
+    acc_wp, out_wp = WritePort(*sp.acc_w), WritePort(*sp.out_w)
     uf = uop_fields(uop.data, p)
     dma_w = WritePort.new(p.mems["acc"].ibits, p.mems["acc"].width)    # the LOAD DMA's acc writes
     dma_start, dma_done = Signal(bool(0)), Signal(bool(0))
     mode, issue, st = ComputeMode(gi, ai), UopIssue(p, uf), UopStages(p)
     accv, new = (Signal(intbv(0)[p.mems["acc"].width:]) for _ in range(2))   # acc read (forwarded), write
-    client, beat = port_view(req, desc, grant, rel_me, port)
     return [dma_read(clk, rst, p, ["uop", "acc"], InsnPort(dma_start, sinsn, dma_done), client, beat, rdata,
-                     {"uop": sram_write(p.mems["uop"], uop_wports), "acc": dma_w}, dram_bytes,
-                     ErrReport(rerr, rerr_insn)),
+                     {"uop": sram_write(p.mems["uop"], sp.uop_w), "acc": dma_w}, dram_bytes, rerr),
             insn_control(clk, rst, p, start, gi.opcode, dma_start, dma_done, issue.seq_done, done, finish),
             mode_regs(clk, rst, start, gi, ai, mode),
             uop_loop(clk, rst, p, start, gi, ai, mode.is_alu, issue),

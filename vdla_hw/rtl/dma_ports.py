@@ -9,8 +9,6 @@ layout (:mod:`vdla_hw.rtl.decode`) or the register map."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from myhdl import Signal, intbv
 
 from vdla_hw.rtl.compute_ports import ReadPort, WritePort
@@ -64,13 +62,3 @@ def sram_read(g: MemGeom, ports):
 def vec(width: int) -> Signal:
     """An unsigned register or wire of ``width`` bits."""
     return Signal(intbv(0)[width:])
-
-
-def port_view(req, desc, grant, rel, port):
-    """A memory-port client and beat bus as the data movers take them (``client``: req, desc,
-    grant, rel, beat; ``beat``: idx, row_addr, row_end, row_last), from signals given one by one
-    and ``port`` = (beat_me, beat_idx, row_addr, row_end, row_last): for a caller that still
-    passes them so (compute)."""
-    me_beat, idx, row_addr, row_end, row_last = port
-    return (SimpleNamespace(req=req, desc=desc, grant=grant, rel=rel, beat=me_beat),
-            SimpleNamespace(idx=idx, row_addr=row_addr, row_end=row_end, row_last=row_last))

@@ -26,16 +26,16 @@ from vdla_hw.rtl.axi import AXSIZE_BITS, AXBURST_BITS, BURST_INCR, AxiLite, AxiM
 from vdla_hw.rtl.compute import compute
 from vdla_hw.rtl.control import CoreLink, RunRegs, control
 from vdla_hw.rtl.core_queues import EXEC, TOKEN_QUEUES, TokenQueue, module_ctls, queues
-from vdla_hw.rtl.ctl import CmdQueue, ModuleCtl
 from vdla_hw.rtl.core_status import RetireTrace, counter_incs, error_merge, retire_trace
+from vdla_hw.rtl.ctl import CmdQueue, ModuleCtl
 from vdla_hw.rtl.dma import dma_read
 from vdla_hw.rtl.dma_ports import ErrReport, InsnPort, QueuePush, WriteBeat, sram_read, sram_write
 from vdla_hw.rtl.decode import ENTRY_BITS
 from vdla_hw.rtl.fetch import fetch
 from vdla_hw.rtl.memport import BeatBus, PortClient, PortError, memport
-from vdla_hw.rtl.params import CYCLE_BITS, INDEX_BITS, RtlParams, arbitration_order, log2
-from vdla_hw.rtl.prims import ram, wire
-from vdla_hw.rtl.sram import elem_read, elem_write, narrow_sram
+from vdla_hw.rtl.params import CYCLE_BITS, INDEX_BITS, RtlParams, arbitration_order
+from vdla_hw.rtl.prims import wire
+from vdla_hw.rtl.sram import SramPorts, srams
 from vdla_hw.rtl.store import store
 
 # constant AXI signals of the core's master, (name, width): one ID bit (always 0), full-width
@@ -57,61 +57,6 @@ def top_ports(p: RtlParams) -> dict:
     for m in EXEC:
         s["ret_index_" + m] = Signal(intbv(0)[INDEX_BITS:])
     return s
-
-
-def _wports(g):
-    """Write ports of a memory: (we, waddr, wdata) or 2 banks of (we_lanes, waddr, wdata)."""
-    if g.narrow:
-        aw = max(1, log2(g.bank_depth))
-        return tuple((Signal(intbv(0)[g.lanes:]), Signal(intbv(0)[aw:]), Signal(intbv(0)[g.lanes * g.width:]))
-                     for _ in range(2))
-    return Signal(bool(0)), Signal(intbv(0)[g.ibits:]), Signal(intbv(0)[g.width:])
-
-
-def _rports(g):
-    if g.narrow:
-        aw = max(1, log2(g.bank_depth))
-        return tuple((Signal(bool(0)), Signal(intbv(0)[aw:]), Signal(intbv(0)[g.lanes * g.width:])) for _ in range(2))
-    return Signal(bool(0)), Signal(intbv(0)[g.ibits:]), Signal(intbv(0)[g.width:])
-
-
-def _eports(g):
-    return Signal(bool(0)), Signal(intbv(0)[g.ibits:]), Signal(intbv(0)[g.width:])
-
-
-class SramPorts:
-    """The on-chip memories' ports as the modules see them (signal tuples, see ``_wports``):
-    written by the DMAs (``uop_w``, ``inp_w``, ``wgt_w``) and compute (``acc_w``, ``out_w``:
-    elements), read by compute (``uop_r``, ``inp_r``, ``wgt_r``, ``acc_r``: elements) and store
-    (``out_r``: element or two banks)."""
-
-    def __init__(self, p: RtlParams):
-        g = p.mems
-        self.uop_w, self.inp_w, self.wgt_w = _wports(g["uop"]), _wports(g["inp"]), _wports(g["wgt"])
-        self.uop_r, self.inp_r, self.wgt_r, self.acc_r = (_eports(g[m]) for m in ("uop", "inp", "wgt", "acc"))
-        self.acc_w, self.out_w = _eports(g["acc"]), _eports(g["out"])
-        self.out_r = _rports(g["out"])
-
-
-@block
-def srams(clk, p: RtlParams, s: SramPorts):
-    """The SRAMs behind ``s``: a narrow memory (element narrower than a beat) as 2 banks x lanes
-    (sram.py) with an element read or write view, a wide one as one simple dual-port RAM."""
-    g = p.mems
-    insts = []
-    for name, wp, rp in (("uop", s.uop_w, s.uop_r), ("inp", s.inp_w, s.inp_r), ("wgt", s.wgt_w, s.wgt_r)):
-        if g[name].narrow:
-            banks_r = _rports(g[name])
-            insts += [narrow_sram(clk, g[name], wp, banks_r), elem_read(clk, g[name], *rp, banks_r)]
-        else:
-            insts.append(ram(clk, *wp, *rp, g[name].depth))
-    insts.append(ram(clk, *s.acc_w, *s.acc_r, g["acc"].depth))   # compute forwards its own writes
-    if g["out"].narrow:
-        banks_w = _wports(g["out"])
-        insts += [elem_write(g["out"], *s.out_w, banks_w), narrow_sram(clk, g["out"], banks_w, s.out_r)]
-    else:
-        insts.append(ram(clk, *s.out_w, *s.out_r, g["out"].depth))
-    return insts
 
 
 @block
@@ -173,12 +118,8 @@ def vdla_top(p: RtlParams, clk, rst, s_axil_awaddr, s_axil_awvalid, s_axil_awrea
     insts.append(dma_read(clk, crst, p, ["inp", "wgt"], InsnPort(ld_start, ld.insn, ld.done), mp["load"], beat,
                           mem_rdata, {"inp": sram_write(g["inp"], sp.inp_w), "wgt": sram_write(g["wgt"], sp.wgt_w)},
                           dram_bytes, errs["load"]))
-    cp = ctl["compute"]
-    insts.append(compute(clk, crst, p, cp.start, cp.sinsn, cp.done, core.finish, mp["compute"].req,
-                         mp["compute"].desc, mp["compute"].grant, mp["compute"].rel,
-                         (mp["compute"].beat, beat.idx, beat.row_addr, beat.row_end, beat.row_last),
-                         mem_rdata, sp.uop_w, sp.uop_r, sp.inp_r, sp.wgt_r, sp.acc_r, sp.acc_w, sp.out_w, dram_bytes,
-                         errs["compute"].bits, errs["compute"].insn))
+    insts.append(compute(clk, crst, p, ctl["compute"].cmd, core.finish, mp["compute"], beat, mem_rdata, sp, dram_bytes,
+                         errs["compute"]))
     insts.append(store(clk, crst, p, ctl["store"].cmd, mp["store"], beat, WriteBeat(store_wdata, store_wstrb),
                        sram_read(g["out"], sp.out_r), dram_bytes, errs["store"]))
 
