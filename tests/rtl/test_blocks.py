@@ -30,14 +30,21 @@ def _unpack(word, n, bits):
 def test_gemm_core_vs_numpy(preset):
     p = rtl_params(load_config(preset))
     B, BI, BO = p.batch, p.block_in, p.block_out
-    clk = Signal(bool(0))
+    clk, ep, es = Signal(bool(0)), Signal(bool(1)), Signal(bool(1))
     inp, wgt = Signal(intbv(0)[B * BI * 8:]), Signal(intbv(0)[BO * BI * 8:])
     sums = Signal(intbv(0)[B * BO * 32:])
     rng = np.random.default_rng(7)
     cases = [(rng.integers(-128, 128, (B, BI)), rng.integers(-128, 128, (BO, BI))) for _ in range(6)]
     cases.append((np.full((B, BI), -128), np.full((BO, BI), -128)))
     cases.append((np.full((B, BI), 127), np.full((BO, BI), -128)))
-    got = []
+    got, held, later = [], [], []
+
+    def tick():
+        yield delay(1)
+        clk.next = 1
+        yield delay(1)
+        clk.next = 0
+        yield delay(1)
 
     @block
     def bench():
@@ -46,25 +53,35 @@ def test_gemm_core_vs_numpy(preset):
             for x, w in cases:
                 inp.next, wgt.next = _pack(x, 8), _pack(w, 8)
                 for _ in range(2):       # DSP P register, adder-tree register
-                    yield delay(1)
-                    clk.next = 1
-                    yield delay(1)
-                    clk.next = 0
-                yield delay(1)
+                    yield from tick()
                 got.append(_unpack(sums.val, B * BO, 32).reshape(B, BO))
-        return gemm_core(clk, p, inp, wgt, sums), stim
+                # the adder-tree register holds while disabled (the P registers take new operands);
+                # then the P registers hold while disabled: the sum is of the operands they took
+                es.next, inp.next, wgt.next = 0, _pack(-x, 8), _pack(w[::-1], 8)
+                for _ in range(2):
+                    yield from tick()
+                held.append(_unpack(sums.val, B * BO, 32).reshape(B, BO))
+                ep.next, es.next, inp.next = 0, 1, _pack(x, 8)
+                for _ in range(2):
+                    yield from tick()
+                later.append(_unpack(sums.val, B * BO, 32).reshape(B, BO))
+                ep.next = 1
+        return gemm_core(clk, p, ep, es, inp, wgt, sums), stim
     b = bench()
     b.run_sim(quiet=True)
     b.quit_sim()
-    for (x, w), g in zip(cases, got):
+    for (x, w), g, h, l in zip(cases, got, held, later):
         np.testing.assert_array_equal(g, x.astype(np.int64) @ w.astype(np.int64).T)
+        np.testing.assert_array_equal(h, g)
+        neg = (128 - x.astype(np.int64)) % 256 - 128          # -x as int8 (-(-128) wraps)
+        np.testing.assert_array_equal(l, neg @ w[::-1].astype(np.int64).T)
 
 
 @pytest.mark.parametrize("op", ["min", "max", "add", "shr", "mul"])
 def test_alu_core_vs_numpy(op):
     p = rtl_params(load_config("tiny"))
     n = p.batch * p.block_out
-    clk = Signal(bool(0))
+    clk, on = Signal(bool(0)), Signal(bool(1))
     code = Signal(intbv(("min", "max", "add", "shr", "mul").index(op))[3:])
     a, b, res = (Signal(intbv(0)[32 * n:]) for _ in range(3))
     rng = np.random.default_rng(3)
@@ -85,7 +102,7 @@ def test_alu_core_vs_numpy(op):
                 clk.next = 0
                 yield delay(1)
                 got.append(_unpack(res.val, n, 32))
-        return alu_core(clk, p, code, a, b, res), stim
+        return alu_core(clk, p, on, code, a, b, res), stim
     bb = bench()
     bb.run_sim(quiet=True)
     bb.quit_sim()

@@ -96,8 +96,10 @@ def datapath(clk, rst, p: RtlParams, mode: ComputeMode, st: UopStages, inp_rd, w
     W = p.mems["acc"].width          # n int32 lanes
     aval, bop, immv, sums, gemm_new, alu_new = (Signal(intbv(0)[W:]) for _ in range(6))
     immx = Signal(intbv(0)[c.acc_bits:])      # imm sign-extended to an ACC element
-    insts = [gemm_core(clk, p, inp_rd, wgt_rd, sums), vec_add(accv, sums, gemm_new, n),
-             alu_core(clk, p, mode.alu_opcode, aval, bop, alu_new), replicate(immx, immv, n),
+    # the pipeline registers load only in their uop's stage: GEMM products at a+2 (inp/wgt data),
+    # the adder tree at a+3; the ALU's operand stage at a+3
+    insts = [gemm_core(clk, p, st.v2, st.v3, inp_rd, wgt_rd, sums), vec_add(accv, sums, gemm_new, n),
+             alu_core(clk, p, st.v3, mode.alu_opcode, aval, bop, alu_new), replicate(immx, immv, n),
              sign_extend(mode.imm, immx)]
 
     @always_comb
