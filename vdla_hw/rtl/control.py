@@ -23,7 +23,7 @@ Behaviour (docs/spec.md section 8; ``driver/regmodel.py`` implements the same ru
 
 from __future__ import annotations
 
-from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, intbv
+from myhdl import Signal, always_comb, always_seq, block, intbv
 
 from vdla_hw import regmap
 from vdla_hw.config import ISA_VERSION
@@ -145,17 +145,27 @@ def counter(clk, rst, run, clr, inc, cnt):
 
 
 @block
+def _word(src, dst):
+    @always_comb
+    def wire():
+        dst.next = src
+    return wire
+
+
+@block
 def readback(raddr, words, rword):
-    """``rword`` = ``words[raddr]``: the register word at word address ``raddr``."""
-    bus = ConcatSignal(*reversed(words))
-    WB = len(rword)
+    """``rword`` = ``words[raddr]``: the register word at word address ``raddr`` (0 past the
+    last word). An array read over every value of ``raddr``: the same multiplexer as a shift of
+    the concatenated registers, but the compiled simulation indexes one word in each cycle
+    instead of shifting all of them (36 x 32 bits)."""
+    table = [Signal(intbv(0)[len(rword):]) for _ in range(1 << len(raddr))]
+    zero = Signal(intbv(0)[len(rword):])
+    insts = [_word(w, t) for w, t in zip(list(words) + [zero] * (len(table) - len(words)), table)]
 
     @always_comb
     def mux():
-        tmp = intbv(0)[len(bus):]
-        tmp[:] = bus >> (raddr * WB)
-        rword.next = tmp[WB:]
-    return mux
+        rword.next = table[raddr]
+    return insts + [mux]
 
 
 @block
