@@ -114,7 +114,7 @@ def eports(g):
 
 
 class SramPorts:
-    """The on-chip memories' ports as the modules see them (signal tuples, see ``_wports``):
+    """The on-chip memories' ports as the modules see them (signal tuples, see :func:`wports`):
     written by the DMAs (``uop_w``, ``inp_w``, ``wgt_w``) and compute (``acc_w``, ``out_w``:
     elements), read by compute (``uop_r``, ``inp_r``, ``wgt_r``, ``acc_r``: elements) and store
     (``out_r``: element or two banks)."""
