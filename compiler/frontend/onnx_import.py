@@ -124,6 +124,10 @@ class _Importer:
                 lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
                 pads.append((lo, total - lo))
             (pt, pb), (pl, pr) = pads
+        for size, k, lo, hi in zip(shape[2:], kernel, (pt, pl), (pb, pr)):
+            if size + lo + hi < k:   # onnx's shape inference still promises an extent of 1 here
+                raise self.fail(node, f"the {kernel[0]}x{kernel[1]} window is larger than its input "
+                                f"{shape[2]}x{shape[3]} with padding {[int(pt), int(pl), int(pb), int(pr)]}")
         return (int(sh), int(sw)), (int(pt), int(pl), int(pb), int(pr))
 
     # --- ops ------------------------------------------------------------------------------

@@ -83,6 +83,20 @@ def test_unsupported_conv_forms(tmp_path, attrs, words):
         load_onnx(save(tmp_path, model_with([node], {"w": w}, out_shape=None)))
 
 
+@pytest.mark.parametrize("op,size,kernel,stride", [("MaxPool", 1, 2, 2), ("Conv", 1, 2, 2), ("MaxPool", 2, 3, 2),
+                                                   ("Conv", 2, 3, 1), ("AveragePool", 1, 2, 1)])
+def test_window_larger_than_its_input(tmp_path, op, size, kernel, stride):
+    """onnx's shape inference promises an extent of 1 for a window larger than its unpadded
+    input (found by tests/fuzz/test_fuzz_onnx.py); the importer refuses it, naming the node."""
+    inits = {"w": np.ones((4, 4, kernel, kernel))} if op == "Conv" else {}
+    node = helper.make_node(op, ["x", "w"] if op == "Conv" else ["x"], ["y"], name="win", kernel_shape=[kernel] * 2,
+                            strides=[stride] * 2)
+    path = save(tmp_path, model_with([node], inits, in_shape=(1, 4, size, size)))
+    with pytest.raises(ModelError, match=f"node 'win' \\({op}\\): the {kernel}x{kernel} window is larger than its "
+                                         f"input {size}x{size} with padding \\[0, 0, 0, 0\\]"):
+        load_onnx(path)
+
+
 def test_batchnorm_not_after_conv_is_a_per_channel_affine(tmp_path):
     node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn")
     inits = {k: np.linspace(0.5, 1.5, 4) for k in "sbmv"}
