@@ -33,6 +33,7 @@ from vdla_hw.rtl.axi import AxiLite
 from vdla_hw.rtl.compute_ports import count_bits
 from vdla_hw.rtl.decode import INSN_BYTES
 from vdla_hw.rtl.params import CYCLE_BITS, RtlParams, log2
+from vdla_hw.rtl.prims import wire
 
 WORDS = regmap.SPAN // regmap.REG_BYTES
 WORD_SHIFT = log2(regmap.REG_BYTES)     # byte address -> word address
@@ -145,14 +146,6 @@ def counter(clk, rst, run, clr, inc, cnt):
 
 
 @block
-def _word(src, dst):
-    @always_comb
-    def wire():
-        dst.next = src
-    return wire
-
-
-@block
 def readback(raddr, words, rword):
     """``rword`` = ``words[raddr]``: the register word at word address ``raddr`` (0 past the
     last word). An array read over every value of ``raddr``: the same multiplexer as a shift of
@@ -160,7 +153,7 @@ def readback(raddr, words, rword):
     instead of shifting all of them (36 x 32 bits)."""
     table = [Signal(intbv(0)[len(rword):]) for _ in range(1 << len(raddr))]
     zero = Signal(intbv(0)[len(rword):])
-    insts = [_word(w, t) for w, t in zip(list(words) + [zero] * (len(table) - len(words)), table)]
+    insts = [wire(w, t) for w, t in zip(list(words) + [zero] * (len(table) - len(words)), table)]
 
     @always_comb
     def mux():
