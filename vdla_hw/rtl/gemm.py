@@ -5,17 +5,16 @@ GEMM: two int8 multiplies that share the input operand are packed into one multi
 2**15 into the P register, so the low 16 bits of P are w2*x + 2**15 (in [0, 2**16): no borrow
 from the high half) and bits 16..31 are w1*x as 16-bit two's complement; inverting their top
 bit makes them w1*x + 2**15. Both products leave as "offset binary" unsigned 16-bit values and
-the split is wiring (and one inverter). The adder tree behind P adds these unsigned offset values and is registered
-once; with BLOCK_IN (a power of two) terms the offsets total 2**(W-1) for the tree's W-bit sum,
+the split is wiring (and one inverter). The adder tree behind P adds these unsigned offset
+values and is registered once; with BLOCK_IN (a power of two) terms the offsets total 2**(W-1) for the tree's W-bit sum,
 so inverting the sum's top bit makes it the signed sum (no subtractor, no sign extension in the
 tree). ``sums`` lane (b, o) at bits 32*(b*BLOCK_OUT+o) is sum_i inp[b][i]*wgt[o][i] of the
 operands presented 2 cycles earlier (rtl/params.py GEMM_WRITE_CYCLES counts these stages).
 
 ALU: per int32 lane, MIN, MAX, ADD, SHR (amount clamped to [-31, 31]; negative shifts left)
 and MUL by the operand's low 8 bits as int8 (docs/spec.md section 4). Two stages: the shift
-amount and the comparisons are registered with the operands, then the operation and the
-result select; ``res`` is the result of the operands presented one
-cycle earlier.
+amount and the comparisons are registered with the operands (in a cycle with the stage's
+enable high), then the operation and the result select.
 """
 
 from __future__ import annotations

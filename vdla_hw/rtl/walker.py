@@ -22,20 +22,28 @@ def _blen_bits(p: RtlParams) -> int:
     return log2(p.config.MEM_MAX_BURST + 1) + 1
 
 
-class WalkState:
-    """A walk's position: ``has`` (a beat or burst is left), ``beat``, ``last`` (the row's last
-    beat), ``rows`` left, ``addr`` / ``end`` (the row's first byte and the byte after it), ``bcnt`` (beats of the current burst
-    already moved), the descriptor's ``stride`` and ``nbytes``, and the next row's first and
-    last byte (``n_addr``, ``n_lastb``: kept one row ahead, so a row change adds nothing in
-    series)."""
-
-    NAMES = ("has", "beat", "last", "rows", "addr", "end", "bcnt", "stride", "nbytes", "n_addr", "n_lastb")
+class _BeatPos:
+    """What every view of a walk carries: ``has`` (a beat or burst is left), ``beat`` (its beat
+    address) and ``last`` (the row's last beat)."""
 
     def __init__(self, p: RtlParams):
         bw = ADDR_BITS - p.lgB
         self.has = Signal(bool(0))
         self.beat = Signal(intbv(0)[bw:])
         self.last = Signal(intbv(0)[bw:])
+
+
+class WalkState(_BeatPos):
+    """A walk's position: ``has``, ``beat``, ``last`` (:class:`_BeatPos`), ``rows`` left,
+    ``addr`` / ``end`` (the row's first byte and the byte after it), ``bcnt`` (beats of the
+    current burst already moved), the descriptor's ``stride`` and ``nbytes``, and the next row's
+    first and last byte (``n_addr``, ``n_lastb``: kept one row ahead, so a row change adds nothing in
+    series)."""
+
+    NAMES = ("has", "beat", "last", "rows", "addr", "end", "bcnt", "stride", "nbytes", "n_addr", "n_lastb")
+
+    def __init__(self, p: RtlParams):
+        super().__init__(p)
         self.rows = Signal(intbv(0)[ROWS_BITS:])
         self.addr = Signal(intbv(0)[ADDR_BITS:])
         self.end = Signal(intbv(0)[ADDR_BITS:])
@@ -46,15 +54,12 @@ class WalkState:
         self.n_lastb = Signal(intbv(0)[ADDR_BITS:])
 
 
-class WalkPos:
-    """What a walker shows (from its registers): ``has``, ``beat``, ``last``, ``row_addr`` /
-    ``row_end`` and ``blen`` (beats left in the current burst)."""
+class WalkPos(_BeatPos):
+    """What a walker shows (from its registers): ``has``, ``beat``, ``last`` (:class:`_BeatPos`),
+    ``row_addr`` / ``row_end`` and ``blen`` (beats left in the current burst)."""
 
     def __init__(self, p: RtlParams):
-        bw = ADDR_BITS - p.lgB
-        self.has = Signal(bool(0))
-        self.beat = Signal(intbv(0)[bw:])
-        self.last = Signal(intbv(0)[bw:])
+        super().__init__(p)
         self.row_addr = Signal(intbv(0)[ADDR_BITS:])
         self.row_end = Signal(intbv(0)[ADDR_BITS:])
         self.blen = Signal(intbv(0)[_blen_bits(p):])
