@@ -1,24 +1,34 @@
 """The TCP server of ``vdla serve``: concurrent connections, authenticated requests, one device.
 
 Each connection gets its own thread and carries one exchange (:mod:`driver.protocol`): hello
-with a fresh challenge, one request, one response. A request must prove it holds the key (its
-MAC) before the server reads any of its blobs. Operations are either *immediate* (``ping``,
-``status``: answered on the connection's thread, never waiting for another client) or *device*
-operations (``run``): handed to the single device thread through a bounded queue, so device runs
-are serialised while uploads, pings and status requests of other clients go on.
+with a fresh challenge, one request, one response. The request's fixed-size prefix (74 bytes)
+must prove it holds the key (its MAC) before the server reads a byte of its header: an
+unauthenticated request costs those bytes and is answered with an unsigned refusal, never with
+anything MACed. Operations are either *immediate* (``ping``, ``status``: answered on the
+connection's thread, never waiting for another client) or *device* operations (``run``):
+handed to the single device thread through a bounded queue, so device runs are serialised while
+uploads, pings and status requests of other clients go on.
 
-Bounds (:class:`ServerLimits`): open connections (more are refused with an error frame at once),
-per-read idle timeout, a deadline for the header (before authentication, short) and for the
-whole request, the frame size, the bytes of all uploads held at once, and queued runs. Every
-malformed, unauthenticated or oversized request, and every error of a handler, ends that
-request only: the client gets ``ok: false`` with one line when it still listens, the server
-logs one line per request (client, op, result, time, bytes) and keeps serving.
+Bounds (:class:`ServerLimits`): open connections (more get a "busy" hello at once), per-read
+idle timeout, a deadline for the prefix (before authentication, short) and for the whole
+request, the frame size, the bytes of all uploads held at once, queued runs (a full queue
+answers "busy" with the expected wait, from the mean of recent runs), and each run's wall time
+(``run_timeout_s``): a device op's handler gets a :class:`RunControl` and checks it between
+steps (the network executor: between ops), so a run past its deadline, or whose client went
+away, stops at the next step and is reported in one line. A Python thread cannot be stopped
+from outside, so one step (one op) always finishes; its work is bounded by the device's own
+bounds (cycles, tensor and image sizes). Every malformed, unauthenticated or oversized request,
+and every error of a handler, ends that request only: the client gets ``ok: false`` with one
+line when it still listens, the server logs one line per request (client, op, result, time,
+bytes; control characters escaped) and keeps serving.
 """
 
 from __future__ import annotations
 
+import collections
 import platform
 import queue
+import select
 import socket
 import sys
 import threading
@@ -28,10 +38,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from driver import auth
-from driver.protocol import DEFAULT_MAX_BYTES, Header, Limits, ProtocolError, hello, receive_blobs, receive_header, send
+from driver.protocol import (DEFAULT_MAX_BYTES, MAX_MESSAGE, Header, Limits, ProtocolError, busy_hello, hello,
+                             receive_blobs, receive_header, receive_prefix, response_context, send)
 from vdla_hw.errors import VdlaError
+from vdla_hw.files import printable
 
-Handler = Callable[[dict, dict], tuple]
+Handler = Callable[..., tuple]  # (header, blobs) -> (result, blobs); a device op's also gets a RunControl
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,7 @@ class ServerLimits:
     max_frame_bytes: int = DEFAULT_MAX_BYTES  # blobs of one request (default: one device image, 128 MiB)
     max_pending_bytes: int = DEFAULT_MAX_BYTES  # blobs of all requests held at once (uploading or queued)
     max_queued_runs: int = 4           # device operations waiting for the device
+    run_timeout_s: float = 600.0       # one device run's wall time; checked between its steps (ops)
 
 
 def host_info() -> dict:
@@ -89,7 +102,42 @@ def memory_info() -> dict:
 
 
 class _Refused(Exception):
-    """A request the server answers with an error (one line) without calling a handler."""
+    """A request the server answers with an error (one line) without calling a handler;
+    ``busy``: the fields of a "busy" answer (``retry_after_s``)."""
+
+    def __init__(self, message: str, busy: dict | None = None):
+        super().__init__(message)
+        self.busy = busy
+
+
+class RunStopped(VdlaError):
+    """A device run stopped at its deadline or because its client went away."""
+
+
+class RunControl:
+    """Handed to a device op's handler: :meth:`reason` says why the run must stop now (its wall
+    time passed ``timeout_s``, or it was cancelled: the client went away), else None. The
+    handler checks it between steps; :meth:`check` raises RunStopped."""
+
+    def __init__(self, timeout_s: float):
+        self.timeout_s = timeout_s
+        self.cancelled = threading.Event()
+        self.deadline: float | None = None  # set when the run starts on the device
+
+    def start(self) -> None:
+        self.deadline = time.monotonic() + self.timeout_s
+
+    def reason(self) -> str | None:
+        if self.cancelled.is_set():
+            return "its client went away"
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return f"it passed the server's run deadline of {self.timeout_s:g} s (vdla serve --run-timeout)"
+        return None
+
+    def check(self, where: str = "") -> None:
+        why = self.reason()
+        if why:
+            raise RunStopped(f"run stopped{' ' + where if where else ''}: {why}")
 
 
 class Server:
@@ -107,6 +155,8 @@ class Server:
         self.pending = 0
         self.jobs: queue.Queue = queue.Queue(maxsize=limits.max_queued_runs)
         self.running: str | None = None
+        self.run_started = 0.0
+        self.recent_runs: collections.deque = collections.deque(maxlen=8)  # seconds of the last device runs
         share_malloc_arenas()
         self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -155,11 +205,11 @@ class Server:
             device.join(5)
 
     def _turn_away(self, conn: socket.socket, peer: str) -> None:
-        message = f"server busy: {self.limits.max_connections} connections open; retry later"
-        self.log(f"{peer} - error: {message}")
+        message = f"{self.limits.max_connections} connections open"
+        self.log(f"{peer} - error: server busy: {message}")
         try:
             conn.settimeout(1.0)
-            send(conn, {"ok": False, "error": message})
+            send(conn, busy_hello(message))
         except OSError:
             pass
         finally:
@@ -171,21 +221,47 @@ class Server:
                 job = self.jobs.get(timeout=self.poll_s)
             except queue.Empty:
                 continue
-            self.running = job["op"]
+            control = job["control"]
+            if control.cancelled.is_set():  # its client is gone: nobody waits for the answer
+                job["error"] = RunStopped("run not started: its client went away")
+                job["blobs"] = None
+                job["done"].set()
+                continue
+            self.running, self.run_started = job["op"], time.monotonic()
+            control.start()
             try:
-                job["result"] = _call(self.handlers[job["op"]], job["header"], job["blobs"])
+                job["result"] = _call(self.handlers[job["op"]], job["header"], job["blobs"], control)
             except VdlaError as err:  # handed back to the connection's thread
                 job["error"] = err
             finally:
+                with self.lock:
+                    self.recent_runs.append(time.monotonic() - self.run_started)
                 self.running = None
                 job["blobs"] = None
                 job["done"].set()
+
+    def expected_wait(self) -> float | None:
+        """Seconds a run queued now would wait for the device: the mean of recent runs for each
+        queued one, plus what is left of the current one (None before any run has finished)."""
+        with self.lock:
+            if not self.recent_runs:
+                return None
+            mean = sum(self.recent_runs) / len(self.recent_runs)
+        left = max(mean - (time.monotonic() - self.run_started), 0.0) if self.running else 0.0
+        return self.jobs.qsize() * mean + left
+
+    def _busy(self, what: str) -> _Refused:
+        wait = self.expected_wait()
+        when = (f"expected wait {wait:.0f} s (mean of the last {len(self.recent_runs)} runs)" if wait is not None
+                else f"expected wait unknown: no run has finished yet, each may take up to "
+                     f"{self.limits.run_timeout_s:g} s")
+        return _Refused(f"server busy: {what}; {when}; retry later", busy={"retry_after_s": wait})
 
     # --- one connection --------------------------------------------------------------------
     def _connection(self, conn: socket.socket, peer: str) -> None:
         start = time.monotonic()
         op, result, reserved, sizes = "-", "", 0, [0, 0]
-        client_nonce = b""
+        bound = None  # what the answer is MACed over, once the request proved the key
         try:
             with conn:
                 challenge = auth.nonce() + auth.nonce()
@@ -194,25 +270,26 @@ class Server:
                 limits = Limits(self.limits.max_frame_bytes, self.limits.idle_timeout_s,
                                 start + self.limits.header_deadline_s)
                 try:
-                    header = receive_header(conn, limits, key=self.key, label=auth.REQUEST, nonce=challenge)
-                    client_nonce = _nonce(header)
-                    op = " ".join(str(header.fields.get("op", "-")).split())[:40] or "-"
-                    if not header.authentic:
+                    prefix = receive_prefix(conn, limits)
+                    if not prefix.verify(self.key, auth.REQUEST, challenge):
                         raise _Refused("authentication failed: the request is not signed with this server's key "
                                        f"(id {auth.key_id(self.key)}); use its key file with --key-file")
-                    reserved = self._reserve(header)
                     limits.deadline = start + self.limits.request_deadline_s
+                    bound = response_context(challenge, b"", b"")  # until the header is read
+                    header = receive_header(conn, limits, prefix)
+                    bound = response_context(challenge, _nonce(header), header.digest)
+                    op = printable(" ".join(str(header.fields.get("op", "-")).split()), 40) or "-"
+                    reserved = self._reserve(header)
                     blobs = receive_blobs(conn, header, limits)
                     sizes[0] = header.size
-                    reply, out = self._dispatch(op, header.fields, blobs)
+                    reply, out = self._dispatch(op, header.fields, blobs, conn)
                     del blobs
                     sizes[1] = sum(len(d) for d in out.values())
                     result = "ok"
-                    send(conn, {"ok": True, "result": reply}, out, key=self.key, label=auth.RESPONSE,
-                         nonce=client_nonce)
+                    send(conn, {"ok": True, "result": reply}, out, key=self.key, label=auth.RESPONSE, context=bound)
                 except (ProtocolError, _Refused, VdlaError) as err:
                     result = f"error: {err}"
-                    self._answer_error(conn, str(err), client_nonce)
+                    self._answer_error(conn, err, bound)
         except OSError as err:
             result = f"error: the client went away ({err})" if result in ("", "ok") else result
         except Exception as err:  # noqa: BLE001 - a bug in one request must not stop the server
@@ -224,39 +301,53 @@ class Server:
                 self.pending -= reserved
                 self.stats["requests"] += 1
                 self.stats["errors"] += result != "ok"
-            self.log(f"{peer} {op} {' '.join(result.split()) or 'error: no request'} "
-                     f"{time.monotonic() - start:.2f} s in {sizes[0]} B out {sizes[1]} B")
+            said = printable(" ".join(result.split()) or "error: no request", MAX_MESSAGE)
+            self.log(f"{peer} {op} {said} {time.monotonic() - start:.2f} s in {sizes[0]} B out {sizes[1]} B")
 
     def _reserve(self, header: Header) -> int:
         """Hold ``header.size`` bytes of the upload budget, or refuse the request."""
         size = header.size
         with self.lock:
-            if self.pending + size > self.limits.max_pending_bytes:
-                raise _Refused(f"server busy: {self.pending} bytes of other uploads held, the limit is "
-                               f"{self.limits.max_pending_bytes}; retry later")
-            self.pending += size
+            held = self.pending
+            if held + size > self.limits.max_pending_bytes:
+                size = -1
+            else:
+                self.pending += size
+        if size < 0:
+            raise self._busy(f"{held} bytes of other uploads held, the limit is {self.limits.max_pending_bytes}")
         return size
 
-    def _dispatch(self, op: str, header: dict, blobs: dict) -> tuple[dict, dict]:
+    def _dispatch(self, op: str, header: dict, blobs: dict, conn: socket.socket) -> tuple[dict, dict]:
         handler = self.handlers.get(op)
         if handler is None:
-            raise _Refused(f"unknown op {op!r} (this server knows: {', '.join(sorted(self.handlers))})")
+            raise _Refused(f"unknown op '{op}' (this server knows: {', '.join(sorted(self.handlers))})")
         if op not in self.device_ops:
             return _call(handler, header, blobs)
-        job = {"op": op, "header": header, "blobs": blobs, "done": threading.Event()}
+        job = {"op": op, "header": header, "blobs": blobs, "done": threading.Event(),
+               "control": RunControl(self.limits.run_timeout_s)}
         try:
             self.jobs.put_nowait(job)
         except queue.Full:
-            raise _Refused(f"server busy: {self.limits.max_queued_runs} runs wait for the device; retry later") from None
-        job["done"].wait()
+            raise self._busy(f"{self.limits.max_queued_runs} runs wait for the device") from None
+        while not job["done"].wait(self.poll_s):
+            if _gone(conn):  # the client closed: stop its run at the next step
+                job["control"].cancelled.set()
         if "error" in job:
             raise job["error"]
         return job["result"]
 
-    def _answer_error(self, conn: socket.socket, message: str, client_nonce: bytes) -> None:
+    def _answer_error(self, conn: socket.socket, err: Exception, bound: bytes | None) -> None:
+        """The one-line refusal: MACed over ``bound`` for a client that proved the key, unsigned
+        (and so nobody's word) for one that did not."""
+        fields = {"ok": False, "error": printable(" ".join(str(err).split()), MAX_MESSAGE)}
+        if isinstance(err, _Refused) and err.busy is not None:
+            fields["busy"] = err.busy
         try:
-            send(conn, {"ok": False, "error": " ".join(message.split())}, key=self.key, label=auth.RESPONSE,
-                 nonce=client_nonce)
+            if bound is None:
+                send(conn, fields)
+                return
+            send(conn, fields, key=self.key, label=auth.RESPONSE, context=bound)
+            _linger(conn)  # so a client still sending reads the answer rather than a reset
         except OSError:
             pass  # the client is gone; nothing more to tell it
 
@@ -264,14 +355,15 @@ class Server:
         with self.lock:
             state = {"connections": self.open, "pending_bytes": self.pending}
         return {**state, "queued_runs": self.jobs.qsize(), "running": self.running, **self.stats,
-                "uptime_s": time.monotonic() - self.started, **memory_info(),
-                "limits": self.limits.__dict__}, {}
+                "expected_wait_s": self.expected_wait(), "uptime_s": time.monotonic() - self.started,
+                **memory_info(), "limits": self.limits.__dict__}, {}
 
 
-def _call(handler: Handler, header: dict, blobs: dict) -> tuple[dict, dict]:
-    """``handler``'s answer; a bug in it becomes a one-line error naming where it happened."""
+def _call(handler: Handler, header: dict, blobs: dict, *control) -> tuple[dict, dict]:
+    """``handler``'s answer (a device op's handler also gets its RunControl); a bug in it
+    becomes a one-line error naming where it happened."""
     try:
-        return handler(header, blobs)
+        return handler(header, blobs, *control)
     except VdlaError:
         raise
     except Exception as err:  # noqa: BLE001 - a bug in one request must not stop the server
@@ -279,9 +371,36 @@ def _call(handler: Handler, header: dict, blobs: dict) -> tuple[dict, dict]:
         raise VdlaError(f"internal error ({type(err).__name__}: {err} at {frame.filename}:{frame.lineno})") from None
 
 
-def _nonce(header: Header) -> bytes:
+def _gone(conn: socket.socket) -> bool:
+    """Whether the client closed its side (it sends nothing after its request, so a readable
+    socket with nothing to read is a close)."""
     try:
-        value = bytes.fromhex(header.fields.get("nonce", ""))
-    except (TypeError, ValueError):
+        readable, _, _ = select.select([conn], [], [], 0)
+        return bool(readable) and conn.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
+def _linger(conn: socket.socket, seconds: float = 2.0, most: int = 1 << 20) -> None:
+    """After a refusal to a client that proved the key: stop sending, read (and drop) what it
+    still sends for a moment, so closing does not reset the connection before it reads the answer."""
+    conn.shutdown(socket.SHUT_WR)
+    deadline, dropped = time.monotonic() + seconds, 0
+    while dropped < most and (left := deadline - time.monotonic()) > 0:
+        conn.settimeout(left)
+        try:
+            data = conn.recv(1 << 16)
+        except (socket.timeout, OSError):
+            return
+        if not data:
+            return
+        dropped += len(data)
+
+
+def _nonce(header: Header) -> bytes:
+    value = header.fields.get("nonce", "")
+    try:
+        raw = bytes.fromhex(value) if isinstance(value, str) else b""
+    except ValueError:
         return b""
-    return value if len(value) == auth.NONCE_BYTES else b""
+    return raw if len(raw) == auth.NONCE_BYTES else b""

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 from vdla.argtypes import float_range, host_port, int_range, output_dir, port
 from vdla.cmd_run import resolution_arg
 from vdla_hw.errors import VdlaError
+from vdla_hw.files import json_text, printable
 from vdla_hw.limits import MAX_DRAM_BYTES
 
 MIB = 1 << 20
@@ -34,7 +34,7 @@ def cmd_serve(args) -> int:
     frame = args.max_frame_mib * MIB
     limits = ServerLimits(max_connections=args.max_connections, idle_timeout_s=args.idle_timeout,
                           header_deadline_s=args.idle_timeout, request_deadline_s=args.request_timeout,
-                          max_frame_bytes=frame, max_pending_bytes=frame)
+                          max_frame_bytes=frame, max_pending_bytes=frame, run_timeout_s=args.run_timeout)
     try:
         serve(args.backend, args.config, args.host, args.port, key=key, device_options=options, limits=limits)
     except KeyboardInterrupt:
@@ -54,14 +54,21 @@ def cmd_deploy(args) -> int:
                     vthreads=args.vthreads, arm_library=not args.no_arm_library, timeout_s=args.timeout)
     report.pop("output")
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json_text(report, indent=2))
         return 0
-    print(f"{report['model']} on {report['board']} ({report['backend']}, {report['fingerprint']}, CPU ops: "
-          f"{report['cpu_kernels']})")
-    print(f"{'layer':<26} {'op':<8} {'on':<4} {'cycles':>11} {'model ms':>9} {'measured ms':>11}")
+    # everything the server sent is escaped: it reaches this terminal
+    print(f"{report['model']} on {report['board']} ({printable(report['backend'])}, {report['fingerprint']}, "
+          f"CPU ops: {printable(report['cpu_kernels'])})")
+    print(f"{'layer':<26} {'op':<8} {'on':<4} {'cycles':>11} {'device ms':>9} {'measured ms':>11}")
     for row in report["layers"]:
-        print(f"{row['name']:<26} {row['op']:<8} {row['placement']:<4} {row['cycles']:>11,d} "
-              f"{row['seconds'] * 1e3:>9.3f} {row['wall_seconds'] * 1e3:>11.2f}")
+        number = lambda key: float(row.get(key) or 0)  # noqa: E731
+        print(f"{printable(row.get('name'), 26):<26} {printable(row.get('op'), 8):<8} "
+              f"{printable(row.get('placement'), 4):<4} {int(number('cycles')):>11,d} "
+              f"{number('seconds') * 1e3:>9.3f} {number('wall_seconds') * 1e3:>11.2f}")
+    m = report["totals"]
+    print(f"measured on the server: {m['wall_s']:.3f} s in all, CPU ops {m['cpu_ops_wall_s']:.3f} s, accelerator "
+          f"ops {m['vdla_ops_wall_s']:.3f} s ({m['accelerator_cycles']:,d} cycles, {m['accelerator_s'] * 1e3:.2f} ms "
+          "at the configured clock)")
     t = report["transfer"]
     print(f"package {report['package_bytes'] / 1e6:.1f} MB, sent in {t['send_seconds']:.2f} s, answer after "
           f"{t['total_seconds']:.1f} s")
@@ -118,6 +125,9 @@ def add_parser(sub) -> None:
                    help="seconds a client may send nothing, and to send its request header (default 10)")
     s.add_argument("--request-timeout", type=float_range(0.0, 86400.0, low_open=True), default=600.0,
                    help="seconds to receive a whole request (default 600)")
+    s.add_argument("--run-timeout", type=float_range(0.0, 86400.0, low_open=True), default=600.0,
+                   help="seconds one run may take on the device; checked between its ops, then it is stopped "
+                   "and reported (default 600)")
     s.set_defaults(func=cmd_serve)
 
     d = sub.add_parser("deploy", help="compile, package and run a network on a `vdla serve` board")

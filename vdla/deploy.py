@@ -36,19 +36,69 @@ def build_package(prepared, *, model: str, vthreads=None, arm_library: bool = Tr
                 isa_version=ISA_VERSION)
 
 
+def check_board(board: str, key: bytes, config, timeout_s: float = 30.0) -> dict:
+    """Ask ``board`` for a ping before anything is compiled: it is reachable, greets like
+    ``vdla serve``, holds ``key`` (its key id, then the ping's MAC), and serves a device of
+    ``config`` (a Config). Its ping answer; a one-line DeviceError otherwise."""
+    from driver.package import PackageError
+    from driver.protocol import parse_address, request
+    from vdla_hw.files import printable
+
+    info, _, _ = request(parse_address(board), {"op": "ping"}, key=key, timeout_s=min(timeout_s, 30.0))
+    if info.get("fingerprint") != config.fingerprint:
+        name = printable(info.get("config"), 80)
+        raise PackageError(f"{board} serves a device of configuration {name} ({printable(info.get('fingerprint'), 80)}), "
+                           f"this deploy compiles for {config.name} ({config.fingerprint}); deploy with --config "
+                           f"{name}, or serve a device of {config.name}")
+    return info
+
+
+def measured_totals(layers: list[dict]) -> dict:
+    """What the server measured, summed over its per-op rows: wall time in all, on CPU ops and
+    on accelerator ops (and of that, inside the device), the device's own time and cycles at the
+    configured clock. The server runs without a CPU model, so the modelled quantities of ``vdla
+    run``'s totals (CPU-only time, speedup, Amdahl bound) are null here, not 0 or infinity."""
+    def total(key, placement=None):
+        return sum(float(r.get(key) or 0) for r in layers if placement is None or r.get("placement") == placement)
+
+    return {"wall_s": total("wall_seconds"), "cpu_ops_wall_s": total("wall_seconds", "cpu"),
+            "vdla_ops_wall_s": total("wall_seconds", "vdla"), "device_wall_s": total("device_wall_seconds", "vdla"),
+            "accelerator_s": total("seconds", "vdla"), "accelerator_cycles": int(total("cycles", "vdla")),
+            "offloaded_macs": int(total("macs", "vdla")), "cpu_only_s": None, "speedup": None, "amdahl_bound": None,
+            "time_basis": "measured on the server (wall clock); accelerator_s from the device's cycles at the "
+                          "configured clock; CPU times not modelled (vdla run models them)"}
+
+
+def _layers(blobs: dict, board: str) -> list[dict]:
+    from compiler.network.package import LAYERS
+    from driver.package import PackageError
+    from vdla_hw.errors import VdlaError
+    from vdla_hw.files import json_loads
+
+    try:
+        layers = json_loads(blobs.get(LAYERS, b""), f"{board}: {LAYERS}")
+    except VdlaError as err:
+        raise PackageError(str(err)) from None
+    if not isinstance(layers, list) or not all(isinstance(r, dict) for r in layers):
+        raise PackageError(f"{board}: {LAYERS} is not a list of per-op records")
+    return layers
+
+
 def deploy(model: str, board: str, *, key: bytes, config=None, resolution: int = 224, options=None, vthreads=None,
            arm_library: bool = True, timeout_s: float = 3600.0, progress=_say) -> dict:
-    """Compile and package ``model``, run it on ``board`` and return the report (with the output)."""
+    """Check ``board`` (:func:`check_board`), then compile and package ``model``, run it there
+    and return the report (with the output)."""
     from compiler.network import PartitionOptions
-    from compiler.network.executor import LayerRecord
     from compiler.network.package import npy_array
-    from compiler.network.report import summarise
     from compiler.quantize import reference
     from driver.package import PackageError
     from driver.protocol import parse_address, request
     from vdla.network import prepare
+    from vdla_hw.config import load_config
 
     address = parse_address(board)
+    config = load_config(config)
+    check_board(board, key, config, timeout_s)  # a wrong key, port or configuration: found in a second
     p = prepare(model, config=config, resolution=resolution, options=options or PartitionOptions(),
                 progress=progress)
     files = build_package(p, model=model, vthreads=vthreads, arm_library=arm_library, progress=progress)
@@ -59,22 +109,23 @@ def deploy(model: str, board: str, *, key: bytes, config=None, resolution: int =
     sha = hashlib.sha256(np.ascontiguousarray(output).tobytes()).hexdigest()
     if sha != result.get("output_sha256"):
         raise PackageError(f"{board}: the output's SHA-256 differs from the one the server reported")
-    records = [LayerRecord.from_dict(row) for row in result["layers"]]
+    layers = _layers(blobs, board)
     x = p.tests[:1]
     return {"model": model, "config": p.config.name, "fingerprint": p.config.fingerprint, "board": board,
-            "backend": result["backend"], "cpu_kernels": result["cpu_kernels"], "layers": result["layers"],
-            "totals": summarise(records), "bit_exact": bool(np.array_equal(output, reference.forward(p.q, x))),
-            "output_sha256": sha, "package_bytes": size, "transfer": stats, "server_seconds": result["seconds"],
+            "backend": result.get("backend"), "cpu_kernels": result.get("cpu_kernels"), "layers": layers,
+            "totals": measured_totals(layers), "bit_exact": bool(np.array_equal(output, reference.forward(p.q, x))),
+            "output_sha256": sha, "package_bytes": size, "transfer": stats, "server_seconds": result.get("seconds"),
             "output": output}
 
 
-def run_package(files: dict[str, bytes], device) -> tuple[dict, dict[str, bytes]]:
-    """The server's ``run``: check the package against ``device``, then run its network."""
+def run_package(files: dict[str, bytes], device, should_stop=None) -> tuple[dict, dict[str, bytes]]:
+    """The server's ``run``: check the package against ``device``, then run its network
+    (``should_stop``: asked before every op, see compiler.network.executor)."""
     from compiler.network.package import run_files
     from driver.package import check
 
     manifest = check(files, device.config.fingerprint, device.config.name)
-    reply, out = run_files(files, device)
+    reply, out = run_files(files, device, should_stop=should_stop)
     return {"model": str(manifest.get("model", "?")), "fingerprint": device.config.fingerprint, **reply}, out
 
 
@@ -105,8 +156,8 @@ def serve(backend: str, config=None, host: str = "127.0.0.1", port: int = 9091, 
         return {"backend": backend, "config": device.config.name, "fingerprint": device.config.fingerprint,
                 **host_info()}, {}
 
-    def run(header, blobs):
-        return run_package(blobs, device)
+    def run(header, blobs, control):
+        return run_package(blobs, device, should_stop=control.reason)
 
     try:
         server = Server({"ping": ping, "run": run}, host, port, key=key, limits=limits or ServerLimits(), log=log)

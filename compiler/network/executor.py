@@ -31,6 +31,10 @@ from vdla_hw.config import Config
 from vdla_hw.errors import VdlaError
 
 
+class RunStopped(VdlaError):
+    """A run stopped between two ops because its ``should_stop`` said so (a deadline, a cancel)."""
+
+
 class AcceleratorDevice(Protocol):
     """What the executor needs of a device (``driver.Device`` is one): its configuration, and
     ``run(bundle)`` returning an object with ``dram``, ``cycles``, ``seconds`` and ``counters``."""
@@ -128,12 +132,16 @@ class Executor:
     instead of compiling. ``kernels`` maps a CPU kernel spec
     to a callable (default: the host JIT; on the board, the packaged ARM library). ``cpu_model``
     (``kernel_cost(spec)``, ``offload_cost(...)``, ``name``) models CPU and host time, with
-    ``runtime`` (a ``cost.RuntimeProfile``) saying what the board runtime does per offload."""
+    ``runtime`` (a ``cost.RuntimeProfile``) saying what the board runtime does per offload.
+    ``should_stop`` (no arguments, a reason or None) is asked before every op; a reason stops
+    the run there with RunStopped (so the granularity is one op, whose work is bounded by the
+    device's and the kernels' own bounds)."""
 
     def __init__(self, q: QGraph, placements: dict[str, Placement], device: AcceleratorDevice, *, progress=None,
                  cpu_model=None, runtime=None, vthreads: int | None = None,
-                 prebuilt: dict[str, Bundle] | None = None, kernels=None):
+                 prebuilt: dict[str, Bundle] | None = None, kernels=None, should_stop=None):
         self.q, self.placements, self.device = q, placements, device
+        self.should_stop = should_stop
         self.config = device.config
         self.progress = progress or (lambda message: None)
         if cpu_model is not None and runtime is None:
@@ -266,6 +274,9 @@ class Executor:
         values = {self.q.input: np.ascontiguousarray(x, dtype=np.float32)}
         records = []
         for index, node in enumerate(self.q.nodes):
+            why = self.should_stop() if self.should_stop is not None else None
+            if why:
+                raise RunStopped(f"run stopped before op {index + 1} of {len(self.q.nodes)} ({node.name}): {why}")
             place = self.placements[node.name]
             record = LayerRecord(node.name, node.op, place.target, place.reason, node.macs)
             args = [np.ascontiguousarray(values[i]) for i in node.inputs]

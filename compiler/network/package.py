@@ -34,9 +34,11 @@ from compiler.quantize.qgraph import QGraph, QNode
 from vdla_hw.bundle import Bundle
 from vdla_hw.npyfile import read_npy, read_npz
 from vdla_hw.errors import VdlaError
+from vdla_hw.files import json_text
 from vdla_hw.limits import MAX_TENSOR_BYTES, mib
 
 ARM_LIBRARY, ARM_SPECS = "cpu/libvdla_cpu.so", "cpu/libvdla_cpu.json"
+LAYERS = "layers.json"  # run_files' per-op records, an answer blob
 
 
 class NetworkFilesError(VdlaError):
@@ -246,10 +248,12 @@ class _Bundles(Mapping):
         return len(self.names)
 
 
-def run_files(files: dict[str, bytes], device, progress=None) -> tuple[dict, dict[str, bytes]]:
-    """Run a network's files on ``device``: (report, {"output.npy": ...}). The report has
-    ``backend``, ``cpu_kernels``, ``layers`` (with measured ``wall_seconds`` and
-    ``device_wall_seconds``), ``output_sha256`` and ``seconds`` (load, execute)."""
+def run_files(files: dict[str, bytes], device, progress=None, should_stop=None) -> tuple[dict, dict[str, bytes]]:
+    """Run a network's files on ``device``: (report, {"output.npy": ..., "layers.json": ...}).
+    The report has ``backend``, ``cpu_kernels``, ``output_sha256`` and ``seconds`` (load,
+    execute); ``layers.json`` (a blob: it grows with the network, a frame header does not)
+    lists each op's record with measured ``wall_seconds`` and ``device_wall_seconds``.
+    ``should_stop``: the executor's (checked before every op)."""
     from compiler.network.executor import Executor
 
     start = time.perf_counter()
@@ -275,7 +279,7 @@ def run_files(files: dict[str, bytes], device, progress=None) -> tuple[dict, dic
         kernels = cpu_kernels(files, Path(tmp))
         loaded = time.perf_counter()
         executor = Executor(q, placements, device, progress=progress, prebuilt=bundles,
-                            kernels=None if kernels is None else kernels.__getitem__)
+                            kernels=None if kernels is None else kernels.__getitem__, should_stop=should_stop)
         try:
             result = executor.run(x)
         except (KeyError, IndexError, ValueError, TypeError, AttributeError) as err:
@@ -292,6 +296,6 @@ def run_files(files: dict[str, bytes], device, progress=None) -> tuple[dict, dic
         layers.append(row)
     output = np.ascontiguousarray(result.output)
     reply = {"backend": device.target, "cpu_kernels": "arm-library" if kernels is not None else "host-jit",
-             "layers": layers, "output_sha256": hashlib.sha256(output.tobytes()).hexdigest(),
+             "output_sha256": hashlib.sha256(output.tobytes()).hexdigest(),
              "seconds": {"load": loaded - start, "execute": time.perf_counter() - loaded}}
-    return reply, {"output.npy": npy_bytes(output)}
+    return reply, {"output.npy": npy_bytes(output), LAYERS: json_text(layers).encode()}

@@ -52,22 +52,31 @@ def greet(sock):
     return bytes.fromhex(hello.fields["challenge"])
 
 
-def signed_head(header: dict, challenge: bytes, key: bytes = KEY) -> bytes:
-    """Prefix and header of a request frame (``header`` with its own ``blobs`` list), MACed for
-    ``challenge``: what a client sends before its blobs."""
+def signed_head(header: dict, challenge: bytes, key: bytes = KEY, *, version: int | None = None,
+                text: bytes | None = None) -> bytes:
+    """Prefix and header of a request frame (``header`` with its own ``blobs`` list, or the raw
+    header ``text``), MACed for ``challenge``: what a client sends before its blobs."""
+    import hashlib
     import json
-    import struct
 
     from driver import auth
-    from driver.protocol import MAGIC, PROTOCOL_VERSION
+    from driver.protocol import MAGIC, PROTOCOL_VERSION, START
 
-    text = json.dumps(header).encode()
-    start = struct.pack("<4sHI", MAGIC, PROTOCOL_VERSION, len(text))
-    return start + auth.mac(key, auth.REQUEST, challenge, start + text) + text
+    text = json.dumps(header).encode() if text is None else text
+    start = START.pack(MAGIC, PROTOCOL_VERSION if version is None else version, len(text),
+                       hashlib.sha256(text).digest())
+    return start + auth.mac(key, auth.REQUEST, challenge, start) + text
 
 
 def answer(sock) -> dict:
     """The header of the server's response (not checked for authenticity)."""
-    from driver.protocol import Limits, receive_header
+    return answer_frame(sock)[1].fields
 
-    return receive_header(sock, Limits(1 << 20, idle_s=30)).fields
+
+def answer_frame(sock):
+    """(prefix, header) of the server's response, not checked for authenticity."""
+    from driver.protocol import Limits, receive_header, receive_prefix
+
+    limits = Limits(1 << 20, idle_s=30)
+    prefix = receive_prefix(sock, limits)
+    return prefix, receive_header(sock, limits, prefix)

@@ -3,6 +3,7 @@ dribbling clients never block others), the connection cap, frame and upload limi
 serialised by a queue, one error frame per bad request, one log line per request."""
 
 import json
+import os
 import socket
 import stat
 import struct
@@ -11,10 +12,10 @@ import time
 
 import pytest
 
-from driver import auth
-from driver.protocol import Limits, request
+from driver import DeviceError, auth
+from driver.protocol import MAX_HEADER, NO_MAC, PROTOCOL_VERSION, START, ServerBusy, request
 from driver.server import Server, ServerLimits
-from tests.driver.serving import KEY, answer, greet, ping, serving, signed_head
+from tests.driver.serving import KEY, answer, answer_frame, greet, ping, serving, signed_head
 
 
 # --- the key file --------------------------------------------------------------------------
@@ -47,18 +48,26 @@ def test_default_key_file_follows_xdg(monkeypatch, tmp_path):
 
 # --- a server with test handlers -------------------------------------------------------------
 class Recorder:
-    """Test handlers: ``run`` sleeps ``seconds`` and records how many runs overlapped."""
+    """Test handlers: ``run`` takes ``seconds`` in steps of 20 ms, checking its RunControl
+    between steps like the executor between ops, and records how many runs overlapped and how
+    many started."""
 
     def __init__(self, seconds=0.3):
-        self.seconds, self.active, self.most, self.lock = seconds, 0, 0, threading.Lock()
+        self.seconds, self.active, self.most, self.started, self.lock = seconds, 0, 0, 0, threading.Lock()
 
-    def run(self, header, blobs):
+    def run(self, header, blobs, control):
         with self.lock:
             self.active += 1
+            self.started += 1
             self.most = max(self.most, self.active)
-        time.sleep(self.seconds)
-        with self.lock:
-            self.active -= 1
+        try:
+            end = time.monotonic() + self.seconds
+            while time.monotonic() < end:
+                control.check("in the test handler")
+                time.sleep(0.02)
+        finally:
+            with self.lock:
+                self.active -= 1
         return {"sizes": {k: len(v) for k, v in blobs.items()}}, {}
 
     def ping(self, header, blobs):
@@ -127,9 +136,27 @@ def test_an_unauthenticated_request_is_refused_before_its_blobs_are_read(test_se
     header = {"op": "run", "nonce": "00" * 16, "blobs": [{"name": "a", "size": 1 << 20, "sha256": "0" * 64}]}
     with connect(server) as sock:
         sock.sendall(signed_head(header, greet(sock), key=bytes(32)))  # the wrong key, and no blobs follow
-        reply = answer(sock)
-    assert reply["ok"] is False and "authentication failed" in reply["error"]
+        prefix, reply = answer_frame(sock)
+    assert reply.fields["ok"] is False and "authentication failed" in reply.fields["error"]
+    assert prefix.tag == NO_MAC  # nothing is signed for a client that has not proved the key
     assert "in 0 B" in wait_for_log(server, "authentication failed")
+
+
+def test_an_unauthenticated_header_is_never_read(test_server):
+    """Issue 22's repro: keyless clients sent 1 MiB headers of empty lists with a zero MAC,
+    which the server read and parsed (40 MB -> 858 MB with 64 of them). Now the 74-byte
+    prefix is checked first: a zero MAC is refused before a byte of the header is read (the
+    header is not even all sent here), and a header over the cap is refused by its length."""
+    server, address = test_server(ServerLimits(idle_timeout_s=5.0, header_deadline_s=5.0))
+    text = b'{"op":"ping","nonce":"00","blobs":[],"x":[' + b"[]," * 20000 + b"[]]}"
+    for hlen, words in ((len(text), "authentication failed"), (1 << 20, "exceeds")):
+        with connect(server) as sock:
+            greet(sock)
+            sock.sendall(START.pack(b"VDLA", PROTOCOL_VERSION, hlen, bytes(32)) + NO_MAC + text[:1000])
+            prefix, reply = answer_frame(sock)  # answered although most of the header never came
+        assert reply.fields["ok"] is False and words in reply.fields["error"] and not prefix.signed
+    assert len(text) <= MAX_HEADER
+    assert ping(address) == {"pong": True}
 
 
 def test_a_recorded_request_cannot_be_replayed(test_server):
@@ -162,8 +189,113 @@ def test_a_forged_answer_is_refused_by_the_client():
 
     threading.Thread(target=fake, daemon=True).start()
     with listener:
-        with pytest.raises(auth.AuthError, match="answered without this key's authentication"):
+        with pytest.raises(auth.AuthError, match="answered without this key's authentication .* not confirmed"):
             request(f"127.0.0.1:{listener.getsockname()[1]}", {"op": "ping"}, key=KEY, timeout_s=10)
+
+
+class MiddleMan:
+    """A machine in the middle between a client and the real server: it relays the hello and
+    the request, lets ``swap(server_answer_bytes, client_request_bytes)`` choose what the
+    client gets, and records every answer it saw."""
+
+    def __init__(self, server, swap=lambda answer, request: answer):
+        self.server, self.swap, self.answers = server, swap, []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self.relay, daemon=True).start()
+
+    def relay(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            with client, connect(self.server) as upstream:
+                client.sendall(read_frame(upstream))          # the hello
+                request_bytes = read_frame(client, with_blobs=True)
+                upstream.sendall(request_bytes)
+                real = read_frame(upstream, with_blobs=True)
+                self.answers.append(real)
+                client.sendall(self.swap(real, request_bytes))
+
+    def close(self):
+        self.listener.close()
+
+
+def read_frame(sock, with_blobs=False) -> bytes:
+    """The raw bytes of one frame (prefix, header and, optionally, its blobs)."""
+    import json
+
+    from driver.protocol import PREFIX_BYTES
+
+    def exactly(n):
+        out = b""
+        while len(out) < n:
+            out += sock.recv(n - len(out))
+        return out
+
+    prefix = exactly(PREFIX_BYTES)
+    text = exactly(START.unpack_from(prefix)[2])
+    blobs = sum(b["size"] for b in json.loads(text)["blobs"]) if with_blobs else 0
+    return prefix + text + exactly(blobs)
+
+
+def test_a_refusal_signed_for_another_request_is_rejected(test_server):
+    """Issue 22: a machine in the middle forwards a real run and hands the client a refusal
+    the server signed for another request (here: a key holder's earlier request with an
+    unknown op). The run did execute; the client must not report the refusal as the server's."""
+    server, _ = test_server()
+    recorded = {}
+
+    def swap(answer, request_bytes):
+        if "refusal" not in recorded:
+            recorded["refusal"] = answer  # the first exchange: a real, signed refusal
+            return answer
+        return recorded["refusal"]
+
+    mitm = MiddleMan(server, swap)
+    try:
+        with pytest.raises(DeviceError, match="unknown op 'format'"):
+            request(mitm.address, {"op": "format"}, key=KEY, timeout_s=10)
+        with pytest.raises(auth.AuthError, match="not bound to this request"):
+            request(mitm.address, {"op": "run"}, {"x": b"1"}, key=KEY, timeout_s=10)
+    finally:
+        mitm.close()
+    assert server.recorder.started == 1  # the run did execute at the server
+    assert b'"ok": true' in mitm.answers[-1]
+
+
+def test_a_man_in_the_middle_gets_nothing_signed_to_forge_a_refusal(test_server):
+    """The issue's attack: forward the client's run, and meanwhile send the server an
+    unauthenticated request carrying the client's nonce, to obtain a server-signed
+    "authentication failed" for that nonce. The server signs nothing for it, and the client
+    reports the unsigned refusal it is handed as unconfirmed, not as the server's word."""
+    import json
+
+    server, _ = test_server()
+    seen = {}
+
+    def swap(answer, request_bytes):
+        from driver.protocol import PREFIX_BYTES
+
+        text = request_bytes[PREFIX_BYTES:PREFIX_BYTES + START.unpack_from(request_bytes)[2]]
+        nonce = json.loads(text)["nonce"]
+        with connect(server) as sock:
+            challenge = greet(sock)
+            sock.sendall(signed_head({"op": "run", "nonce": nonce, "blobs": []}, challenge, key=bytes(32)))
+            forged = read_frame(sock)
+        seen["forged"] = forged
+        return forged
+
+    mitm = MiddleMan(server, swap)
+    try:
+        with pytest.raises(auth.AuthError, match="answered without this key's authentication .*authentication "
+                                                 "failed.* not the server's word and the request is not confirmed"):
+            request(mitm.address, {"op": "run"}, {"x": b"1"}, key=KEY, timeout_s=10)
+    finally:
+        mitm.close()
+    assert seen["forged"][START.size:START.size + 32] == NO_MAC
+    assert server.recorder.started == 1
 
 
 def test_idle_and_dribbling_clients_do_not_block_others(test_server):
@@ -175,7 +307,7 @@ def test_idle_and_dribbling_clients_do_not_block_others(test_server):
 
     def dribble():
         greet(dribbler)
-        for byte in b"VDLA\x02\x00":
+        for byte in b"VDLA" + struct.pack("<H", PROTOCOL_VERSION) + bytes(14):
             if stop.wait(0.2):
                 return
             dribbler.send(bytes([byte]))
@@ -200,7 +332,9 @@ def test_the_connection_cap_turns_clients_away_at_once(test_server):
         time.sleep(0.2)
         with connect(server) as sock:
             reply = answer(sock)
-        assert reply["ok"] is False and "server busy: 3 connections open" in reply["error"]
+        assert reply["hello"] == "vdla serve" and reply["busy"] == "3 connections open"
+        with pytest.raises(ServerBusy, match=r"127\.0\.0\.1:\d+: server busy: 3 connections open \(retry later\)"):
+            request(address, {"op": "ping"}, key=KEY, timeout_s=5)  # said clearly, not "did not greet"
         wait_for_log(server, "timed out receiving the frame prefix")  # the held sockets time out ...
         assert ping(address) == {"pong": True}  # ... and the server is free again
     finally:
@@ -261,17 +395,21 @@ def test_device_runs_are_serialised_and_queued_runs_bounded(test_server):
 
 @pytest.mark.parametrize("raw, words", [
     # the 80-byte request of issue 11 (protocol 1, a blob without "name"): KeyError killed the server
-    (lambda: (lambda h: struct.pack("<4sHI", b"VDLA", 1, len(h)) + h + b"abc")(
-        json.dumps({"op": "run", "blobs": [{"size": 3, "sha256": "x"}]}).encode()), "protocol version 1, expected 2"),
-    (lambda: struct.pack("<4sHI32s", b"VDLA", 2, 9, bytes(32)) + b'{"op": 1}', "no 'blobs' list"),
-    (lambda: struct.pack("<4sHI32s", b"VDLA", 2, 1 << 30, bytes(32)), "exceeds"),
-    (lambda: b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + bytes(40), "not a vdla frame"),
+    (lambda c: (lambda h: struct.pack("<4sHI", b"VDLA", 1, len(h)) + h + b"abc")(
+        json.dumps({"op": "run", "blobs": [{"size": 3, "sha256": "x"}]}).encode()), "protocol version 1, expected 3"),
+    (lambda c: signed_head({}, c, version=2), "protocol version 2, expected 3"),
+    (lambda c: START.pack(b"VDLA", 3, 9, bytes(32)) + NO_MAC + b'{"op": 1}', "authentication failed"),
+    (lambda c: START.pack(b"VDLA", 3, 1 << 30, bytes(32)) + NO_MAC, "exceeds"),
+    (lambda c: b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + bytes(80), "not a vdla frame"),
+    # signed with the key, so the header is read, and then checked:
+    (lambda c: signed_head({"op": 1}, c), "no 'blobs' list"),
+    (lambda c: signed_head({}, c, text=b"[" * 50000), "not JSON"),
+    (lambda c: signed_head({"op": "ping", "blobs": []}, c)[:-3] + b"xx}", "SHA-256 differs from the one in its prefix"),
 ])
 def test_malformed_frames_get_an_error_frame_and_the_server_keeps_serving(test_server, raw, words):
     server, address = test_server()
     with connect(server) as sock:
-        greet(sock)
-        sock.sendall(raw())
+        sock.sendall(raw(greet(sock)))
         reply = answer(sock)
     assert reply["ok"] is False and words in reply["error"]
     assert ping(address) == {"pong": True}
@@ -291,10 +429,146 @@ def test_unknown_ops_missing_ops_and_handler_bugs_are_errors(test_server):
 def test_the_sim_server_survives_the_80_byte_request():
     """The same repro against the real `vdla serve` (sim device)."""
     with serving() as (server, address):
-        header = json.dumps({"op": "run", "blobs": [{"size": 3, "sha256": "x"}]}).encode()
+        header = {"op": "run", "nonce": "00" * 16, "blobs": [{"size": 3, "sha256": "x"}]}
         with socket.create_connection(("127.0.0.1", server.address[1]), timeout=10) as sock:
-            greet(sock)
-            sock.sendall(struct.pack("<4sHI32s", b"VDLA", 2, len(header), bytes(32)) + header + b"abc")
+            sock.sendall(signed_head(header, greet(sock)) + b"abc")  # signed: its blob list is checked
             reply = answer(sock)
         assert reply["ok"] is False and "blob 0 has no 'name'" in reply["error"]
         assert ping(address)["backend"] == "sim"
+
+
+# --- run deadline, cancel, busy with the expected wait ---------------------------------------
+def test_a_run_past_its_deadline_is_stopped_and_reported(test_server):
+    server, address = test_server(ServerLimits(run_timeout_s=0.3), Recorder(seconds=30))
+    with pytest.raises(DeviceError, match=r"run stopped in the test handler: it passed the server's run deadline "
+                                          r"of 0\.3 s \(vdla serve --run-timeout\)$"):
+        request(address, {"op": "run"}, {"x": b"1"}, key=KEY, timeout_s=20)
+    assert ping(address) == {"pong": True}
+    assert server.running is None and server.recorder.active == 0
+    assert " run error: run stopped" in wait_for_log(server, "run deadline")
+
+
+def test_a_run_whose_client_went_away_is_cancelled(test_server):
+    server, address = test_server(recorder=Recorder(seconds=30))
+    with connect(server) as sock:
+        sock.sendall(signed_head({"op": "run", "nonce": "22" * 16, "blobs": []}, greet(sock)))
+        deadline = time.monotonic() + 10
+        while server.recorder.started == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert "its client went away" in wait_for_log(server, "client went away")
+    assert ping(address) == {"pong": True} and server.recorder.active == 0
+
+
+def test_a_full_queue_answers_busy_with_the_expected_wait(test_server):
+    server, address = test_server(ServerLimits(max_queued_runs=1), Recorder(seconds=0.6))
+    request(address, {"op": "run"}, key=KEY, timeout_s=20)  # one run done: its time makes the estimate
+    threads = [threading.Thread(target=request, args=(address, {"op": "run"}), kwargs={"key": KEY, "timeout_s": 20})
+               for _ in range(2)]
+    for t in threads:  # one runs, one waits in the queue
+        t.start()
+    deadline = time.monotonic() + 10
+    while not (server.running and server.jobs.qsize() == 1) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with pytest.raises(ServerBusy, match=r"server busy: 1 runs wait for the device; expected wait \d+ s \(mean of "
+                                         r"the last 1 runs\); retry later") as err:
+        request(address, {"op": "run"}, key=KEY, timeout_s=20)
+    assert 0.0 < err.value.retry_after_s <= 1.2 + 0.6
+    for t in threads:
+        t.join(20)
+
+
+def test_six_long_runs_leave_pings_answered(test_server):
+    """Issue 22: 6 long runs made everybody else "server busy". Runs queue (or are refused as
+    busy, with a wait), pings are answered meanwhile."""
+    server, address = test_server(recorder=Recorder(seconds=0.5))
+    outcomes = []
+
+    def run():
+        try:
+            request(address, {"op": "run"}, {"x": bytes(1000)}, key=KEY, timeout_s=30)
+            outcomes.append("ok")
+        except ServerBusy:
+            outcomes.append("busy")
+
+    threads = [threading.Thread(target=run) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for _ in range(10):
+        assert ping(address, timeout_s=5) == {"pong": True}
+    for t in threads:
+        t.join(30)
+    assert sorted(outcomes) == ["busy"] * (6 - outcomes.count("ok")) + ["ok"] * outcomes.count("ok")
+    assert outcomes.count("ok") >= 5 and server.recorder.most == 1
+
+
+# --- what the network sends is escaped -------------------------------------------------------
+def test_control_characters_from_the_network_are_escaped_in_the_log(test_server):
+    server, address = test_server()
+    with pytest.raises(DeviceError) as err:
+        request(address, {"op": "\x1b[31mred\x07"}, key=KEY)
+    assert "\x1b" not in str(err.value) and "\\x1b[31mred\\x07" in str(err.value)
+    line = wait_for_log(server, "red")
+    assert "\x1b" not in line and "\x07" not in line and "\\x1b[31mred" in line
+
+
+def test_control_characters_in_a_servers_answer_are_escaped_by_the_client():
+    """A server (here a fake one with the key) whose refusal carries terminal escapes: the
+    client's one-line error has them escaped."""
+    from driver.protocol import Limits, hello, receive_header, receive_prefix, response_context, send
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def fake():
+        conn, _ = listener.accept()
+        with conn:
+            challenge = auth.nonce() + auth.nonce()
+            send(conn, hello(challenge, KEY, 1000))
+            limits = Limits(1000, idle_s=10)
+            prefix = receive_prefix(conn, limits)
+            header = receive_header(conn, limits, prefix)
+            context = response_context(challenge, bytes.fromhex(header.fields["nonce"]), header.digest)
+            send(conn, {"ok": False, "error": "bad\x1b]0;owned\x07\nline"}, key=KEY, label=auth.RESPONSE,
+                 context=context)
+
+    threading.Thread(target=fake, daemon=True).start()
+    with listener:
+        with pytest.raises(DeviceError) as err:
+            request(f"127.0.0.1:{listener.getsockname()[1]}", {"op": "ping"}, key=KEY, timeout_s=10)
+    assert str(err.value).endswith(": bad\\x1b]0;owned\\x07\\nline")
+
+
+# --- the key file's owner, folder and kind ---------------------------------------------------
+def test_a_symlinked_key_file_is_refused(tmp_path):
+    real = tmp_path / "real.key"
+    auth.create_key(real)
+    link = tmp_path / "serve.key"
+    link.symlink_to(real)
+    with pytest.raises(auth.AuthError, match="is a symbolic link; give the file itself"):
+        auth.load_key(link)
+    with pytest.raises(auth.AuthError, match="is a symbolic link"):
+        auth.server_key(link)
+
+
+def test_a_key_in_a_folder_others_may_write_is_refused(tmp_path):
+    folder = tmp_path / "open"
+    folder.mkdir()
+    auth.create_key(folder / "serve.key")
+    folder.chmod(0o777)
+    try:
+        with pytest.raises(auth.AuthError, match=r"its folder .*open may be written by others \(mode 0777\); run: "
+                                                 "chmod go-w"):
+            auth.load_key(folder / "serve.key")
+        with pytest.raises(auth.AuthError, match="may be written by others"):
+            auth.server_key(folder / "new.key")  # nor is a new key created there
+        assert not (folder / "new.key").exists()
+    finally:
+        folder.chmod(0o700)
+
+
+def test_a_key_file_of_another_user_is_refused(tmp_path, monkeypatch):
+    path = tmp_path / "serve.key"
+    auth.create_key(path)
+    me = os.getuid()
+    monkeypatch.setattr(auth.os, "getuid", lambda: me + 1)  # the file (and folder) now belong to "another user"
+    with pytest.raises(auth.AuthError, match=rf"belongs to another user \(uid {me}, this is uid {me + 1}\)"):
+        auth.load_key(path)
