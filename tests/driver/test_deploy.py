@@ -98,7 +98,7 @@ def test_cli_deploy_over_loopback_matches_vdla_run(tmp_path):
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
             assert main(["deploy", "resnet18", "--board", f"127.0.0.1:{port.group(1)}", "--key-file", str(key_file),
                          "--resolution", str(RESOLUTION), "--json"]) == 0
-        deployed = json.loads(out.getvalue())
+        deployed = json.loads(out.getvalue(), parse_constant=_not_json)  # strict JSON: no Infinity, no NaN
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
             assert main(["run", "resnet18", "--resolution", str(RESOLUTION), "--json"]) == 0
@@ -108,9 +108,17 @@ def test_cli_deploy_over_loopback_matches_vdla_run(tmp_path):
         proc.wait(10)
     assert deployed["output_sha256"] == local["output_sha256"]
     assert deployed["bit_exact"] is True and deployed["backend"] == "sim"
+    totals = deployed["totals"]  # measured on the server, not "0.0" modelled times and an infinite bound
+    assert totals["wall_s"] >= totals["cpu_ops_wall_s"] > 0 and totals["vdla_ops_wall_s"] > 0
+    assert totals["accelerator_cycles"] == sum(r["cycles"] for r in deployed["layers"])
+    assert totals["amdahl_bound"] is None and totals["speedup"] is None and totals["cpu_only_s"] is None
     vdla_layers = [r for r in deployed["layers"] if r["placement"] == "vdla"]
     assert vdla_layers and all(r["cycles"] > 0 and r["wall_seconds"] > 0 for r in vdla_layers)
     assert [r["cycles"] for r in deployed["layers"]] == [r["cycles"] for r in local["layers"]]
+
+
+def _not_json(constant):
+    raise AssertionError(f"not JSON: {constant}")
 
 
 def test_package_for_another_configuration(package):
@@ -198,3 +206,85 @@ def test_the_112_byte_loop_inside_a_package_is_refused(server, package):
     with pytest.raises(DeviceError, match=r"instruction 1 \(GEMM\) would run from cycle \d+ to 805208"):
         request(address, {"op": "run"}, altered, key=KEY, timeout_s=120)
     _still_serving(address)
+
+
+# --- deploy checks the board first; the answer's form -----------------------------------------
+def chain_model(path: Path, n: int) -> str:
+    """An ONNX network of ``n`` ReLUs in a row (each one op on the CPU)."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 2, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 2, 2])
+    names = ["x"] + [f"r{k}" for k in range(n - 1)] + ["y"]
+    nodes = [helper.make_node("Relu", [names[k]], [names[k + 1]], name=f"relu{k}") for k in range(n)]
+    model = helper.make_model(helper.make_graph(nodes, "chain", [x], [y], []),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    path.write_bytes(model.SerializeToString())
+    return str(path)
+
+
+def test_the_per_layer_answer_travels_as_a_blob(tmp_path):
+    """Issue 22: the per-layer answer was in the response header, so a network of more than
+    ~3,500 ops ran but its answer could not be sent. Now it is the blob layers.json, which may
+    be larger than any header."""
+    from driver.protocol import MAX_HEADER
+    from vdla.deploy import deploy
+
+    model = chain_model(tmp_path / "chain.onnx", 400)
+    with serving("tiny") as (_, address):
+        report = deploy(model, address, key=KEY, config="tiny", arm_library=False, progress=lambda m: None)
+        _, blobs, _ = request(address, {"op": "run"}, build_package(prepare(model, config="tiny"), model="chain",
+                                                                   arm_library=False, progress=lambda m: None),
+                              key=KEY, timeout_s=120)
+    assert len(blobs[netfiles.LAYERS]) > MAX_HEADER
+    assert len(report["layers"]) == 401 and report["bit_exact"] is True  # the quantize op and the 400 ReLUs
+    assert report["totals"]["wall_s"] > 0 and report["totals"]["amdahl_bound"] is None
+
+
+def test_a_network_past_the_run_deadline_is_stopped_between_ops(tmp_path):
+    from driver.server import ServerLimits
+
+    model = chain_model(tmp_path / "chain.onnx", 400)
+    files = build_package(prepare(model, config="tiny"), model="chain", arm_library=False, progress=lambda m: None)
+    with serving("tiny", limits=ServerLimits(run_timeout_s=0.05)) as (server, address):
+        with pytest.raises(DeviceError, match=r"run stopped before op \d+ of 401 \(.*\): it passed the server's run "
+                                              r"deadline of 0\.05 s \(vdla serve --run-timeout\)"):
+            request(address, {"op": "run"}, files, key=KEY, timeout_s=120)
+        _still_serving(address)
+
+
+def _no_compiling(monkeypatch):
+    import vdla.network
+
+    def compiled(*args, **kwargs):
+        raise AssertionError("deploy compiled before it checked the board")
+
+    monkeypatch.setattr(vdla.network, "prepare", compiled)
+
+
+def test_deploy_checks_the_board_before_compiling(server, monkeypatch, tmp_path):
+    """Issue 22: a wrong key, a closed port or another configuration were found only after
+    23-65 s of compiling. Now deploy pings the board first."""
+    from driver import auth
+    from vdla.deploy import deploy
+
+    _no_compiling(monkeypatch)
+    _, address = server
+    with pytest.raises(auth.AuthError, match="holds another key"):
+        deploy("resnet18", address, key=bytes(32), resolution=RESOLUTION)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    with pytest.raises(DeviceError, match="cannot connect"):
+        deploy("resnet18", f"127.0.0.1:{free}", key=KEY, resolution=RESOLUTION)
+    with pytest.raises(DeviceError, match=r"serves a device of configuration osdi18 \(1x16_.*\), this deploy compiles "
+                                          r"for tiny \(1x4_.*\); deploy with --config osdi18"):
+        deploy("resnet18", address, key=KEY, config="tiny", resolution=RESOLUTION)
+    key_file = tmp_path / "k" / "serve.key"
+    key_file.parent.mkdir(mode=0o700)
+    key_file.write_text(bytes(32).hex() + "\n")
+    key_file.chmod(0o600)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert main(["deploy", "resnet18", "--board", address, "--key-file", str(key_file)]) == 2
+    assert "holds another key" in err.getvalue() and len(err.getvalue().strip().splitlines()) == 1

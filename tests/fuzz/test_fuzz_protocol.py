@@ -16,14 +16,16 @@ from hypothesis import event, given, strategies as st
 
 from compiler.network.package import npy_array
 from driver.package import seal
-from driver.protocol import Limits, ProtocolError, receive_blobs, receive_header, request, send
-from tests.driver.serving import KEY, answer, greet, ping, serving, signed_head
+from driver.protocol import (MAGIC, MAX_HEADER, NO_MAC, PROTOCOL_VERSION, START, Limits, ProtocolError, receive_blobs,
+                             receive_header, request, send)
+from tests.driver.serving import KEY, answer, answer_frame, greet, ping, serving, signed_head
 from tests.fuzz.harness import FUZZ, outcome, time_limit
 from vdla_sim.progen import random_program
 
 JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-(1 << 70), 1 << 70), st.text(max_size=8)),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
                     max_leaves=8)
+HEAD = MAGIC + PROTOCOL_VERSION.to_bytes(2, "little")  # a frame's magic and version
 BLOBS = st.dictionaries(st.text(min_size=1, max_size=12), st.binary(max_size=300), max_size=3)
 
 
@@ -131,13 +133,34 @@ def exchange(srv, data: bytes) -> dict | None:
 
 
 @FUZZ
-@given(data=st.one_of(st.binary(max_size=120), st.builds(lambda h, t: b"VDLA\x02\x00" + h + t,
+@given(data=st.one_of(st.binary(max_size=120), st.builds(lambda h, t: HEAD + h + t,
                                                         st.binary(min_size=4, max_size=4), st.binary(max_size=80))))
 def test_unauthenticated_bytes_to_a_server(server, data):
     srv, address = server
     reply = exchange(srv, data)
     event(f"answer: {None if reply is None else reply.get('ok')}")
     assert reply is None or reply["ok"] is False
+    still_serving(address)
+
+
+@FUZZ
+@given(hlen=st.integers(0, MAX_HEADER), tag=st.binary(min_size=32, max_size=32), body=st.binary(max_size=300),
+       header=st.one_of(st.none(), JSON))
+def test_unsigned_requests_get_nothing_signed(server, hlen, tag, body, header):
+    """A keyless client with a well-formed prefix (any header length up to the cap, any MAC)
+    and any header bytes after it: the answer is an unsigned refusal, never MACed."""
+    srv, address = server
+    text = body if header is None else json.dumps({"op": "ping", "nonce": "ab" * 16, "x": header, "blobs": []}).encode()
+    prefix = START.pack(MAGIC, PROTOCOL_VERSION, hlen, hashlib.sha256(text).digest()) + tag
+
+    with socket.create_connection(("127.0.0.1", srv.address[1]), timeout=20) as sock:
+        greet(sock)
+        try:
+            sock.sendall(prefix + text)
+        except OSError:
+            pass
+        got, reply = answer_frame(sock)
+    assert got.tag == NO_MAC and reply.fields["ok"] is False and "authentication failed" in reply.fields["error"]
     still_serving(address)
 
 
