@@ -224,23 +224,34 @@ def _blob_list(header, max_bytes: int) -> list[dict]:
     return listed
 
 
-def receive_prefix(sock: socket.socket, limits: Limits) -> Prefix:
-    """The fixed-size prefix of one frame (74 bytes), its magic, version and header length
-    checked. Nothing of the header is read: check the MAC (:meth:`Prefix.verify`) first."""
-    raw = bytearray(PREFIX_BYTES)
-    view = memoryview(raw)
-    _fill(sock, view[:6], "the frame prefix", limits)  # magic and version first: an old peer's frame is shorter
+def check_start(raw: bytes) -> None:
+    """The first 6 bytes of a frame: its magic and version (an old peer's frame may be shorter
+    than a prefix, so these are checked as soon as they are there)."""
     magic, version = struct.unpack_from("<4sH", raw)
     if magic != MAGIC:
         raise ProtocolError(f"not a vdla frame (magic {magic!r}); is the other side `vdla serve`?")
     if version != PROTOCOL_VERSION:
         raise ProtocolError(f"protocol version {version}, expected {PROTOCOL_VERSION}; update vdla on both sides")
-    _fill(sock, view[6:], "the frame prefix", limits)
-    view.release()
+
+
+def parse_prefix(raw: bytes) -> Prefix:
+    """The prefix in the PREFIX_BYTES bytes ``raw``, checked (magic, version, header length)."""
+    check_start(raw)
     _, _, hlen, sha = START.unpack_from(raw)
     if hlen > MAX_HEADER:
         raise ProtocolError(f"frame header of {hlen} bytes exceeds {MAX_HEADER}")
-    return Prefix(bytes(raw[:START.size]), hlen, sha, bytes(raw[START.size:]))
+    return Prefix(bytes(raw[:START.size]), hlen, sha, bytes(raw[START.size:PREFIX_BYTES]))
+
+
+def receive_prefix(sock: socket.socket, limits: Limits) -> Prefix:
+    """The fixed-size prefix of one frame (74 bytes), its magic, version and header length
+    checked. Nothing of the header is read: check the MAC (:meth:`Prefix.verify`) first."""
+    raw = bytearray(PREFIX_BYTES)
+    with memoryview(raw) as view:
+        _fill(sock, view[:6], "the frame prefix", limits)
+        check_start(raw)
+        _fill(sock, view[6:], "the frame prefix", limits)
+    return parse_prefix(raw)
 
 
 def receive_header(sock: socket.socket, limits: Limits, prefix: Prefix | None = None) -> Header:
@@ -284,10 +295,10 @@ def parse_address(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def hello(challenge: bytes, key: bytes, max_frame_bytes: int) -> dict:
-    """The header of the server's first frame."""
+def hello(challenge: bytes, key: bytes, max_frame_bytes: int, key_id: str | None = None) -> dict:
+    """The header of the server's first frame (``key_id``: ``auth.key_id(key)``, if known)."""
     return {"hello": "vdla serve", "protocol": PROTOCOL_VERSION, "challenge": challenge.hex(),
-            "key_id": auth.key_id(key), "max_frame_bytes": max_frame_bytes}
+            "key_id": key_id or auth.key_id(key), "max_frame_bytes": max_frame_bytes}
 
 
 def busy_hello(message: str) -> dict:

@@ -1,13 +1,15 @@
 """The TCP server of ``vdla serve``: concurrent connections, authenticated requests, one device.
 
-Each connection gets its own thread and carries one exchange (:mod:`driver.protocol`): hello
-with a fresh challenge, one request, one response. The request's fixed-size prefix (74 bytes)
-must prove it holds the key (its MAC) before the server reads a byte of its header: an
-unauthenticated request costs those bytes and is answered with an unsigned refusal, never with
-anything MACed. Operations are either *immediate* (``ping``, ``status``: answered on the
-connection's thread, never waiting for another client) or *device* operations (``run``):
-handed to the single device thread through a bounded queue, so device runs are serialised while
-uploads, pings and status requests of other clients go on.
+Each connection carries one exchange (:mod:`driver.protocol`): hello with a fresh challenge, one
+request, one response. Until its request's fixed-size prefix (74 bytes) proves the key (its
+MAC), a connection is in the *lobby*: served by the accept thread through a selector, without a
+thread of its own, holding only its socket, its challenge and those 74 bytes. A byte of the
+header is read only after the MAC verifies; an unauthenticated request is answered with an
+unsigned refusal (never anything MACed) and closed. An authenticated request gets its own
+thread. Operations are either *immediate* (``ping``, ``status``: answered on the connection's
+thread, never waiting for another client) or *device* operations (``run``): handed to the single
+device thread through a bounded queue, so device runs are serialised while uploads, pings and
+status requests of other clients go on.
 
 Bounds (:class:`ServerLimits`): open connections (more get a "busy" hello at once), per-read
 idle timeout, a deadline for the prefix (before authentication, short) and for the whole
@@ -28,7 +30,9 @@ from __future__ import annotations
 import collections
 import platform
 import queue
+import secrets
 import select
+import selectors
 import socket
 import sys
 import threading
@@ -38,8 +42,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from driver import auth
-from driver.protocol import (DEFAULT_MAX_BYTES, MAX_MESSAGE, Header, Limits, ProtocolError, busy_hello, hello,
-                             receive_blobs, receive_header, receive_prefix, response_context, send)
+from driver.protocol import (DEFAULT_MAX_BYTES, MAX_MESSAGE, PREFIX_BYTES, Header, Limits, ProtocolError, busy_hello,
+                             check_start, frame_head, hello, parse_prefix, receive_blobs, receive_header,
+                             response_context, send)
 from vdla_hw.errors import VdlaError
 from vdla_hw.files import printable
 
@@ -169,6 +174,10 @@ class Server:
         self.sock.listen(128)
         self.sock.settimeout(poll_s)
         self.address = self.sock.getsockname()[:2]
+        self.key_id = auth.key_id(key)
+        self.unauthenticated = ("authentication failed: the request is not signed with this server's key "
+                                f"(id {self.key_id}); use its key file with --key-file")
+        self.refusal = frame_head({"ok": False, "error": self.unauthenticated})  # unsigned, the same for everyone
 
     # --- the accept loop and the device thread -------------------------------------------
     def serve(self, stop: threading.Event | None = None, max_requests: int | None = None) -> None:
@@ -176,44 +185,137 @@ class Server:
         stop = stop or threading.Event()
         device = threading.Thread(target=self._device_loop, args=(stop,), name="vdla-device", daemon=True)
         device.start()
+        selector = selectors.DefaultSelector()
+        self.sock.setblocking(False)
+        selector.register(self.sock, selectors.EVENT_READ, None)
+        lobby: dict[socket.socket, _Arrival] = {}
         try:
             while not stop.is_set() and (max_requests is None or self.stats["requests"] < max_requests):
-                try:
-                    conn, peer = self.sock.accept()
-                except socket.timeout:
-                    continue
-                except OSError as err:  # e.g. out of file descriptors: wait, keep serving
-                    self.log(f"- accept: error: {err}")
-                    time.sleep(self.poll_s)
-                    continue
-                name = f"{peer[0]}:{peer[1]}"
-                with self.lock:
-                    admit = self.open < self.limits.max_connections
-                    self.open += admit
-                if admit:
-                    try:
-                        threading.Thread(target=self._connection, args=(conn, name), daemon=True).start()
-                        continue
-                    except RuntimeError:  # no more threads: turn the client away like over the cap
-                        with self.lock:
-                            self.open -= 1
-                self.stats["refused_connections"] += 1
-                self._turn_away(conn, name)
+                for event, _ in selector.select(self.poll_s):
+                    if event.data is None:
+                        self._accept(selector, lobby)
+                    else:
+                        self._arrive(selector, lobby, event.fileobj, event.data)
+                self._expire(selector, lobby)
         finally:
             stop.set()
+            for conn, arrival in list(lobby.items()):
+                self._leave(selector, lobby, conn, arrival, "error: the server stopped")
+            selector.close()
             self.sock.close()
             device.join(5)
+
+    # --- the lobby: connections that have not proved the key yet, all on the accept thread ---
+    def _accept(self, selector, lobby: dict) -> None:
+        """Admit every pending connection (up to the cap): send its hello with a fresh
+        challenge and wait, without a thread, for its prefix."""
+        while True:
+            try:
+                conn, peer = self.sock.accept()
+            except (BlockingIOError, socket.timeout):
+                return
+            except OSError as err:  # e.g. out of file descriptors: wait, keep serving
+                self.log(f"- accept: error: {err}")
+                time.sleep(self.poll_s)
+                return
+            name = f"{peer[0]}:{peer[1]}"
+            conn.setblocking(False)
+            with self.lock:
+                admit = self.open < self.limits.max_connections
+                self.open += admit
+            if not admit:
+                self.stats["refused_connections"] += 1
+                self._turn_away(conn, name)
+                continue
+            arrival = _Arrival(name, secrets.token_bytes(2 * auth.NONCE_BYTES))
+            lobby[conn] = arrival
+            selector.register(conn, selectors.EVENT_READ, arrival)
+            if not _send_small(conn, frame_head(hello(arrival.challenge, self.key, self.limits.max_frame_bytes,
+                                                      self.key_id))):
+                self._leave(selector, lobby, conn, arrival, "error: the client went away before its hello")
+
+    def _arrive(self, selector, lobby: dict, conn: socket.socket, arrival: "_Arrival") -> None:
+        """Bytes of a prefix arrived: check the magic and version as soon as they are there,
+        the length and the MAC when all 74 are; an authenticated request goes on in a thread
+        of its own, anything else is refused unsigned and closed."""
+        try:
+            with memoryview(arrival.raw) as view:
+                k = conn.recv_into(view[arrival.got:])
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as err:
+            self._leave(selector, lobby, conn, arrival, f"error: connection lost receiving the frame prefix ({err})")
+            return
+        if not k:
+            self._leave(selector, lobby, conn, arrival, f"error: connection closed after {arrival.got} of "
+                        f"{PREFIX_BYTES} bytes of the frame prefix")
+            return
+        arrival.got += k
+        arrival.last = time.monotonic()
+        try:
+            if arrival.got >= 6:
+                check_start(arrival.raw)
+            if arrival.got < PREFIX_BYTES:
+                return
+            prefix = parse_prefix(arrival.raw)
+            if not prefix.verify(self.key, auth.REQUEST, arrival.challenge):
+                self._leave(selector, lobby, conn, arrival, f"error: {self.unauthenticated}", refusal=self.refusal)
+                return
+        except ProtocolError as err:
+            self._leave(selector, lobby, conn, arrival, f"error: {err}", answer=True)
+            return
+        selector.unregister(conn)
+        del lobby[conn]
+        conn.setblocking(True)
+        try:
+            threading.Thread(target=self._connection, args=(conn, arrival, prefix), daemon=True).start()
+        except RuntimeError:  # no more threads: refuse like a full server
+            self._finish(arrival, "error: server busy: no thread for the request")
+            conn.close()
+
+    def _expire(self, selector, lobby: dict) -> None:
+        """Close lobby connections idle for longer than the idle timeout, or whose prefix is
+        not all there by the header deadline."""
+        now = time.monotonic()
+        for conn, arrival in list(lobby.items()):
+            if now - arrival.last >= self.limits.idle_timeout_s:
+                why = f"stalled: nothing for {self.limits.idle_timeout_s:g} s"
+            elif now - arrival.start >= self.limits.header_deadline_s:
+                why = "did not arrive in time"
+            else:
+                continue
+            self._leave(selector, lobby, conn, arrival, f"error: timed out receiving the frame prefix: {why} "
+                        f"({arrival.got} of {PREFIX_BYTES} bytes)", answer=True)
+
+    def _leave(self, selector, lobby: dict, conn: socket.socket, arrival: "_Arrival", result: str,
+               answer: bool = False, refusal: bytes | None = None) -> None:
+        """End a lobby connection: an unsigned refusal (``refusal``'s frame, or one made of
+        ``result`` when ``answer``; best effort, never waiting), close, log."""
+        selector.unregister(conn)
+        del lobby[conn]
+        if answer and refusal is None:
+            refusal = frame_head({"ok": False, "error": printable(result.removeprefix("error: "), MAX_MESSAGE)})
+        if refusal is not None:
+            _send_small(conn, refusal)
+        conn.close()
+        self._finish(arrival, result)
+
+    def _finish(self, arrival: "_Arrival", result: str, op: str = "-", sizes=(0, 0), reserved: int = 0) -> None:
+        """Account for an ended connection and log its one line."""
+        with self.lock:
+            self.open -= 1
+            self.pending -= reserved
+            self.stats["requests"] += 1
+            self.stats["errors"] += result != "ok"
+        said = printable(" ".join(result.split()) or "error: no request", MAX_MESSAGE)
+        self.log(f"{arrival.peer} {op} {said} {time.monotonic() - arrival.start:.2f} s in {sizes[0]} B out "
+                 f"{sizes[1]} B")
 
     def _turn_away(self, conn: socket.socket, peer: str) -> None:
         message = f"{self.limits.max_connections} connections open"
         self.log(f"{peer} - error: server busy: {message}")
-        try:
-            conn.settimeout(1.0)
-            send(conn, busy_hello(message))
-        except OSError:
-            pass
-        finally:
-            conn.close()
+        _send_small(conn, frame_head(busy_hello(message)))
+        conn.close()
 
     def _device_loop(self, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -257,27 +359,17 @@ class Server:
                      f"{self.limits.run_timeout_s:g} s")
         return _Refused(f"server busy: {what}; {when}; retry later", busy={"retry_after_s": wait})
 
-    # --- one connection --------------------------------------------------------------------
-    def _connection(self, conn: socket.socket, peer: str) -> None:
-        start = time.monotonic()
+    # --- one authenticated connection, on its own thread ---------------------------------------
+    def _connection(self, conn: socket.socket, arrival: "_Arrival", prefix) -> None:
         op, result, reserved, sizes = "-", "", 0, [0, 0]
-        bound = None  # what the answer is MACed over, once the request proved the key
+        bound = response_context(arrival.challenge, b"", b"")  # the prefix proved the key; until the header is read
         try:
             with conn:
-                challenge = auth.nonce() + auth.nonce()
-                conn.settimeout(self.limits.idle_timeout_s)
-                send(conn, hello(challenge, self.key, self.limits.max_frame_bytes))
                 limits = Limits(self.limits.max_frame_bytes, self.limits.idle_timeout_s,
-                                start + self.limits.header_deadline_s)
+                                arrival.start + self.limits.request_deadline_s)
                 try:
-                    prefix = receive_prefix(conn, limits)
-                    if not prefix.verify(self.key, auth.REQUEST, challenge):
-                        raise _Refused("authentication failed: the request is not signed with this server's key "
-                                       f"(id {auth.key_id(self.key)}); use its key file with --key-file")
-                    limits.deadline = start + self.limits.request_deadline_s
-                    bound = response_context(challenge, b"", b"")  # until the header is read
                     header = receive_header(conn, limits, prefix)
-                    bound = response_context(challenge, _nonce(header), header.digest)
+                    bound = response_context(arrival.challenge, _nonce(header), header.digest)
                     op = printable(" ".join(str(header.fields.get("op", "-")).split()), 40) or "-"
                     reserved = self._reserve(header)
                     blobs = receive_blobs(conn, header, limits)
@@ -296,13 +388,7 @@ class Server:
             frame = traceback.extract_tb(err.__traceback__)[-1]
             result = f"internal error ({type(err).__name__}: {err} at {frame.filename}:{frame.lineno})"
         finally:
-            with self.lock:
-                self.open -= 1
-                self.pending -= reserved
-                self.stats["requests"] += 1
-                self.stats["errors"] += result != "ok"
-            said = printable(" ".join(result.split()) or "error: no request", MAX_MESSAGE)
-            self.log(f"{peer} {op} {said} {time.monotonic() - start:.2f} s in {sizes[0]} B out {sizes[1]} B")
+            self._finish(arrival, result, op, sizes, reserved)
 
     def _reserve(self, header: Header) -> int:
         """Hold ``header.size`` bytes of the upload budget, or refuse the request."""
@@ -336,16 +422,13 @@ class Server:
             raise job["error"]
         return job["result"]
 
-    def _answer_error(self, conn: socket.socket, err: Exception, bound: bytes | None) -> None:
-        """The one-line refusal: MACed over ``bound`` for a client that proved the key, unsigned
-        (and so nobody's word) for one that did not."""
+    def _answer_error(self, conn: socket.socket, err: Exception, bound: bytes) -> None:
+        """The one-line refusal of a request whose prefix proved the key, MACed over ``bound``
+        (the lobby refuses the others, unsigned)."""
         fields = {"ok": False, "error": printable(" ".join(str(err).split()), MAX_MESSAGE)}
         if isinstance(err, _Refused) and err.busy is not None:
             fields["busy"] = err.busy
         try:
-            if bound is None:
-                send(conn, fields)
-                return
             send(conn, fields, key=self.key, label=auth.RESPONSE, context=bound)
             _linger(conn)  # so a client still sending reads the answer rather than a reset
         except OSError:
@@ -369,6 +452,27 @@ def _call(handler: Handler, header: dict, blobs: dict, *control) -> tuple[dict, 
     except Exception as err:  # noqa: BLE001 - a bug in one request must not stop the server
         frame = traceback.extract_tb(err.__traceback__)[-1]
         raise VdlaError(f"internal error ({type(err).__name__}: {err} at {frame.filename}:{frame.lineno})") from None
+
+
+class _Arrival:
+    """A connection in the lobby: who, since when, its challenge, and its prefix so far
+    (PREFIX_BYTES bytes: all the memory a client without the key costs, with the socket)."""
+
+    __slots__ = ("peer", "challenge", "start", "last", "raw", "got")
+
+    def __init__(self, peer: str, challenge: bytes):
+        self.peer, self.challenge = peer, challenge
+        self.start = self.last = time.monotonic()
+        self.raw, self.got = bytearray(PREFIX_BYTES), 0
+
+
+def _send_small(conn: socket.socket, data: bytes) -> bool:
+    """Send a frame of a few hundred bytes on a non-blocking socket (it fits the empty send
+    buffer of a fresh connection); False if it could not be sent whole."""
+    try:
+        return conn.send(data) == len(data)
+    except OSError:
+        return False
 
 
 def _gone(conn: socket.socket) -> bool:

@@ -572,3 +572,22 @@ def test_a_key_file_of_another_user_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(auth.os, "getuid", lambda: me + 1)  # the file (and folder) now belong to "another user"
     with pytest.raises(auth.AuthError, match=rf"belongs to another user \(uid {me}, this is uid {me + 1}\)"):
         auth.load_key(path)
+
+
+def test_connections_without_the_key_get_no_thread(test_server):
+    """Before its prefix proves the key a connection lives in the lobby (the accept thread's
+    selector): 20 of them, half-way through their prefix, add no thread to the server."""
+    server, address = test_server(ServerLimits(idle_timeout_s=5.0, header_deadline_s=5.0))
+    assert ping(address) == {"pong": True}
+    before = threading.active_count()
+    held = [connect(server) for _ in range(20)]
+    try:
+        for sock in held:
+            greet(sock)
+            sock.sendall(START.pack(b"VDLA", PROTOCOL_VERSION, 100, bytes(32))[:20])
+        status, _, _ = request(address, {"op": "status"}, key=KEY)
+        assert status["connections"] == 21  # the 20 and this request
+        assert threading.active_count() <= before + 1  # at most this request's own thread, not one per connection
+    finally:
+        for sock in held:
+            sock.close()
