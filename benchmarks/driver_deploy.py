@@ -9,6 +9,7 @@ time the server measured for the five slowest layers.
 """
 
 import argparse
+import json
 import secrets
 import sys
 import threading
@@ -47,7 +48,7 @@ def main() -> None:
                                       "ready": lambda s: (box.update(port=s.address[1]), ready.set())})
     thread.start()
     ready.wait(30)
-    result, _, stats = request(("127.0.0.1", box["port"]), {"op": "run"}, files, key=key)
+    result, layers, stats = request(("127.0.0.1", box["port"]), {"op": "run"}, files, key=key)
     stop.set()
     thread.join(10)
     print(f"{args.model} at {args.resolution}x{args.resolution}, {config.name} ({config.fingerprint})")
@@ -59,7 +60,7 @@ def main() -> None:
     print(f"  server: load {result['seconds']['load']:.2f} s, execute {result['seconds']['execute']:.2f} s "
           f"(sim backend, CPU ops: {result['cpu_kernels']}); answer after {stats['total_seconds']:.2f} s")
     print("  slowest layers (server wall time):")
-    for row in sorted(result["layers"], key=lambda r: -r["wall_seconds"])[:5]:
+    for row in sorted(json.loads(layers[netfiles.LAYERS]), key=lambda r: -r["wall_seconds"])[:5]:
         print(f"    {row['name']:<24} {row['op']:<6} {row['placement']:<4} {row['wall_seconds'] * 1e3:8.1f} ms")
 
 

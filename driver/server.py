@@ -333,8 +333,8 @@ class Server:
             control.start()
             try:
                 job["result"] = _call(self.handlers[job["op"]], job["header"], job["blobs"], control)
-            except VdlaError as err:  # handed back to the connection's thread
-                job["error"] = err
+            except VdlaError as err:  # handed back to the connection's thread, without the frames that hold the blobs
+                job["error"] = _without_frames(err)
             finally:
                 with self.lock:
                     self.recent_runs.append(time.monotonic() - self.run_started)
@@ -381,12 +381,15 @@ class Server:
                     send(conn, {"ok": True, "result": reply}, out, key=self.key, label=auth.RESPONSE, context=bound)
                 except (ProtocolError, _Refused, VdlaError) as err:
                     result = f"error: {err}"
+                    _without_frames(err)  # its frames hold the blobs, or the part of one that arrived
                     self._answer_error(conn, err, bound)
         except OSError as err:
             result = f"error: the client went away ({err})" if result in ("", "ok") else result
+            _without_frames(err)
         except Exception as err:  # noqa: BLE001 - a bug in one request must not stop the server
             frame = traceback.extract_tb(err.__traceback__)[-1]
             result = f"internal error ({type(err).__name__}: {err} at {frame.filename}:{frame.lineno})"
+            _without_frames(err)
         finally:
             self._finish(arrival, result, op, sizes, reserved)
 
@@ -418,9 +421,10 @@ class Server:
         while not job["done"].wait(self.poll_s):
             if _gone(conn):  # the client closed: stop its run at the next step
                 job["control"].cancelled.set()
-        if "error" in job:
-            raise job["error"]
-        return job["result"]
+        error = job.pop("error", None)  # popped: a job holding the exception raised here would be a reference cycle
+        if error is not None:
+            raise error
+        return job.pop("result")
 
     def _answer_error(self, conn: socket.socket, err: Exception, bound: bytes) -> None:
         """The one-line refusal of a request whose prefix proved the key, MACed over ``bound``
@@ -464,6 +468,23 @@ class _Arrival:
         self.peer, self.challenge = peer, challenge
         self.start = self.last = time.monotonic()
         self.raw, self.got = bytearray(PREFIX_BYTES), 0
+
+
+def _without_frames(err: BaseException) -> BaseException:
+    """``err`` with the frames of its traceback, and of the exceptions it chains, cleared and
+    dropped: they hold the request's blobs (a package of up to 128 MiB), and an exception kept
+    with them forms reference cycles that only the garbage collector would break, late."""
+    seen, todo = set(), [err]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if e.__traceback__ is not None:
+            traceback.clear_frames(e.__traceback__)
+            e.__traceback__ = None
+        todo += [e.__cause__, e.__context__]
+    return err
 
 
 def _send_small(conn: socket.socket, data: bytes) -> bool:
