@@ -632,3 +632,15 @@ def test_a_refused_runs_blobs_are_freed_at_once(test_server):
         assert _rss() - before < 32 << 20
     finally:
         gc.enable()
+
+
+def test_a_client_still_sending_reads_the_refusal(test_server):
+    """The server refuses an authenticated upload it has no room for before reading it; the
+    client, still sending its 48 MiB, reads that refusal (not "connection lost")."""
+    server, address = test_server(ServerLimits(max_frame_bytes=96 << 20, max_pending_bytes=100 << 20))
+    header = {"op": "run", "nonce": "00" * 16, "blobs": [{"name": "a", "size": 64 << 20, "sha256": "0" * 64}]}
+    with connect(server) as first:
+        first.sendall(signed_head(header, greet(first)) + bytes(10))  # holds 64 MiB, still uploading
+        time.sleep(0.2)
+        with pytest.raises(ServerBusy, match="server busy: 67108864 bytes of other uploads held"):
+            request(address, {"op": "run"}, {"b": bytes(48 << 20)}, key=KEY, timeout_s=30)
