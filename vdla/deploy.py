@@ -59,7 +59,7 @@ def measured_totals(layers: list[dict]) -> dict:
     configured clock. The server runs without a CPU model, so the modelled quantities of ``vdla
     run``'s totals (CPU-only time, speedup, Amdahl bound) are null here, not 0 or infinity."""
     def total(key, placement=None):
-        return sum(float(r.get(key) or 0) for r in layers if placement is None or r.get("placement") == placement)
+        return sum((float(r.get(key) or 0) for r in layers if placement is None or r.get("placement") == placement), 0.0)
 
     return {"wall_s": total("wall_seconds"), "cpu_ops_wall_s": total("wall_seconds", "cpu"),
             "vdla_ops_wall_s": total("wall_seconds", "vdla"), "device_wall_s": total("device_wall_seconds", "vdla"),
@@ -165,7 +165,8 @@ def serve(backend: str, config=None, host: str = "127.0.0.1", port: int = 9091, 
         device.close()
         raise
     log(f"vdla serve: {backend} device ({device.config.name}, {device.config.fingerprint}) on "
-        f"{server.address[0]}:{server.address[1]}, key id {auth.key_id(key)}")
+        f"{server.address[0]}:{server.address[1]}, key id {auth.key_id(key)}, run deadline "
+        f"{server.limits.run_timeout_s:g} s")
     if ready is not None:
         ready(server)
     try:
