@@ -156,7 +156,7 @@ def build_parser() -> ArgumentParser:
     exe.add_argument("--max-uops", type=int_range(1), default=REFERENCE_MAX_UOPS,
                      help="refuse a program that needs more interpreter steps (micro-ops, plus one per instruction "
                      f"and per DRAM row moved) than this (default {REFERENCE_MAX_UOPS:,}: about "
-                     f"{REFERENCE_MAX_UOPS // REFERENCE_UOPS_PER_S // 60} min at {REFERENCE_UOPS_PER_S:,} per second)")
+                     f"{round(REFERENCE_MAX_UOPS / REFERENCE_UOPS_PER_S / 60)} min at {REFERENCE_UOPS_PER_S:,} per second)")
     exe.set_defaults(func=cmd_exec)
     for name in EXTENSIONS:
         importlib.import_module(name).add_parser(sub)

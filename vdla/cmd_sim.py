@@ -51,7 +51,7 @@ def add_max_work(parser) -> None:
     parser.add_argument("--max-work", type=int_range(1), default=SIM_MAX_WORK, metavar="N",
                         help="refuse a program whose simulator work (multiply-add equivalents: GEMM multiply-adds, "
                         f"plus a fixed cost per ALU micro-op and per instruction) passes this (default {SIM_MAX_WORK:,}: "
-                        f"about {SIM_MAX_WORK // SIM_WORK_PER_S // 60} min at {SIM_WORK_PER_S:,} per second)")
+                        f"about {round(SIM_MAX_WORK / SIM_WORK_PER_S / 60)} min at {SIM_WORK_PER_S:,} per second)")
 
 
 def add_parser(sub) -> None:

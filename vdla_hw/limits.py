@@ -31,7 +31,7 @@ docs/simulator.md, "Work bounds"):
   micro-op and per DRAM row moved; 2**23 = 8.4 M, about 5 minutes at ``REFERENCE_UOPS_PER_S`` =
   28,000 (the rate issue 22 measured on an idle machine; 6,000-11,000 at load 4.5). The largest
   ResNet-18/-34/-50 layer at 224 is about 0.5 M steps on ``osdi18``/``vta-pynq`` (15 s) and
-  7.6 M on ``tiny`` (4.5 minutes).
+  7.86 M on ``tiny`` (the 3x3 512 -> 512 at 7 x 7; 4.7 minutes).
 * ``SIM_MAX_WORK`` (``vdla sim --max-work``, every run on the sim backend): multiply-add
   equivalents, 2**31, about 4 minutes at ``SIM_WORK_PER_S`` = 10 M (load 4.5; roughly 3 times
   faster idle). A GEMM uop counts its BATCH x BLOCK_IN x BLOCK_OUT multiply-adds (at least
@@ -40,7 +40,9 @@ docs/simulator.md, "Work bounds"):
   slowest case: 7,000 uops/s, 1,430 multiply-add times each), an instruction ``SIM_INSN_WORK``
   (events, transfers, race bookkeeping: about 0.27 ms each at that load). A real layer runs
   several times faster than its count says: the largest ResNet-18 layer at 224 counts 0.2 G on
-  ``osdi18`` and ran in 0.3-1.4 s.
+  ``osdi18`` and ran in 0.3-1.4 s; on ``tiny`` the largest count is 1.70 G (ResNet-50's 1x1
+  1024 -> 2048 stride-2 convolution, 351,490 instructions), and a 1.17 G layer ran in 117 s at
+  load 8.
 * ``RTL_MAX_CYCLES`` (``vdla rtl --max-cycles``; the rtl device's largest budget): simulated
   cycles per simulator and bench at ``RTL_CYCLES_PER_S``: Verilator's compiled bench 2**28 (4.5
   minutes at 1 M cycles/s, docs/rtl.md), Verilator under cocotb 2**23 (4.7 minutes at 30,000
