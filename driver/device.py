@@ -19,7 +19,7 @@ import numpy as np
 from vdla_hw import regmap
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import ISA_VERSION, Config, load_config
-from vdla_hw.errors import VdlaError
+from vdla_hw.errors import LimitError, VdlaError
 
 # Where the host-memory backends pretend their buffers live (any 32-bit address works).
 HOST_DRAM_BASE = 0x1000_0000
@@ -223,6 +223,8 @@ class SimDevice(HostMemoryDevice):
                                        race_check=self.race_check)
         except (vdla_sim.CycleLimitError, vdla_sim.DeadlockError) as err:
             raise self._hang(bundle, buffer, timeout_cycles, err) from None
+        except LimitError as err:  # the simulator's own work bound, checked before it ran
+            raise DeviceError(f"sim device refused the program before running it: {err}") from None
         except VdlaError as err:
             bits, index = status.error_bits_for(err)
             raise DeviceError(f"sim device stopped with error {status.describe_error(bits, index)}: {err}",

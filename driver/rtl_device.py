@@ -18,11 +18,11 @@ import time
 
 from driver import status as st
 from driver.device import Buffer, DeviceError, HostMemoryDevice, RunResult
-from vdla_hw import regmap
+from vdla_hw import limits, regmap, work
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
+from vdla_hw.errors import LimitError, VdlaError
 
-DEFAULT_BUDGET = 2_000_000  # cycles, when the caller gives no cycle timeout
 TOPS = ("core", "axi")
 
 
@@ -55,9 +55,22 @@ class RtlDevice(HostMemoryDevice):
     def _progress(line: str) -> None:
         print(line, file=sys.stderr)
 
+    def _budget(self, image: Bundle, timeout_cycles: int | None) -> int:
+        """The run's cycle budget (``work.rtl_budget``); a program that cannot finish within it
+        is refused before the RTL starts. A stream that does not decode runs as it is: the RTL
+        reports its error bits, as the board would."""
+        try:
+            program_work = work.of(image.insns(), image.config)
+        except VdlaError:
+            return limits.RTL_MIN_BUDGET if timeout_cycles is None else int(timeout_cycles)
+        try:
+            return work.rtl_budget(program_work, self.simulator, self.bench, timeout_cycles)
+        except LimitError as err:
+            raise DeviceError(f"rtl device refused the program before running it: {err}") from None
+
     def _wait(self, bundle: Bundle, buffer: Buffer, timeout_s: float, timeout_cycles: int | None) -> RunResult:
         image = self.image_bundle(bundle, buffer)
-        budget = DEFAULT_BUDGET if timeout_cycles is None else int(timeout_cycles)
+        budget = self._budget(image, timeout_cycles)
         start = time.perf_counter()
         [res] = self._run.run_bundles([image], self.simulator, top=self.top, budgets=[budget],
                                       memory=self.memory, build_root=self.build_root, bench=self.bench,

@@ -24,14 +24,14 @@ import numpy as np
 
 from driver.device import Buffer, DeviceError
 from driver.registers import RegisterDevice
-from vdla_hw import regmap
+from vdla_hw import limits, regmap
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
 from vdla_hw.errors import VdlaError
 
 BENCH = "driver.rtl_bench"
 BENCHES = ("compiled", "cocotb")
-DEFAULT_BUDGET = 2_000_000
+DEFAULT_BUDGET = limits.RTL_MIN_BUDGET  # cycles per program when the caller gives none
 DRAM_BASE = 0x1000_0000        # where the bench maps the image (4 kB aligned, like a CMA buffer)
 CONTROL_STAGES = 2             # START write taken -> run, FINISH retired -> done/irq
 POLL_CYCLES = 4096             # longest wait between STATUS polls when irq does not rise

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from vdla.argtypes import ArgumentParser, int_range, output_file, quiet_broken_pipe
-from vdla_hw.limits import DEFAULT_MAX_CYCLES
+from vdla_hw.limits import DEFAULT_MAX_CYCLES, REFERENCE_MAX_UOPS, REFERENCE_UOPS_PER_S
 from vdla_hw.errors import VdlaError
 
 EXIT_USER_ERROR = 2
@@ -95,7 +95,7 @@ def cmd_exec(args) -> int:
     from vdla_hw.semantics import execute
 
     bundle = Bundle.load(args.file, config=args.config)
-    result = execute(bundle, max_cycles=args.max_cycles)
+    result = execute(bundle, max_cycles=args.max_cycles, max_uops=args.max_uops)
     if args.output:
         bundle.with_dram(result.dram).save(args.output)
     report = {"model": "reference semantics", "config": bundle.config.fingerprint,
@@ -153,6 +153,10 @@ def build_parser() -> ArgumentParser:
     exe.add_argument("--max-cycles", type=int_range(1), default=DEFAULT_MAX_CYCLES,
                      help="refuse a program whose serial work (every instruction's cost under the timing "
                      f"contract, added up) passes this (default {DEFAULT_MAX_CYCLES:,})")
+    exe.add_argument("--max-uops", type=int_range(1), default=REFERENCE_MAX_UOPS,
+                     help="refuse a program that needs more interpreter steps (micro-ops, plus one per instruction "
+                     f"and per DRAM row moved) than this (default {REFERENCE_MAX_UOPS:,}: about "
+                     f"{round(REFERENCE_MAX_UOPS / REFERENCE_UOPS_PER_S / 60)} min at {REFERENCE_UOPS_PER_S:,} per second)")
     exe.set_defaults(func=cmd_exec)
     for name in EXTENSIONS:
         importlib.import_module(name).add_parser(sub)

@@ -8,6 +8,8 @@ import json
 import sys
 
 from vdla.argtypes import float_range, int_range, output_dir, output_file
+from vdla.cmd_sim import add_max_work
+from vdla_hw.limits import RTL_CYCLES_PER_S, RTL_MAX_CYCLES
 
 
 TOPS = ("core", "axi")
@@ -49,7 +51,7 @@ def cmd_rtl(args) -> int:
     import numpy as np
 
     from driver.rtl_run import MemoryOptions, choose_bench, run_bundles
-    from vdla_hw import regmap, timing
+    from vdla_hw import limits, program, regmap, timing, work
     from vdla_hw.bundle import Bundle
     from vdla_hw.errors import VdlaError
     from vdla_hw.rtl.axi_check import rule_names
@@ -59,13 +61,17 @@ def cmd_rtl(args) -> int:
     memory = MemoryOptions(latency=args.mem_latency, write_latency=args.mem_write_latency, stall=args.stall_prob,
                            seed=args.seed)
     bench = memory.resolve(bundle.config)   # bad memory options fail before anything runs
-    choose_bench(args.sim, args.bench, args.vcd)
-    # program errors and runaway programs are reported as `vdla sim` does, before the (slow) RTL
-    ref = simulate(bundle, max_cycles=args.max_cycles, race_check=False)
-    res = run_bundles([bundle], args.sim, top=args.top, budgets=[args.max_cycles], memory=memory, waves=args.vcd,
+    bench_name = choose_bench(args.sim, args.bench, args.vcd)
+    max_cycles = limits.RTL_MAX_CYCLES[args.sim, bench_name] if args.max_cycles is None else args.max_cycles
+    # program errors and runaway programs are reported as `vdla sim` does, before the (slow) RTL:
+    # first what the instructions alone say (milliseconds), then the simulator's exact cycles
+    work.check_cycle_floor(work.of(program.decode_checked(bundle), bundle.config), max_cycles,
+                           model=f"the RTL ({args.sim}, {bench_name} bench)", remedy="raise --max-cycles if it is really that long")
+    ref = simulate(bundle, max_cycles=max_cycles, race_check=False, max_work=args.max_work)
+    res = run_bundles([bundle], args.sim, top=args.top, budgets=[max_cycles], memory=memory, waves=args.vcd,
                       bench=args.bench, progress=lambda line: print(line, file=sys.stderr))[0]
     if res.timeout:
-        raise VdlaError(f"{args.file}: the RTL did not finish within {args.max_cycles} cycles (status {res.status:#x})")
+        raise VdlaError(f"{args.file}: the RTL did not finish within {max_cycles} cycles (status {res.status:#x})")
     if res.error:
         names = [k for k, v in regmap.ERROR_BITS.items() if res.error & v]
         raise VdlaError(f"{args.file}: the RTL stopped with error {', '.join(names)} at instruction {res.error_insn}")
@@ -167,5 +173,10 @@ def add_parser(sub) -> None:
     rtl.add_argument("--vcd", type=output_file, metavar="W.vcd", help="write waves")
     rtl.add_argument("--json", action="store_true",
                      help="machine-readable output: the keys of `vdla sim --json`, wall_cycles and axi_checks")
-    rtl.add_argument("--max-cycles", type=int_range(1), default=2_000_000, help="give up after this many cycles")
+    rtl.add_argument("--max-cycles", type=int_range(1), default=None,
+                     help="refuse a program that would run longer, give up on the RTL after this many cycles "
+                     "(default: a few minutes of the simulator and bench: "
+                     + ", ".join(f"{sim} {bench} {RTL_MAX_CYCLES[sim, bench]:,} at {RTL_CYCLES_PER_S[sim, bench]:,}/s"
+                                 for sim, bench in RTL_MAX_CYCLES) + ")")
+    add_max_work(rtl)
     rtl.set_defaults(func=cmd_rtl)

@@ -6,7 +6,7 @@ import json
 import sys
 
 from vdla.argtypes import int_range, output_file
-from vdla_hw.limits import DEFAULT_MAX_CYCLES
+from vdla_hw.limits import DEFAULT_MAX_CYCLES, SIM_MAX_WORK, SIM_WORK_PER_S
 
 
 def cmd_sim(args) -> int:
@@ -15,7 +15,7 @@ def cmd_sim(args) -> int:
 
     bundle = Bundle.load(args.file, config=args.config)
     result = simulate(bundle, max_cycles=args.max_cycles, race_check=not args.no_race_check,
-                      trace_path=args.trace)
+                      trace_path=args.trace, max_work=args.max_work)
     if args.image:
         bundle.with_dram(result.dram).save(args.image)
     if args.tensor:
@@ -46,6 +46,14 @@ def cmd_sim(args) -> int:
     return 0
 
 
+def add_max_work(parser) -> None:
+    """``--max-work``: the simulator's own work bound (vdla_hw/work.py), checked before it runs."""
+    parser.add_argument("--max-work", type=int_range(1), default=SIM_MAX_WORK, metavar="N",
+                        help="refuse a program whose simulator work (multiply-add equivalents: GEMM multiply-adds, "
+                        f"plus a fixed cost per ALU micro-op and per instruction) passes this (default {SIM_MAX_WORK:,}: "
+                        f"about {round(SIM_MAX_WORK / SIM_WORK_PER_S / 60)} min at {SIM_WORK_PER_S:,} per second)")
+
+
 def add_parser(sub) -> None:
     """Add this module's subcommands to the ``vdla`` argument parser."""
     sim = sub.add_parser("sim", help="run a bundle on the cycle-level simulator")
@@ -58,5 +66,6 @@ def add_parser(sub) -> None:
     sim.add_argument("--trace", type=output_file, metavar="T.json", help="write a Chrome/Perfetto trace")
     sim.add_argument("--max-cycles", type=int_range(1), default=DEFAULT_MAX_CYCLES,
                      help=f"stop with an error after this many cycles (default {DEFAULT_MAX_CYCLES:,})")
+    add_max_work(sim)
     sim.add_argument("--no-race-check", action="store_true", help="skip the token race detector")
     sim.set_defaults(func=cmd_sim)

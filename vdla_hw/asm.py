@@ -187,16 +187,23 @@ class _Parser:
                 got = repr(rest[0]) if rest else "nothing"
                 raise self.error(line, f"{kind} needs a {name} ({', '.join(choices)}), got {got}")
             fields[name] = choices.index(rest.pop(0).lower())
+        given: set[str] = set()  # fields set by a word of this line: each at most once
         for word in rest:
             if "=" not in word:
                 if word not in bare:
                     raise self.error(line, f"{kind} has no flag {word!r} (flags: {', '.join(bare)})")
+                if word in given:
+                    raise self.error(line, f"{kind}: field {word} is given twice")
+                given.add(word)
                 fields[word] = 1
                 continue
             key, value = word.split("=", 1)
             if key not in keys:
                 raise self.error(line, f"{kind} has no operand {key!r} (operands: {', '.join(keys)})")
             group, sep = GROUPS[key]
+            if key in given:
+                raise self.error(line, f"{kind}: field {'/'.join(group)} is given twice ({key}= appears more than once)")
+            given.add(key)
             parts = value.split(sep) if sep else [value]
             if len(parts) != len(group):
                 shape = sep.join(f.split("_")[-1] for f in group) if sep else "N"

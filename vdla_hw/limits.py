@@ -12,10 +12,46 @@ resolution of 100000) ends in one clear error instead of exhausting the host or 
 * ``MAX_TENSOR_BYTES``: the largest tensor of a network, as float32 for one image (the host
   keeps a few of them per calibration image while quantizing): 128 MiB as well. For the
   built-in ResNets this is the stem's output, 64 x R/2 x R/2 floats, so R <= 1440.
-* ``DEFAULT_MAX_CYCLES``: the simulator's and the reference semantics' default work bound,
-  2**29 cycles (2.7 s of accelerator time at 200 MHz, about 500 times the largest ResNet-18
-  layer at 224 x 224 on ``osdi18``). ``--max-cycles`` raises it. An instruction whose own cost
-  would pass the bound is refused before it runs, naming it.
+* ``DEFAULT_MAX_CYCLES``: the simulator's bound on simulated time and the reference semantics'
+  bound on serial work (every instruction's cost under the timing contract, added up), 2**29
+  cycles (2.7 s of accelerator time at 200 MHz, about 500 times the largest ResNet-18 layer at
+  224 x 224 on ``osdi18``). ``--max-cycles`` raises it. An instruction whose own cost would pass
+  the bound is refused before it runs, naming it.
+
+Cycles do not bound a model's own running time (a 16383 x 16383 loop of one uop is 2**28
+cycles, under the bound, and kept ``vdla exec`` busy for 2.6 hours), so each model also has a
+bound on its own work, counted from the instructions before anything runs (vdla_hw/work.py:
+loop extents x uop ranges; a 112-byte program is refused in milliseconds, naming the first
+instruction past the bound and how long the whole program would take). Each default allows a
+few minutes at the measured rate and is raised by an option. Rates come from
+``benchmarks/work_bounds.py`` (the slowest pattern of each model; figures and load in
+docs/simulator.md, "Work bounds"):
+
+* ``REFERENCE_MAX_UOPS`` (``vdla exec --max-uops``): interpreter steps, one per instruction, per
+  micro-op and per DRAM row moved; 2**23 = 8.4 M, about 5 minutes at ``REFERENCE_UOPS_PER_S`` =
+  28,000 (the rate issue 22 measured on an idle machine; 6,000-11,000 at load 4.5). The largest
+  ResNet-18/-34/-50 layer at 224 is about 0.5 M steps on ``osdi18``/``vta-pynq`` (15 s) and
+  7.86 M on ``tiny`` (the 3x3 512 -> 512 at 7 x 7; 4.7 minutes).
+* ``SIM_MAX_WORK`` (``vdla sim --max-work``, every run on the sim backend): multiply-add
+  equivalents, 2**31, about 4 minutes at ``SIM_WORK_PER_S`` = 10 M (load 4.5; roughly 3 times
+  faster idle). A GEMM uop counts its BATCH x BLOCK_IN x BLOCK_OUT multiply-adds (at least
+  ``SIM_GEMM_UOP_WORK``: its slowest plan, one vector-matrix product per uop, ran at 10 M
+  multiply-adds/s on ``osdi18``), an ALU uop ``SIM_ALU_UOP_WORK`` (one ALU wave per uop, the
+  slowest case: 7,000 uops/s, 1,430 multiply-add times each), an instruction ``SIM_INSN_WORK``
+  (events, transfers, race bookkeeping: about 0.27 ms each at that load). A real layer runs
+  several times faster than its count says: the largest ResNet-18 layer at 224 counts 0.2 G on
+  ``osdi18`` and ran in 0.3-1.4 s; on ``tiny`` the largest count is 1.70 G (ResNet-50's 1x1
+  1024 -> 2048 stride-2 convolution, 351,490 instructions), and a 1.17 G layer ran in 117 s at
+  load 8.
+* ``RTL_MAX_CYCLES`` (``vdla rtl --max-cycles``; the rtl device's largest budget): simulated
+  cycles per simulator and bench at ``RTL_CYCLES_PER_S``: Verilator's compiled bench 2**28 (4.5
+  minutes at 1 M cycles/s, docs/rtl.md), Verilator under cocotb 2**23 (4.7 minutes at 30,000
+  cycles/s, docs/rtl.md), Icarus under cocotb 2**17 (4.4 minutes at 500 cycles/s; measured here
+  200 cycles/s at load 5-8: a 12,345-cycle and an 88,284-cycle ``tiny`` conv took 166 s and
+  540 s, builds included). A program whose busiest module alone needs more cycles than the budget cannot
+  finish and is refused before the RTL starts; without a caller's timeout the rtl device
+  gives a run twice the program's serial cycles, at least ``RTL_MIN_BUDGET`` (2 M), so a hang
+  still ends within seconds.
 * ``LOOP_CHUNK_BYTES``: the simulator turns a GEMM/ALU loop nest into index arrays and int64
   products; a loop needing more than this (32 MiB: 262,144 uops at BATCH x BLOCK 1 x 16) runs
   in pieces, so memory does not grow with trip counts.
@@ -28,6 +64,20 @@ import math
 MAX_DRAM_BYTES = 128 << 20
 MAX_TENSOR_BYTES = 128 << 20
 DEFAULT_MAX_CYCLES = 1 << 29
+# Work bounds per model (vdla_hw/work.py counts the work; the docstring above gives the basis).
+REFERENCE_UOPS_PER_S = 28_000
+REFERENCE_MAX_UOPS = 1 << 23
+SIM_WORK_PER_S = 10_000_000
+SIM_GEMM_UOP_WORK = 16
+SIM_ALU_UOP_WORK = 2048
+SIM_INSN_WORK = 4096
+SIM_MAX_WORK = 1 << 31
+# RTL runs (driver/rtl_run.py) by (simulator, bench): simulated cycles per second, cycle bound.
+RTL_CYCLES_PER_S = {("verilator", "compiled"): 1_000_000, ("verilator", "cocotb"): 30_000,
+                    ("icarus", "cocotb"): 500}
+RTL_MAX_CYCLES = {("verilator", "compiled"): 1 << 28, ("verilator", "cocotb"): 1 << 23,
+                  ("icarus", "cocotb"): 1 << 17}
+RTL_MIN_BUDGET = 2_000_000
 LOOP_CHUNK_BYTES = 32 << 20
 # The built-in ResNets' largest tensor is the stem's output, 64 channels at half the resolution.
 RESNET_MAX_RESOLUTION = 2 * math.isqrt(MAX_TENSOR_BYTES // (64 * 4)) // 32 * 32

@@ -3,9 +3,12 @@
 This is the living definition of what a program computes (docs/spec.md section 4). It is short and
 slow on purpose; the simulator, the RTL and the board are all checked against it.
 
-Work bound: ``max_cycles`` bounds the program's serial work, the sum of every instruction's
-cost under the timing contract as if nothing overlapped; an instruction that would pass it is
-refused before it runs (the interpreter's memory does not depend on loop trip counts).
+Work bounds, both checked from the instructions before anything runs (vdla_hw/work.py):
+``max_uops`` bounds the interpreter's steps (an instruction, each of its micro-ops, each DRAM
+row it moves: about 28 k per second), ``max_cycles`` the program's serial work (every
+instruction's cost under the timing contract, as if nothing overlapped). A program that passes
+either is refused naming the first instruction past it (the interpreter's memory does not
+depend on loop trip counts).
 
 Token rule: each instruction first takes its pops (a pop from an empty queue is an error: the
 token is produced later in program order or never), executes, then makes its pushes. Tokens
@@ -18,11 +21,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vdla_hw import isa, program, timing
+from vdla_hw import isa, limits, program, work
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
 from vdla_hw.errors import LimitError, ProgramError
-from vdla_hw.limits import DEFAULT_MAX_CYCLES
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -88,22 +90,18 @@ def alu_op(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     raise ValueError(f"unknown ALU op {op!r}")
 
 
-def execute(bundle: Bundle, max_cycles: int | None = None) -> ExecResult:
+def execute(bundle: Bundle, max_cycles: int | None = None, max_uops: int | None = None) -> ExecResult:
     """Run ``bundle`` in program order; returns the final DRAM image, counters and leftover tokens.
-    ``max_cycles`` (default ``DEFAULT_MAX_CYCLES``) bounds the serial work (see above)."""
+    ``max_cycles`` (default ``limits.DEFAULT_MAX_CYCLES``) bounds the serial work, ``max_uops``
+    (default ``limits.REFERENCE_MAX_UOPS``) the interpreter's steps (see above)."""
     config = bundle.config
     insns = program.decode_checked(bundle)
-    limit = DEFAULT_MAX_CYCLES if max_cycles is None else max_cycles
+    check_work(work.of(insns, config), max_cycles, max_uops)
     dram = bundle.dram.copy()
     srams = Srams(config)
     counters = Counters()
     tokens = {q: 0 for q in isa.TOKEN_QUEUES}
-    work = 0
     for index, insn in enumerate(insns):
-        work += sum(timing.exec_cost(config, insn)[:3])
-        if work > limit:
-            raise LimitError(f"instruction {index} ({insn.kind}) brings the program's serial work to {work:,} "
-                             f"cycles, past the limit of {limit:,}; raise --max-cycles if it is really that long")
         for flag in ("pop_prev", "pop_next"):
             if insn.fields.get(flag, 0):
                 queue = isa.FLAG_QUEUE[(insn.module, flag)]
@@ -121,6 +119,20 @@ def execute(bundle: Bundle, max_cycles: int | None = None) -> ExecResult:
         for queue in isa.pushes(insn):
             tokens[queue] += 1
     return ExecResult(dram=dram, counters=counters, tokens_left=tokens)
+
+
+def check_work(program_work: work.Work, max_cycles: int | None = None, max_uops: int | None = None) -> None:
+    """Refuse (LimitError) a program past either bound of the interpreter, before it runs."""
+    limit = limits.DEFAULT_MAX_CYCLES if max_cycles is None else max_cycles
+    total = 0
+    for index, step in enumerate(program_work.steps):
+        total += step.cycles
+        if total > limit:
+            raise LimitError(f"instruction {index} ({step.kind}) brings the program's serial work to {total:,} "
+                             f"cycles, past the limit of {limit:,}; raise --max-cycles if it is really that long")
+    work.check(program_work, work.reference_units, limits.REFERENCE_MAX_UOPS if max_uops is None else max_uops,
+               model="the reference semantics", unit="micro-ops", rate=limits.REFERENCE_UOPS_PER_S,
+               option="--max-uops")
 
 
 def _dram_view(dram: np.ndarray, config: Config, mem: str) -> np.ndarray:

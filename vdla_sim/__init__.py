@@ -22,11 +22,11 @@ __all__ = ["simulate", "SimResult", "SimError", "DeadlockError", "RaceError", "H
 
 
 def simulate(bundle: Bundle, *, max_cycles: int | None = None, race_check: bool = True,
-             trace_path: str | Path | None = None) -> SimResult:
-    """Run ``bundle`` under the timing contract. ``max_cycles`` bounds the simulated time;
-    ``race_check`` turns on the vector-clock race detector; ``trace_path`` writes a
-    Chrome/Perfetto trace JSON."""
-    engine = Engine(bundle, max_cycles=max_cycles, race_check=race_check)
+             trace_path: str | Path | None = None, max_work: int | None = None) -> SimResult:
+    """Run ``bundle`` under the timing contract. ``max_cycles`` bounds the simulated time and
+    ``max_work`` the simulator's work (both: vdla_hw/limits.py); ``race_check`` turns on the
+    vector-clock race detector; ``trace_path`` writes a Chrome/Perfetto trace JSON."""
+    engine = Engine(bundle, max_cycles=max_cycles, race_check=race_check, max_work=max_work)
     engine.run()
     result = _result(engine)
     if trace_path is not None:

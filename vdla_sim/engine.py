@@ -13,10 +13,9 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 
-from vdla_hw import isa, program, timing
+from vdla_hw import isa, limits, program, timing, work
 from vdla_hw.bundle import Bundle
 from vdla_hw.errors import ProgramError
-from vdla_hw.limits import DEFAULT_MAX_CYCLES
 from vdla_sim.datapath import Datapath
 from vdla_sim.errors import CycleLimitError, DeadlockError
 from vdla_sim.memory import MemoryPort, Request
@@ -27,6 +26,13 @@ EXEC_MODULES = ("load", "compute", "store")
 TOKEN_ENDS = {"l2c": ("load", "compute"), "c2l": ("compute", "load"),
               "c2s": ("compute", "store"), "s2c": ("store", "compute")}
 PUSH_FLAG = {(m, q): f for (m, f), q in isa.FLAG_QUEUE.items() if f.startswith("push")}
+
+
+def check_work(program_work: work.Work, config, max_work: int | None = None) -> int:
+    """Refuse (LimitError) a program whose simulator work passes ``max_work``; returns the work."""
+    limit = limits.SIM_MAX_WORK if max_work is None else max_work
+    return work.check(program_work, work.simulator_units(config), limit, model="the simulator",
+                      unit="multiply-add equivalents", rate=limits.SIM_WORK_PER_S, option="--max-work")
 
 
 class _Module:
@@ -46,11 +52,17 @@ class _Module:
 
 
 class Engine:
-    def __init__(self, bundle: Bundle, *, max_cycles: int | None = None, race_check: bool = True):
+    def __init__(self, bundle: Bundle, *, max_cycles: int | None = None, race_check: bool = True,
+                 max_work: int | None = None):
+        """``max_cycles`` (default ``limits.DEFAULT_MAX_CYCLES``) bounds the simulated time, each
+        instruction refused before its work if it would pass it; ``max_work`` (default
+        ``limits.SIM_MAX_WORK``) bounds the simulator's own work (vdla_hw/work.py), checked for
+        the whole program here, before anything runs."""
         self.bundle = bundle
         self.config = c = bundle.config
         self.insns = insns = program.decode_checked(bundle)  # fields and ranges, in program order
-        self.max_cycles = DEFAULT_MAX_CYCLES if max_cycles is None else int(max_cycles)
+        check_work(work.of(insns, c), c, max_work)
+        self.max_cycles = limits.DEFAULT_MAX_CYCLES if max_cycles is None else int(max_cycles)
         self.ql = c.QUEUE_LATENCY
         self.dram = bundle.dram.copy()
         self.races = RaceTracker(c, insns) if race_check else None

@@ -203,7 +203,7 @@ def test_the_112_byte_loop_inside_a_package_is_refused(server, package):
     bundle.dram[bundle.insn_offset:bundle.insn_offset + stream.size] = stream
     bundle.insn_count = len(loop)
     altered = _reseal({**package, name: bundle.to_bytes()})
-    with pytest.raises(DeviceError, match=r"instruction 1 \(GEMM\) would run from cycle \d+ to 805208"):
+    with pytest.raises(DeviceError, match=r"refused the program before running it: instruction 1 \(GEMM\) brings"):
         request(address, {"op": "run"}, altered, key=KEY, timeout_s=120)
     _still_serving(address)
 

@@ -88,6 +88,8 @@ def test_random_data_is_seeded():
     (".data a inp 2 values 1 2\n", 1, "2 inp elements need"),
     (".frob\n", 1, "unknown directive"),
     ("# nothing\n", 0, "no instructions"),
+    ("LOAD inp sram=0 x=4 x=5\n", 1, "LOAD: field x_size is given twice"),
+    ("FINISH\nSTORE out x=1 pop_prev pop_prev\n", 2, "STORE: field pop_prev is given twice"),
 ])
 def test_errors_name_file_and_line(text, line, words):
     with pytest.raises(AsmError) as err:

@@ -83,3 +83,33 @@ def test_vdla_rtl_writes_the_vcd_it_names(tmp_path, capsys, sim):
     text = vcd.read_text()
     assert text.startswith("$date") or "$timescale" in text[:2000]
     assert "$enddefinitions" in text and "\n#" in text  # a VCD header and time steps
+
+
+def test_vdla_rtl_runs_a_program_at_its_cycle_bound(tmp_path, capsys):
+    """Issue 22: the cycle bound is checked before the RTL; a program needing exactly the bound runs."""
+    bundle = assemble(EXAMPLES[0].read_text(), source=str(EXAMPLES[0]))
+    path = tmp_path / "p.npz"
+    bundle.save(path)
+    assert main(["sim", str(path), "--json"]) == 0
+    cycles = json.loads(capsys.readouterr().out)["cycles"]
+    assert main(["rtl", str(path), "--sim", "verilator", "--max-cycles", str(cycles), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cycles"] == cycles
+    assert main(["rtl", str(path), "--sim", "verilator", "--max-cycles", str(cycles - 1)]) == 2
+    assert "the RTL did not finish" not in capsys.readouterr().err  # refused before the RTL ran
+
+
+def test_the_rtl_device_refuses_what_cannot_finish_before_running(monkeypatch):
+    """The 16383 x 16383 loop of vdla_hw/limits.py needs 805 M cycles: past the compiled bench's
+    bound, refused in one line without starting the RTL."""
+    from driver import DeviceError, open_device, rtl_run
+
+    def never(*args, **kwargs):
+        raise AssertionError("the RTL started")
+
+    monkeypatch.setattr(rtl_run, "run_bundles", never)
+    loop = assemble(".config tiny\n.uops k 0,0,0 1,0,0 2,0,0\nLOAD uop sram=0 dram=k x=3\n"
+                    "GEMM uop=0:3 iter=16383x16383\nFINISH\n", source="loop.s")
+    with open_device("rtl", loop.config) as device, pytest.raises(DeviceError) as err:
+        device.run(loop)
+    assert str(err.value).startswith("rtl device refused the program before running it: the program needs at "
+                                     "least 805,208,") and "\n" not in str(err.value)

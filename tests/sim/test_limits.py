@@ -91,3 +91,48 @@ def test_memory_does_not_grow_with_loop_trip_counts(monkeypatch):
     small_pieces(monkeypatch, 4096)
     small, large = peak_bytes(long_gemm(150)), peak_bytes(long_gemm(600))  # 67,500 and 1,080,000 uops
     assert large < 1.5 * small, (small, large)
+
+
+# --- the simulator's own work bound (vdla_hw/work.py), checked before anything runs --------------
+ALU_LOOP = ".uops k 0,0,0\nLOAD uop sram=0 dram=k x=1\nALU add uop=0:1 iter=16383x16383 imm=1\nFINISH\n"
+
+
+def sim_work(bundle) -> int:
+    from vdla_hw import work
+
+    units = work.simulator_units(bundle.config)
+    return sum(units(step) for step in work.of(program.decode_checked(bundle), bundle.config).steps)
+
+
+def test_the_simulator_refuses_a_16383_squared_alu_loop_before_running(monkeypatch):
+    """268 M ALU uops of one wave each, within the cycle bound (2 cycles per uop: 536.8 M <
+    2**29): the simulator would have run for about a day."""
+    from vdla_hw.asm import assemble
+
+    def never(*args):
+        raise AssertionError("the simulator started")
+
+    monkeypatch.setattr(datapath.Datapath, "execute", never)
+    with pytest.raises(LimitError, match=r"instruction 1 \(ALU\) brings the program's work on the simulator past "
+                                         r"the limit of 2,147,483,648 multiply-add equivalents.*raise --max-work"):
+        simulate(assemble(ALU_LOOP, source="alu.s"))
+
+
+def test_the_simulator_runs_a_program_exactly_at_its_work_bound():
+    bundle = long_gemm(20)
+    total = sim_work(bundle)
+    assert simulate(bundle, max_work=total).cycles > 0
+    with pytest.raises(LimitError, match=rf"past the limit of {total - 1:,} multiply-add equivalents: it needs "
+                                         rf"{total:,} in all"):
+        simulate(bundle, max_work=total - 1)
+
+
+def test_the_sim_device_refuses_past_the_bound_in_one_line():
+    from driver import DeviceError, open_device
+    from vdla_hw.asm import assemble
+
+    bundle = assemble(ALU_LOOP, source="alu.s")
+    with open_device("sim", bundle.config) as device, pytest.raises(DeviceError) as err:
+        device.run(bundle)
+    assert str(err.value).startswith("sim device refused the program before running it: instruction 1 (ALU)")
+    assert "\n" not in str(err.value)

@@ -63,7 +63,7 @@ def test_the_112_byte_program_is_refused_before_it_runs(capsys, tmp_path):
     path = tmp_path / "l.npz"
     assert run(capsys, "asm", src, "-o", path)[0] == 0
     start = time.perf_counter()
-    one_line_error(capsys, "sim", path, words="instruction 1 (GEMM) would run from cycle")
+    one_line_error(capsys, "sim", path, words="instruction 1 (GEMM) brings the program's work on the simulator past")
     one_line_error(capsys, "exec", path, words="instruction 1 (GEMM) brings the program's serial work to 805,208,")
     assert time.perf_counter() - start < 30
 
@@ -129,3 +129,57 @@ def test_run_plots_into_an_existing_file_fails_before_the_run(capsys, tmp_path):
     with pytest.raises(SystemExit):
         main(["run", "resnet18", "--plots", str(tmp_path / "f")])
     assert "exists and is not a folder" in capsys.readouterr().err and time.perf_counter() - start < 5
+
+
+# --- issue 22 item 4: per-backend work bounds, checked before running; duplicate asm fields --------
+LIMITS_LOOP = ".uops k 0,0,0 1,0,0 2,0,0\nLOAD uop sram=0 dram=k x=3\n{insn} uop=0:{n} iter=16383x16383\nFINISH\n"
+
+
+def _assembled(capsys, tmp_path, text, name="l"):
+    src, path = tmp_path / f"{name}.s", tmp_path / f"{name}.npz"
+    src.write_text(text)
+    assert run(capsys, "asm", src, "-o", path)[0] == 0
+    return path
+
+
+@pytest.mark.parametrize("insn, n", [("GEMM", 3), ("GEMM", 1), ("ALU add", 1)])
+def test_the_limits_loop_is_refused_by_exec_sim_and_rtl_before_running(capsys, tmp_path, insn, n):
+    """vdla_hw/limits.py's 112-byte 16383 x 16383 loop; with one uop it is 268 M uops, under the
+    cycle bound: `vdla exec` ran it for about 2.6 hours."""
+    path = _assembled(capsys, tmp_path, LIMITS_LOOP.format(insn=insn, n=n))
+    one_line_error(capsys, "exec", path, words="instruction 1 (")
+    one_line_error(capsys, "sim", path, words="brings the program's work on the simulator past the limit")
+    one_line_error(capsys, "rtl", path, words="cycles on the RTL (icarus, cocotb bench)")
+
+
+def test_exec_one_uop_loop_names_the_uop_bound(capsys, tmp_path):
+    path = _assembled(capsys, tmp_path, LIMITS_LOOP.format(insn="GEMM", n=1))
+    one_line_error(capsys, "exec", path, words="268,402,693 in all, about 2.7 h at the measured")
+
+
+def test_a_program_at_the_bound_runs_and_one_step_over_is_refused(capsys, tmp_path):
+    from vdla_hw import program, work
+    from vdla_hw.bundle import Bundle
+
+    path = _assembled(capsys, tmp_path, open(EXAMPLE).read())
+    bundle = Bundle.load(path)
+    steps = work.of(program.decode_checked(bundle), bundle.config).steps
+    ref = sum(work.reference_units(s) for s in steps)
+    sim = sum(work.simulator_units(bundle.config)(s) for s in steps)
+    assert run(capsys, "exec", path, "--max-uops", ref)[0] == 0
+    one_line_error(capsys, "exec", path, "--max-uops", ref - 1, words=f"past the limit of {ref - 1:,} micro-ops")
+    assert run(capsys, "sim", path, "--max-work", sim)[0] == 0
+    one_line_error(capsys, "sim", path, "--max-work", sim - 1, words=f"it needs {sim:,} in all")
+    floor = work.of(program.decode_checked(bundle), bundle.config).min_cycles
+    one_line_error(capsys, "rtl", path, "--max-cycles", floor - 1, words=f"needs at least {floor:,} cycles")
+
+
+@pytest.mark.parametrize("line, field", [("LOAD inp sram=0 dram=0 x=4 x=5", "x_size"),
+                                         ("GEMM uop=0:1 iter=2x2 uop=0:2", "uop_bgn/uop_end"),
+                                         ("ALU add uop=0:1 imm=3 push_next push_next", "push_next")])
+def test_asm_refuses_a_field_given_twice(capsys, tmp_path, line, field):
+    src = tmp_path / "d.s"
+    src.write_text(f".config tiny\n{line}\nFINISH\n")
+    one_line_error(capsys, "asm", src, "-o", tmp_path / "d.npz", words=f"d.s:2: ")
+    one_line_error(capsys, "asm", src, "-o", tmp_path / "d.npz", words=f"field {field} is given twice")
+    assert not (tmp_path / "d.npz").exists()
