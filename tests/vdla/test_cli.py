@@ -80,7 +80,7 @@ def test_errors_are_one_line_with_status_2(capsys, tmp_path):
     bad.write_text(".config tiny\nLOAD inp sram=99999\n")
     one_line_error(capsys, "asm", bad, "-o", bundle, words=f"{bad}:2:")
     one_line_error(capsys, "config", "show", "nope", words="neither a preset")
-    one_line_error(capsys, "asm", tmp_path / "missing.s", "-o", bundle, words="cannot read")
+    one_line_error(capsys, "asm", tmp_path / "missing.s", "-o", bundle, words="no such assembly file")
 
 
 def test_unknown_opcode_and_memory_type_in_a_bundle(capsys, tmp_path):
