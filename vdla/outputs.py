@@ -31,6 +31,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
+from vdla import interrupts
 from vdla_hw.errors import VdlaError
 from vdla_hw.files import atomic_write
 
@@ -131,6 +132,7 @@ class Outputs:
     def commit(self) -> list[Path]:
         """Move every staged file onto its destination (and remove the superseded files not
         written again) with signals held; returns the destinations in the order staged."""
+        interrupts.check()  # a Ctrl-C that a finaliser swallowed: the old files stay
         with signals_held():
             for dest, staged in self._staged.items():
                 if not staged.exists():
