@@ -158,3 +158,15 @@ def test_a_garbage_calibration_array_is_a_one_line_error(capsys, tmp_path, conte
             raw[80:120] = b"\xff" * 40
         path.write_bytes(bytes(raw))
     one_line_error(capsys, "run", "resnet18", "--resolution", "32", "--calibration", path, words=words)
+
+
+@pytest.mark.parametrize("option", ["space", "--energy-table"])
+def test_sweep_files_are_capped_and_checked(capsys, tmp_path, option):
+    """Issue 22: the sweep space and energy table were read whole (`/dev/zero` until memory ran out)."""
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    space = EXAMPLE.parent / "sweep_resnet18.json"
+    for bad, words in (("/dev/zero", "is not a regular file"), (deep, "JSON nested too deeply")):
+        argv = ["sweep", bad, "-o", tmp_path / "out"] if option == "space" else \
+            ["sweep", space, "-o", tmp_path / "out", "--energy-table", bad]
+        one_line_error(capsys, *argv, words=words)
