@@ -56,15 +56,17 @@ def _print_json(data) -> None:
 
 def cmd_config_show(args) -> int:
     from vdla_hw.config import load_config
+    from vdla_hw.files import printable
 
     config = load_config(args.config)
     info = config.describe()
     if args.json:
         _print_json(info)
         return 0
-    print(f"configuration {info['name']}  fingerprint {info['fingerprint']}  ISA v{info['isa_version']}")
+    # the name and the sources may come from the file (its name, its "name" key): escaped
+    print(f"configuration {printable(info['name'])}  fingerprint {info['fingerprint']}  ISA v{info['isa_version']}")
     for key, value in info["params"].items():
-        print(f"  {key:<24} {value!s:<10} {info['sources'][key]}")
+        print(f"  {key:<24} {value!s:<10} {printable(info['sources'][key])}")
     print("derived:")
     for key, value in info["derived"].items():
         print(f"  {key:<24} {value}")

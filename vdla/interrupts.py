@@ -28,8 +28,6 @@ import threading
 from contextlib import contextmanager
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
-
-
 RERAISE_DELAY_S = 0.01  # a swallowed interrupt is raised again this long after (outside the finaliser)
 
 
@@ -58,11 +56,6 @@ def _unraisable(previous):
         previous(unraisable)
 
     return hook
-
-
-def lost() -> bool:
-    """An interrupt was swallowed by a finaliser and has not ended the command yet."""
-    return _State.lost
 
 
 def check() -> None:

@@ -153,3 +153,10 @@ def test_reads_from_user_paths_are_capped_and_checked(capsys, tmp_path, argv, wo
     (tmp_path / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
     (tmp_path / "digits.json").write_text('{"CLOCK_MHZ": ' + "1" * 5000 + "}")
     one_line_error(capsys, *(str(a).format(tmp=tmp_path) for a in argv), words=words)
+
+
+def test_config_show_escapes_the_name_from_the_file(capsys, tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"name": "mine\x1b[2J", "CLOCK_MHZ": 150}))
+    code, out, _ = run(capsys, "config", "show", path)
+    assert code == 0 and "\x1b" not in out and "configuration mine\\x1b[2J" in out
