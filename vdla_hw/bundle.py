@@ -128,8 +128,11 @@ class Bundle:
         it: :func:`vdla_hw.files.atomic_write`), or to an open binary file."""
         if hasattr(path, "write"):
             self._write(path)
-        else:
+            return
+        try:
             atomic_write(path, self._write)
+        except OSError as err:  # name the bundle, not the temporary file beside it
+            raise OSError(err.errno, err.strerror or str(err), str(path)) from None
 
     def to_bytes(self) -> bytes:
         """The bundle file's bytes (what :meth:`save` writes; :meth:`from_bytes` reads them)."""

@@ -152,6 +152,7 @@ def test_save_replaces_the_file_whole(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", full)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(OSError, match="No space left") as err:
         small_bundle("osdi18").save(path)
+    assert err.value.filename == str(path)  # the bundle, not the temporary name
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["p.npz"]
