@@ -10,7 +10,8 @@ any command starts work, and turns its ``ArgumentTypeError`` into one line and e
     p.add_argument("--port", type=port)
 
 ``output_file``/``output_dir`` check that the path can be written (its folder exists or can be
-created, it is not a directory / not a file, the folder is writable) without creating anything.
+created, it is not a directory / not a file, the folder is writable; a file is not a device, a
+FIFO or read-only, since it is replaced by a rename: ``vdla.outputs``) without creating anything.
 """
 
 from __future__ import annotations
