@@ -15,13 +15,13 @@ so in its basis.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from dse.activity import BUFFERS
 from vdla_hw.config import Config
 from vdla_hw.errors import VdlaError
+from vdla_hw.files import json_loads, read_capped
 
 DEFAULT_TABLE = Path(__file__).parent / "data" / "energy_horowitz45.json"
 SCALARS = ("mac_int8_pj", "alu_int32_pj", "dram_pj_per_byte")
@@ -34,12 +34,14 @@ class EnergyTableError(VdlaError):
 def load_table(path: str | Path | None = None) -> dict:
     """The energy table at ``path`` (default: the built-in one), checked."""
     path = Path(path) if path else DEFAULT_TABLE
-    try:
-        table = json.loads(path.read_text())
-    except OSError as err:
-        raise EnergyTableError(f"{path}: cannot read the energy table ({err.strerror})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise EnergyTableError(f"{path}: the energy table is not valid JSON ({err})") from None
+    try:  # a bounded regular file (not /dev/zero)
+        text = read_capped(path, "energy table")
+    except VdlaError as err:
+        raise EnergyTableError(f"{path}: cannot read the energy table ({str(err).removeprefix(f'{path}: ')})") from None
+    try:  # JSON of bounded depth and digits
+        table = json_loads(text, f"{path}: the energy table")
+    except VdlaError as err:
+        raise EnergyTableError(str(err)) from None
     if not isinstance(table, dict):
         raise EnergyTableError(f"{path}: the energy table must be a JSON object")
     for key in SCALARS:

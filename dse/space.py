@@ -35,6 +35,7 @@ from pathlib import Path
 
 from vdla_hw.config import PARAMETERS, Config
 from vdla_hw.errors import ConfigError, VdlaError
+from vdla_hw.files import json_loads, read_capped
 from vdla_hw.presets import PRESETS
 
 # Software knobs: name -> (allowed values, meaning). ``vthreads`` "search" lets the compiler's
@@ -224,14 +225,14 @@ def parse_space(data: dict, source: str = "<space>") -> Space:
 
 def load_space(path: str | Path) -> Space:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise SpaceError(str(path), "(file)", f"cannot read ({getattr(err, 'strerror', None) or err})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise SpaceError(str(path), "(file)", f"not valid JSON ({err.msg} at line {err.lineno})") from None
+    try:  # a bounded regular file (not /dev/zero)
+        text = read_capped(path, "sweep space")
+    except VdlaError as err:
+        raise SpaceError(str(path), "(file)", f"cannot read ({str(err).removeprefix(f'{path}: ')})") from None
+    try:  # JSON of bounded depth and digits
+        data = json_loads(text, str(path))
+    except VdlaError as err:
+        raise SpaceError(str(path), "(file)", str(err).removeprefix(f"{path}: ")) from None
     return parse_space(data, str(path))
 
 

@@ -12,13 +12,13 @@ layers); ``OUT/comparison.csv`` holds the same table. The paper measured VTA's P
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
 from compiler import paper
-from vdla.cmd_run import write_outputs
+from vdla.cmd_run import csv_text, study_files, write_outputs
 from vdla.network import run_network
+from vdla.outputs import Outputs, check_writable
 
 
 def fig10_label(record) -> str | None:
@@ -84,27 +84,26 @@ def main(argv=None) -> int:
     parser.add_argument("--cpu", default="cortex-a9", help="CPU model (cortex-a9 is the paper's)")
     args = parser.parse_args(argv)
     out = Path(args.out)
+    tables = [out / "comparison.csv", out / "fig21_validation.csv"]
+    check_writable([*tables, *(path for preset in args.presets for path in study_files(out / preset))])
     reports = {}
-    for preset in args.presets:
-        print(f"== {preset}", file=sys.stderr)
-        reports[preset] = run_network("resnet18", config=preset, resolution=args.resolution, cpu=args.cpu,
-                                      progress=lambda m: print(m, file=sys.stderr))
-        write_outputs(reports[preset], out / preset)
-    rows = comparison(reports)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "comparison.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["metric", "paper", *args.presets])
-        writer.writeheader()
-        writer.writerows(rows)
+    # Every file of the study is staged and put in place at the end, together: an interrupted
+    # study leaves the previous results whole.
+    with Outputs() as outputs:
+        for preset in args.presets:
+            print(f"== {preset}", file=sys.stderr)
+            reports[preset] = run_network("resnet18", config=preset, resolution=args.resolution, cpu=args.cpu,
+                                          progress=lambda m: print(m, file=sys.stderr))
+            write_outputs(reports[preset], out / preset, outputs)
+        rows = comparison(reports)
+        outputs.write(tables[0], csv_text(rows, ["metric", "paper", *args.presets]))
+        first = reports[args.presets[0]]
+        validation = fig21_validation(first)
+        outputs.write(tables[1], csv_text(validation, list(validation[0])))
+        outputs.commit()
     print(f"{'metric':<32} {'paper':>8} " + " ".join(f"{p:>10}" for p in args.presets))
     for row in rows:
         print(f"{row['metric']:<32} {row['paper']!s:>8} " + " ".join(f"{row.get(p, '-')!s:>10}" for p in args.presets))
-    first = reports[args.presets[0]]
-    validation = fig21_validation(first)
-    with open(out / "fig21_validation.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(validation[0]))
-        writer.writeheader()
-        writer.writerows(validation)
     print(f"\nFig. 21 categories, modelled ({first.totals['time_basis']}) vs the paper, {args.presets[0]}:")
     print(f"{'system':<12} {'category':<24} {'ours s':>8} {'paper s':>8} {'error':>8}")
     for row in validation:

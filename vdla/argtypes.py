@@ -10,7 +10,8 @@ any command starts work, and turns its ``ArgumentTypeError`` into one line and e
     p.add_argument("--port", type=port)
 
 ``output_file``/``output_dir`` check that the path can be written (its folder exists or can be
-created, it is not a directory / not a file, the folder is writable) without creating anything.
+created, it is not a directory / not a file, the folder is writable; a file is not a device, a
+FIFO or read-only, since it is replaced by a rename: ``vdla.outputs``) without creating anything.
 """
 
 from __future__ import annotations
@@ -104,17 +105,19 @@ def _writable_folder(folder: Path, what: str) -> None:
 
 
 def output_file(text: str) -> str:
-    """A file the command will write (its folder must exist: commands do not create folders for files)."""
-    path = Path(text)
+    """A file the command will write (its folder must exist: commands do not create folders for
+    files). It is replaced by a rename (``vdla.outputs``), so it must be a regular file or new:
+    a device such as /dev/null or a read-only file is refused (``vdla.outputs.file_problem``)."""
+    from vdla.outputs import file_problem
+
     if not text:
         raise _bad("empty file name")
-    if path.is_dir():
-        raise _bad(f"{text} is a directory; give a file name")
-    if not path.parent.is_dir():
-        raise _bad(f"cannot write {text}: folder {path.parent} does not exist")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise _bad(f"cannot write {text}: the file is not writable")
-    _writable_folder(path.parent, text)
+    path = Path(text)
+    if not path.parent.is_dir() and not path.is_dir():
+        _writable_folder(path.parent, text)  # a file on the way: "... is not a directory"
+    why = file_problem(path)
+    if why:
+        raise _bad(f"cannot write {text}: {why}")
     return text
 
 

@@ -16,42 +16,57 @@ from this module and :mod:`vdla.argtypes`, and that new commands keep by using t
   ``type=argtypes.output_dir`` (a test walks every command and holds it to this).
 * **A closed pipe ends quietly** (``vdla sim big.npz --json | head -1``): exit status 141
   (128 + SIGPIPE, as a killed ``cat`` gives), nothing on stderr.
+* **Ctrl-C ends every command the same way**, from the first import on: ``vdla: interrupted``
+  and exit status 130 (128 + SIGINT), no traceback (see :mod:`vdla.interrupts`).
+* **Outputs are written where the user said, whole** (``--output F`` writes ``F``), through
+  :class:`vdla.outputs.Outputs`: an interrupted or failed command leaves the old files.
+* **``--json`` is strict JSON** (:func:`_print_json`: a NaN or an infinity is ``null``), and
+  error messages have their control characters escaped (they may quote a file or the network).
+
+Only the standard library is imported at module level: everything else loads inside
+:func:`main`'s handlers, so an interrupt or an error while importing is reported like any other.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
-import json
 import os
+import signal
 import sys
 from pathlib import Path
 
+from vdla import interrupts
 from vdla.argtypes import ArgumentParser, int_range, output_file, quiet_broken_pipe
-from vdla_hw.limits import DEFAULT_MAX_CYCLES, REFERENCE_MAX_UOPS, REFERENCE_UOPS_PER_S
-from vdla_hw.errors import VdlaError
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL_ERROR = 1
-EXIT_BROKEN_PIPE = 128 + 13  # SIGPIPE
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+EXIT_INTERRUPTED = interrupts.EXIT_INTERRUPTED
 # Modules that each add subcommands through ``add_parser(subparsers)``; one per package area.
 EXTENSIONS = ("vdla.cmd_sim", "vdla.cmd_compile", "vdla.cmd_run", "vdla.cmd_hw", "vdla.cmd_deploy", "vdla.cmd_sweep")
 
 
 def _print_json(data) -> None:
-    print(json.dumps(data, indent=2, sort_keys=False))
+    """``data`` as strict JSON on stdout (every ``--json`` of vdla/ goes through here)."""
+    from vdla_hw.files import json_text
+
+    print(json_text(data, indent=2))
 
 
 def cmd_config_show(args) -> int:
     from vdla_hw.config import load_config
+    from vdla_hw.files import printable
 
     config = load_config(args.config)
     info = config.describe()
     if args.json:
         _print_json(info)
         return 0
-    print(f"configuration {info['name']}  fingerprint {info['fingerprint']}  ISA v{info['isa_version']}")
+    # the name and the sources may come from the file (its name, its "name" key): escaped
+    print(f"configuration {printable(info['name'])}  fingerprint {info['fingerprint']}  ISA v{info['isa_version']}")
     for key, value in info["params"].items():
-        print(f"  {key:<24} {value!s:<10} {info['sources'][key]}")
+        print(f"  {key:<24} {value!s:<10} {printable(info['sources'][key])}")
     print("derived:")
     for key, value in info["derived"].items():
         print(f"  {key:<24} {value}")
@@ -66,15 +81,18 @@ def cmd_regmap(args) -> int:
 
 
 def cmd_asm(args) -> int:
+    from vdla.outputs import write_file
     from vdla_hw.asm import assemble
+    from vdla_hw.errors import VdlaError
+    from vdla_hw.files import read_capped
 
     path = Path(args.file)
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise VdlaError(f"{path}: cannot read assembly ({err.strerror if isinstance(err, OSError) else err})") from None
+        text = read_capped(path, "assembly file").decode()
+    except UnicodeDecodeError as err:
+        raise VdlaError(f"{path}: the assembly file is not UTF-8 text (byte {err.start})") from None
     bundle = assemble(text, config=args.config, source=str(path))
-    bundle.save(args.output)
+    write_file(args.output, bundle.save)
     print(f"wrote {args.output}: {bundle.insn_count} instructions, {bundle.dram.size}-byte image, "
           f"config {bundle.config.name} ({bundle.config.fingerprint})", file=sys.stderr)
     return 0
@@ -120,8 +138,36 @@ def cmd_exec(args) -> int:
     return 0
 
 
+def version_text() -> str:
+    """``vdla --version``: the installed package's version, the ISA and the board protocol's."""
+    from importlib import metadata
+
+    from driver.protocol import PROTOCOL_VERSION
+    from vdla_hw.config import ISA_VERSION
+
+    try:
+        version = metadata.version("vdla")
+    except metadata.PackageNotFoundError:
+        version = "unknown (not installed; run from a source tree)"
+    return f"vdla {version} (ISA v{ISA_VERSION}, board protocol v{PROTOCOL_VERSION})"
+
+
+class _Version(argparse.Action):
+    """``--version``: prints :func:`version_text` (computed only when asked) and exits 0."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit(0)
+
+
 def build_parser() -> ArgumentParser:
+    from vdla_hw.limits import DEFAULT_MAX_CYCLES, REFERENCE_MAX_UOPS, REFERENCE_UOPS_PER_S
+
     parser = ArgumentParser(prog="vdla", description="VDLA co-design simulator")
+    parser.add_argument("--version", action=_Version, help="print the version (package, ISA, board protocol) and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     config = sub.add_parser("config", help="show a configuration")
@@ -164,8 +210,25 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run the ``vdla`` command line ``argv``; returns the exit status (see the module docstring).
+    ``argv`` None: this process is the ``vdla`` command (``sys.argv``), so once the command has
+    ended a further Ctrl-C is ignored (it would interrupt only the interpreter's exit)."""
+    own_process = argv is None
+    try:
+        with interrupts.watched():
+            code = _main(argv)
+            interrupts.check()  # an interrupt a finaliser swallowed still ends the command as one
+    except KeyboardInterrupt:
+        return interrupts.report(ignore_more=own_process)
+    if own_process:
+        interrupts.ignore()
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
+    from vdla_hw.errors import VdlaError
+
+    args = build_parser().parse_args(argv)
     try:
         code = args.func(args)
         sys.stdout.flush()
@@ -175,8 +238,6 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except VdlaError as err:
         return _error(str(err), EXIT_USER_ERROR)
-    except KeyboardInterrupt:
-        return _error("interrupted", 130, prefix="vdla: ")
     except OSError as err:  # the file system said no (disk full, permission, ...)
         where = f"{err.filename}: " if err.filename else ""
         return _error(f"{where}{err.strerror or err}", EXIT_USER_ERROR)
@@ -190,8 +251,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _error(message: str, code: int, prefix: str = "vdla: error: ") -> int:
+    """Print ``prefix + message`` as one line on stderr (whitespace runs joined, control
+    characters escaped: a message may quote a file name or text from a file or the network)."""
+    from vdla_hw.files import printable
+
     try:
-        print(prefix + " ".join(message.split()), file=sys.stderr)
+        print(prefix + printable(" ".join(message.split())), file=sys.stderr)
     except (BrokenPipeError, OSError):
         pass
     return code

@@ -31,6 +31,7 @@ def _load_npy(path: str, name: str):
 def cmd_compile(args) -> int:
     from compiler.accel import compile_layer
     from compiler.layers import Conv2D, Dense
+    from vdla.outputs import write_file
 
     if args.op == "conv2d":
         layer = Conv2D(name=args.name or "conv2d", n=args.n, h=args.h, w=args.w, ic=args.ic, oc=args.oc, k=args.k,
@@ -47,7 +48,7 @@ def cmd_compile(args) -> int:
         tensors = {key: _load_npy(path, key) for key, path in given.items()}
     bundle = compile_layer(layer, args.config, tensors=tensors, schedule=args.schedule, vthreads=args.vthreads,
                            seed=args.seed)
-    bundle.save(args.output)
+    write_file(args.output, bundle.save)
     print(f"wrote {args.output}: {layer.name} ({args.op}), schedule {bundle.meta['schedule']}, "
           f"{bundle.insn_count} instructions, {bundle.dram.size}-byte image, config {bundle.config.name}",
           file=sys.stderr)

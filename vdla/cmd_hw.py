@@ -4,8 +4,8 @@ registered by vdla.cli through add_parser."""
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
+from pathlib import Path
 
 from vdla.argtypes import float_range, int_range, output_dir, output_file
 from vdla.cmd_sim import add_max_work
@@ -16,25 +16,35 @@ TOPS = ("core", "axi")
 
 
 def cmd_hw_verilog(args) -> int:
+    from vdla.outputs import Outputs, check_writable
     from vdla_hw.config import load_config
+    from vdla_hw.errors import VdlaError
     from vdla_hw.rtl.convert import to_verilog
     from vdla_hw.rtl.runner import top_name
 
     config = load_config(args.config)
-    path = to_verilog(config, args.output, top=top_name(args.top))
+    top = top_name(args.top)
+    dest = Path(args.output) / f"{top}.v"
+    check_writable([dest])
+    with Outputs() as outputs:  # converted in a staging folder beside it, then renamed onto DIR/<top>.v
+        staged = to_verilog(config, outputs.path(dest).parent, top=top)
+        if staged.name != dest.name:
+            raise VdlaError(f"the Verilog converter wrote {staged.name}, not {dest.name} (a bug)")
+        path, = outputs.commit()
     print(f"wrote {path} ({config.name}, {config.fingerprint})", file=sys.stderr)
     return 0
 
 
 def cmd_hw_synth(args) -> int:
     from vdla_hw.config import load_config
+    from vdla_hw.files import json_text
     from vdla_hw.rtl.fmax import describe, estimate_fmax, progress_to_stderr
 
     config = load_config(args.config)
     res = estimate_fmax(config, args.top, keep=args.keep, use_cache=not args.no_cache,
                         progress=progress_to_stderr)
     if args.json:
-        print(json.dumps(res, indent=2))
+        print(json_text(res, indent=2))
         return 0
     print(f"synthesis of {config.name} ({config.fingerprint}, {res['module']}) for the {res['device']} "
           "(yosys synth_xilinx)")
@@ -51,9 +61,11 @@ def cmd_rtl(args) -> int:
     import numpy as np
 
     from driver.rtl_run import MemoryOptions, choose_bench, run_bundles
+    from vdla.outputs import write_file
     from vdla_hw import limits, program, regmap, timing, work
     from vdla_hw.bundle import Bundle
     from vdla_hw.errors import VdlaError
+    from vdla_hw.files import json_text
     from vdla_hw.rtl.axi_check import rule_names
     from vdla_sim import simulate
 
@@ -76,7 +88,7 @@ def cmd_rtl(args) -> int:
         names = [k for k, v in regmap.ERROR_BITS.items() if res.error & v]
         raise VdlaError(f"{args.file}: the RTL stopped with error {', '.join(names)} at instruction {res.error_insn}")
     if args.output:
-        bundle.with_dram(res.dram).save(args.output)
+        write_file(args.output, bundle.with_dram(res.dram).save)
     c = bundle.config
     insns = bundle.insns()
     mac_uops = sum(timing.uop_count(i) for i in insns if i.kind == "GEMM" and not i.reset)
@@ -114,7 +126,7 @@ def cmd_rtl(args) -> int:
         "retired": dict(res.counters),
     }
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json_text(report, indent=2))
         return 0
     print(f"ran {bundle.insn_count} instructions on the RTL ({args.top} top, {args.sim}, "
           f"{choose_bench(args.sim, args.bench, args.vcd)} bench, {c.name})")

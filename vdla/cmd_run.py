@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import csv
-import json
+import io
 import sys
 from pathlib import Path
 
@@ -17,40 +17,72 @@ def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def write_outputs(report, out_dir: Path, progress=_progress) -> list[Path]:
-    """The per-layer CSV, the summary JSON and the four figures of the study into ``out_dir``."""
+TABLES = ("layers.csv", "summary.json")
+
+
+def study_files(out_dir: Path) -> list[Path]:
+    """Every file :func:`write_outputs` may write into ``out_dir`` (the figures of offloaded
+    convolutions only when there are some): checked before a run, replaced as one set."""
+    from vdla import plots
+
+    return [out_dir / name for name in TABLES] + \
+        [out_dir / f"{figure}.{ext}" for figure in plots.FIGURES for ext in plots.FORMATS]
+
+
+def csv_text(rows: list[dict], fields: list[str] | None = None) -> str:
+    """``rows`` as CSV text with a header (``fields``, default the first row's keys)."""
+    buf = io.StringIO(newline="")
+    writer = csv.DictWriter(buf, fieldnames=fields or list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def write_outputs(report, out_dir: Path, outputs=None, progress=_progress) -> list[Path]:
+    """The per-layer CSV, the summary JSON and the four figures of the study into ``out_dir``,
+    as one set (:func:`study_files`: files of an earlier run it does not write again are
+    removed). Staged in ``outputs`` (a :class:`vdla.outputs.Outputs`) for the caller's commit,
+    or, without one, put in place before returning. Returns the destinations."""
     from vdla import plots
     from vdla.network import roofline_without_latency_hiding
+    from vdla.outputs import Outputs
+    from vdla_hw.files import json_text
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = [out_dir / "layers.csv", out_dir / "summary.json"]
-    with open(written[0], "w", newline="") as fh:
-        rows = [{**r.as_dict(), "host": json.dumps(r.host_parts)} for r in report.records]
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    if outputs is None:
+        with Outputs() as own:
+            write_outputs(report, out_dir, own, progress)
+            return own.commit()
+    outputs.supersede(study_files(out_dir))
+    rows = [{**r.as_dict(), "host": json_text(r.host_parts)} for r in report.records]
+    written = [outputs.write(out_dir / TABLES[0], csv_text(rows))]
     summary = report.as_dict()
     del summary["layers"]
-    written[1].write_text(json.dumps(summary, indent=2))
-    written += plots.fig21_breakdown(report, out_dir)
-    written += plots.layer_speedup(report, out_dir)
+    written.append(outputs.write(out_dir / TABLES[1], json_text(summary, indent=2)))
+    written += plots.fig21_breakdown(report, out_dir, outputs)
+    written += plots.layer_speedup(report, out_dir, outputs)
     convs = [r for r in report.records if r.placement == "vdla" and r.op == "conv"]
     if convs:  # the roofline and the timeline are about offloaded convolutions
         config = convs[0].extra["run"].config
-        written += plots.roofline(report, roofline_without_latency_hiding(report, progress), out_dir, config)
+        written += plots.roofline(report, roofline_without_latency_hiding(report, progress), out_dir, config, outputs)
         # The timeline shows the conv that keeps the GEMM core busiest: load/compute overlap at its best.
-        written += plots.timeline(report, max(convs, key=lambda r: r.utilization).name, out_dir)
+        written += plots.timeline(report, max(convs, key=lambda r: r.utilization).name, out_dir, outputs)
     return written
 
 
 def cmd_run(args) -> int:
+    import numpy as np
+
     from compiler.network import PartitionOptions
     from compiler.network.report import table
     from vdla.network import run_network
+    from vdla.outputs import Outputs, check_writable
+    from vdla_hw.files import json_text
 
     if args.plots and args.target != "sim":
         raise VdlaError(f"--plots needs --target sim (the timeline and roofline read the simulator's "
                         f"instruction spans); run --target {args.target} without --plots")
+    plot_dir = Path(args.plots) if args.plots else None
+    check_writable([*(study_files(plot_dir) if plot_dir else ()), *((args.output,) if args.output else ())])
     options = PartitionOptions(stem_on_vdla=args.stem_on_vdla, add_on_vdla=args.add_on_vdla,
                                fc_on_vdla=args.fc_on_vdla)
     calibration = args.calibration if args.calibration is not None else 4
@@ -61,14 +93,14 @@ def cmd_run(args) -> int:
     if not report.bit_exact:
         raise VdlaError(f"{args.model}: the executed network's output differs from the numpy reference of the "
                         "quantized graph (a bug: please report it with this command line)")
-    written = write_outputs(report, Path(args.plots)) if args.plots else []
-    if args.output:
-        import numpy as np
-
-        np.save(args.output, report.output_float)
-        written.append(Path(args.output))
+    with Outputs() as outputs:  # every file of the run appears at once, after the whole run
+        if plot_dir:
+            write_outputs(report, plot_dir, outputs)
+        if args.output:
+            outputs.write(args.output, lambda fh: np.save(fh, report.output_float, allow_pickle=False))
+        written = outputs.commit()
     if args.json:
-        print(json.dumps(report.as_dict(), indent=2))
+        print(json_text(report.as_dict(), indent=2))
     else:
         print(table(report.records, report.totals))
         q = report.quantization
@@ -90,8 +122,11 @@ def cmd_run(args) -> int:
 def cmd_model(args) -> int:
     from compiler.frontend.resnet import write_resnet
     from vdla.network import BUILTIN
+    from vdla.outputs import Outputs
 
-    path = write_resnet(args.output, BUILTIN[args.name], args.resolution, args.seed)
+    with Outputs() as outputs:
+        write_resnet(outputs.path(args.output), BUILTIN[args.name], args.resolution, args.seed)
+        path, = outputs.commit()
     print(f"wrote {path} ({args.name}, {args.resolution}x{args.resolution}, seed {args.seed})", file=sys.stderr)
     return 0
 
@@ -136,7 +171,7 @@ def add_parser(sub) -> None:
     run.add_argument("--input", metavar="FILE",
                      help="the executed input: .npy/.npz (float32, the model's shape, already normalised) or an image")
     run.add_argument("--output", type=output_file, metavar="FILE",
-                     help="write the network's final output, dequantized to float32, as .npy")
+                     help="write the network's final output, dequantized to float32, as .npy (to FILE, whatever its name)")
     run.set_defaults(func=cmd_run)
 
     model = sub.add_parser("model", help="write a built-in model (deterministic random weights) as ONNX")

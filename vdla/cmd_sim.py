@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 from vdla.argtypes import int_range, output_file
@@ -10,23 +9,29 @@ from vdla_hw.limits import DEFAULT_MAX_CYCLES, SIM_MAX_WORK, SIM_WORK_PER_S
 
 
 def cmd_sim(args) -> int:
+    from vdla.outputs import Outputs
     from vdla_hw.bundle import Bundle
+    from vdla_hw.files import json_text
     from vdla_sim import simulate
 
     bundle = Bundle.load(args.file, config=args.config)
-    result = simulate(bundle, max_cycles=args.max_cycles, race_check=not args.no_race_check,
-                      trace_path=args.trace, max_work=args.max_work)
-    if args.image:
-        bundle.with_dram(result.dram).save(args.image)
-    if args.tensor:
-        import numpy as np
+    with Outputs() as outputs:  # the image, the tensor and the trace appear together, at their exact paths
+        result = simulate(bundle, max_cycles=args.max_cycles, race_check=not args.no_race_check,
+                          trace_path=outputs.path(args.trace) if args.trace else None,
+                          max_work=args.max_work)
+        if args.image:
+            outputs.write(args.image, bundle.with_dram(result.dram).save)
+        if args.tensor:
+            import numpy as np
 
-        from compiler.accel import layer_output
+            from compiler.accel import layer_output
 
-        np.save(args.tensor, layer_output(bundle, result.dram))
+            tensor = layer_output(bundle, result.dram)
+            outputs.write(args.tensor, lambda fh: np.save(fh, tensor, allow_pickle=False))
+        outputs.commit()
     report = result.as_dict()
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json_text(report, indent=2))
         return 0
     print(f"simulated {bundle.insn_count} instructions ({bundle.config.name}, {bundle.config.CLOCK_MHZ:g} MHz)")
     print(f"  cycles {result.cycles}  time {result.seconds * 1e6:.3f} us  {result.gops:.2f} GOPS  "

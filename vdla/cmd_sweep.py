@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -53,6 +52,7 @@ def cmd_sweep(args) -> int:
     from dse import parts
     from dse.runner import SweepOptions, run_sweep
     from dse.space import load_space
+    from vdla_hw.files import json_text
 
     space = load_space(args.space)
     out = Path(args.output)
@@ -66,7 +66,7 @@ def cmd_sweep(args) -> int:
                            energy_table=args.energy_table, part=args.part)
     summary = run_sweep(space, out, models, options)
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json_text(summary, indent=2))
     else:
         print_summary(summary)
     return 0

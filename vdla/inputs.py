@@ -18,13 +18,17 @@ from pathlib import Path
 import numpy as np
 
 from compiler.frontend.inputs import synthetic_inputs
-from vdla_hw.errors import VdlaError
+from vdla_hw.errors import BundleError, VdlaError
+from vdla_hw.files import read_capped
+from vdla_hw.limits import MAX_TENSOR_BYTES
+from vdla_hw.npyfile import NPY_MAGIC, ZIP_MAGIC, read_npy, read_npz
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 ARRAY_SUFFIXES = (".npy", ".npz")
 IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 RESIZE_MARGIN = 256 / 224  # torchvision: Resize(256) before CenterCrop(224)
 MAX_FILES = 10_000
+MAX_ARRAY_BYTES = 4 * MAX_TENSOR_BYTES  # an array file of inputs: a stack of a few of the largest tensors
 
 
 class InputError(VdlaError):
@@ -94,7 +98,7 @@ def load_image(path: Path, shape: tuple[int, ...], normalize) -> np.ndarray:
             image = image.resize(size, Image.BILINEAR)
             left, top = (size[0] - width) // 2, (size[1] - height) // 2
             pixels = np.asarray(image.crop((left, top, left + width, top + height)), dtype=np.float32) / 255.0
-    except (UnidentifiedImageError, OSError, ValueError) as err:
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as err:
         raise InputError(f"{path}: cannot read the image ({err})") from None
     pixels = pixels.reshape(height, width, channels).transpose(2, 0, 1)
     if normalize is not None:
@@ -105,20 +109,28 @@ def load_image(path: Path, shape: tuple[int, ...], normalize) -> np.ndarray:
     return np.ascontiguousarray(pixels, dtype=np.float32)
 
 
+def read_arrays(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of a .npy (key ``""``) or .npz file, read with bounded memory and every defect
+    (not numpy, corrupt, truncated, a header announcing more than the file holds, pickles) one
+    :class:`InputError` naming the file (:mod:`vdla_hw.npyfile`)."""
+    data = read_capped(path, "input array file", MAX_ARRAY_BYTES)
+    try:
+        if data.startswith(NPY_MAGIC):
+            return {"": read_npy(data, str(path))}
+        if not data.startswith(ZIP_MAGIC):
+            raise InputError(f"{path}: not a numpy .npy/.npz file (no .npy or zip header)")
+        return read_npz(data, str(path), max_total=MAX_ARRAY_BYTES)
+    except BundleError as err:
+        raise InputError(str(err)) from None
+
+
 def load_array(path: Path, shape: tuple[int, ...]) -> np.ndarray:
     """A stack of samples (k * batch, ...) from a .npy, or a .npz holding one array."""
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as err:
-        raise InputError(f"{path}: not a numpy .npy/.npz file ({err})") from None
-    if isinstance(data, np.ndarray):
-        array = data
-    else:
-        with data:
-            if len(data.files) != 1:
-                raise InputError(f"{path}: the .npz holds {len(data.files)} arrays ({', '.join(data.files[:5])}); "
-                                 "give one array of inputs")
-            array = data[data.files[0]]
+    arrays = read_arrays(path)
+    if len(arrays) != 1:
+        raise InputError(f"{path}: the .npz holds {len(arrays)} arrays ({', '.join(list(arrays)[:5])}); "
+                         "give one array of inputs")
+    array, = arrays.values()
     if array.dtype.kind not in "fiu":
         raise InputError(f"{path}: holds {array.dtype} values; give float32 inputs")
     sample = tuple(shape[1:])

@@ -11,7 +11,9 @@
    under the paper's own roof (51.2 GOPS, 0.8 GB/s). Points carry layer labels.
 4. ``timeline``: load/compute/store activity of one layer (instruction spans from the simulator).
 
-Log axes read as plain numbers; legends sit outside the data.
+Log axes read as plain numbers; legends sit outside the data. Each function writes
+``OUT_DIR/NAME.png`` and ``.pdf`` (:data:`FIGURES`, :data:`FORMATS`); given ``outputs`` (a
+:class:`vdla.outputs.Outputs`), it stages them there for the caller's commit.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ LABELS = {"layer0": "stem conv (layer 0)", "conv": "other convolutions", "other"
           "host": "host around offloads"}
 COLORS = {"layer0": "#8c6bb1", "conv": "#2b8cbe", "other": "#fdae6b", "host": "#74c476"}
 ZOOM_INSNS = 40  # the timeline zooms on this many compute instructions when a layer has more
+FIGURES = ("fig21_breakdown", "layer_speedup", "roofline", "timeline")  # each written as every FORMATS
+FORMATS = ("png", "pdf")
 
 
 def _pyplot():
@@ -39,13 +43,19 @@ def _pyplot():
     return plt
 
 
-def _save(fig, out_dir: Path, name: str) -> list[Path]:
+def _save(fig, out_dir: Path, name: str, outputs=None) -> list[Path]:
+    """``out_dir/NAME.png`` and ``.pdf``: staged in ``outputs`` (a :class:`vdla.outputs.Outputs`,
+    put in place by its commit) or, without one, each written whole on its own."""
+    from vdla.outputs import write_file
+
+    write = outputs.write if outputs is not None else write_file
     paths = []
-    for ext in ("png", "pdf"):
-        path = out_dir / f"{name}.{ext}"
-        fig.savefig(path, dpi=150, bbox_inches="tight")
-        paths.append(path)
-    _pyplot().close(fig)
+    try:
+        for ext in FORMATS:
+            paths.append(write(out_dir / f"{name}.{ext}",
+                               lambda fh, ext=ext: fig.savefig(fh, format=ext, dpi=150, bbox_inches="tight")))
+    finally:
+        _pyplot().close(fig)
     return paths
 
 
@@ -68,7 +78,7 @@ def short_name(name: str) -> str:
     return name.replace(".downsample.0", ".ds").replace(".conv", ".c")
 
 
-def fig21_breakdown(report, out_dir: Path) -> list[Path]:
+def fig21_breakdown(report, out_dir: Path, outputs=None) -> list[Path]:
     plt = _pyplot()
     ours = report.totals["categories"]
     cpu = (report.totals.get("cpu_model") or {}).get("name", "CPU")
@@ -97,10 +107,10 @@ def fig21_breakdown(report, out_dir: Path) -> list[Path]:
         f"{name} at {report.resolution}x{report.resolution}: no paper measurement to compare"
     ax.set_title(f"{name}: CPU only vs CPU + VDLA ({report.config_name})\n{where}", fontsize=9)
     _legend_outside(ax, title="category")
-    return _save(fig, out_dir, "fig21_breakdown")
+    return _save(fig, out_dir, "fig21_breakdown", outputs)
 
 
-def layer_speedup(report, out_dir: Path) -> list[Path]:
+def layer_speedup(report, out_dir: Path, outputs=None) -> list[Path]:
     plt = _pyplot()
     rows = [r for r in report.records if r.placement == "vdla" and r.seconds]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(rows) + 3), 4.5))
@@ -120,7 +130,7 @@ def layer_speedup(report, out_dir: Path) -> list[Path]:
     ax.set_title(f"{Path(report.model).name}: per-layer speedup and what Amdahl's law leaves ({report.config_name})",
                  fontsize=9)
     _legend_outside(ax)
-    return _save(fig, out_dir, "layer_speedup")
+    return _save(fig, out_dir, "layer_speedup", outputs)
 
 
 def _roof(ax, peak: float, bw: float, label: str, span: tuple[float, float], color="black") -> None:
@@ -155,7 +165,7 @@ def _log_axes(ax) -> None:
     ax.set_xlabel("arithmetic intensity (ops per DRAM byte)")
 
 
-def roofline(report, points_no_lh: dict, out_dir: Path, config) -> list[Path]:
+def roofline(report, points_no_lh: dict, out_dir: Path, config, outputs=None) -> list[Path]:
     """``points_no_lh``: layer name -> (ops per byte, GOPS) without latency hiding."""
     plt = _pyplot()
     with_paper = paper.is_fig21_setting(report.model, report.resolution)
@@ -201,10 +211,10 @@ def roofline(report, points_no_lh: dict, out_dir: Path, config) -> list[Path]:
         for a in (ax, right):
             a.set_ylim(low, max(peak, roof["gops"]) * 1.6)
     fig.tight_layout()
-    return _save(fig, out_dir, "roofline")
+    return _save(fig, out_dir, "roofline", outputs)
 
 
-def timeline(report, layer: str, out_dir: Path) -> list[Path]:
+def timeline(report, layer: str, out_dir: Path, outputs=None) -> list[Path]:
     """Instruction spans per module of one offloaded layer, from its simulation: the whole layer
     and, below, a zoom on its first instructions so single loads, GEMMs and stores show."""
     plt = _pyplot()
@@ -228,4 +238,4 @@ def timeline(report, layer: str, out_dir: Path) -> list[Path]:
     axes[0, 0].set_title(f"{layer}: load / compute / store overlap ({report.config_name}, {sim.cycles:,} cycles, "
                          f"GEMM utilisation {record.utilization * 100:.0f}%)", fontsize=9)
     fig.tight_layout()
-    return _save(fig, out_dir, "timeline")
+    return _save(fig, out_dir, "timeline", outputs)

@@ -34,6 +34,7 @@ from vdla_hw import isa
 from vdla_hw.config import MEM_TYPES, Config, load_config
 from vdla_hw.presets import PRESETS
 from vdla_hw.errors import BundleError, VdlaError
+from vdla_hw.files import atomic_write, json_loads
 from vdla_hw.limits import MAX_DRAM_BYTES, mib
 from vdla_hw.npyfile import read_npz
 
@@ -122,9 +123,16 @@ class Bundle:
         return image[lo:hi].view(self.config.elem_dtype(sym.mem)).reshape(sym.shape).copy()
 
     # --- files ----------------------------------------------------------------------------
-    def save(self, path: str | Path) -> None:
-        with open(path, "wb") as fh:
-            self._write(fh)
+    def save(self, path) -> None:
+        """Write the bundle file to ``path``, whole or not at all (a temporary name renamed onto
+        it: :func:`vdla_hw.files.atomic_write`), or to an open binary file."""
+        if hasattr(path, "write"):
+            self._write(path)
+            return
+        try:
+            atomic_write(path, self._write)
+        except OSError as err:  # name the bundle, not the temporary file beside it
+            raise OSError(err.errno, err.strerror or str(err), str(path)) from None
 
     def to_bytes(self) -> bytes:
         """The bundle file's bytes (what :meth:`save` writes; :meth:`from_bytes` reads them)."""
@@ -183,10 +191,18 @@ class Bundle:
             if wanted.fingerprint != own.fingerprint:
                 raise BundleError(where, f"bundle was built for configuration {own.fingerprint} ({own.name}), "
                                   f"not {wanted.fingerprint} ({wanted.name}); recompile it for this configuration")
+        texts = {}
+        for key in ("symbols", "meta"):
+            if key in data and (data[key].shape != () or data[key].dtype.kind != "U"):
+                raise BundleError(where, f"key {key!r} must hold a JSON text, got {data[key].dtype} {data[key].shape}")
+            try:
+                texts[key] = json_loads(str(data[key]) if key in data else "{}", f"key {key!r}")
+            except VdlaError as err:  # nested too deeply, an integer of thousands of digits, ...
+                raise BundleError(where, str(err)) from None
         try:
             symbols = {str(k): Symbol(str(v["mem"]), int(v["index"]), int(v["count"]), tuple(int(d) for d in v["shape"]))
-                       for k, v in json.loads(str(data.get("symbols", "{}"))).items()}
-            meta = json.loads(str(data.get("meta", "{}")))
+                       for k, v in texts["symbols"].items()}
+            meta = texts["meta"]
             if not isinstance(meta, dict):
                 raise TypeError("meta is not a JSON object")
         except (ValueError, KeyError, TypeError, AttributeError) as err:

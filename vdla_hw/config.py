@@ -18,7 +18,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from vdla_hw import isa
-from vdla_hw.errors import ConfigError
+from vdla_hw.errors import ConfigError, VdlaError
+from vdla_hw.files import json_loads, read_capped
 from vdla_hw.isa import MEM_TYPES  # noqa: F401 (re-exported: the ISA owns the memory types)
 from vdla_hw.presets import DEFAULT_PRESET, PRESETS
 
@@ -77,8 +78,9 @@ class Config:
             if key not in PARAMETERS:
                 raise ConfigError(key, value, f"unknown parameter (known: {', '.join(PARAMETERS)})", self.name)
             kind, low, high, meaning = PARAMETERS[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or \
-                    (kind is int and value != int(value)):
+            # (an int is never converted to float here: one of 4000 digits would overflow)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    (isinstance(value, float) and not math.isfinite(value)) or (kind is int and value != int(value)):
                 raise ConfigError(key, value, f"must be {'an integer' if kind is int else 'a number'} ({meaning})", self.name)
             if not low <= value <= high:
                 raise ConfigError(key, value, f"must be in [{low}, {high}] ({meaning})", self.name)
@@ -120,11 +122,11 @@ class Config:
         return cls(name=name, params=params, sources=sources)
 
     @classmethod
-    def from_json_text(cls, text: str, source: str = "<json>") -> Config:
+    def from_json_text(cls, text: str | bytes, source: str = "<json>") -> Config:
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ConfigError("json", source, f"not valid JSON ({err.msg} at line {err.lineno})") from None
+            data = json_loads(text, source)
+        except VdlaError as err:  # malformed, nested too deeply, an integer of thousands of digits
+            raise ConfigError("json", source, str(err).removeprefix(f"{source}: ")) from None
         if not isinstance(data, dict):
             raise ConfigError("json", source, "must be a JSON object of parameters")
         # Accepted forms: {"preset": P, KEY: value...}, or to_json()'s {"name": N, "params": {...}}.
@@ -293,6 +295,7 @@ def load_config(spec: str | Path | Config | None = None) -> Config:
     if not path.exists():
         raise ConfigError("config", text, f"neither a preset ({', '.join(PRESETS)}) nor an existing JSON file")
     try:
-        return Config.from_json_text(path.read_text(), source=str(path))
-    except UnicodeDecodeError:
-        raise ConfigError("config", text, "file is not UTF-8 JSON") from None
+        data = read_capped(path, "configuration file")
+    except VdlaError as err:  # a device (/dev/zero), a folder, too large, unreadable
+        raise ConfigError("config", text, str(err).removeprefix(f"{path}: ")) from None
+    return Config.from_json_text(data, source=str(path))

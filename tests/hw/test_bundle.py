@@ -116,3 +116,43 @@ def test_bundle_is_a_zip_of_npy_files(tmp_path):
     path = tmp_path / "p.npz"
     small_bundle().save(path)
     assert zipfile.is_zipfile(path)
+
+
+def _fields(path):
+    with np.load(path) as npz:
+        return {k: npz[k] for k in npz.files}
+
+
+@pytest.mark.parametrize("key, text, words", [
+    ("meta", "[" * 50_000 + "]" * 50_000, "key 'meta': JSON nested too deeply"),
+    ("meta", '{"n": ' + "7" * 5000 + "}", "key 'meta': not valid JSON"),
+    ("symbols", '{"x": ' * 50_000 + "0" + "}" * 50_000, "key 'symbols': JSON nested too deeply"),
+    ("config", '{"LOG_BLOCK": ' + "[" * 50_000 + "]" * 50_000 + "}", "JSON nested too deeply"),
+])
+def test_hostile_json_keys_are_one_bundle_error(tmp_path, key, text, words):
+    """Issue 22: a bundle whose meta is nested 50,000 deep ended in `internal error`."""
+    path = tmp_path / "p.npz"
+    small_bundle().save(path)
+    np.savez(path, **{**_fields(path), key: np.array(text)})
+    with pytest.raises(BundleError) as err:
+        Bundle.load(path)
+    assert words in str(err.value) and str(err.value).startswith(str(path)) and "\n" not in str(err.value)
+
+
+def test_save_replaces_the_file_whole(tmp_path, monkeypatch):
+    """Bundle.save writes a temporary file and renames it: a failed write leaves the old bundle."""
+    import errno
+    import os
+
+    path = tmp_path / "p.npz"
+    small_bundle().save(path)
+    before = path.read_bytes()
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space left") as err:
+        small_bundle("osdi18").save(path)
+    assert err.value.filename == str(path)  # the bundle, not the temporary name
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["p.npz"]

@@ -10,6 +10,7 @@ import pytest
 
 from vdla_hw.config import PARAMETERS, Config, load_config
 from vdla_hw.errors import ConfigError
+from vdla_hw.files import MAX_TEXT_BYTES
 from vdla_hw.presets import PRESETS
 
 
@@ -118,3 +119,31 @@ def test_malformed_json(tmp_path):
     path.write_text("{ not json")
     with pytest.raises(ConfigError, match="not valid JSON"):
         load_config(str(path))
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[" * 200_000 + "]" * 200_000, "JSON nested too deeply"),
+    ('{"CLOCK_MHZ": ' + "9" * 5000 + "}", "not valid JSON (Exceeds the limit (4300 digits)"),
+    ('{"LOG_BATCH": ' + "9" * 4000 + "}", "LOG_BATCH=" + "9" * 10),   # valid JSON, out of range
+    ('{"CLOCK_MHZ": 1' + "0" * 400 + ".5}", "CLOCK_MHZ=inf: must be a number"),
+    (b'{"name": "\xff"}', "not UTF-8 text"),
+])
+def test_hostile_json_is_one_config_error(tmp_path, text, words):
+    """Issue 22: a config nested 200,000 deep or with a 5,000-digit integer ended in `internal error`."""
+    path = tmp_path / "hostile.json"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(ConfigError) as err:
+        load_config(str(path))
+    assert words in str(err.value) and str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("special, words", [("/dev/zero", "not a regular file"), (".", "is a directory")])
+def test_config_reads_are_capped(tmp_path, special, words):
+    """`vdla config show /dev/zero` read until memory ran out: only a regular file of bounded size is read."""
+    with pytest.raises(ConfigError, match=words):
+        load_config(special)
+    big = tmp_path / "big.json"
+    with open(big, "wb") as fh:
+        fh.truncate(MAX_TEXT_BYTES + 1)   # sparse: no disk, no memory
+    with pytest.raises(ConfigError, match="more than the"):
+        load_config(str(big))

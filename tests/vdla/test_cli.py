@@ -80,7 +80,7 @@ def test_errors_are_one_line_with_status_2(capsys, tmp_path):
     bad.write_text(".config tiny\nLOAD inp sram=99999\n")
     one_line_error(capsys, "asm", bad, "-o", bundle, words=f"{bad}:2:")
     one_line_error(capsys, "config", "show", "nope", words="neither a preset")
-    one_line_error(capsys, "asm", tmp_path / "missing.s", "-o", bundle, words="cannot read")
+    one_line_error(capsys, "asm", tmp_path / "missing.s", "-o", bundle, words="no such assembly file")
 
 
 def test_unknown_opcode_and_memory_type_in_a_bundle(capsys, tmp_path):
@@ -115,3 +115,48 @@ def test_config_whose_micro_op_does_not_fit_is_a_one_line_error(capsys, tmp_path
     path = tmp_path / "wide.json"
     path.write_text('{"preset": "vta-pynq", "LOG_ACC_BUFF_SIZE": 18}')
     one_line_error(capsys, "config", "show", path, words="micro-op needs 34 bits")
+
+
+def test_version_names_the_package_isa_and_protocol(capsys):
+    from importlib import metadata
+
+    from driver.protocol import PROTOCOL_VERSION
+    from vdla_hw.config import ISA_VERSION
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0
+    assert out == f"vdla {metadata.version('vdla')} (ISA v{ISA_VERSION}, board protocol v{PROTOCOL_VERSION})\n"
+
+
+def test_error_messages_escape_control_characters(capsys, tmp_path):
+    """A file name (or text from a file or the network) in an error reached the terminal raw."""
+    name = str(tmp_path / "evil\x1b]0;owned\x07\x1b[2J.json")
+    code, _, err = run(capsys, "config", "show", name)
+    assert code == 2 and "\x1b" not in err and "\x07" not in err and err.count("\n") == 1
+    assert "evil\\x1b]0;owned\\x07\\x1b[2J.json" in err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["config", "show", "/dev/zero"], "not a regular file"),
+    (["asm", "/dev/zero", "-o", "{tmp}/x.npz"], "the assembly file is not a regular file"),
+    (["asm", "{tmp}/bad.s", "-o", "{tmp}/x.npz"], "the assembly file is not UTF-8 text (byte 1)"),
+    (["config", "show", "{tmp}/deep.json"], "JSON nested too deeply"),
+    (["config", "show", "{tmp}/digits.json"], "not valid JSON (Exceeds the limit (4300 digits)"),
+    (["asm", EXAMPLE, "--config", "{tmp}/deep.json", "-o", "{tmp}/x.npz"], "JSON nested too deeply"),
+])
+def test_reads_from_user_paths_are_capped_and_checked(capsys, tmp_path, argv, words):
+    """`vdla config show /dev/zero` read until memory ran out; a config nested 200,000 deep or with a
+    5,000-digit integer ended in `internal error`."""
+    (tmp_path / "bad.s").write_bytes(b"F\xffINISH\n")
+    (tmp_path / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    (tmp_path / "digits.json").write_text('{"CLOCK_MHZ": ' + "1" * 5000 + "}")
+    one_line_error(capsys, *(str(a).format(tmp=tmp_path) for a in argv), words=words)
+
+
+def test_config_show_escapes_the_name_from_the_file(capsys, tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"name": "mine\x1b[2J", "CLOCK_MHZ": 150}))
+    code, out, _ = run(capsys, "config", "show", path)
+    assert code == 0 and "\x1b" not in out and "configuration mine\\x1b[2J" in out

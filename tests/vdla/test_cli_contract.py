@@ -4,6 +4,7 @@ one line (status 1) for a bug. The parser walk holds every command, including on
 later, to the convention."""
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -142,3 +143,33 @@ def test_output_types_accept_what_can_be_written(tmp_path):
     assert argtypes.output_dir(str(tmp_path))
     with pytest.raises(argparse.ArgumentTypeError, match="does not exist"):
         argtypes.output_file(str(tmp_path / "a" / "b.npz"))  # files get no folders made for them
+
+
+def strict_json(text: str):
+    """``json.loads`` refusing NaN and Infinity (not JSON; json.loads accepts them by default)."""
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_every_json_output_is_strict(capsys, tmp_path, monkeypatch):
+    """--json wrote NaN/Infinity (not JSON) for a missing quantity; now null, for every command."""
+    from tests.vdla.test_plots import small_net
+
+    bundle = tmp_path / "b.npz"
+    assert main(["compile", "dense", "--ic", "16", "--oc", "16", "-o", str(bundle)]) == 0
+    model = small_net(tmp_path / "tiny.onnx")
+    for argv in (["config", "show", "tiny", "--json"], ["exec", str(bundle), "--json"],
+                 ["sim", str(bundle), "--json"], ["run", str(model), "--json"]):
+        capsys.readouterr()
+        assert main(argv) == 0, argv
+        assert isinstance(strict_json(capsys.readouterr().out), dict), argv
+    # hw synth --json: yosys is slow; its printing is what this checks, with a missing clock estimate
+    import vdla_hw.rtl.fmax as fmax
+
+    monkeypatch.setattr(fmax, "estimate_fmax", lambda *args, **kwargs: {"fmax_mhz": float("nan"),
+                                                                      "slack_ns": float("-inf"), "lut": 1})
+    capsys.readouterr()
+    assert main(["hw", "synth", "--config", "tiny", "--json"]) == 0
+    assert strict_json(capsys.readouterr().out) == {"fmax_mhz": None, "slack_ns": None, "lut": 1}

@@ -183,3 +183,44 @@ def test_asm_refuses_a_field_given_twice(capsys, tmp_path, line, field):
     one_line_error(capsys, "asm", src, "-o", tmp_path / "d.npz", words=f"d.s:2: ")
     one_line_error(capsys, "asm", src, "-o", tmp_path / "d.npz", words=f"field {field} is given twice")
     assert not (tmp_path / "d.npz").exists()
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"PK\x03\x04" + bytes(range(256)) * 8, "not a readable .npz file (corrupt or truncated"),
+    (b"\x00garbage" * 300, "not a numpy .npy/.npz file"),
+    ("truncated", "not a readable .npz file (corrupt or truncated"),
+    ("bad deflate", "not a readable .npz file (corrupt or truncated"),
+    ("huge header", "its header announces"),
+])
+def test_a_garbage_calibration_array_is_a_one_line_error(capsys, tmp_path, content, words):
+    """Issue 22: a garbage --calibration .npz ended in `internal error` (BadZipFile, zlib.error)."""
+    path = tmp_path / "cal.npz"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content == "huge header":   # an .npy whose header announces 2**40 floats
+        header = np.lib.format.header_data_from_array_1_0(np.zeros(1, np.float32))
+        header["shape"] = (1 << 40,)
+        with open(tmp_path / "cal.npy", "wb") as fh:
+            np.lib.format.write_array_header_1_0(fh, header)
+        path = tmp_path / "cal.npy"
+    else:
+        np.savez_compressed(path, x=np.random.default_rng(0).standard_normal((4, 3, 32, 32)).astype(np.float32))
+        raw = bytearray(path.read_bytes())
+        if content == "truncated":
+            raw = raw[: len(raw) // 2]
+        else:
+            raw[80:120] = b"\xff" * 40
+        path.write_bytes(bytes(raw))
+    one_line_error(capsys, "run", "resnet18", "--resolution", "32", "--calibration", path, words=words)
+
+
+@pytest.mark.parametrize("option", ["space", "--energy-table"])
+def test_sweep_files_are_capped_and_checked(capsys, tmp_path, option):
+    """Issue 22: the sweep space and energy table were read whole (`/dev/zero` until memory ran out)."""
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    space = EXAMPLE.parent / "sweep_resnet18.json"
+    for bad, words in (("/dev/zero", "is not a regular file"), (deep, "JSON nested too deeply")):
+        argv = ["sweep", bad, "-o", tmp_path / "out"] if option == "space" else \
+            ["sweep", space, "-o", tmp_path / "out", "--energy-table", bad]
+        one_line_error(capsys, *argv, words=words)
