@@ -29,7 +29,12 @@ class KernelDtypeError(KernelError):
 class KernelValueError(KernelError):
     """A buffer whose values the generated code uses as indices, divisors, shift amounts or table
     entries (a gather's ``index``, an average pool's ``count``, ...) holds a value outside the
-    range the kernel is defined for; checked before the native code reads it."""
+    range the kernel is defined for; checked before the native code reads it. ``buffer`` names
+    the argument, ``why`` says which value where."""
+
+    def __init__(self, family: str, buffer: str, why: str):
+        self.family, self.buffer, self.why = family, buffer, why
+        super().__init__(f"{family}: buffer '{buffer}' {why}")
 
 
 class KernelLimitError(KernelError, LimitError):

@@ -158,8 +158,8 @@ def check_values_in(family, name, array, lo, hi):
     bad = np.flatnonzero((array < lo) | (array > hi))
     if bad.size:
         at = int(bad[0])
-        raise KernelValueError(f"{family}: buffer '{name}' holds {int(array.flat[at])} at element {at}, "
-                               f"outside [{lo}, {hi}] ({bad.size} such elements)")
+        raise KernelValueError(family, name, f"holds {int(array.flat[at])} at element {at}, outside [{lo}, {hi}] "
+                               f"({bad.size} such elements)")
 
 
 def check_unrolled(family, **values):
