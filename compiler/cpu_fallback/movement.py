@@ -19,6 +19,8 @@
 
 import dataclasses
 
+import numpy as np
+
 from .errors import KernelParamError
 from .spec import ArgSpec, KernelSpec, Work, check_positive, check_range, check_values_in
 
@@ -40,7 +42,11 @@ class ConcatSpec(KernelSpec):
 
     def __post_init__(self):
         for name in ("parts", "shifts", "zps"):
-            object.__setattr__(self, name, tuple(int(v) for v in getattr(self, name)))
+            value = getattr(self, name)
+            if not isinstance(value, (tuple, list)) or \
+                    any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in value):
+                raise KernelParamError(f"{self.family}: parameter {name} must be a tuple of ints, got {value!r}")
+            object.__setattr__(self, name, tuple(int(v) for v in value))
         if not self.shifts:
             object.__setattr__(self, "shifts", (0,) * len(self.parts))
         if not self.zps:

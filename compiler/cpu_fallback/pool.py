@@ -214,15 +214,18 @@ class AvgPool2dSpec(Window, KernelSpec):
         check_stack_row(self.family, self.ow)
         super().__post_init__()
 
-    def check_values(self, arrays):
-        """A count is a window's divisor, 1 .. kh*kw; ``add`` is within [-(128*taps << up) - 512,
-        256*taps << up] (the quantizer's constant terms are inside): then the dividend plus
-        count*bias is never negative and fits int32, so the double division floors exactly."""
+    def add_range(self):
+        """[lo, hi] of ``add``: with a count in 1 .. kh*kw, the dividend plus count*bias is then never
+        negative and fits int32, so the double division floors exactly (the quantizer's constant
+        terms, ``count // 2 + count * zp_out - (taps * zp_in << up)``, are inside)."""
         taps = self.kh * self.kw
+        return -(128 * taps << self.up) - 512, 2**31 - 1 - (127 * taps << self.up) - taps * self.bias
+
+    def check_values(self, arrays):
         if "count" in arrays:
-            check_values_in(self.family, "count", arrays["count"], 1, taps)
+            check_values_in(self.family, "count", arrays["count"], 1, self.kh * self.kw)
         if "add" in arrays:
-            check_values_in(self.family, "add", arrays["add"], -(128 * taps << self.up) - 512, 256 * taps << self.up)
+            check_values_in(self.family, "add", arrays["add"], *self.add_range())
 
     @property
     def bias(self):

@@ -126,8 +126,9 @@ def _size(shape) -> int:
 
 
 def _plan(node: QNode, shapes: list[tuple]):
-    """(spec, constant inputs, output shape or None) of a CPU op whose inputs have ``shapes``; the
-    kernel's inputs are the activations (reshaped to the spec's first arguments), then these."""
+    """(spec, constant inputs, output shape) of a CPU op whose inputs have ``shapes`` (the output
+    shape the numpy reference gives); the kernel's inputs are the activations (reshaped to the
+    spec's first arguments), then these."""
     op, x = node.op, shapes[0]
     if op == "quantize":
         return QuantizeSpec(size=_size(x), frac=_int(node, "frac")), [], x
@@ -151,7 +152,8 @@ def _plan(node: QNode, shapes: list[tuple]):
                 raise NodeError(node, "weight", f"shape {weight.shape} is not (M, K)")
             spec = DenseSpec(n=n, k=k, m=weight.shape[0], shift=shift, per_channel=per_channel is not None, lo=lo,
                              hi=hi, out_dtype="int32" if _bool(node, "wide") else "int8")
-        return spec, [weight, bias] + ([] if per_channel is None else [per_channel]), None
+        out = next(a for a in spec.args() if a.output).shape  # (n, oc, oh, ow) or (n, m)
+        return spec, [weight, bias] + ([] if per_channel is None else [per_channel]), out
     if op == "add":
         spec = AddSpec(size=_size(x), a_shift=_int(node, "a_shift"), b_shift=_int(node, "b_shift"),
                        shift=_int(node, "shift"), offset=_int(node, "offset"), lo=_int(node, "lo"),
@@ -169,8 +171,8 @@ def _plan(node: QNode, shapes: list[tuple]):
     if op == "maxpool":
         n, c, h, w = _rank(node, x, 4)
         kh, kw = _ints(node, "kernel", 2)
-        return MaxPool2dSpec(n=n, c=c, h=h, w=w, kh=kh, kw=kw, stride=_ints(node, "stride", 2),
-                             pad=_with_ceil(node)), [], None
+        spec = MaxPool2dSpec(n=n, c=c, h=h, w=w, kh=kh, kw=kw, stride=_ints(node, "stride", 2), pad=_with_ceil(node))
+        return spec, [], (n, c, spec.oh, spec.ow)
     if op == "avgpool":
         n, c, h, w = _rank(node, x, 4)
         spec = GlobalAvgPoolSpec(n=n, c=c, h=h, w=w, up=_int(node, "up"), add=_int(node, "add"), lo=_int(node, "lo"),
@@ -184,7 +186,7 @@ def _plan(node: QNode, shapes: list[tuple]):
                              hi=_int(node, "hi"))
         int32 = (-2**31, 2**31 - 1)
         return spec, [_array(node, "count", None, *int32, cast="int32"),
-                      _array(node, "add", None, *int32, cast="int32")], None
+                      _array(node, "add", None, *int32, cast="int32")], (n, c, spec.oh, spec.ow)
     if op == "concat":
         axis = _axis(node, x)
         for i, shape in enumerate(shapes):
@@ -194,7 +196,7 @@ def _plan(node: QNode, shapes: list[tuple]):
         spec = ConcatSpec(outer=outer, inner=inner, parts=tuple(s[axis] for s in shapes),
                           shifts=_ints(node, "shifts", len(shapes)), zps=_ints(node, "zps", len(shapes)),
                           zp=_int(node, "zp"))
-        return spec, [], None
+        return spec, [], x[:axis] + (sum(spec.parts),) + x[axis + 1:]
     if op == "gather":
         shape = _ints(node, "shape", None)
         spec = GatherSpec(n=1, size_in=_size(x), size_out=_size(shape))
@@ -208,7 +210,7 @@ def _plan(node: QNode, shapes: list[tuple]):
 
 
 def kernel_plan(node: QNode, shapes: list[tuple]):
-    """(spec, constant inputs, output shape or None) of a CPU op (None for a free reshape), after
+    """(spec, constant inputs, output shape) of a CPU op (None for a free reshape), after
     checking its attributes, the constants' shapes, dtypes and values and its inputs' sizes."""
     if node.op in RESHAPES:
         return None
@@ -236,7 +238,7 @@ def kernel_plan(node: QNode, shapes: list[tuple]):
 
 
 def cpu_kernel(node: QNode, args: list[np.ndarray]):
-    """(kernel spec, kernel inputs, output shape or None) of a CPU op, or None for a free reshape."""
+    """(kernel spec, kernel inputs, output shape) of a CPU op, or None for a free reshape."""
     plan = kernel_plan(node, [a.shape for a in args])
     if plan is None:
         return None
@@ -257,12 +259,13 @@ def check_graph(q: QGraph, cpu_nodes) -> None:
         if plan is None:
             if len(shapes) != 1 or _size(shapes[0]) != _size(declared):
                 raise NodeError(node, "shape", f"reshapes {shapes} to {declared}: not one input of as many elements")
+            if node.op == "reshape" and _ints(node, "shape", None) != declared:  # the reference reshapes to it
+                raise NodeError(node, "shape", f"{_show(node.attrs['shape'])} is not the declared output {declared}")
             continue
         spec, _, shape = plan
         out = next(a for a in spec.args() if a.output)
-        if shape is not None and tuple(shape) != declared or _size(out.shape) != _size(declared):
-            raise NodeError(node, "output", f"its kernel writes {tuple(shape or out.shape)}, the graph declares "
-                            f"{declared}")
+        if tuple(shape) != declared or _size(out.shape) != _size(declared):
+            raise NodeError(node, "output", f"its kernel writes {tuple(shape)}, the graph declares {declared}")
         if node.name in cpu_nodes:
             try:
                 spec.check_limits()

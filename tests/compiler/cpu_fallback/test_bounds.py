@@ -46,7 +46,7 @@ def test_the_gather_code_itself_reads_only_inside_its_input():
 @pytest.mark.parametrize("spec, buffer, value", [
     (cf.AvgPool2dSpec(n=1, c=1, h=4, w=4, kh=2, kw=2, stride=2), "count", 0),
     (cf.AvgPool2dSpec(n=1, c=1, h=4, w=4, kh=2, kw=2, stride=2), "count", 5),
-    (cf.AvgPool2dSpec(n=1, c=1, h=4, w=4, kh=2, kw=2, stride=2), "add", 2**30),
+    (cf.AvgPool2dSpec(n=1, c=1, h=4, w=4, kh=2, kw=2, stride=2), "add", -2**30),
     (cf.SoftmaxSpec(outer=1, axis=4), "table", 2**17),
     (cf.SoftmaxSpec(outer=1, axis=4), "table", -1),
     (cf.Conv2dSpec(n=1, c=1, h=3, w=3, oc=2, kh=1, kw=1, per_channel=True), "shift", 32),
@@ -130,3 +130,10 @@ def test_the_work_bound_admits_the_largest_builtin_kernels():
         resnet18.conv_spec(r).check_limits()
     with pytest.raises(cf.KernelLimitError, match="operations"):
         cf.Conv2dSpec(n=1, c=256, h=256, w=256, oc=256, kh=3, kw=3, pad=1).check_limits()
+
+
+def test_concat_parameters_must_be_ints():
+    """Found by the fuzz target: parts of 1.5 were truncated to 1, None raised a TypeError."""
+    for parts in ((1.5, 2), (None,), "12"):
+        with pytest.raises(cf.KernelParamError, match="parameter parts must be a tuple of ints"):
+            cf.ConcatSpec(outer=1, inner=1, parts=parts)

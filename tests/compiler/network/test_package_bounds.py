@@ -152,3 +152,15 @@ def test_the_work_bound_applies_to_cpu_ops_only(monkeypatch):
     check_graph(graph, cpu_nodes={"q"})
     with pytest.raises(NodeError, match="work"):
         check_graph(graph, cpu_nodes={"q", "n"})
+
+
+def test_declared_shapes_must_be_the_ones_the_reference_gives(device):
+    """Found by the fuzz target: a dense declared (3, 1) instead of (1, 3), and a reshape whose
+    attribute is not its declared output, ran with the kernels' element order but another shape
+    than the numpy reference's."""
+    dense = {"weight": np.ones((3, 16), np.int8), "bias": np.zeros(3, np.int32), "shift": 0, "lo": -128, "hi": 127,
+             "wide": False}
+    q = tiny.graph((1, 16), [QNode("n", "dense", ["xq"], "y", dense)], {"y": (3, 1)})
+    assert _refusal(q, device) == "node 'n' (dense): output: its kernel writes (1, 3), the graph declares (3, 1)"
+    q = _one("reshape", {"shape": (1, 2, 16)}, (1, 32))
+    assert _refusal(q, device) == "node 'n' (reshape): shape: (1, 2, 16) is not the declared output (1, 32)"
