@@ -92,7 +92,8 @@ def _array(node: QNode, key: str, dtype: str | None = None, lo: int | None = Non
         if low < lo or high > hi:
             bad = low if low < lo else high
             raise NodeError(node, key, f"holds {bad}, outside [{lo}, {hi}]")
-    return np.ascontiguousarray(value, dtype=cast or value.dtype)
+    out = value.astype(cast or value.dtype, copy=False)  # (np.ascontiguousarray would make a 0-D array 1-D)
+    return out if out.flags.c_contiguous else out.copy()
 
 
 def _shift(node: QNode):
@@ -165,7 +166,11 @@ def _plan(node: QNode, shapes: list[tuple]):
         n = x[0] if x else 0
         spec = MulAddSpec(n=n, size=_size(x) // max(n, 1), shift=_int(node, "shift"), lo=_int(node, "lo"),
                           hi=_int(node, "hi"))
-        return spec, [_array(node, "mul", "int32").reshape(-1), _array(node, "add", "int32").reshape(-1)], x
+        consts = [_array(node, key, "int32") for key in ("mul", "add")]
+        for key, array in zip(("mul", "add"), consts):
+            if array.shape != x[1:]:  # one sample's shape: what the reference broadcasts over the batch
+                raise NodeError(node, key, f"shape {array.shape} is not one sample's {x[1:]}")
+        return spec, [a.reshape(-1) for a in consts], x
     if op == "relu":
         return ReluSpec(size=_size(x)), [], x
     if op == "maxpool":
@@ -200,8 +205,12 @@ def _plan(node: QNode, shapes: list[tuple]):
     if op == "gather":
         shape = _ints(node, "shape", None)
         spec = GatherSpec(n=1, size_in=_size(x), size_out=_size(shape))
-        return spec, [_array(node, "index", None, -2**31, 2**31 - 1, cast="int32").reshape(-1),
-                      _array(node, "fill", None, -128, 127, cast="int8").reshape(-1)], shape
+        consts = [_array(node, "index", None, -2**31, 2**31 - 1, cast="int32"),
+                  _array(node, "fill", None, -128, 127, cast="int8")]
+        for key, array in zip(("index", "fill"), consts):
+            if array.ndim != 1:  # flat, one per output element
+                raise NodeError(node, key, f"shape {array.shape} is not one-dimensional")
+        return spec, consts, shape
     if op == "softmax":
         axis = _axis(node, x)
         spec = SoftmaxSpec(outer=_size(x[:axis]), axis=x[axis], inner=_size(x[axis + 1:]))

@@ -164,3 +164,20 @@ def test_declared_shapes_must_be_the_ones_the_reference_gives(device):
     assert _refusal(q, device) == "node 'n' (dense): output: its kernel writes (1, 3), the graph declares (3, 1)"
     q = _one("reshape", {"shape": (1, 2, 16)}, (1, 32))
     assert _refusal(q, device) == "node 'n' (reshape): shape: (1, 2, 16) is not the declared output (1, 32)"
+
+
+def test_constants_keep_the_shape_the_reference_reads(device):
+    """Found by the fuzz target: a 0-D bias of a one-channel conv became (1,) on the way to the
+    kernel (np.ascontiguousarray); a muladd's mul of another shape and a 2-D gather index were
+    flattened, where the numpy reference broadcasts them (or fails)."""
+    one = {"weight": np.ones((1, 2, 1, 1), np.int8), "bias": np.array(5, np.int32), "stride": (1, 1),
+           "pad": (0, 0, 0, 0), "groups": 1, "pad_value": 0, "shift": 0, "lo": -128, "hi": 127, "wide": False}
+    assert _refusal(_one("conv", one, (1, 1, 4, 4)), device) == \
+        "node 'n' (conv): bias: int32 (), the kernel takes int32 (1,)"
+    muladd = {"mul": np.ones((4, 2, 4), np.int32), "add": np.ones((2, 4, 4), np.int32), "shift": 0, "lo": -128,
+              "hi": 127}
+    assert _refusal(_one("muladd", muladd, (1, 2, 4, 4)), device) == \
+        "node 'n' (muladd): mul: shape (4, 2, 4) is not one sample's (2, 4, 4)"
+    gather = {"index": np.zeros((2, 3), np.int32), "fill": np.zeros(6, np.int8), "shape": (1, 6)}
+    assert _refusal(_one("gather", gather, (1, 6)), device) == \
+        "node 'n' (gather): index: shape (2, 3) is not one-dimensional"
