@@ -38,7 +38,7 @@ class NodeError(VdlaError):
 
     def __init__(self, node: QNode, field: str, why: str):
         self.node, self.field, self.why = node.name, field, why
-        super().__init__(f"node {printable(node.name, 60)!r} ({printable(node.op, 20)}): {field}: {why}")
+        super().__init__(f"node '{printable(node.name, 60)}' ({printable(node.op, 20)}): {field}: {why}")
 
 
 def _show(value) -> str:
