@@ -88,3 +88,17 @@ def mib(nbytes: int) -> str:
     if nbytes >= 1 << 30:
         return f"{nbytes / (1 << 30):.1f} GiB"
     return f"{nbytes / (1 << 20):.0f} MiB" if nbytes % (1 << 20) == 0 else f"{nbytes / (1 << 20):.1f} MiB"
+
+
+# --- CPU kernels (compiler/cpu_fallback): the work and memory of one kernel call ----------
+# ``MAX_CPU_KERNEL_OPS``: multiply-accumulates plus other element operations of one kernel call
+# (``KernelSpec.work()``), 2**33 (8.6 G). The largest kernel of the built-in networks at the
+# largest resolution MAX_TENSOR_BYTES admits (RESNET_MAX_RESOLUTION, 1440) is a ResNet stem or
+# 3x3 conv of about 4.9 G MACs (ResNet's 115.6 M-MAC convs at 224, times (1440/224)**2); the
+# bound is 1.75 times that: 11 to 14 s at the 0.6 to 0.8 G MAC/s the TVM paper's Fig. 21 shows for
+# the Cortex-A9 (ResNet-18's convs, compiler/data/tvm_fig21_resnet18.csv). ``MAX_CPU_KERNEL_BYTES``:
+# all buffers of one call together (inputs, output, workspace), twice MAX_TENSOR_BYTES: a
+# kernel reads one tensor and writes one (the conv's int16 workspace is about twice its input).
+# The host JIT and the board's library check both before any native code runs.
+MAX_CPU_KERNEL_OPS = 1 << 33
+MAX_CPU_KERNEL_BYTES = 2 * MAX_TENSOR_BYTES

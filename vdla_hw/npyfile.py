@@ -22,6 +22,7 @@ from vdla_hw.errors import BundleError
 from vdla_hw.limits import MAX_DRAM_BYTES, mib
 
 NPY_MAGIC, ZIP_MAGIC = b"\x93NUMPY", b"PK\x03\x04"
+EMPTY_ZIP_MAGIC = b"PK\x05\x06"  # an archive of no members (np.savez of no arrays) is its end record alone
 _HEADER_ERRORS = (ValueError, SyntaxError, tokenize.TokenError, TypeError, OverflowError, EOFError, KeyError)
 
 
@@ -72,7 +73,7 @@ def read_npz(source: str | Path | bytes, where: str, max_total: int = MAX_DRAM_B
     if magic == NPY_MAGIC:
         raise BundleError(where, "is a single .npy array, not a bundle (a .npz of dram, insn_offset, insn_count, "
                           "config, ...; write one with vdla asm or vdla compile)")
-    if not magic.startswith(ZIP_MAGIC):
+    if not magic.startswith((ZIP_MAGIC, EMPTY_ZIP_MAGIC)):
         raise BundleError(where, "not a readable .npz file (corrupt or truncated: no zip header)")
     try:
         with zipfile.ZipFile(source) as archive:

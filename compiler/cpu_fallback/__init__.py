@@ -22,8 +22,8 @@ from .call import CompiledKernel, load_library
 from .conv import Conv2dSpec
 from .dense import DenseSpec
 from .elementwise import AddSpec, DequantizeSpec, QuantizeSpec, ReluSpec
-from .errors import (KernelDtypeError, KernelError, KernelParamError, KernelShapeError,
-                     ToolchainError)
+from .errors import (KernelDtypeError, KernelError, KernelLimitError, KernelParamError, KernelShapeError,
+                     KernelValueError, ToolchainError)
 from .layout import PackSpec, UnpackSpec
 from .lut import LutSpec, MulAddSpec
 from .movement import ConcatSpec, GatherSpec
@@ -41,8 +41,8 @@ FAMILIES = {cls.family: cls for cls in (
 __all__ = [
     "AddSpec", "ArgSpec", "AvgPool2dSpec", "CompiledKernel", "ConcatSpec", "Conv2dSpec", "DenseSpec",
     "DequantizeSpec", "FAMILIES", "GatherSpec", "LutSpec", "MulAddSpec", "SoftmaxSpec",
-    "GlobalAvgPoolSpec", "HostJit", "KernelDtypeError", "KernelError", "KernelParamError",
-    "KernelShapeError", "KernelSpec", "MaxPool2dSpec", "PackSpec", "QuantizeSpec", "ReluSpec",
+    "GlobalAvgPoolSpec", "HostJit", "KernelDtypeError", "KernelError", "KernelLimitError", "KernelParamError",
+    "KernelShapeError", "KernelSpec", "KernelValueError", "MaxPool2dSpec", "PackSpec", "QuantizeSpec", "ReluSpec",
     "ToolchainError", "UnpackSpec", "Work", "add", "conv2d", "dense", "dequantize",
     "global_avg_pool", "host_jit", "load_library", "max_pool2d", "pack", "quantize", "relu",
     "unpack",

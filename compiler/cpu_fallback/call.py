@@ -18,7 +18,10 @@ class CompiledKernel:
 
     ``inputs`` are numpy arrays in the order of ``spec.args()`` without the output; their
     dtype and shape must match exactly (no silent casts); non-contiguous inputs are copied.
-    Scratch buffers (a kernel's workspace) are allocated here, once per kernel and thread.
+    Before the native code runs, the spec's work and memory are checked against the limits
+    (once) and its index-like buffers' values (every call: ``KernelSpec.check_values``), so no
+    input makes the code read or write outside a buffer. Scratch buffers (a kernel's
+    workspace) are allocated here, once per kernel and thread.
     """
 
     def __init__(self, spec, address, compile_seconds=0.0, keepalive=None):
@@ -29,6 +32,7 @@ class CompiledKernel:
         self._fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(self.arg_specs)))(address)
         self._keepalive = keepalive  # the engine or library owning the code
         self._scratch = threading.local()  # per thread: the workspace buffers of one call
+        self._within_limits = False  # spec.check_limits() passed (checked on the first call)
 
     def __repr__(self):
         return f"CompiledKernel({self.spec.describe()})"
@@ -54,6 +58,10 @@ class CompiledKernel:
                     f"{family}: input '{arg.name}' must have shape {tuple(arg.shape)}, "
                     f"got {tuple(array.shape)}")
             checked.append(np.ascontiguousarray(array))
+        if not self._within_limits:
+            self.spec.check_limits()
+            self._within_limits = True
+        self.spec.check_values({arg.name: array for arg, array in zip(wanted, checked)})
         return checked
 
     def _workspace(self):

@@ -63,7 +63,7 @@ import dataclasses
 
 from .errors import KernelParamError
 from .spec import (ArgSpec, KernelSpec, Window, Work, as_tuple, check_bool, check_clip, check_positive, check_range,
-                   check_window, valid_range)
+                   check_stack_row, check_unrolled, check_values_in, check_window, valid_range)
 
 LANES = 4      # int32 lanes of one 128-bit vector register (a NEON quad register)
 PIXELS = 8     # output pixels per register block (two vectors)
@@ -104,6 +104,7 @@ class Conv2dSpec(Window, KernelSpec):
         sh, sw = as_tuple(self, "stride", 2)
         pads = as_tuple(self, "pad", 4)
         check_positive(self.family, stride_h=sh, stride_w=sw)
+        check_unrolled(self.family, kw=self.kw, stride_h=sh, stride_w=sw)
         for name, value in zip(("pad top", "pad left", "pad bottom", "pad right"), pads):
             check_range(self.family, name, value, 0, max(self.kh, self.kw) - 1)
         if self.c % self.groups or self.oc % self.groups:
@@ -114,7 +115,13 @@ class Conv2dSpec(Window, KernelSpec):
             check_bool(self.family, name, getattr(self, name))
         check_clip(self, self.wide, self.relu)
         check_window(self, self.h, self.w, self.kh, self.kw, self.stride, self.pad)
+        if not self.blocked:
+            check_stack_row(self.family, self.ow)
         super().__post_init__()
+
+    def check_values(self, arrays):
+        if self.per_channel and "shift" in arrays:
+            check_values_in(self.family, "shift", arrays["shift"], 0, 31)
 
     @property
     def cg(self):

@@ -13,7 +13,7 @@ the raw accumulator): the last layer's logits keep the accumulator's resolution.
 import dataclasses
 
 from .errors import KernelParamError
-from .spec import ArgSpec, KernelSpec, Work, check_bool, check_clip, check_positive, check_range
+from .spec import ArgSpec, KernelSpec, Work, check_bool, check_clip, check_positive, check_range, check_values_in
 
 OUT_DTYPES = ("int8", "int32")
 
@@ -43,6 +43,10 @@ class DenseSpec(KernelSpec):
                 f"{self.family}: out_dtype must be one of {OUT_DTYPES}, got {self.out_dtype!r}")
         check_clip(self, self.out_dtype == "int32", self.relu)
         super().__post_init__()
+
+    def check_values(self, arrays):
+        if self.per_channel and "shift" in arrays:
+            check_values_in(self.family, "shift", arrays["shift"], 0, 31)
 
     def args(self):
         shift = (ArgSpec("shift", "int32", (self.m,)),) if self.per_channel else ()

@@ -11,13 +11,21 @@
 
       out[r, k] = inp[r, index[k]] if index[k] >= 0 else fill[k]
 
-  over ``n`` samples; ``index`` int32 and ``fill`` int8 are (size_out,) buffer arguments.
+  over ``n`` samples; ``index`` int32 and ``fill`` int8 are (size_out,) buffer arguments. An
+  index must be below ``size_in``: ``check_values`` refuses any other before the code runs, and
+  the code itself reads ``inp`` only for ``0 <= index < size_in`` (one unsigned compare), taking
+  ``fill`` otherwise, so no index reaches memory outside the input.
 """
 
 import dataclasses
 
+import numpy as np
+
 from .errors import KernelParamError
-from .spec import ArgSpec, KernelSpec, Work, check_positive, check_range
+from .spec import ArgSpec, KernelSpec, Work, check_positive, check_range, check_values_in
+
+# Inputs of one concatenation: each is a loop of its own in the generated code.
+MAX_CONCAT_INPUTS = 256
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -34,7 +42,11 @@ class ConcatSpec(KernelSpec):
 
     def __post_init__(self):
         for name in ("parts", "shifts", "zps"):
-            object.__setattr__(self, name, tuple(int(v) for v in getattr(self, name)))
+            value = getattr(self, name)
+            if not isinstance(value, (tuple, list)) or \
+                    any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in value):
+                raise KernelParamError(f"{self.family}: parameter {name} must be a tuple of ints, got {value!r}")
+            object.__setattr__(self, name, tuple(int(v) for v in value))
         if not self.shifts:
             object.__setattr__(self, "shifts", (0,) * len(self.parts))
         if not self.zps:
@@ -42,6 +54,9 @@ class ConcatSpec(KernelSpec):
         if not self.parts or len(self.shifts) != len(self.parts) or len(self.zps) != len(self.parts):
             raise KernelParamError(f"{self.family}: parts, shifts and zps must have one entry per input "
                                    f"({self.describe()})")
+        if len(self.parts) > MAX_CONCAT_INPUTS:
+            raise KernelParamError(f"{self.family}: {len(self.parts)} inputs, more than the {MAX_CONCAT_INPUTS} "
+                                   "one concatenation takes")
         check_positive(self.family, outer=self.outer, inner=self.inner, **{f"part{i}": p for i, p in enumerate(self.parts)})
         for s, z in zip(self.shifts, self.zps):
             check_range(self.family, "shift", s, 0, 15)
@@ -100,12 +115,17 @@ class GatherSpec(KernelSpec):
         read, written = self.io_bytes()
         return Work(elem_ops=4 * self.n * self.size_out, bytes_read=read, bytes_written=written)
 
+    def check_values(self, arrays):
+        if "index" in arrays:  # negative: take fill; at or above size_in: outside the input
+            check_values_in(self.family, "index", arrays["index"], -2**31, self.size_in - 1)
+
     def emit(self, b, ptrs):
         from . import ir as L  # llvmlite only where IR is built: the board runs without it
         inp, index, fill, out = ptrs
         with L.loop(b, 0, self.n, "r") as r, L.loop(b, 0, self.size_out, "k") as k:
             at = L.load(b, index, k, L.I32)
-            safe = L.smax(b, at, L.const(0))
+            inside = b.icmp_unsigned("<", at, L.const(self.size_in))  # 0 <= at < size_in
+            safe = b.select(inside, at, L.const(0))
             picked = L.load(b, inp, L.madd(b, (r, self.size_in), safe), L.I8)
-            value = b.select(b.icmp_signed(">=", at, L.const(0)), picked, L.load(b, fill, k, L.I8))
+            value = b.select(inside, picked, L.load(b, fill, k, L.I8))
             L.store(b, value, out, L.madd(b, (r, self.size_out), k), L.I8)

@@ -30,7 +30,8 @@ double's rounding, so truncation gives the exact floor.
 
 import dataclasses
 
-from .spec import ArgSpec, KernelSpec, Window, Work, as_tuple, check_positive, check_range, check_window
+from .spec import (ArgSpec, KernelSpec, Window, Work, as_tuple, check_positive, check_range, check_stack_row,
+                   check_unrolled, check_values_in, check_window)
 
 OUT_DTYPES = ("int8", "int32")
 
@@ -39,6 +40,7 @@ def _window_checks(spec):
     check_positive(spec.family, n=spec.n, c=spec.c, h=spec.h, w=spec.w, kh=spec.kh, kw=spec.kw)
     sh, sw = as_tuple(spec, "stride", 2)
     check_positive(spec.family, stride_h=sh, stride_w=sw)
+    check_unrolled(spec.family, kw=spec.kw)
     pads = as_tuple(spec, "pad", 4)
     for name, value in zip(("pad top", "pad left", "pad bottom", "pad right"), pads):
         check_range(spec.family, name, value, 0, 1 << 16)
@@ -79,9 +81,11 @@ class MaxPool2dSpec(Window, KernelSpec):
 
     def __post_init__(self):
         _window_checks(self)
-        rows, cols = self.ranges()
-        if any(not any(lo <= y < hi for lo, hi in rows) for y in range(self.oh)) or \
-                any(not any(lo <= x < hi for lo, hi in cols) for x in range(self.ow)):
+        # Output row y sees input rows y*sh - pt .. y*sh - pt + kh - 1: every row sees a real one
+        # iff the first does (pt < kh) and the last does ((oh - 1) * sh - pt < h); columns alike.
+        (sh, sw), (pt, pl, _, _) = self.stride, self.pad
+        if not (pt < self.kh and pl < self.kw and (self.oh - 1) * sh - pt < self.h and
+                (self.ow - 1) * sw - pl < self.w):
             from .errors import KernelParamError
             raise KernelParamError(f"{self.family}: a window lies entirely in the padding ({self.describe()})")
         super().__post_init__()
@@ -207,7 +211,21 @@ class AvgPool2dSpec(Window, KernelSpec):
         check_range(self.family, "window", (taps * taps * 1024) << self.up, 1, 2**31 - 1)
         check_range(self.family, "lo", self.lo, -128, 127)
         check_range(self.family, "hi", self.hi, self.lo, 127)
+        check_stack_row(self.family, self.ow)
         super().__post_init__()
+
+    def add_range(self):
+        """[lo, hi] of ``add``: with a count in 1 .. kh*kw, the dividend plus count*bias is then never
+        negative and fits int32, so the double division floors exactly (the quantizer's constant
+        terms, ``count // 2 + count * zp_out - (taps * zp_in << up)``, are inside)."""
+        taps = self.kh * self.kw
+        return -(128 * taps << self.up) - 512, 2**31 - 1 - (127 * taps << self.up) - taps * self.bias
+
+    def check_values(self, arrays):
+        if "count" in arrays:
+            check_values_in(self.family, "count", arrays["count"], 1, self.kh * self.kw)
+        if "add" in arrays:
+            check_values_in(self.family, "add", arrays["add"], *self.add_range())
 
     @property
     def bias(self):

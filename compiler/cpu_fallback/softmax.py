@@ -6,11 +6,19 @@
 The tensor is (outer, axis, inner). The division is done in double precision (exact here: the
 dividend is below 2**24 and the quotient below 128, far from double's rounding), since the
 Cortex-A9 has no integer divider.
+
+The table's entries must be in [0, 2**16] and its last (``d = 0``, the maximum's) at least 1:
+then the sum is positive and, with ``axis <= 32767``, fits int32 (``check_values``). The table
+index ``x - max + 255`` is in [0, 255] for any int8 input.
 """
 
 import dataclasses
 
-from .spec import ArgSpec, KernelSpec, Work, check_positive, check_range
+from .errors import KernelValueError
+from .spec import ArgSpec, KernelSpec, Work, check_positive, check_range, check_values_in
+
+# exp(0) in the table: entries are at most this (the int32 sum of `axis` of them cannot overflow)
+TABLE_ONE = 1 << 16
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -24,6 +32,14 @@ class SoftmaxSpec(KernelSpec):
         check_positive(self.family, outer=self.outer, axis=self.axis, inner=self.inner)
         check_range(self.family, "axis", self.axis, 1, 32767)  # the int32 sum of 2**16-entries
         super().__post_init__()
+
+    def check_values(self, arrays):
+        if "table" in arrays:
+            table = arrays["table"]
+            check_values_in(self.family, "table", table, 0, TABLE_ONE)
+            if table.size and table[-1] < 1:  # the maximum's own term: the sum is at least this
+                raise KernelValueError(self.family, "table", f"holds {int(table[-1])} as its last entry (exp(0)), "
+                                       "below 1")
 
     def args(self):
         shape = (self.outer, self.axis, self.inner)

@@ -9,6 +9,16 @@ hashable and serves as the cache key of compiled kernels. It describes:
   contents mean nothing before or after the call).
 - ``emit(builder, ptrs)``: the body of the function, as LLVM IR.
 - ``work()``: what the kernel does (MACs, element operations, bytes), for the Cortex-A9 model.
+- ``check_values(arrays)``: the buffers whose values the code uses as indices, divisors, shift
+  amounts or table entries hold values it is defined for (else ``KernelValueError``).
+- ``check_limits()``: its work and memory are within ``vdla_hw.limits`` (else ``KernelLimitError``).
+
+Bounds checking: the constructor checks every parameter's range and that every buffer has fewer
+than 2**31 elements; the generated code's loop bounds and offsets are derived from the
+parameters at code-generation time, so every address it forms is inside its buffer. What the
+parameters cannot vouch for, the values of index-like buffers and the size of the work, the
+caller (``call.CompiledKernel``) checks with ``check_values`` and ``check_limits`` before the
+native code runs.
 
 The generated function has no other parameters: shapes, strides, shifts and flags are
 constants baked into the code, which is what lets LLVM unroll and vectorise with known bounds.
@@ -20,9 +30,18 @@ from typing import ClassVar
 
 import numpy as np
 
-from .errors import KernelParamError
+from vdla_hw.limits import MAX_CPU_KERNEL_BYTES, MAX_CPU_KERNEL_OPS, mib
+
+from .errors import KernelLimitError, KernelParamError, KernelValueError
 
 INT32_MAX = 2**31 - 1
+# Code shape: window columns, strides and concatenated inputs are unrolled when the IR is built,
+# so they bound the code's size and compile time (64 columns: about 0.6 s on the host).
+MAX_UNROLL = 64
+# Kernels that keep one output row of int32 accumulators on the stack (the row conv, the
+# windowed average pool) take rows of at most this many elements (64 KiB: far inside any
+# thread's stack, also the 128 KiB of musl's threads).
+MAX_STACK_ROW = 1 << 14
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +118,23 @@ class KernelSpec:
     def work(self):
         raise NotImplementedError
 
+    def check_values(self, arrays):
+        """Raise ``KernelValueError`` unless the buffers in ``arrays`` ({argument name: array of
+        its spec's dtype}) that the code uses as indices, divisors, shifts or table entries hold
+        values it is defined for. Buffers not named are not checked; the base has none."""
+
+    def check_limits(self):
+        """Raise ``KernelLimitError`` if one call's work or memory is beyond ``vdla_hw.limits``."""
+        work = self.work()
+        ops = work.macs + work.elem_ops
+        if ops > MAX_CPU_KERNEL_OPS:
+            raise KernelLimitError(f"{self.family}: one call does {ops:,} operations, more than the "
+                                   f"{MAX_CPU_KERNEL_OPS:,} a CPU kernel may ({self.describe()})")
+        nbytes = sum(a.nbytes for a in self.args())
+        if nbytes > MAX_CPU_KERNEL_BYTES:
+            raise KernelLimitError(f"{self.family}: its buffers take {mib(nbytes)}, more than the "
+                                   f"{mib(MAX_CPU_KERNEL_BYTES)} a CPU kernel may ({self.describe()})")
+
     def io_bytes(self):
         """(bytes read, bytes written) over the input and output buffers, each once."""
         read = sum(a.nbytes for a in self.args() if a.is_input)
@@ -113,6 +149,31 @@ def check_range(family, name, value, lo, hi):
     if not lo <= value <= hi:
         raise KernelParamError(
             f"{family}: parameter {name}={value} is out of range [{lo}, {hi}]")
+
+
+def check_values_in(family, name, array, lo, hi):
+    """Raise KernelValueError unless every element of ``array`` (buffer ``name``) is in [lo, hi]."""
+    if array.size == 0:
+        return
+    bad = np.flatnonzero((array < lo) | (array > hi))
+    if bad.size:
+        at = int(bad[0])
+        raise KernelValueError(family, name, f"holds {int(array.flat[at])} at element {at}, outside [{lo}, {hi}] "
+                               f"({bad.size} such elements)")
+
+
+def check_unrolled(family, **values):
+    """Raise KernelParamError unless each value (unrolled at code generation) is at most MAX_UNROLL."""
+    for name, value in values.items():
+        if value > MAX_UNROLL:
+            raise KernelParamError(f"{family}: {name}={value} is more than the {MAX_UNROLL} the kernel unrolls "
+                                   "when its code is generated")
+
+
+def check_stack_row(family, width):
+    if width > MAX_STACK_ROW:
+        raise KernelParamError(f"{family}: an output row of {width} elements is wider than the {MAX_STACK_ROW} "
+                               "the kernel keeps on the stack")
 
 
 def check_positive(family, **values):

@@ -5,10 +5,11 @@ the placements, the test input) into files: ``graph.json`` + ``arrays.npz`` (the
 ``placements.json``, ``input.npy``, ``bundles/<node>.npz`` (every accelerator op compiled with
 zero inputs) and, optionally, ``cpu/libvdla_cpu.so`` + ``cpu/libvdla_cpu.json`` (the Cortex-A9
 library of the CPU ops and its kernel specs). :func:`run_files` runs such files with the
-executor on a device: each accelerator op is its packaged bundle with the op's actual input
-written into its ``inp`` (conv, dense) or ``a``/``b`` (ALU add) symbols, loaded only when the op
-runs; CPU ops use the packaged ARM library through ctypes on an ARMv7 machine, the host JIT
-elsewhere. The output's SHA-256 is ``vdla run``'s ``output_sha256``.
+executor on a device, after checking every op's attributes, constants and declared shapes and
+the CPU ops' work (``cpu_ops.check_graph``): each accelerator op is its packaged bundle with
+the op's actual input written into its ``inp`` (conv, dense) or ``a``/``b`` (ALU add) symbols,
+loaded only when the op runs; CPU ops use the packaged ARM library through ctypes on an ARMv7
+machine, the host JIT elsewhere. The output's SHA-256 is ``vdla run``'s ``output_sha256``.
 
 The container around these files (manifest, sizes, hashes, the configuration check) is
 ``driver.package``; the transport is ``driver.protocol``.
@@ -254,6 +255,7 @@ def run_files(files: dict[str, bytes], device, progress=None, should_stop=None) 
     execute); ``layers.json`` (a blob: it grows with the network, a frame header does not)
     lists each op's record with measured ``wall_seconds`` and ``device_wall_seconds``.
     ``should_stop``: the executor's (checked before every op)."""
+    from compiler.network.cpu_ops import check_graph
     from compiler.network.executor import Executor
 
     start = time.perf_counter()
@@ -265,6 +267,7 @@ def run_files(files: dict[str, bytes], device, progress=None, should_stop=None) 
     missing = [n.name for n in q.nodes if n.name not in placements]
     if missing:
         raise NetworkFilesError(f"placements.json does not place {', '.join(missing[:3])}")
+    check_graph(q, {n.name for n in q.nodes if placements[n.name].target != "vdla"})
     x = npy_array(files.get("input.npy", b""), "input.npy")
     if x.shape != q.shapes.get(q.input) or x.dtype.kind != "f":
         raise NetworkFilesError(f"input.npy holds {x.dtype} {x.shape}, the graph's input is float "
