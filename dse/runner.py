@@ -237,10 +237,7 @@ def _run_locked(space: Space, out_dir: Path, models: list[Model], options: Sweep
     progress = Progress(source.total, options.stream, options.progress)
     progress.counts["resumed"] = source.resumed
     start = time.perf_counter()
-    def note(problem: str) -> None:
-        progress.note(f"sweep: {problem}")
-
-    resources = resource_state(out_dir / "cache", note)
+    resources = resource_state(out_dir / "cache", progress.problem)
     if resources.get("stale"):
         progress.note(f"sweep: {resources['basis']}")
     # Ray's driver prints worker deaths and other cluster events on stdout; they belong with the
@@ -263,9 +260,8 @@ def _drive(ray, source, store: PointStore, progress: Progress, models: list[Mode
     refs = {m.hash: ray.put(m.q) for m in models}
     refs_int8 = {m.hash: ray.put(m.q_int8_logits) if m.q_int8_logits is not None else refs[m.hash] for m in models}
     task = ray.remote(num_cpus=1, max_retries=0)(point_task)
-    synth = SynthRuns(ray, out_dir, options, lambda m: progress.note(f"sweep: {m}")) if options.synth else None
+    synth = SynthRuns(ray, out_dir, options, progress.problem) if options.synth else None
     pending: dict = {}
-    reported: set[str] = set()  # untrusted cache entries the workers found, each noted once
     while True:
         busy = {item.cycle_key for item in pending.values()}
         while len(pending) + (synth.in_flight if synth else 0) < capacity:
@@ -302,10 +298,8 @@ def _drive(ray, source, store: PointStore, progress: Progress, models: list[Mode
                 if _ray_died(err, options):  # ... unless Ray itself is gone
                     raise RayDiedError(out_dir, len(store.rows), err) from None
                 row = {**item.row, "status": "failed", "error": _failure(err)}
-            for problem in row.pop(PROBLEMS, None) or ():
-                if problem not in reported:
-                    reported.add(problem)
-                    progress.note(f"sweep: {problem}")
+            for problem in row.pop(PROBLEMS, None) or ():  # untrusted cache entries the worker found
+                progress.problem(problem)
             if synth and row["status"] == "ok":
                 held = synth.attach(item, row)
                 if held:
