@@ -191,5 +191,5 @@ def evaluate(q: QGraph, config: Config, knobs: dict, cache_dir=None, cpu: str = 
     for r in result.records:
         if r.placement == "vdla":
             act.add(total, r.extra["run"]["activity"])
-    stats.update(timing_s=timed - start, execute_s=time.perf_counter() - timed)
+    stats.update(timing_s=timed - start, execute_s=time.perf_counter() - timed, cache_problems=disk.problems)
     return Evaluation(result.records, summarise(result.records, model.describe()), total, stats)

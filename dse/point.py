@@ -50,6 +50,11 @@ def modelled_resources(config: Config, basis: str) -> tuple[dict | None, str]:
         return None, f"not implemented by the RTL: {err}"
 
 
+# Not a column: the cache entries this point found untrusted (dse.cache), for the driver to
+# report once each; it takes them out of the row.
+PROBLEMS = "cache_problems"
+
+
 def point_task(q, config_json: str, knobs: dict, cache_dir: str | None, energy_table: str | None,
                part: str, resource_basis: str) -> dict:
     """The result columns of one point (see :mod:`dse.metrics`); ``status`` ok or invalid.
@@ -60,7 +65,8 @@ def point_task(q, config_json: str, knobs: dict, cache_dir: str | None, energy_t
         config = Config.from_json_text(config_json, source="sweep point")
         evaluation = evaluate(q, config, knobs, cache_dir)
         row = {"status": "ok", "error": None, **performance(evaluation, config),
-               "programs_simulated": evaluation.stats["programs_simulated"]}
+               "programs_simulated": evaluation.stats["programs_simulated"],
+               PROBLEMS: evaluation.stats["cache_problems"]}
         row.update(energy_columns(energy(evaluation.activity, config, load_table(energy_table))))
         row.update(hardware_columns(config, *modelled_resources(config, resource_basis), part))
     except VdlaError as err:

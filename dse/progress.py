@@ -25,6 +25,7 @@ class Progress:
         self.start = time.perf_counter()
         self.counts = {"ok": 0, "invalid": 0, "failed": 0, "resumed": 0}
         self.last = 0.0
+        self.problems: set[str] = set()
 
     @property
     def done(self) -> int:
@@ -63,3 +64,9 @@ class Progress:
         if self.tty:
             self.stream.write("\r\x1b[K")
         print(message, file=self.stream, flush=True)
+
+    def problem(self, message: str) -> None:
+        """Note ``message`` (an untrusted cache entry, say) once, however many workers report it."""
+        if message not in self.problems:
+            self.problems.add(message)
+            self.note(f"sweep: {message}")

@@ -6,24 +6,25 @@ and a recomputation from points.csv agree by construction of the same function o
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from dse.metrics import RESOURCES
 from dse.pareto import pareto_rows
 from dse.resources import ResourceModelError, load_model
 from dse.store import read_rows, write_rows
+from vdla_hw.files import atomic_write, json_text
 
 
-def resource_state(cache_dir) -> dict:
-    """The resource model as this sweep uses it: available, stale, its basis and held-out error."""
+def resource_state(cache_dir, note=None) -> dict:
+    """The resource model as this sweep uses it: available, stale, its basis and held-out error
+    (``note`` gets a line for an untrusted cache entry)."""
     from dse.cache import DiskCache
 
     try:
         model = load_model()
     except ResourceModelError as err:
         return {"available": False, "why": str(err), "basis": f"no resource model: {err}"}
-    stale = model.is_stale(DiskCache(cache_dir))
+    stale = model.is_stale(DiskCache(cache_dir, note))
     errors = model.errors("holdout")["summary"]
     measured = RESOURCES + (("fmax_mhz",) if model.clock else ())
     clock = ("fmax_mhz from a model of the critical path fitted to the RTL flow's estimate (vdla_hw.rtl.fmax)"
@@ -38,7 +39,7 @@ def best_points(rows: list[dict], part: str) -> dict:
     """Per model: the lowest-latency point that fits ``part``."""
     best = {}
     for row in rows:
-        if row.get("status") != "ok" or row.get(f"fits_{part}") is not True:
+        if row.get("status") != "ok" or row.get(f"fits_{part}") is not True or row.get("latency_s") is None:
             continue
         current = best.get(row["model"])
         if current is None or row["latency_s"] < current["latency_s"]:
@@ -76,7 +77,7 @@ def finish(space, out_dir: Path, models, options, store, progress, seconds: floa
         "ray": {"address": options.address or "local", "workers": options.workers},
         "outputs": outputs,
     }
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    atomic_write(out_dir / "summary.json", json_text(summary, indent=2))
     summary["outputs"].append(str(out_dir / "summary.json"))
     return summary
 

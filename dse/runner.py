@@ -7,7 +7,13 @@ or a multi-objective search (:class:`dse.search.SearchSource`). Tasks run with
 ``max_retries=0``: a task that raises or a worker that dies loses only its point, recorded as
 ``failed`` and tried again on the next run. Points already in ``DIR/points.csv`` are not
 computed again (:mod:`dse.store`). Configurations the configuration itself rejects become
-``invalid`` rows without a task.
+``invalid`` rows without a task. One sweep at a time writes a directory (:mod:`dse.lock`).
+
+When Ray itself goes (the raylet of the driver's node killed or crashed: the embedded Ray's only
+node, or the local raylet of a cluster), no further point can run and Ray would end this process
+from its own threads moments later: the sweep stops at the first such error
+(:class:`RayDiedError`, one line, exit status 2) with every finished point kept in
+``points.csv``, and the points that were in flight are not recorded, so re-running resumes.
 
 Points that share the accelerator work (same configuration apart from the clock, same model
 and virtual threads) are not run at the same time when another point can run instead, so the
@@ -30,8 +36,9 @@ from pathlib import Path
 from dse import parts as fpga
 from dse.cache import code_key, digest
 from dse.evaluate import cycle_config
+from dse.lock import sweep_lock
 from dse.metrics import columns
-from dse.point import point_task
+from dse.point import PROBLEMS, point_task
 from dse.progress import Progress
 from dse.space import Point, Space, point_config, point_key
 from dse.store import PointStore
@@ -144,7 +151,7 @@ def _loopback_only() -> None:
     constants.ENABLE_RAY_CLUSTER = False
 
 
-def _check_reachable(address: str) -> None:
+def check_reachable(address: str) -> None:
     """A one-line error instead of Ray's endless reconnecting when nothing listens at ``address``."""
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit():
@@ -162,7 +169,7 @@ def _init_ray(options: SweepOptions):
     # as exceptions and are recorded in the points).
     kwargs = {"logging_level": logging.ERROR, "log_to_driver": False}
     if options.address:
-        _check_reachable(options.address)
+        check_reachable(options.address)
         if options.address.startswith(LOOPBACK):
             _loopback_only()
         import ray
@@ -180,6 +187,24 @@ def _init_ray(options: SweepOptions):
     return ray
 
 
+class RayDiedError(VdlaError):
+    """Ray's raylet (the process that runs this node's workers) died: the sweep cannot go on."""
+
+    def __init__(self, out_dir: Path, kept: int, cause: Exception):
+        self.out_dir, self.kept, self.cause = out_dir, kept, cause
+        super().__init__(f"Ray's raylet died ({type(cause).__name__}), so no worker can run: the sweep stopped; "
+                         f"{out_dir / 'points.csv'} keeps the {kept} points written so far, and re-running the "
+                         "same command resumes from there")
+
+
+def _ray_died(err: Exception, options: SweepOptions) -> bool:
+    """True when ``err`` (from ``ray.get``) says Ray's node is gone, not only this task's worker:
+    the local raylet always; any node of the embedded Ray, which has one."""
+    from ray.exceptions import LocalRayletDiedError, NodeDiedError
+
+    return isinstance(err, LocalRayletDiedError) or (isinstance(err, NodeDiedError) and not options.address)
+
+
 def _failure(err: Exception) -> str:
     """One line saying why a task failed (a Ray error wraps the worker's exception)."""
     cause = getattr(err, "cause", None)
@@ -190,11 +215,15 @@ def _failure(err: Exception) -> str:
 def run_sweep(space: Space, out_dir: str | Path, models: list[Model], options: SweepOptions = SweepOptions(),
               source=None) -> dict:
     """Evaluate ``space`` for ``models`` into ``out_dir``; returns the summary (also summary.json)."""
-    from dse.report import finish, resource_state
-
     fpga.check_part(options.part)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    with sweep_lock(out_dir):
+        return _run_locked(space, out_dir, models, options, source)
+
+
+def _run_locked(space: Space, out_dir: Path, models: list[Model], options: SweepOptions, source) -> dict:
+    from dse.report import finish, resource_state
+
     dims = [d.name for d in space.dimensions]
     cols = columns(dims, fpga.part_names(), options.synth)
     store = PointStore(out_dir, cols, code_key())
@@ -208,7 +237,7 @@ def run_sweep(space: Space, out_dir: str | Path, models: list[Model], options: S
     progress = Progress(source.total, options.stream, options.progress)
     progress.counts["resumed"] = source.resumed
     start = time.perf_counter()
-    resources = resource_state(out_dir / "cache")
+    resources = resource_state(out_dir / "cache", progress.problem)
     if resources.get("stale"):
         progress.note(f"sweep: {resources['basis']}")
     # Ray's driver prints worker deaths and other cluster events on stdout; they belong with the
@@ -231,7 +260,7 @@ def _drive(ray, source, store: PointStore, progress: Progress, models: list[Mode
     refs = {m.hash: ray.put(m.q) for m in models}
     refs_int8 = {m.hash: ray.put(m.q_int8_logits) if m.q_int8_logits is not None else refs[m.hash] for m in models}
     task = ray.remote(num_cpus=1, max_retries=0)(point_task)
-    synth = SynthRuns(ray, out_dir, options) if options.synth else None
+    synth = SynthRuns(ray, out_dir, options, progress.problem) if options.synth else None
     pending: dict = {}
     while True:
         busy = {item.cycle_key for item in pending.values()}
@@ -266,7 +295,11 @@ def _drive(ray, source, store: PointStore, progress: Progress, models: list[Mode
             try:
                 row = {**item.row, **ray.get(ref)}
             except Exception as err:  # a task that raised or a worker that died: this point only
+                if _ray_died(err, options):  # ... unless Ray itself is gone
+                    raise RayDiedError(out_dir, len(store.rows), err) from None
                 row = {**item.row, "status": "failed", "error": _failure(err)}
+            for problem in row.pop(PROBLEMS, None) or ():  # untrusted cache entries the worker found
+                progress.problem(problem)
             if synth and row["status"] == "ok":
                 held = synth.attach(item, row)
                 if held:

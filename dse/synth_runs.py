@@ -1,7 +1,7 @@
 """``vdla sweep --synth``: one yosys synthesis per distinct configuration, as Ray tasks.
 
-Results are kept in ``DIR/synth/<fingerprint>.json`` with the key of the RTL sources they came
-from, so a re-run synthesises only what is new or what the RTL has changed under. Points that share a
+Results are kept in ``DIR/synth/<fingerprint>.json`` (checksummed entries of a
+:class:`dse.cache.DiskCache`) with the key of the RTL sources they came from, so a re-run synthesises only what is new or what the RTL has changed under. Points that share a
 configuration (other models, other software knobs) share its synthesis; a different clock is a
 different configuration (the RTL's ID register holds the fingerprint, so its Verilog differs). A point's
 row waits until its configuration's synthesis is done; then its resource columns hold the
@@ -12,9 +12,9 @@ A synthesis that fails leaves the resources empty with the reason in ``resource_
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from dse.cache import DiskCache
 from dse.metrics import RESOURCES
 from dse.point import hardware_columns
 from dse.synth import rtl_source_key, synthesize
@@ -30,10 +30,10 @@ def synth_task(config_json: str) -> dict:
 
 
 class SynthRuns:
-    def __init__(self, ray, out_dir: Path, options):
+    KIND = "synth"
+    def __init__(self, ray, out_dir: Path, options, note=None):
         self.ray, self.options = ray, options
-        self.folder = Path(out_dir) / "synth"
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.stored = DiskCache(out_dir, note)  # DIR/synth/<fingerprint>.json
         self.task = ray.remote(num_cpus=1, max_retries=0)(synth_task)
         self.pending: dict = {}          # ref -> fingerprint
         self.results: dict = {}          # fingerprint -> result
@@ -51,11 +51,8 @@ class SynthRuns:
         return ref in self.pending
 
     def _stored(self, fingerprint: str) -> dict | None:
-        try:
-            result = json.loads((self.folder / f"{fingerprint}.json").read_text())
-        except (OSError, ValueError):
-            return None
-        return result if result.get("rtl_key") == self.rtl_key else None
+        result = self.stored.get(self.KIND, fingerprint)
+        return result if result is not None and result.get("rtl_key") == self.rtl_key else None
 
     @staticmethod
     def key(config) -> str:
@@ -79,7 +76,7 @@ class SynthRuns:
             result = {"ok": False, "error": f"{type(err).__name__}: {err}"[:300]}
         result["rtl_key"] = self.rtl_key
         if result["ok"]:
-            (self.folder / f"{fp}.json").write_text(json.dumps(result, indent=1))
+            self.stored.put(self.KIND, fp, result)
         self.results[fp] = result
         return [(item, self.merge(item, row)) for item, row in self.held.pop(fp, [])]
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from vdla.argtypes import host_port, int_range, output_dir
 from vdla.cmd_run import resolution_arg
+from vdla_hw.files import json_text
 
 
 def prepare_models(names: list[str], resolution: int) -> list:
@@ -50,8 +51,10 @@ def print_summary(s: dict) -> None:
 
 def cmd_sweep(args) -> int:
     from dse import parts
-    from dse.runner import SweepOptions, run_sweep
+    from dse.lock import sweep_lock
+    from dse.runner import SweepOptions, check_reachable, run_sweep
     from dse.space import load_space
+    from dse.store import read_rows
     from vdla_hw.files import json_text
 
     space = load_space(args.space)
@@ -61,10 +64,17 @@ def cmd_sweep(args) -> int:
 
         load_table(args.energy_table)  # a bad table is an error before any work starts
     parts.check_part(args.part)
-    models = prepare_models(args.models or list(space.models), args.resolution or space.resolution)
-    options = SweepOptions(address=args.address, workers=args.workers, synth=args.synth,
-                           energy_table=args.energy_table, part=args.part)
-    summary = run_sweep(space, out, models, options)
+    # Everything that can refuse the sweep is checked before the models are prepared (which
+    # takes minutes for a large network): another sweep in DIR, a Ray head that does not answer,
+    # a points.csv that cannot be read.
+    with sweep_lock(out):
+        if args.address:
+            check_reachable(args.address)
+        read_rows(out / "points.csv")
+        models = prepare_models(args.models or list(space.models), args.resolution or space.resolution)
+        options = SweepOptions(address=args.address, workers=args.workers, synth=args.synth,
+                               energy_table=args.energy_table, part=args.part)
+        summary = run_sweep(space, out, models, options)
     if args.json:
         print(json_text(summary, indent=2))
     else:

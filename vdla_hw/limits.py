@@ -12,6 +12,10 @@ resolution of 100000) ends in one clear error instead of exhausting the host or 
 * ``MAX_TENSOR_BYTES``: the largest tensor of a network, as float32 for one image (the host
   keeps a few of them per calibration image while quantizing): 128 MiB as well. For the
   built-in ResNets this is the stem's output, 64 x R/2 x R/2 floats, so R <= 1440.
+* ``MAX_MODEL_BYTES``: the largest ONNX model file, and the most external data one model reads,
+  1 GiB: about twice VGG-16's 528 MB of float32 weights (the largest network of torchvision's
+  classification zoo; its first classifier weight alone is 411 MB, so weights are not bound by
+  ``MAX_TENSOR_BYTES``).
 * ``DEFAULT_MAX_CYCLES``: the simulator's bound on simulated time and the reference semantics'
   bound on serial work (every instruction's cost under the timing contract, added up), 2**29
   cycles (2.7 s of accelerator time at 200 MHz, about 500 times the largest ResNet-18 layer at
@@ -63,6 +67,7 @@ import math
 
 MAX_DRAM_BYTES = 128 << 20
 MAX_TENSOR_BYTES = 128 << 20
+MAX_MODEL_BYTES = 1 << 30
 DEFAULT_MAX_CYCLES = 1 << 29
 # Work bounds per model (vdla_hw/work.py counts the work; the docstring above gives the basis).
 REFERENCE_UOPS_PER_S = 28_000

@@ -17,7 +17,8 @@ import numpy as np
 
 from compiler.frontend import fold as folding
 from compiler.frontend.graph import Graph, ModelError, Node, ceil_extra
-from compiler.frontend.onnx_read import data_input, infer_shapes, opset_of, read_model, resolve_shape, static_shapes
+from compiler.frontend.onnx_read import (check_names, data_input, infer_shapes, opset_of, read_model, resolve_shape,
+                                         static_shapes)
 from compiler.frontend.simplify import simplify
 
 ALIASES = ("Identity", "Dropout")
@@ -42,6 +43,7 @@ def _text(value) -> str:
 class _Importer:
     def __init__(self, model, where: str, input_shape=None):
         self.where = where
+        check_names(model, where)
         self.opset = opset_of(model, where)
         from onnx import numpy_helper
 

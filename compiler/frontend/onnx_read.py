@@ -5,13 +5,29 @@
 file, a protobuf that is not a model. ``prepare(model, where, input_shape)`` fixes the input's
 shape (dynamic dimensions need ``input_shape``; never a silent 1), checks the opset and runs
 onnx's shape inference, so every value gets a static shape.
+
+External data is read here, not by onnx (:func:`load_external`): per the ONNX spec a tensor's
+``offset`` defaults to 0 and its ``length`` to the rest of the file, but a tensor can only hold
+``prod(dims) * itemsize`` bytes, so exactly that many are read, after checking that a given
+``length`` says the same, that the file (a regular file inside the model's folder) holds them
+from ``offset`` on, and that neither one tensor nor the model's total passes
+:data:`vdla_hw.limits.MAX_MODEL_BYTES`. Each defect is one ModelError naming the tensor and the
+data file.
+
+:func:`check_names` refuses a graph that names a value twice: two nodes writing one output, a
+node writing a graph input or an initializer, an input or initializer declared twice (ONNX
+graphs are in single static assignment form; onnx's checker does not look).
 """
 
 from __future__ import annotations
 
+import math
+import os
+import stat
 from pathlib import Path
 
 from compiler.frontend.graph import ModelError
+from vdla_hw.limits import MAX_MODEL_BYTES, mib
 
 OPSET_MIN, OPSET_MAX = 13, 21
 
@@ -19,36 +35,162 @@ OPSET_MIN, OPSET_MAX = 13, 21
 def read_model(path: str | Path):
     import onnx
     from google.protobuf.message import DecodeError
-    from onnx.external_data_helper import ExternalDataInfo, load_external_data_for_model, uses_external_data
 
     where = str(path)
     if not Path(path).is_file():
         raise ModelError(where, "no such file")
+    size = Path(path).stat().st_size
+    if size > MAX_MODEL_BYTES:
+        raise ModelError(where, f"the model file has {size} bytes, more than the {mib(MAX_MODEL_BYTES)} limit "
+                         "(vdla_hw.limits.MAX_MODEL_BYTES)")
     try:
         model = onnx.load(str(path), load_external_data=False)
     except (DecodeError, ValueError, OSError, RuntimeError) as err:
         raise ModelError(where, f"not an ONNX model file ({type(err).__name__})") from None
     if not model.graph.node:
         raise ModelError(where, "not an ONNX model file (no graph nodes)")
-    base = Path(path).resolve().parent
-    for tensor in model.graph.initializer:
-        if uses_external_data(tensor):
-            info = ExternalDataInfo(tensor)
-            data = (base / info.location).resolve()
-            if base not in data.parents and data.parent != base:
-                raise ModelError(where, f"initializer {tensor.name!r}: external data path {info.location!r} "
-                                 "points outside the model's folder")
-            if not data.is_file():
-                raise ModelError(where, f"cannot read its tensors: initializer {tensor.name!r}: external data file "
-                                 f"{info.location!r} is missing (expected at {data}); copy it beside the .onnx file")
-            if info.length and data.stat().st_size < info.offset + info.length:
-                raise ModelError(where, f"initializer {tensor.name!r}: external data file {info.location!r} is "
-                                 f"shorter than its offset {info.offset} + length {info.length}")
-    try:
-        load_external_data_for_model(model, str(base))
-    except (OSError, ValueError) as err:
-        raise ModelError(where, f"cannot read external data ({err})") from None
+    load_external(model, where, Path(path).resolve().parent)
     return model
+
+
+def _tensors(graph, where: str = ""):
+    """(description, TensorProto) of every tensor of ``graph``: initializers, sparse ones and the
+    tensors in node attributes, subgraphs included."""
+    from onnx import AttributeProto
+
+    for tensor in graph.initializer:
+        yield f"{where}initializer {tensor.name!r}", tensor
+    for sparse in graph.sparse_initializer:
+        yield f"{where}sparse initializer {sparse.values.name!r}", sparse.values
+        yield f"{where}sparse initializer {sparse.values.name!r} (indices)", sparse.indices
+    for node in graph.node:
+        for attr in node.attribute:
+            at = f"{where}node {node.name or node.op_type!r} attribute {attr.name!r}"
+            if attr.type == AttributeProto.TENSOR:
+                yield at, attr.t
+            elif attr.type == AttributeProto.TENSORS:
+                yield from ((at, t) for t in attr.tensors)
+            elif attr.type == AttributeProto.GRAPH:
+                yield from _tensors(attr.g, f"{at}: ")
+            elif attr.type == AttributeProto.GRAPHS:
+                for g in attr.graphs:
+                    yield from _tensors(g, f"{at}: ")
+
+
+# Element types stored with fewer than 8 bits per element (packed, the last byte padded).
+_PACKED_BITS = {"INT4": 4, "UINT4": 4, "FLOAT4E2M1": 4, "INT2": 2, "UINT2": 2}
+
+
+def tensor_bytes(tensor, what: str, where: str) -> int:
+    """The bytes of ``tensor``'s data as raw_data: prod(dims) elements of its element type."""
+    import onnx
+
+    if any(d < 0 for d in tensor.dims):
+        raise ModelError(where, f"{what}: negative dimension in its shape {list(tensor.dims)}")
+    count = math.prod(tensor.dims)
+    name = onnx.TensorProto.DataType.Name(tensor.data_type) if tensor.data_type in \
+        onnx.TensorProto.DataType.values() else None
+    if name in _PACKED_BITS:
+        return -(-count * _PACKED_BITS[name] // 8)
+    if name in (None, "UNDEFINED", "STRING"):
+        raise ModelError(where, f"{what}: element type {name or tensor.data_type} cannot be stored as external data")
+    return count * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+
+
+def _int_field(value: str, key: str, what: str, location: str, where: str) -> int:
+    if not value.isascii() or not value.isdigit():
+        raise ModelError(where, f"{what}: external data {location!r}: {key} {value[:40]!r} is not a "
+                         "non-negative integer")
+    return int(value)
+
+
+def load_external(model, where: str, base: Path) -> None:
+    """Read every tensor's external data (from files in ``base``, the model's folder) into its
+    raw_data, each size checked first; a ModelError naming the tensor and the file otherwise."""
+    from onnx import TensorProto
+
+    total = 0
+    for what, tensor in _tensors(model.graph):
+        if not (tensor.HasField("data_location") and tensor.data_location == TensorProto.EXTERNAL):
+            continue
+        fields = {entry.key: entry.value for entry in tensor.external_data}
+        location = fields.get("location", "")
+        if not location:
+            raise ModelError(where, f"{what}: external data without a location")
+        offset = _int_field(fields.get("offset", "0"), "offset", what, location, where)
+        nbytes = tensor_bytes(tensor, what, where)
+        if "length" in fields:
+            length = _int_field(fields["length"], "length", what, location, where)
+            if length != nbytes:
+                raise ModelError(where, f"{what}: external data {location!r}: length {length} differs from the "
+                                 f"{nbytes} bytes of its shape {list(tensor.dims)}")
+        if nbytes > MAX_MODEL_BYTES - total:
+            raise ModelError(where, f"{what}: external data {location!r}: {nbytes} bytes would bring the model's "
+                             f"external data past the {mib(MAX_MODEL_BYTES)} limit (vdla_hw.limits.MAX_MODEL_BYTES)")
+        tensor.raw_data = _read_at(base, location, offset, nbytes, what, where)
+        tensor.data_location = TensorProto.DEFAULT
+        del tensor.external_data[:]
+        total += nbytes
+
+
+def _read_at(base: Path, location: str, offset: int, nbytes: int, what: str, where: str) -> bytes:
+    """``nbytes`` bytes at ``offset`` of the regular file ``location`` inside the folder ``base``."""
+    at = f"{what}: external data file {location!r}"
+    try:
+        data = (base / location).resolve()
+    except (OSError, ValueError) as err:
+        raise ModelError(where, f"{at}: not a usable path ({err})") from None
+    if base not in data.parents:
+        raise ModelError(where, f"{at} points outside the model's folder")
+    try:
+        fd = os.open(data, os.O_RDONLY | os.O_NONBLOCK)  # non-blocking: a FIFO must not hang the open
+    except FileNotFoundError:
+        raise ModelError(where, f"cannot read its tensors: {at} is missing (expected at {data}); copy it beside "
+                         "the .onnx file") from None
+    except OSError as err:
+        raise ModelError(where, f"{at}: cannot open it ({err.strerror or err})") from None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ModelError(where, f"{at} is not a regular file")
+        if offset + nbytes > info.st_size:
+            raise ModelError(where, f"{at} has {info.st_size} bytes, too few for offset {offset} + the "
+                             f"{nbytes} bytes of the tensor")
+        fh.seek(offset)
+        raw = fh.read(nbytes)
+    if len(raw) != nbytes:  # shrank while being read
+        raise ModelError(where, f"{at} ended after {len(raw)} of the tensor's {nbytes} bytes")
+    return raw
+
+
+def check_names(model, where: str) -> None:
+    """Every value of the graph named once: by one graph input, one initializer or one node output."""
+    def node_name(index: int, node) -> str:
+        return repr(node.name) if node.name else f"#{index} ({node.op_type})"
+
+    inputs, inits = set(), set()
+    for value in model.graph.input:
+        if value.name in inputs:
+            raise ModelError(where, f"graph input {value.name!r} is declared twice")
+        inputs.add(value.name)
+    for tensor in model.graph.initializer:
+        if tensor.name in inits:
+            raise ModelError(where, f"initializer {tensor.name!r} is given twice")
+        inits.add(tensor.name)
+    writers: dict[str, str] = {}
+    for index, node in enumerate(model.graph.node):
+        for out in node.output:
+            if not out:
+                continue  # an optional output left out
+            this = node_name(index, node)
+            if out in writers:
+                first = writers[out]
+                who = f"node {this} twice" if first == this else f"both node {first} and node {this}"
+                raise ModelError(where, f"value {out!r} is written by {who}; each value must have one producer")
+            if out in inputs or out in inits:
+                kind = "a graph input" if out in inputs else "an initializer"
+                raise ModelError(where, f"node {this} writes {out!r}, which is {kind}")
+            writers[out] = this
 
 
 def opset_of(model, where: str) -> int:

@@ -3,6 +3,7 @@ network through the executor on the simulator (`vdla run`'s path), and the clock
 caches rely on."""
 
 import dataclasses
+import json
 
 import pytest
 
@@ -71,3 +72,28 @@ def test_evaluation_scales_accelerator_time_with_the_clock(small_q):
     assert slow.totals["accelerator_cycles"] == fast.totals["accelerator_cycles"]
     assert slow.totals["accelerator_s"] == pytest.approx(2.5 * fast.totals["accelerator_s"], rel=1e-12)
     assert fast.stats["programs_simulated"] == 0
+
+
+def test_a_damaged_layer_cache_entry_is_recomputed_and_named(small_q, tmp_path):
+    """An entry `{}` once failed every point that used it; an edited number was trusted."""
+    from dse import evaluate as ev_module
+
+    config = Config.from_preset("osdi18", LOG_WGT_BUFF_SIZE=17)
+    ev_module._TIMINGS.data.clear()
+    first = evaluate(small_q, config, KNOB_DEFAULTS, cache_dir=tmp_path)
+    entries = sorted((tmp_path / "layers").glob("*.json"))
+    assert len(entries) >= 2 and not first.stats["cache_problems"]
+    entries[0].write_text("{}")
+    text = json.loads(entries[1].read_text())
+    text["value"]["cycles"] += 1000
+    entries[1].write_text(json.dumps(text))
+    ev_module._TIMINGS.data.clear()  # a fresh worker: only the disk remembers
+    again = evaluate(small_q, config, KNOB_DEFAULTS, cache_dir=tmp_path)
+    assert again.totals == first.totals and again.stats["programs_simulated"] == 2
+    problems = {p.split(": ")[0]: p for p in again.stats["cache_problems"]}
+    assert sorted(problems) == [str(entries[0]), str(entries[1])]
+    assert "not a checksummed cache entry" in problems[str(entries[0])]
+    assert "fails its checksum" in problems[str(entries[1])]
+    ev_module._TIMINGS.data.clear()
+    third = evaluate(small_q, config, KNOB_DEFAULTS, cache_dir=tmp_path)  # the entries were rewritten
+    assert third.stats["programs_simulated"] == 0 and not third.stats["cache_problems"]

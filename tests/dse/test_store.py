@@ -1,6 +1,9 @@
-"""points.csv: rows survive a torn last line, resume keys, and rows of other code are recomputed."""
+"""points.csv: rows survive a torn last line, resume keys, rows of other code are recomputed, a
+rewrite never loses rows, and a damaged file is one error naming the line."""
 
-from dse.store import PointStore, read_rows
+import pytest
+
+from dse.store import PointStore, StoreError, read_rows
 
 COLUMNS = ["key", "status", "error", "model", "latency_s", "fits_xc7z020"]
 
@@ -28,3 +31,41 @@ def test_done_points_depend_on_status_and_code(tmp_path):
     other.add({"key": "a", "status": "ok", "model": "m", "latency_s": 0.2})
     _, rows = read_rows(other.path)
     assert [(r["key"], r["code_key"]) for r in rows] == [("a", "code2"), ("b", "code1")]
+
+
+def test_a_rewrite_keeps_the_rows_another_store_appended(tmp_path):
+    """Two writers of one points.csv (what the sweep lock prevents): a rewrite by one (a replaced
+    row) merges what the other appended instead of dropping it."""
+    first, second = PointStore(tmp_path, COLUMNS, "code1"), PointStore(tmp_path, COLUMNS, "code1")
+    first.add({"key": "a", "status": "ok", "model": "m", "latency_s": 0.1})
+    second.add({"key": "b", "status": "failed", "error": "worker died", "model": "m"})
+    second.add({"key": "b", "status": "ok", "model": "m", "latency_s": 0.2})  # replaced: a rewrite
+    _, rows = read_rows(second.path)
+    assert sorted((r["key"], r["status"]) for r in rows) == [("a", "ok"), ("b", "ok")]
+    assert second.done("a") and not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def _csv(tmp_path, *lines: bytes):
+    path = tmp_path / "points.csv"
+    path.write_bytes(b"key,status,error,model,latency_s,fits_xc7z020\r\n" + b"".join(lines))
+    return path
+
+
+@pytest.mark.parametrize("line, message", [
+    (b"k2,ok,,m,0.1\xff,true\r\n", r"points.csv: line 3: not UTF-8 text \(byte 13 of the line\)"),
+    (b"k2,ok," + b"e" * 131073 + b",m,0.1,true\r\n", r"points.csv: line 3: not a points CSV \(field larger"),
+    (b"k2,ok,,m,fast,true\r\n", r"points.csv: line 3, column 'latency_s': 'fast' is not a number"),
+    (b"k2,ok,,m,true,true\r\n", r"points.csv: line 3, column 'latency_s': 'true' is not a number"),
+    (b"k2,done,,m,0.1,true\r\n", r"points.csv: line 3, column 'status': 'done' is not one of ok, invalid, failed"),
+])
+def test_a_damaged_points_csv_is_one_error_naming_the_line(tmp_path, line, message):
+    path = _csv(tmp_path, b"k1,ok,,m,0.1,true\r\n", line, b"k3,ok,,m,0.3,false\r\n")
+    with pytest.raises(StoreError, match=message) as err:
+        PointStore(tmp_path, COLUMNS, "code1")
+    assert str(path) in str(err.value) and "\n" not in str(err.value) and len(str(err.value)) < 400
+
+
+def test_only_a_last_line_without_its_line_end_is_torn(tmp_path):
+    _csv(tmp_path, b"k1,ok,,m,0.1,true\r\n", b"k2,ok,,m,0.")
+    _, rows = read_rows(tmp_path / "points.csv")
+    assert [r["key"] for r in rows] == ["k1"]

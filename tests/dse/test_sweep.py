@@ -90,8 +90,54 @@ def test_an_unreachable_address_is_a_one_line_error(capsys, tmp_path, small_cnn_
         port = s.getsockname()[1]
     code = main(["sweep", write_space(tmp_path), "-o", str(tmp_path / "o"), "--models", small_cnn_path,
                  "--address", f"127.0.0.1:{port}"])
-    err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert code == 2 and err.startswith("vdla: error: --address") and "no Ray head" in err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("vdla: error: --address") and "no Ray head" in err[-1]
+    assert len(err) == 1  # found before the models were imported and quantized
+
+
+def test_a_second_sweep_on_a_directory_is_refused_at_once(capsys, tmp_path, small_cnn_path):
+    """Two sweeps on one directory once both computed every point (24 rows for 12)."""
+    from tests.dse.test_lock import Holder
+
+    out = tmp_path / "out"
+    with Holder(out) as holder:
+        code = main(["sweep", write_space(tmp_path), "-o", str(out), "--models", small_cnn_path])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [f"vdla: error: {out}: another sweep (pid {holder.proc.pid}) is writing to this "
+                                 "directory; wait for it to finish or give another -o DIR"]
+
+
+@pytest.mark.parametrize("row, where", [
+    (b"k,ok,\xff\r\n", "line 2: not UTF-8 text (byte 6 of the line)"),
+    (b"k,ok," + b"x" * 131073 + b"\r\n", "line 2: not a points CSV (field larger than field limit (131072))"),
+    (b"k,ok,soon\r\n", "line 2, column 'latency_s': 'soon' is not a number"),
+])
+def test_a_damaged_points_csv_is_one_line_before_any_work(capsys, tmp_path, small_cnn_path, row, where):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "points.csv").write_bytes(b"key,status,latency_s\r\n" + row)
+    code = main(["sweep", write_space(tmp_path), "-o", str(out), "--models", small_cnn_path])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [f"vdla: error: {out / 'points.csv'}: {where}"]
+
+
+def test_damaged_cache_entries_are_named_once_and_recomputed(capsys, tmp_path, small_cnn_path):
+    """A cache entry `{}` once failed every point that used it, without naming the file."""
+    out = tmp_path / "out"
+    space = write_space(tmp_path, {"LOG_BLOCK": [4], "CLOCK_MHZ": [100, 200]})
+    sweep(capsys, space, "-o", str(out), "--models", small_cnn_path, "--workers", "2")
+    entries = sorted((out / "cache" / "layers").glob("*.json"))
+    assert entries
+    for entry in entries:
+        entry.write_text("{}")
+    (out / "points.csv").unlink()
+    assert main(["sweep", space, "-o", str(out), "--models", small_cnn_path, "--workers", "2", "--json"]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert (summary["ok"], summary["failed"], summary["computed_now"]) == (2, 0, 2)
+    for entry in entries:
+        assert captured.err.count(f"sweep: {entry}: sweep cache entry: not a checksummed cache entry") == 1
+        assert json.loads(entry.read_text())["sha256"]  # rewritten
 
 
 def descendants(pid: int) -> list[int]:
@@ -187,6 +233,39 @@ def test_a_killed_worker_loses_only_its_point(capsys, tmp_path, small_cnn_path):
 
 
 @pytest.mark.slow
+def test_a_killed_raylet_stops_the_sweep_with_one_line(tmp_path, small_cnn_path):
+    """Once exit status 1 and Ray's log dump: now one line (exit 2) saying what happened, what
+    was kept and that a re-run resumes; the points in flight are not recorded as failed."""
+    out = tmp_path / "out"
+    proc = start_sweep(tmp_path, small_cnn_path, out)
+    started = []
+    try:
+        wait_for(lambda: len(read_rows(out / "points.csv")[1]) >= 1, 180, "a first point")
+        started = descendants(proc.pid)
+        raylet = [p for p in started if "/raylet/raylet " in cmdline(p)]
+        assert len(raylet) == 1, [cmdline(p)[:80] for p in started]
+        os.kill(raylet[0], signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    _, rows = read_rows(out / "points.csv")
+    last = stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2, stderr[-2000:]
+    assert last == (f"vdla: error: Ray's raylet died (NodeDiedError), so no worker can run: the sweep stopped; "
+                    f"{out / 'points.csv'} keeps the {len(rows)} points written so far, and re-running the same "
+                    "command resumes from there")
+    assert rows and all(r["status"] in ("ok", "invalid") for r in rows)
+    try:  # the embedded Ray's other processes end with the sweep
+        wait_for(lambda: not [p for p in started if cmdline(p)], 60, "Ray's processes to end")
+    finally:
+        for pid in started:
+            if cmdline(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
 def test_sweep_on_a_ray_head_started_separately(capsys, tmp_path, small_cnn_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -235,7 +314,7 @@ def test_synth_synthesises_each_configuration_once(capsys, tmp_path, small_cnn_p
     path.write_text(json.dumps({"base": "tiny", "parameters": {"vthreads": [1, 2]}}))  # one configuration
     summary = sweep(capsys, str(path), "-o", str(out), "--models", small_cnn_path, "--synth", "--workers", "2")
     assert (summary["ok"], summary["failed"]) == (2, 0)
-    stored = [json.loads(p.read_text()) for p in (out / "synth").glob("*.json")]
+    stored = [json.loads(p.read_text())["value"] for p in (out / "synth").glob("*.json")]
     assert len(stored) == 1 and stored[0]["ok"]
     for row in read_rows(out / "points.csv")[1]:
         assert row["resource_basis"].startswith("yosys synthesis")
