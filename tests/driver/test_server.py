@@ -465,11 +465,13 @@ def test_a_full_queue_answers_busy_with_the_expected_wait(test_server):
     request(address, {"op": "run"}, key=KEY, timeout_s=20)  # one run done: its time makes the estimate
     threads = [threading.Thread(target=request, args=(address, {"op": "run"}), kwargs={"key": KEY, "timeout_s": 20})
                for _ in range(2)]
-    for t in threads:  # one runs, one waits in the queue
+    # one runs, then one waits in the queue: started one after the other, so that the second is
+    # never turned away while the first still sits in the queue
+    for t, ready in zip(threads, (lambda: server.running, lambda: server.running and server.jobs.qsize() == 1)):
         t.start()
-    deadline = time.monotonic() + 10
-    while not (server.running and server.jobs.qsize() == 1) and time.monotonic() < deadline:
-        time.sleep(0.01)
+        deadline = time.monotonic() + 10
+        while not ready() and time.monotonic() < deadline:
+            time.sleep(0.01)
     with pytest.raises(ServerBusy, match=r"server busy: 1 runs wait for the device; expected wait \d+ s \(mean of "
                                          r"the last 1 runs\); retry later") as err:
         request(address, {"op": "run"}, key=KEY, timeout_s=20)
