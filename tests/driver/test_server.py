@@ -364,6 +364,12 @@ def test_uploads_held_at_once_are_bounded(test_server):
         with pytest.raises(Exception, match="server busy: 1000 bytes of other uploads held"):
             request(address, {"op": "run"}, {"b": bytes(800)}, key=KEY)
         assert ping(address) == {"pong": True}
+    # the server releases the first upload's bytes when it sees that connection close, on its
+    # own thread: wait for that before the next upload (asking at once raced with it)
+    deadline = time.monotonic() + 10
+    while server.pending and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.pending == 0
     result, _, _ = request(address, {"op": "run"}, {"b": bytes(800)}, key=KEY)
     assert result == {"sizes": {"b": 800}}
 
