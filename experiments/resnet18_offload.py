@@ -5,8 +5,9 @@
 For each preset it runs ``vdla run resnet18`` (import, quantize, compile, simulate, CPU kernels),
 writes ``OUT/PRESET/`` (layers.csv, summary.json and the four figures) and prints the comparison
 with the paper: offloaded-conv speedup, end-to-end speedup and per-layer utilisation (Fig. 10
-layers); ``OUT/comparison.csv`` holds the same table. The paper measured VTA's PYNQ build
-(``vta-pynq``: 100 MHz, 256 kB weights); ``osdi18`` is the paper's text (200 MHz, 32 kB weights).
+layers); ``OUT/comparison.csv`` holds the same table. ``osdi18`` is the system the paper's
+figures were measured on (100 MHz, ACP, 32 kB weights); ``vta-pynq`` is VTA's PYNQ build (100 MHz,
+ACP, 256 kB weights); ``osdi18-200`` is the paper's text (200 MHz, HP0).
 """
 
 from __future__ import annotations
