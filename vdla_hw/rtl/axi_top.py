@@ -28,7 +28,9 @@ from vdla_hw.rtl.top import top_ports, vdla_top
 # * acp: a request is coherent (the SCU snoops the L1 caches) only with AxCACHE[1] = 1 and
 #   AxUSER[0] = 1 (UG585 ch. 3.5, "ACP requests"; Cortex-A9 MPCore TRM 2.4.1). AxCACHE 0b1111 =
 #   write-back, read and write allocate, VTA's PYNQ build's AXI_CACHE_BITS; AxUSER[4:1] carries the
-#   inner attributes to the L2 in AxCACHE's encoding, so 0b1111 again: AxUSER = 0b11111.
+#   inner cache attributes to the L2, "typically set to 0b1111" (Intel Arria 10 HPS TRM 10.3.15.1,
+#   the same Cortex-A9 ACP), so AxUSER = 0b11111 -- what the PS7's "default ACP user value" option
+#   that VTA's build sets applies too (bitstreams.pynq_z1).
 # * AxPROT 0 (data, secure, unprivileged) on both: VTA's PYNQ build's AXI_PROT_BITS 000.
 PORT_ATTRIBUTES = {
     "hp": {"id_bits": AXI3_ID_BITS, "cache": 0b0011, "prot": 0b000, "user": None},
