@@ -10,9 +10,8 @@ module turns the cache simulator's counts into cycles with those limits::
 
     l2     = L2-hit lines x max(l2_line_cycles, l2_latency_cycles / fill_buffers)
     dram   = max(DRAM bytes / bandwidth, DRAM-read lines x dram_latency / fill_buffers)
-    memory = l2 + dram
-    hidden = min(memory, lines x miss_window_cycles, compute)
-    cycles = compute + memory - hidden
+    hidden = min(compute, sum over L2, DRAM of min(its cycles, its lines x miss_window_cycles))
+    cycles = compute + l2 + dram - hidden
 
 With many cycles of compute per miss a line costs at most its fill time beyond the window; with
 little compute per miss the kernel runs at the memory's pace (``max``). A CPU whose data file
@@ -53,10 +52,12 @@ def memory_cycles(cpu, traffic: MemoryTraffic, cores: int = 1) -> tuple[float, f
     return traffic.l2_lines * l2_per_line, dram
 
 
-def exposed_cycles(cpu, compute: float, memory: float, lines: float) -> tuple[float, float]:
-    """(total cycles, hidden memory cycles) of ``compute`` core cycles and ``memory`` cycles of
-    ``lines`` line fills (see the module docstring)."""
+def exposed_cycles(cpu, compute: float, levels) -> tuple[float, float]:
+    """(total cycles, hidden memory cycles) of ``compute`` core cycles and the memory ``levels``,
+    (cycles, line fills) pairs (L2, DRAM): each fill hides at most the window's cycles of its own
+    level's time, and all of them together at most the compute (see the module docstring)."""
     window = cpu.miss_window_cycles
-    reach = memory if window is None else lines * window
-    hidden = min(memory, reach, compute)
+    memory = sum(cycles for cycles, _ in levels)
+    reach = sum(cycles if window is None else min(cycles, lines * window) for cycles, lines in levels)
+    hidden = min(reach, compute)
     return compute + memory - hidden, hidden

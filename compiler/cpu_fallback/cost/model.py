@@ -187,7 +187,7 @@ class CpuModel:
         core = own.core_cycles
         mispredicts = sum(own.loop_entries.values())
         branch = mispredicts * cpu.mispredict_cycles
-        cycles, hidden = exposed_cycles(cpu, core + branch, l2 + dram, l2_lines + core_lines)
+        cycles, hidden = exposed_cycles(cpu, core + branch, [(l2, l2_lines), (dram, core_lines)])
         fork_join = cpu.fork_join_s * cpu.clock_hz if cores > 1 else 0.0
         return {"cycles": cycles + fork_join, "core_cycles": core, "branch_cycles": branch,
                 "mispredicts": mispredicts, "l2_cycles": l2, "dram_cycles": dram, "hidden_cycles": hidden,
