@@ -88,6 +88,7 @@ def cmd_run(args) -> int:
     calibration = args.calibration if args.calibration is not None else 4
     report = run_network(args.model, config=args.config, target=args.target, resolution=args.resolution,
                          options=options, vthreads=args.vthreads, progress=_progress, cpu=args.cpu,
+                         cpu_baseline=args.cpu_baseline, cpu_threads=args.cpu_threads,
                          input_shape=args.input_shape, calibration=calibration, method=args.calibration_method,
                          normalize=args.normalize, images=args.images, x=args.input)
     if not report.bit_exact:
@@ -139,6 +140,7 @@ def resolution_arg():
 
 
 def add_parser(sub) -> None:
+    from compiler.cpu_fallback.cost.baselines import baseline_names
     from compiler.cpu_fallback.cost.cpus import cpu_names
 
     run = sub.add_parser("run", help="the offload study: import, quantize, partition and run a network")
@@ -156,6 +158,11 @@ def add_parser(sub) -> None:
                      help="run the classifiers as GEMMs (the last layer then keeps int8 instead of int32 logits)")
     run.add_argument("--cpu", default="cortex-a9", choices=cpu_names(),
                      help="CPU whose modelled times the report gives (default cortex-a9, the PYNQ-Z1's)")
+    run.add_argument("--cpu-baseline", default="int8", choices=baseline_names(),
+                     help="which kernels price the CPU ops: int8 (ours, what runs; default) or fp32 (TVM-style "
+                          "FP32 kernels, the TVM paper's CPU baseline); the functional path stays int8")
+    run.add_argument("--cpu-threads", type=int, default=1, choices=(1, 2),
+                     help="CPU cores each CPU kernel is split over (default 1; 2: both A9 cores sharing L2 and DRAM)")
     run.add_argument("--input-shape", type=input_shape_arg, metavar="N,C,H,W",
                      help="the input's shape, for an ONNX model with dynamic dimensions")
     run.add_argument("--calibration", metavar="DIR|FILE",

@@ -176,9 +176,12 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
                 options: PartitionOptions = PartitionOptions(), vthreads: int | None = None,
                 calibration: int | str = 4, test_inputs: int = 4, progress=None, cpu: str = DEFAULT_CPU,
                 input_shape: tuple[int, ...] | None = None, method: str = "mse", normalize=IMAGENET,
-                images: str | None = None, x: str | None = None) -> NetworkReport:
+                images: str | None = None, x: str | None = None, cpu_baseline: str = "int8",
+                cpu_threads: int = 1) -> NetworkReport:
     """Import, quantize, partition and run ``model`` once on ``target``; check it bit for bit.
-    ``cpu`` names the CPU whose modelled times the report gives (``cost.cpu_names()``). The
+    ``cpu`` names the CPU whose modelled times the report gives (``cost.cpu_names()``), priced
+    by the kernels of ``cpu_baseline`` (``cost.baseline_names()``: int8, fp32) on ``cpu_threads``
+    cores (1 or 2; the functional path stays int8 either way). The
     executed input is ``x`` (a .npy/.npz or image file), else the first test input."""
     from compiler.cpu_fallback.cost import CpuModel
 
@@ -186,7 +189,7 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     for source in (calibration if isinstance(calibration, str) else None, images, x):
         if source is not None and not Path(source).exists():  # before the import and calibration
             raise InputError(f"{source}: no such file or folder")
-    cpu_model = CpuModel(cpu)
+    cpu_model = CpuModel(cpu, baseline=cpu_baseline, threads=cpu_threads)
     clock = {"start": time.perf_counter()}
     p = prepare(model, config=config, resolution=resolution, options=options, calibration=calibration,
                 test_inputs=test_inputs, progress=progress, input_shape=input_shape, method=method,

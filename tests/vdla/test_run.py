@@ -32,7 +32,7 @@ def test_run_json_has_the_documented_keys(capsys):
         if layer["op"] == "reshape":
             assert layer["cpu_s"] == 0 and layer["cpu_basis"] == "no work (a reshape)"
             continue
-        assert layer["cpu_basis"] == "llvm-mca cortex-a9 + memory model", layer
+        assert layer["cpu_basis"] == "llvm-mca cortex-a9 + memory model, int8 baseline, 1 thread", layer
         assert layer["cpu_s"] > 0 and layer["cpu_cycles"] == pytest.approx(layer["cpu_s"] * 650e6)
         if layer["placement"] == "vdla":
             assert layer["host_s"] == pytest.approx(sum(layer["host"].values())) and layer["host_s"] > 0
@@ -55,8 +55,32 @@ def test_run_other_cpu_gives_other_documented_times(capsys):
     assert a53["totals"]["cpu_model"]["name"] == "cortex-a53"
     assert a53["totals"]["cpu_model"]["clock_hz"] == 1.2e9
     stem9, stem53 = (next(layer for layer in r["layers"] if layer["name"] == "conv1") for r in (a9, a53))
-    assert stem53["cpu_basis"] == "llvm-mca cortex-a53 + memory model"
+    assert stem53["cpu_basis"] == "llvm-mca cortex-a53 + memory model, int8 baseline, 1 thread"
     assert stem53["cpu_s"] != stem9["cpu_s"] and a53["output_sha256"] == a9["output_sha256"]
+
+
+def test_run_fp32_baseline_on_two_threads_prices_the_cpu_ops_only(capsys):
+    _, int8, _ = run(capsys, "run", "resnet18", "--resolution", "32", "--json")
+    code, fp32, err = run(capsys, "run", "resnet18", "--resolution", "32", "--json", "--cpu-baseline", "fp32",
+                          "--cpu-threads", "2")
+    assert code == 0, err
+    int8, fp32 = json.loads(int8), json.loads(fp32)
+    assert fp32["output_sha256"] == int8["output_sha256"]  # the functional path stays int8
+    model = fp32["totals"]["cpu_model"]
+    assert model["threads"] == 2 and model["baseline"]["name"] == "fp32" and model["baseline"]["source"]
+    stem = next(layer for layer in fp32["layers"] if layer["name"] == "conv1")
+    assert stem["cpu_basis"] == "llvm-mca cortex-a9 + memory model, fp32 baseline, 2 threads"
+    assert fp32["totals"]["cpu_only_s"] != int8["totals"]["cpu_only_s"]
+    quantize = next(layer for layer in fp32["layers"] if layer["op"] == "quantize")
+    assert quantize["cpu_s"] == 0  # a float network has no quantize op
+
+
+def test_run_rejects_an_unknown_baseline_or_thread_count(capsys):
+    for option, value in (("--cpu-baseline", "fp16"), ("--cpu-threads", "3")):
+        with pytest.raises(SystemExit) as exc:
+            main(["run", "resnet18", option, value])
+        assert exc.value.code == 2
+        assert "invalid choice" in capsys.readouterr().err
 
 
 def test_run_rejects_an_unknown_cpu(capsys):

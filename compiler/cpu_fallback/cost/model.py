@@ -4,11 +4,18 @@ Kernel time (``CpuModel.kernel_cost``), from the code-level analysis of :mod:`.a
 
     core    = sum over machine blocks of executions x cycles per execution (llvm-mca + bounds)
     branch  = loop entries x mispredict_cycles          (each loop's exit is mispredicted once)
-    l2      = lines L1 missed but L2 held x l2_line_cycles
-    dram    = (lines read from DRAM x line_bytes + output and scratch bytes written back)
-              / DRAM bandwidth
-    cycles  = max(core + branch, l2 + dram)             (an out-of-order core and its prefetcher
-                                                         overlap memory traffic with compute)
+    l2, dram, hidden                                    (:mod:`.memory`: line fills at the pace
+                                                         of the fill buffers and the bandwidth;
+                                                         only what the core's window covers
+                                                         overlaps with compute)
+    cycles  = core + branch + l2 + dram - hidden
+
+The baseline (``baseline=``, data in ``compiler/data/baselines``, :mod:`.baselines`) says which
+kernel an op is priced by: ``int8``, our own kernel; ``fp32``, the FP32 kernel of the same shape
+in the style of TVM's ARM schedule (:mod:`..fp32`). With ``threads=2`` each kernel's outer loop
+is split over two cores (:mod:`.threads`): the larger share's own analysis gives the core and L1
+counts, the whole kernel's gives the shared L2's DRAM traffic, the DRAM bandwidth is shared
+(:func:`.memory.memory_cycles`), and every split kernel pays the thread pool's ``fork_join_s``.
 
 Host overheads of one offloaded layer (``CpuModel.offload_cost``), from what the runtime does on
 the board (``RuntimeProfile``, filled in by the caller from the driver and executor):
@@ -33,9 +40,14 @@ import os
 from dataclasses import dataclass, field
 
 from .analysis import analyse, is_cached, remember
+from .baselines import Baseline, load_baseline
 from .cpus import Cpu, load_cpu
+from .memory import MemoryTraffic, exposed_cycles, memory_cycles
+from .threads import share
 
 DEFAULT_CPU = "cortex-a9"
+DEFAULT_BASELINE = "int8"
+THREADS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -82,16 +94,36 @@ class CpuModel:
 
     PREFETCH_MIN = 4  # fewer uncached kernels than this are analysed in-process, on demand
 
-    def __init__(self, cpu: str | Cpu = DEFAULT_CPU, *, workers: int | None = None):
+    def __init__(self, cpu: str | Cpu = DEFAULT_CPU, *, baseline: str | Baseline = DEFAULT_BASELINE,
+                 threads: int = 1, workers: int | None = None):
+        from .cpus import CpuError
+
         self.cpu = load_cpu(cpu) if isinstance(cpu, str) else cpu
-        self.basis = f"llvm-mca {self.cpu.mca.cpu} + memory model"
+        self.baseline = load_baseline(baseline) if isinstance(baseline, str) else baseline
+        if threads not in THREADS or threads > self.cpu.cores:
+            raise CpuError(f"{self.cpu.name}: {threads} threads cannot be modelled (1, or 2 on a CPU with "
+                           f"at least 2 cores; it has {self.cpu.cores})")
+        self.threads = threads
+        self.basis = (f"llvm-mca {self.cpu.mca.cpu} + memory model, {self.baseline.name} baseline, "
+                      f"{threads} thread{'s' if threads > 1 else ''}")
         self.workers = (os.cpu_count() or 1) if workers is None else workers
         self._pending = {}
 
+    def analysed_specs(self, spec) -> list:
+        """Every kernel spec whose analysis prices ``spec`` (its baseline's kernels, their shares)."""
+        specs = []
+        for kernel, _ in self.baseline.price(spec).kernels:
+            specs.append(kernel)
+            part = share(kernel) if self.threads == 2 else None
+            specs += [part] if part is not None else []
+        return specs
+
     def prefetch(self, specs) -> int:
-        """Start analysing the uncached ones of ``specs`` in worker processes (the caller goes on
-        with its own work; ``kernel_cost`` waits for a pending one). Returns how many started."""
-        todo = [s for s in dict.fromkeys(specs) if s not in self._pending and not is_cached(s, self.cpu)]
+        """Start analysing the uncached ones of ``specs`` (and the kernels that price them) in
+        worker processes (the caller goes on with its own work; ``kernel_cost`` waits for a
+        pending one). Returns how many started."""
+        wanted = [k for s in dict.fromkeys(specs) for k in self.analysed_specs(s)]
+        todo = [s for s in dict.fromkeys(wanted) if s not in self._pending and not is_cached(s, self.cpu)]
         if self.workers < 2 or len(todo) < self.PREFETCH_MIN:
             return 0
         import multiprocessing
@@ -109,29 +141,60 @@ class CpuModel:
         return self.cpu.name
 
     def describe(self) -> dict:
-        return {**self.cpu.as_dict(), "basis": self.basis}
+        return {**self.cpu.as_dict(), "basis": self.basis, "baseline": self.baseline.as_dict(),
+                "threads": self.threads}
+
+    def _analysis(self, spec):
+        pending = self._pending.pop(spec, None)
+        return remember(spec, self.cpu, pending.result()) if pending is not None else analyse(spec, self.cpu)
 
     def kernel_cost(self, spec) -> KernelCost:
+        """Modelled time of one call of ``spec`` (a kernel of the functional path), priced by the
+        baseline's kernels for it, on ``threads`` cores."""
+        priced = self.baseline.price(spec)
+        basis = self.basis + (" (int8 kernel: no FP32 counterpart modelled)" if priced.stand_in else "")
+        if not priced.kernels:
+            return KernelCost(0.0, 0.0, basis + " (no such op in this baseline)", {"bound": "none"})
+        cycles, parts = 0.0, {}
+        for kernel, calls in priced.kernels:
+            one = self._kernel_cycles(kernel)
+            cycles += calls * one["cycles"]
+            for key, value in one.items():
+                if key in ("cores", "loops", "stand_ins", "estimated_share"):
+                    parts[key] = max(parts.get(key, 0), value)
+                elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                    parts[key] = parts.get(key, 0) + calls * value
+                else:
+                    parts[key] = value
+        parts["priced_by"] = [k.family for k, _ in priced.kernels]
+        return KernelCost(cycles / self.cpu.clock_hz, cycles, basis, parts)
+
+    def _kernel_cycles(self, spec) -> dict:
+        """Cycles and their parts of one call of ``spec`` itself on ``threads`` cores."""
         cpu = self.cpu
-        pending = self._pending.pop(spec, None)
-        analysis = remember(spec, cpu, pending.result()) if pending is not None else analyse(spec, cpu)
-        core = analysis.core_cycles
-        mispredicts = sum(analysis.loop_entries.values())
+        whole = self._analysis(spec)
+        part = share(spec) if self.threads == 2 else None
+        own = self._analysis(part) if part is not None else whole
+        cores = 2 if part is not None else 1
+        # DRAM traffic of the whole kernel through the shared L2 (both cores' streams pass it).
+        dram_lines = whole.l2_misses - (0 if cpu.write_allocate else whole.l2_store_misses)
+        written = sum(arg.nbytes for arg in spec.args() if not arg.is_input)  # dirty lines written back
+        dram_bytes = cpu.line_bytes * dram_lines + -(-written // cpu.line_bytes) * cpu.line_bytes
+        core_lines = dram_lines / cores  # one core's share of the DRAM line fills
+        l2_lines = max(0.0, own.l1_misses - core_lines) if cores > 1 else whole.l1_misses - whole.l2_misses
+        traffic = MemoryTraffic(l2_lines, core_lines, dram_bytes)
+        l2, dram = memory_cycles(cpu, traffic, cores)
+        core = own.core_cycles
+        mispredicts = sum(own.loop_entries.values())
         branch = mispredicts * cpu.mispredict_cycles
-        l2_lines = analysis.l1_misses - analysis.l2_misses
-        dram_read = cpu.line_bytes * (analysis.l2_misses - (0 if cpu.write_allocate else analysis.l2_store_misses))
-        # Outputs and workspaces (scratch) leave dirty lines that are written back.
-        written = sum(arg.nbytes for arg in spec.args() if not arg.is_input)
-        dram_write = -(-written // cpu.line_bytes) * cpu.line_bytes
-        l2 = l2_lines * cpu.l2_line_cycles
-        dram = (dram_read + dram_write) / cpu.dram_bytes_per_s * cpu.clock_hz
-        cycles = max(core + branch, l2 + dram)
-        parts = {"core_cycles": core, "branch_cycles": branch, "mispredicts": mispredicts,
-                 "l2_cycles": l2, "dram_cycles": dram, "l2_lines": l2_lines, "dram_bytes": dram_read + dram_write,
-                 "bound": "compute" if core + branch >= l2 + dram else "memory",
-                 "estimated_share": analysis.estimated_cycles / core if core else 0.0,
-                 "loops": len(analysis.loop_entries), "stand_ins": len(analysis.stand_ins)}
-        return KernelCost(cycles / cpu.clock_hz, cycles, self.basis, parts)
+        cycles, hidden = exposed_cycles(cpu, core + branch, [(l2, l2_lines), (dram, core_lines)])
+        fork_join = cpu.fork_join_s * cpu.clock_hz if cores > 1 else 0.0
+        return {"cycles": cycles + fork_join, "core_cycles": core, "branch_cycles": branch,
+                "mispredicts": mispredicts, "l2_cycles": l2, "dram_cycles": dram, "hidden_cycles": hidden,
+                "fork_join_cycles": fork_join, "l2_lines": l2_lines, "dram_bytes": dram_bytes, "cores": cores,
+                "bound": "compute" if core + branch >= l2 + dram else "memory",
+                "estimated_share": own.estimated_cycles / core if core else 0.0,
+                "loops": len(own.loop_entries), "stand_ins": len(own.stand_ins)}
 
     def seconds(self, spec) -> float:
         return self.kernel_cost(spec).seconds
