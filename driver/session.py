@@ -23,6 +23,7 @@ A run of a loaded model writes only ``activations_in`` and reads only ``activati
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +32,21 @@ from vdla_hw.bundle import Bundle
 from vdla_hw.errors import VdlaError
 
 CATEGORIES = ("weights", "uops", "insns", "activations_in", "activations_out", "other")
+
+
+# The files of a package that change from run to run (not part of the loaded model).
+RUN_FILES = ("input.npy",)
+
+
+def model_digest(files: dict[str, bytes]) -> str:
+    """The SHA-256 of a package's files except its input: equal digests, equal bundles, so a
+    server keeps the model loaded between runs of the same package."""
+    h = hashlib.sha256()
+    for name in sorted(files):
+        if name not in RUN_FILES:
+            h.update(f"{name}\0{len(files[name])}\0".encode())
+            h.update(files[name])
+    return h.hexdigest()
 
 
 def zero_counts() -> dict[str, int]:

@@ -56,7 +56,8 @@ def test_pynq_discovers_the_simulated_device(sim_device):
 
 
 @pytest.mark.parametrize("case", ["runs_like_the_reference", "buffers_round_trip", "start_and_wait",
-                                  "bundle_for_another_configuration", "device_error_names_instruction"])
+                                  "bundle_for_another_configuration", "device_error_names_instruction",
+                                  "loaded_model_runs_twice"])
 def test_device_case(case, opener):
     device_cases.CASES[case](opener)
 
