@@ -156,17 +156,19 @@ class SimulatedPynqDevice(pynq.Device):
     def _device_write(self, address: int, data: np.ndarray) -> None:
         base, start = self._find(address, len(data))
         _, memory, newer = self.buffers[base]
-        memory[start:start + len(data)] = data
-        newer[start:start + len(data)] = not self.coherent  # the CPU's view is stale until an invalidate
+        end = start + len(data)
+        if not self.coherent:  # the bytes the device changed: the CPU's view of them is stale until an invalidate
+            newer[start:end] |= memory[start:end] != data
+        memory[start:end] = data
 
     def flush(self, bo, offset, vaddr, nbytes):
-        """Clean the CPU's lines of the range to memory (lines the device wrote since are not the
-        CPU's to write back: they stay as the device left them)."""
+        """Clean the CPU's lines of the range to memory (the driver flushes the range it has just
+        written, so every line of it is dirty in the CPU's cache)."""
         host, memory, newer = self.buffers[bo]
         self.flushed += nbytes
         end = offset + nbytes
-        keep = newer[offset:end]
-        memory[offset:end] = np.where(keep, memory[offset:end], self._host(host)[offset:end])
+        memory[offset:end] = self._host(host)[offset:end]
+        newer[offset:end] = False
 
     def invalidate(self, bo, offset, vaddr, nbytes):
         host, memory, newer = self.buffers[bo]
