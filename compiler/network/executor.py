@@ -4,10 +4,12 @@ LLVM kernels, and record per op what it cost.
 Accelerator ops run on a loaded model (``device.loaded_model()``, :mod:`driver.session`): each
 op's bundles (prebuilt, or compiled here on first use) are written to device buffers once, and
 per inference only the packed inputs are written and the outputs read back, byte ranges of their
-symbols. Every activation crosses the CPU (packed, written, read, unpacked): the only layouts
-the producer's store and the consumer's load share are none in our programs (see
-``input_path``), and each op's record says so. A device without ``loaded_model`` (the sweep's
-timing device) runs whole bundles with ``run(bundle)``; its records count the same crossing bytes.
+symbols. Every activation crosses the CPU (packed, written, read, unpacked): where producer and
+consumer both run on the accelerator their layouts differ (the consumer pads with its zero point,
+or the ALU add loads int32), except a 1x1 conv after an accelerator add, which would need both
+programs linked into one buffer; each such record says why (``extra["input_path"]``). A device
+without ``loaded_model`` (the sweep's timing device) runs whole bundles with ``run(bundle)``;
+its records count the same crossing bytes.
 
 Times: accelerator ops take the device's cycles at the configured clock; CPU ops take the
 ``cpu_model``'s seconds for their kernel (a :class:`compiler.cpu_fallback.cost.CpuModel`:

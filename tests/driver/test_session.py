@@ -60,3 +60,10 @@ def test_model_digest_ignores_the_input_only():
     files = {"graph.json": b"{}", "bundles/a.npz": b"12", "input.npy": b"x"}
     assert model_digest(files) == model_digest({**files, "input.npy": b"y"})
     assert model_digest(files) != model_digest({**files, "bundles/a.npz": b"13"})
+
+
+def test_the_executor_counts_the_drivers_categories():
+    """The compiler may not import the driver, so the executor repeats the category names."""
+    from compiler.network import executor
+
+    assert executor.CATEGORIES == CATEGORIES
