@@ -72,6 +72,10 @@ def cmd_deploy(args) -> int:
     t = report["transfer"]
     print(f"package {report['package_bytes'] / 1e6:.1f} MB, sent in {t['send_seconds']:.2f} s, answer after "
           f"{t['total_seconds']:.1f} s")
+    from compiler.network.report import moved_lines
+
+    for line in moved_lines(m.get("bytes_moved")):
+        print(line)
     print(f"bit exact vs the quantized numpy reference: {report['bit_exact']}   output sha256 {report['output_sha256']}")
     return 0
 

@@ -30,13 +30,14 @@ BUILTIN = {"resnet18": 18, "resnet34": 34}
 DEFAULT_CPU = "cortex-a9"
 
 
-def board_runtime():
-    """What the board runtime's driver does per offloaded layer (``driver.registers.run_profile``:
-    register sequence, image copies, poll schedule), for the executor's host-overhead model."""
+def board_runtime(config=None):
+    """What the board runtime's driver does per offloaded layer of a loaded model
+    (``driver.registers.run_profile``: register sequence, no image copies, whether the port of
+    ``config`` is coherent, poll schedule), for the executor's host-overhead model."""
     from compiler.cpu_fallback.cost import RuntimeProfile
     from driver.registers import run_profile
 
-    return RuntimeProfile(**run_profile())
+    return RuntimeProfile(**run_profile(config))
 CALIBRATION_SEED, TEST_SEED = 1, 2
 
 
@@ -208,7 +209,7 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     say(f"running {sum(p.target == 'vdla' for p in placements.values())} ops on VDLA ({target}, {config.name}) "
         f"and {sum(p.target == 'cpu' for p in placements.values())} on the CPU")
     result = execute(q, run_input.array, placements, device, progress=say, vthreads=vthreads, cpu_model=cpu_model,
-                     runtime=board_runtime())
+                     runtime=board_runtime(config))
     clock["execute"] = time.perf_counter()
     bit_exact = bool(np.array_equal(result.output, reference.forward(q, run_input.array)))
     clock["check"] = time.perf_counter()
@@ -219,7 +220,7 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
                "reference_check": clock["check"] - clock["execute"], "total": clock["check"] - clock["start"]}
     shape = graph.shapes[graph.input]
     return NetworkReport(model, config.name, config.fingerprint, target, result.records,
-                         summarise(result.records, cpu_model.describe()), quant, bit_exact, result.output, timings,
+                         summarise(result.records, cpu_model.describe(), result.bytes_moved), quant, bit_exact, result.output, timings,
                          resolution=int(shape[2]) if len(shape) == 4 else 0, input=run_input.describe(),
                          output_float=q.dequantize_output(result.output))
 

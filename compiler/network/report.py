@@ -9,7 +9,7 @@ accelerator times come from the device (simulated on sim/rtl).
 
 from __future__ import annotations
 
-from compiler.network.executor import LayerRecord
+from compiler.network.executor import LayerRecord, bytes_moved
 
 
 def category(record: LayerRecord, first_conv: str) -> str:
@@ -21,9 +21,10 @@ def category(record: LayerRecord, first_conv: str) -> str:
 CATEGORIES = ("layer0", "conv", "other", "host")
 
 
-def summarise(records: list[LayerRecord], cpu_model: dict | None = None) -> dict:
+def summarise(records: list[LayerRecord], cpu_model: dict | None = None, moved: dict | None = None) -> dict:
     """Totals and categories; every time in seconds. ``cpu_model`` (name, clock, parameters
-    with sources) is reported as it is given."""
+    with sources) is reported as it is given; ``moved`` (``ExecResult.bytes_moved``, default: summed
+    from the records) becomes ``bytes_moved``."""
     first_conv = next((r.name for r in records if r.op == "conv"), "")
     cpu_only = dict.fromkeys(CATEGORIES, 0.0)
     offload = dict.fromkeys(CATEGORIES, 0.0)
@@ -55,6 +56,7 @@ def summarise(records: list[LayerRecord], cpu_model: dict | None = None) -> dict
         "cpu_resident_s": resident,
         "host_s": offload["host"],
         "host_parts": host,
+        "bytes_moved": moved if moved is not None else bytes_moved(records),
         "categories": {"cpu_only": cpu_only, "cpu_plus_vdla": offload},
         "cpu_model": cpu_model,
         "time_basis": (f"CPU and host times modelled ({cpu_model['basis']}, {cpu_model['name']} at "
@@ -85,4 +87,16 @@ def table(records: list[LayerRecord], totals: dict) -> str:
               f"speedup {t['offloaded_speedup']:.1f}x",
               f"Amdahl bound (infinitely fast VDLA): {t['amdahl_bound']:.2f}x   "
               f"(CPU-resident time {t['cpu_resident_s']:.3f} s)"]
+    lines += moved_lines(t.get("bytes_moved"))
     return "\n".join(lines)
+
+
+def moved_lines(moved: dict | None) -> list[str]:
+    """The bytes moved between host and device, at load and per inference, by category."""
+    if not moved:
+        return []
+    out = []
+    for key, label in (("load", "bytes moved at load:"), ("per_inference", "bytes moved per inference:")):
+        parts = ", ".join(f"{k} {v / 1e6:.3f} MB" for k, v in moved.get(key, {}).items() if v)
+        out.append(f"{label:<36}{parts or 'none'}")
+    return out

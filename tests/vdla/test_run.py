@@ -45,6 +45,12 @@ def test_run_json_has_the_documented_keys(capsys):
     # The Amdahl bound counts the host's work as CPU-resident time.
     resident = sum(layer["seconds"] for layer in report["layers"] if layer["placement"] == "cpu") + totals["host_s"]
     assert totals["amdahl_bound"] == pytest.approx(totals["cpu_only_s"] / resident)
+    # The loaded model: bundles written at load; per inference only the activations move.
+    moved = totals["bytes_moved"]
+    categories = {"weights", "uops", "insns", "activations_in", "activations_out", "other"}
+    assert set(moved) == {"load", "per_inference"} and set(moved["load"]) == set(moved["per_inference"]) == categories
+    assert moved["load"]["weights"] > 0 and moved["per_inference"]["activations_in"] > 0
+    assert all(moved["per_inference"][k] == 0 for k in ("weights", "uops", "insns", "other"))
 
 
 def test_run_other_cpu_gives_other_documented_times(capsys):

@@ -18,17 +18,27 @@ counts, the whole kernel's gives the shared L2's DRAM traffic, the DRAM bandwidt
 (:func:`.memory.memory_cycles`), and every split kernel pays the thread pool's ``fork_join_s``.
 
 Host overheads of one offloaded layer (``CpuModel.offload_cost``), from what the runtime does on
-the board (``RuntimeProfile``, filled in by the caller from the driver and executor):
+the board (``RuntimeProfile``, read off the driver: ``driver.registers.run_profile``). The
+runtime is a loaded model (``driver/session.py``, as VTA's: weights, micro-ops and instruction
+streams are written once at load), so per run only the bytes that cross between CPU and
+accelerator move, which the driver counts (``written_bytes``/``read_bytes``):
 
-    pack        NCHW -> blocked layout of the inputs (the code-level cost of our pack kernel)
-    copy        whole-image copies (executor's copy of the prebuilt image, the device write and
-                the read-back) plus the packed inputs, at the measured memcpy rate
-    flush       clean the image by cache line before the accelerator reads it
-    registers   control-register writes and reads (not the STATUS polls)
+    pack        NCHW -> blocked layout of the inputs from the CPU (the code-level cost of our
+                pack kernel)
+    copy        the bytes written (packed inputs) and read back (outputs) per run, at the
+                CPU data's measured memcpy rate (``memcpy_bytes_per_s``)
+    flush       clean the written bytes' cache lines before the accelerator reads them
+                (``cache_maintenance_cycles_per_line`` per line, plus the dirty bytes written back
+                at the DRAM rate); 0 on a coherent port (ACP: ``runtime.coherent``)
+    registers   control-register writes and reads (not the STATUS polls), ``mmio_access_s`` each
     poll        how much later than the accelerator's finish the exponential-back-off poll
                 sees DONE (sleeps stretched by the kernel's timer slack)
-    invalidate  invalidate the image by cache line before the CPU reads it back
-    unpack      blocked -> NCHW of the output (code-level cost of our unpack kernel)
+    invalidate  invalidate the read bytes' cache lines before the CPU reads them; 0 on ACP
+    unpack      blocked -> NCHW of the output for the CPU (code-level cost of our unpack kernel)
+
+A runtime that copies whole images instead (``runtime.image_copies`` per run, plus the caller's
+``extra_copies``, of ``image_bytes``: the driver before the loaded model) is still modelled, for
+comparison: those copies are charged, and maintained, on top.
 
 Not modelled: the Python interpreter's own time per driver call, buffer allocation (``pynq``
 CMA) and freeing, and the ctypes call into each CPU kernel.
@@ -66,13 +76,15 @@ class KernelCost:
 
 @dataclass(frozen=True)
 class RuntimeProfile:
-    """What the board runtime does per offloaded layer (the caller reads it off the driver)."""
+    """What the board runtime does per offloaded layer, read off the driver
+    (``driver.registers.run_profile``: the driver says what it does)."""
 
     register_writes: int
     register_reads: int
-    image_copies: int          # whole-image copies the device makes per run (write, read back)
     poll_first_s: float
     poll_max_s: float
+    image_copies: int = 0      # whole-image copies per run (0: a loaded model moves only its inputs/outputs)
+    coherent: bool = False     # the port snoops the CPU caches (ACP): no flush, no invalidate
     sleep_slack_s: float = 50e-6  # Linux default timer slack of a normal thread, prctl(2) PR_SET_TIMERSLACK
 
 
@@ -199,26 +211,43 @@ class CpuModel:
     def seconds(self, spec) -> float:
         return self.kernel_cost(spec).seconds
 
-    def offload_cost(self, *, image_bytes: int, packs=(), unpacks=(), input_bytes: int = 0,
-                     accelerator_s: float = 0.0, runtime: RuntimeProfile, extra_copies: int = 0) -> HostCost:
-        """Host seconds around one run of a program image of ``image_bytes`` bytes whose inputs
-        are packed by the kernel specs ``packs`` (``input_bytes`` written into the image) and
-        whose outputs are unpacked by ``unpacks``, the accelerator busy ``accelerator_s``;
-        ``extra_copies`` whole-image copies the caller makes besides the device's."""
+    def offload_cost(self, *, runtime: RuntimeProfile, packs=(), unpacks=(), written_bytes: int | None = None,
+                     read_bytes: int | None = None, accelerator_s: float = 0.0, image_bytes: int = 0,
+                     input_bytes: int = 0, extra_copies: int = 0) -> HostCost:
+        """Host seconds around one run whose inputs are packed by the kernel specs ``packs`` and
+        whose output is unpacked by ``unpacks``, the accelerator busy ``accelerator_s``.
+        ``written_bytes``/``read_bytes``: the bytes the driver writes into / reads from device
+        buffers (default: the packed inputs of ``packs`` / the packed outputs of ``unpacks``).
+        A whole-image runtime: ``image_bytes`` copied ``runtime.image_copies + extra_copies`` times,
+        plus ``input_bytes`` written into the image (see the module docstring)."""
         cpu = self.cpu
-        lines = -(-image_bytes // cpu.line_bytes)
-        maintenance = lines * cpu.cache_maintenance_cycles_per_line / cpu.clock_hz
-        dirty = min(image_bytes, cpu.l2_bytes)  # copies of larger images wrote most lines back already
+        written = sum(s.io_bytes()[1] for s in packs) if written_bytes is None else int(written_bytes)
+        read = sum(s.io_bytes()[0] for s in unpacks) if read_bytes is None else int(read_bytes)
+        copies = runtime.image_copies + extra_copies
+        whole = image_bytes if copies else 0   # a whole-image runtime keeps the whole image coherent
+        flushed, invalidated = written + whole, read + whole
+        if runtime.coherent:
+            flush = invalidate = 0.0
+        else:
+            dirty = min(flushed, cpu.l2_bytes)  # copies of larger images wrote most lines back already
+            flush = self._maintenance(flushed) + dirty / cpu.dram_bytes_per_s
+            invalidate = self._maintenance(invalidated)
         parts = {
             "pack": sum(self.seconds(spec) for spec in packs),
-            "copy": ((runtime.image_copies + extra_copies) * image_bytes + input_bytes) / cpu.memcpy_bytes_per_s,
-            "flush": maintenance + dirty / cpu.dram_bytes_per_s,
+            "copy": (written + read + copies * image_bytes + input_bytes) / cpu.memcpy_bytes_per_s,
+            "flush": flush,
             "registers": (runtime.register_writes + runtime.register_reads) * cpu.mmio_access_s,
             "poll": poll_delay(accelerator_s, runtime, cpu.mmio_access_s),
-            "invalidate": maintenance,
+            "invalidate": invalidate,
             "unpack": sum(self.seconds(spec) for spec in unpacks),
         }
         return HostCost(sum(parts.values()), parts)
+
+    def _maintenance(self, nbytes: int) -> float:
+        """Seconds to clean or invalidate ``nbytes`` by cache line (the lines they cover, taken
+        from a line-aligned start: every symbol starts on a 64-byte boundary)."""
+        lines = -(-nbytes // self.cpu.line_bytes)
+        return lines * self.cpu.cache_maintenance_cycles_per_line / self.cpu.clock_hz
 
 
 def poll_delay(busy_s: float, runtime: RuntimeProfile, read_s: float) -> float:
