@@ -179,3 +179,23 @@ def test_useful_work_of_the_padded_stem(capsys, tmp_path):
     totals = json.loads((tmp_path / "summary.json").read_text())["totals"]
     assert totals["offloaded_useful_macs"] < totals["offloaded_macs"]
     assert totals["gemm_useful_gops"] < totals["gemm_gops"]
+
+
+def test_a_3_to_10_channel_conv_on_vdla_counts_its_padded_lanes_apart(capsys, tmp_path):
+    """3 input and 10 output channels fill 3 x 10 of the 16 x 16 GEMM lanes: the simulator's lane
+    MACs are 256/30 of the useful ones, and so are the GOPS and the utilisation."""
+    rng = np.random.default_rng(0)
+    path = save_model(tmp_path, [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="narrow"),
+                                 helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
+                      {"w": rng.normal(0, 0.3, (10, 3, 3, 3))}, name="narrow.onnx")
+    code, out, err = run(capsys, "run", path, "--stem-on-vdla", "--placement", "all", "--json")
+    assert code == 0, err
+    conv = next(layer for layer in json.loads(out)["layers"] if layer["name"] == "narrow")
+    assert conv["placement"] == "vdla"
+    pixels = 16 * 16
+    assert conv["useful_macs"] == pixels * 10 * 3 * 9 and conv["macs"] == pixels * 9 * 16 * 16
+    assert conv["useful_gops"] == pytest.approx(conv["gops"] * 30 / 256)
+    assert conv["useful_utilization"] == pytest.approx(conv["utilization"] * 30 / 256)
+    _, text, _ = run(capsys, "run", path, "--stem-on-vdla", "--placement", "all")
+    line = next(line for line in text.splitlines() if line.startswith("narrow "))
+    assert f"{conv['gops']:6.1f} {conv['useful_gops']:6.1f}" in line
