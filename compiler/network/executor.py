@@ -51,8 +51,9 @@ class LayerRecord:
     placement: str
     reason: str
     macs: int                   # MACs executed where the op ran: on VDLA the GEMM core's lanes (every
-                                # non-reset GEMM uop x BATCH x BLOCK_IN x BLOCK_OUT, padding included),
-                                # on the CPU the op's own MACs (the kernels do not pad)
+                                # non-reset GEMM uop x BATCH x BLOCK_IN x BLOCK_OUT, padding included;
+                                # a device that reports no GEMM activity: the op's own MACs), on the
+                                # CPU the op's own MACs (the kernels do not pad)
     useful_macs: int = 0        # MACs of the unpadded op: real channels, real output pixels
                                 # (N x OC x OH x OW x IC/groups x K x K; dense N x OC x IC)
     cycles: int = 0             # accelerator cycles (0 on the CPU)
@@ -214,13 +215,14 @@ class Executor:
         start = time.perf_counter()
         bundles = self.bundles_for(node, args)
         compiled = time.perf_counter()
-        outputs, runs, busy = [], [], 0.0
+        outputs, runs, busy, counted = [], [], 0.0, True
         for index, (bundle, layer, inputs) in enumerate(bundles):
             run = self.device.run(bundle)
             runs.append(run.details)
             record.cycles += run.cycles
             record.seconds += run.seconds
             busy += float(run.counters.get("gemm_utilization", 0.0)) * run.cycles
+            counted = counted and "gemm_utilization" in run.counters
             record.bytes += int(sum(v for k, v in run.counters.get("bytes", {}).items() if k != "insn"))
             if self.cpu_model is not None:  # the groups' outputs unpack once, as one tensor
                 last = index == len(bundles) - 1
@@ -231,7 +233,7 @@ class Executor:
         self.compile_wall += compiled - start
         self.sim_wall += record.extra["device_wall"]
         record.utilization = busy / record.cycles if record.cycles else 0.0
-        if record.macs:  # conv and dense: the GEMM lanes' MACs (busy = non-reset GEMM uops)
+        if record.macs and counted:  # conv and dense: the GEMM lanes' MACs (busy = non-reset GEMM uops)
             c = self.config
             record.macs = round(busy) * c.batch * c.block_in * c.block_out
         out = outputs[0] if len(outputs) == 1 else np.concatenate(outputs, axis=1)
