@@ -222,7 +222,8 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
                "reference_check": clock["check"] - clock["execute"], "total": clock["check"] - clock["start"]}
     shape = graph.shapes[graph.input]
     totals = {**summarise(result.records, cpu_model.describe()), "placement": placement}
-    return NetworkReport(model, config.name, config.fingerprint, target, result.records, totals, quant, bit_exact, result.output, timings,
+    return NetworkReport(model, config.name, config.fingerprint, target, result.records, totals, quant, bit_exact,
+                         result.output, timings,
                          resolution=int(shape[2]) if len(shape) == 4 else 0, input=run_input.describe(),
                          output_float=q.dequantize_output(result.output))
 

@@ -8,8 +8,9 @@
    and accelerator alone), the whole-network speedup and the Amdahl bound.
 3. ``roofline``: GOPS vs ops/byte of every offloaded conv with and without latency hiding under
    this configuration's roofs (ops of every GEMM lane; crosses mark the useful GOPS of the
-   layers whose lanes are padded, e.g. a stem with 3 of 16 input channels); beside it, for ResNet-18 at 224, the paper's Fig. 10 points
-   under the paper's own roof (51.2 GOPS, 0.8 GB/s). Points carry layer labels.
+   layers whose lanes are padded, e.g. a stem with 3 of 16 input channels); beside it, for
+   ResNet-18 at 224, the paper's Fig. 10 points under the paper's own roof (51.2 GOPS,
+   0.8 GB/s). Points carry layer labels.
 4. ``timeline``: load/compute/store activity of one layer (instruction spans from the simulator),
    its GEMM utilisation of every lane and of the useful MACs in the title.
 

@@ -106,7 +106,8 @@ def estimate_op(node: QNode, q: QGraph, config: Config, cpu_model, vthreads: int
         parts = (_add_estimate(node, q, config),)
         basis = "ALU instructions in series (timing contract)"
     else:
-        parts = tuple(_gemm_estimate(part.layer, config, vthreads) for part in vdla_parts(node, q.shapes[node.inputs[0]]))
+        parts = tuple(_gemm_estimate(part.layer, config, vthreads)
+                      for part in vdla_parts(node, q.shapes[node.inputs[0]]))
         basis = "schedule search's pipeline estimate"
     return OpEstimate(sum(p.seconds for p in parts), cpu_s, parts, f"{basis} at {config.clock_hz / 1e6:g} MHz")
 

@@ -139,7 +139,8 @@ def table(records: list[LayerRecord], totals: dict) -> str:
               f"CPU + VDLA:                         {t['offload_s']:.3f} s   speedup {t['speedup']:.2f}x",
               f"offloaded ops alone:                {t['accelerator_s'] * 1e3:.2f} ms on VDLA   "
               f"speedup {t['offloaded_speedup']:.1f}x",
-              f"offloaded GEMM work:                {t['gemm_gops']:.1f} GOPS, utilisation {t['gemm_utilization'] * 100:.1f}% "
+              f"offloaded GEMM work:                {t['gemm_gops']:.1f} GOPS, "
+              f"utilisation {t['gemm_utilization'] * 100:.1f}% "
               f"(every lane); useful {t['gemm_useful_gops']:.1f} GOPS, {t['gemm_useful_utilization'] * 100:.1f}%",
               f"Amdahl bound (infinitely fast VDLA): {t['amdahl_bound']:.2f}x   "
               f"(CPU-resident time {t['cpu_resident_s']:.3f} s)"]
