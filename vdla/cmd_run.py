@@ -53,7 +53,10 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress) -> li
             write_outputs(report, out_dir, own, progress)
             return own.commit()
     outputs.supersede(study_files(out_dir))
-    rows = [{**r.as_dict(), "host": json_text(r.host_parts)} for r in report.records]
+    from compiler.network.report import layer_row
+
+    rows = [{**layer_row(r), "host": json_text(r.host_parts), "estimate": json_text(r.estimate),
+             "offload": json_text(layer_row(r)["offload"])} for r in report.records]
     written = [outputs.write(out_dir / TABLES[0], csv_text(rows))]
     summary = report.as_dict()
     del summary["layers"]
@@ -90,7 +93,8 @@ def cmd_run(args) -> int:
                          options=options, vthreads=args.vthreads, progress=_progress, cpu=args.cpu,
                          cpu_baseline=args.cpu_baseline, cpu_threads=args.cpu_threads,
                          input_shape=args.input_shape, calibration=calibration, method=args.calibration_method,
-                         normalize=args.normalize, images=args.images, x=args.input)
+                         normalize=args.normalize, images=args.images, x=args.input, placement=args.placement)
+    warn_slower(report.totals)
     if not report.bit_exact:
         raise VdlaError(f"{args.model}: the executed network's output differs from the numpy reference of the "
                         "quantized graph (a bug: please report it with this command line)")
@@ -118,6 +122,17 @@ def cmd_run(args) -> int:
         for path in written:
             print(f"wrote {path}")
     return 0
+
+
+def warn_slower(totals: dict) -> None:
+    """One line on stderr when some offloaded ops are slower than on the CPU alone."""
+    slower = totals.get("slower_offloads") or []
+    if slower:
+        offloaded = totals.get("offloaded_ops", "?")
+        print(f"warning: {len(slower)} of {offloaded} offloaded ops are slower than on the CPU alone "
+              f"(accelerator + host > CPU; marked ! in the table): {', '.join(slower)}"
+              + ("; --placement cost keeps them on the CPU" if totals.get("placement") == "all" else ""),
+              file=sys.stderr)
 
 
 def cmd_model(args) -> int:
@@ -152,7 +167,10 @@ def add_parser(sub) -> None:
     run.add_argument("--plots", type=output_dir, metavar="DIR", help="write layers.csv, summary.json and the four figures here")
     run.add_argument("--json", action="store_true", help="machine-readable report on stdout")
     run.add_argument("--vthreads", type=int_range(1), default=None, help="virtual threads per layer (default: search)")
-    run.add_argument("--stem-on-vdla", action="store_true", help="run the 3-channel stem on VDLA (padded to 16)")
+    run.add_argument("--placement", choices=["cost", "all"], default="cost",
+                     help="cost (default): each op the accelerator can run goes where the whole network is faster "
+                          "(estimates, reason printed); all: every such op on the accelerator")
+    run.add_argument("--stem-on-vdla", action="store_true", help="let the 3-channel stem run on VDLA (padded to 16)")
     run.add_argument("--add-on-vdla", action="store_true", help="run residual adds on the ALU")
     run.add_argument("--fc-on-vdla", action="store_true",
                      help="run the classifiers as GEMMs (the last layer then keeps int8 instead of int32 logits)")

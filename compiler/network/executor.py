@@ -62,7 +62,12 @@ class LayerRecord:
     op: str
     placement: str
     reason: str
-    macs: int
+    macs: int                   # MACs executed where the op ran: on VDLA the GEMM core's lanes (every
+                                # non-reset GEMM uop x BATCH x BLOCK_IN x BLOCK_OUT, padding included;
+                                # a device that reports no GEMM activity: the op's own MACs), on the
+                                # CPU the op's own MACs (the kernels do not pad)
+    useful_macs: int = 0        # MACs of the unpadded op: real channels, real output pixels
+                                # (N x OC x OH x OW x IC/groups x K x K; dense N x OC x IC)
     cycles: int = 0             # accelerator cycles (0 on the CPU)
     seconds: float = 0.0        # time in the CPU + VDLA configuration (accelerator or modelled CPU)
     cpu_seconds: float = 0.0    # modelled CPU time of this op's kernel (the CPU-only baseline)
@@ -73,13 +78,15 @@ class LayerRecord:
     utilization: float = 0.0    # GEMM utilisation on the accelerator
     bytes: int = 0              # DRAM bytes the accelerator moved
     wall_seconds: float = 0.0   # host time spent compiling and running this op here
+    estimate: dict = field(default_factory=dict)  # cost placement's pre-run comparison (placement_cost)
     extra: dict = field(default_factory=dict)
 
     # JSON key -> attribute (the report's names)
     KEYS = {"name": "name", "op": "op", "placement": "placement", "reason": "reason", "macs": "macs",
+            "useful_macs": "useful_macs",
             "cycles": "cycles", "seconds": "seconds", "cpu_s": "cpu_seconds", "cpu_cycles": "cpu_cycles",
             "cpu_basis": "cpu_basis", "host_s": "host_seconds", "host": "host_parts",
-            "utilization": "utilization", "bytes": "bytes"}
+            "utilization": "utilization", "bytes": "bytes", "estimate": "estimate"}
 
     def as_dict(self) -> dict:
         return {key: getattr(self, attr) for key, attr in self.KEYS.items()}
@@ -292,7 +299,7 @@ class Executor:
         start = time.perf_counter()
         bundles = self.bundles_for(node, args)
         compiled = time.perf_counter()
-        outputs, runs, busy = [], [], 0.0
+        outputs, runs, busy, counted = [], [], 0.0, True
         # a subclass may give (bundle, layer, inputs): programs that need no inputs written
         bundles = [entry if len(entry) == 5 else (None, *entry, {}) for entry in bundles]
         for index, (key, bundle, layer, inputs, writes) in enumerate(bundles):
@@ -302,6 +309,7 @@ class Executor:
             record.cycles += run.cycles
             record.seconds += run.seconds
             busy += float(run.counters.get("gemm_utilization", 0.0)) * run.cycles
+            counted = counted and "gemm_utilization" in run.counters
             record.bytes += int(sum(v for k, v in run.counters.get("bytes", {}).items() if k != "insn"))
             if self.cpu_model is not None:  # the groups' outputs unpack once, as one tensor
                 last = index == len(bundles) - 1
@@ -313,6 +321,9 @@ class Executor:
         self.compile_wall += compiled - start
         self.sim_wall += record.extra["device_wall"]
         record.utilization = busy / record.cycles if record.cycles else 0.0
+        if record.macs and counted:  # conv and dense: the GEMM lanes' MACs (busy = non-reset GEMM uops)
+            c = self.config
+            record.macs = round(busy) * c.batch * c.block_in * c.block_out
         out = outputs[0] if len(outputs) == 1 else np.concatenate(outputs, axis=1)
         return out.reshape(self.q.shapes[node.output])
 
@@ -363,7 +374,8 @@ class Executor:
             if why:
                 raise RunStopped(f"run stopped before op {index + 1} of {len(self.q.nodes)} ({node.name}): {why}")
             place = self.placements[node.name]
-            record = LayerRecord(node.name, node.op, place.target, place.reason, node.macs)
+            record = LayerRecord(node.name, node.op, place.target, place.reason, node.macs, node.macs,
+                                 estimate=place.cost or {})
             args = [np.ascontiguousarray(values[i]) for i in node.inputs]
             start = time.perf_counter()
             if place.target == "vdla":

@@ -105,7 +105,7 @@ def test_model_then_run_the_file_gives_the_same_output(capsys, tmp_path):
 
 
 def test_plots_are_written(capsys, tmp_path):
-    code, out, _ = run(capsys, "run", "resnet18", "--resolution", "32", "--plots", tmp_path)
+    code, out, _ = run(capsys, "run", "resnet18", "--resolution", "32", "--plots", tmp_path, "--placement", "all")
     assert code == 0
     for name in ("fig21_breakdown", "layer_speedup", "roofline", "timeline"):
         for ext in ("png", "pdf"):
@@ -153,3 +153,93 @@ def test_resnet18_full_size_is_bit_exact(capsys, tmp_path):
     assert report["bit_exact"] is True
     totals = report["totals"]  # offloading pays, within its Amdahl bound (figures: docs/cpu_fallback.md)
     assert 1 < totals["speedup"] <= totals["amdahl_bound"] < totals["offloaded_speedup"]
+
+
+def test_default_placement_is_never_slower_than_the_cpu_and_every_offload_wins(capsys):
+    """At 64x64 (before the loaded-model runtime, every conv lost to the CPU alone there: host work)
+    the cost placement offloads only ops that win: the network is no slower than the CPU and each
+    op it offloads wins. (Keeping losers on the CPU: tests/compiler/network/test_placement_cost.py.)"""
+    code, out, err = run(capsys, "run", "resnet18", "--resolution", "64", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    totals = report["totals"]
+    assert totals["placement"] == "cost" and totals["speedup"] >= 1 and totals["slower_offloads"] == []
+    offloaded = [layer for layer in report["layers"] if layer["placement"] == "vdla"]
+    assert offloaded
+    for layer in offloaded:
+        assert layer["seconds"] + layer["host_s"] < layer["cpu_s"], layer["name"]
+        assert layer["offload"]["slower_than_cpu"] is False
+        assert layer["estimate"]["chosen"] == "vdla" and " < CPU " in layer["reason"]
+    assert "warning:" not in err
+
+
+def test_default_placement_keeps_the_losers_on_the_cpu(capsys):
+    """At 32x32 on two A9 cores the 1x1 stride-2 downsample convs lose when offloaded (see
+    test_placement_all_flags_the_offloads_that_lose): the cost placement keeps them on the CPU, with
+    the comparison as the reason, and the network stays faster than the CPU alone."""
+    code, out, err = run(capsys, "run", "resnet18", "--resolution", "32", "--cpu-threads", "2", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["totals"]["speedup"] >= 1 and report["totals"]["slower_offloads"] == []
+    kept = [layer for layer in report["layers"] if layer["estimate"].get("chosen") == "cpu"]
+    assert "layer2.0.downsample.0" in {layer["name"] for layer in kept}
+    assert all(layer["reason"].startswith("CPU ") for layer in kept)
+
+
+def test_placement_all_flags_the_offloads_that_lose(capsys):
+    code, out, err = run(capsys, "run", "resnet18", "--resolution", "32", "--placement", "all",
+                         "--cpu-threads", "2")
+    assert code == 0, err
+    warning = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "offloaded ops are slower than on the CPU alone" in warning[0]
+    flagged = [line.split()[0] for line in out.splitlines() if " vdla! " in line]
+    assert flagged and warning[0].startswith(f"warning: {len(flagged)} of 19 offloaded ops")
+    _, js, _ = run(capsys, "run", "resnet18", "--resolution", "32", "--placement", "all", "--json",
+                   "--cpu-threads", "2")
+    report = json.loads(js)
+    slower = [layer["name"] for layer in report["layers"] if layer["offload"] and layer["offload"]["slower_than_cpu"]]
+    assert slower == flagged == report["totals"]["slower_offloads"]
+    for layer in report["layers"]:
+        if layer["name"] in slower:
+            assert layer["offload"]["accelerator_s"] + layer["offload"]["host_s"] > layer["offload"]["cpu_s"]
+
+
+def test_useful_work_of_the_padded_stem(capsys, tmp_path):
+    """The 3-channel stem on VDLA fills 3 of 16 input lanes: its GEMM lanes' MACs are 16/3 of its
+    useful ones, and so are its GOPS and utilisation, in the JSON, layers.csv and summary.json."""
+    code, out, err = run(capsys, "run", "resnet18", "--resolution", "32", "--stem-on-vdla", "--placement", "all",
+                         "--json", "--plots", tmp_path)
+    assert code == 0, err
+    report = json.loads(out)
+    stem = next(layer for layer in report["layers"] if layer["name"] == "conv1")
+    assert stem["placement"] == "vdla" and stem["macs"] * 3 == stem["useful_macs"] * 16
+    assert stem["useful_gops"] == pytest.approx(stem["gops"] * 3 / 16)
+    assert stem["useful_utilization"] == pytest.approx(stem["utilization"] * 3 / 16)
+    body = next(layer for layer in report["layers"] if layer["name"] == "layer1.0.conv1")
+    assert body["macs"] == body["useful_macs"] and body["useful_gops"] == body["gops"]  # whole blocks
+    rows = (tmp_path / "layers.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    assert {"macs", "useful_macs", "gops", "useful_gops", "utilization", "useful_utilization"} <= set(header)
+    totals = json.loads((tmp_path / "summary.json").read_text())["totals"]
+    assert totals["offloaded_useful_macs"] < totals["offloaded_macs"]
+    assert totals["gemm_useful_gops"] < totals["gemm_gops"]
+
+
+def test_a_3_to_10_channel_conv_on_vdla_counts_its_padded_lanes_apart(capsys, tmp_path):
+    """3 input and 10 output channels fill 3 x 10 of the 16 x 16 GEMM lanes: the simulator's lane
+    MACs are 256/30 of the useful ones, and so are the GOPS and the utilisation."""
+    rng = np.random.default_rng(0)
+    path = save_model(tmp_path, [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="narrow"),
+                                 helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
+                      {"w": rng.normal(0, 0.3, (10, 3, 3, 3))}, name="narrow.onnx")
+    code, out, err = run(capsys, "run", path, "--stem-on-vdla", "--placement", "all", "--json")
+    assert code == 0, err
+    conv = next(layer for layer in json.loads(out)["layers"] if layer["name"] == "narrow")
+    assert conv["placement"] == "vdla"
+    pixels = 16 * 16
+    assert conv["useful_macs"] == pixels * 10 * 3 * 9 and conv["macs"] == pixels * 9 * 16 * 16
+    assert conv["useful_gops"] == pytest.approx(conv["gops"] * 30 / 256)
+    assert conv["useful_utilization"] == pytest.approx(conv["utilization"] * 30 / 256)
+    _, text, _ = run(capsys, "run", path, "--stem-on-vdla", "--placement", "all")
+    line = next(line for line in text.splitlines() if line.startswith("narrow "))
+    assert f"{conv['gops']:6.1f} {conv['useful_gops']:6.1f}" in line
