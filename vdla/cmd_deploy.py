@@ -78,7 +78,9 @@ def cmd_deploy(args) -> int:
 
 def cmd_bitstream(args) -> int:
     from bitstreams.pynq_z1 import missing_for_build, write_project
+    from vdla.cmd_run import warn_clock_of
 
+    warn_clock_of(args.config)
     command = write_project(args.config, args.output)
     for problem in missing_for_build(args.output):
         _say(f"vdla: warning: {problem}")

@@ -69,6 +69,14 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress) -> li
     return written
 
 
+def warn_clock_of(config_spec) -> None:
+    """One line on stderr when the configuration's CLOCK_MHZ is above its clock estimate (dse.clock)."""
+    from dse.clock import warn_clock
+    from vdla_hw.config import load_config
+
+    warn_clock(load_config(config_spec))
+
+
 def cmd_run(args) -> int:
     import numpy as np
 
@@ -82,6 +90,7 @@ def cmd_run(args) -> int:
         raise VdlaError(f"--plots needs --target sim (the timeline and roofline read the simulator's "
                         f"instruction spans); run --target {args.target} without --plots")
     plot_dir = Path(args.plots) if args.plots else None
+    warn_clock_of(args.config)
     check_writable([*(study_files(plot_dir) if plot_dir else ()), *((args.output,) if args.output else ())])
     options = PartitionOptions(stem_on_vdla=args.stem_on_vdla, add_on_vdla=args.add_on_vdla,
                                fc_on_vdla=args.fc_on_vdla)
