@@ -57,12 +57,14 @@ def best_points(rows: list[dict], part: str) -> dict:
 
 
 def clock_of(row: dict) -> float | None:
-    """The point's CLOCK_MHZ (from its configuration)."""
+    """The point's CLOCK_MHZ, from its ``config_json`` (the parameters, as points.csv holds them,
+    or a whole ``Config.to_json()``)."""
     import json
 
     try:
-        return float(json.loads(row["config_json"])["params"]["CLOCK_MHZ"])
-    except (KeyError, TypeError, ValueError):
+        config = json.loads(row["config_json"])
+        return float(config.get("params", config)["CLOCK_MHZ"])
+    except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
 
