@@ -10,7 +10,8 @@ The set (:data:`CALIBRATION`) spans what the sweep spaces vary and the RTL conve
 and 16, buffers from 2^9 to 2^18 bytes, the 8- and 16-byte beats, shallow command queues
 (LUTRAM). Configurations marked ``holdout`` are never used to fit the models; their error on
 them is what ``vdla sweep``, docs/dse.md and ``tests/dse/test_calibration.py`` report. Each
-synthesis takes 2-20 minutes on a loaded 2-core machine (niced); results come from, and go to,
+synthesis takes 2-5 CPU minutes (4-40 wall minutes on the loaded 2-core machine, niced); a
+point's ``seconds`` is this run's wall time (near 0 on a cache hit); results come from, and go to,
 the clock estimate's own cache (``build/timing/``), so a re-run after an interruption only
 synthesises what is missing.
 """
