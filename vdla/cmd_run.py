@@ -90,7 +90,6 @@ def cmd_run(args) -> int:
         raise VdlaError(f"--plots needs --target sim (the timeline and roofline read the simulator's "
                         f"instruction spans); run --target {args.target} without --plots")
     plot_dir = Path(args.plots) if args.plots else None
-    warn_clock_of(args.config)
     check_writable([*(study_files(plot_dir) if plot_dir else ()), *((args.output,) if args.output else ())])
     options = PartitionOptions(stem_on_vdla=args.stem_on_vdla, add_on_vdla=args.add_on_vdla,
                                fc_on_vdla=args.fc_on_vdla)
@@ -102,6 +101,7 @@ def cmd_run(args) -> int:
     if not report.bit_exact:
         raise VdlaError(f"{args.model}: the executed network's output differs from the numpy reference of the "
                         "quantized graph (a bug: please report it with this command line)")
+    warn_clock_of(args.config)  # after the run, so that a user error stays the only stderr line
     with Outputs() as outputs:  # every file of the run appears at once, after the whole run
         if plot_dir:
             write_outputs(report, plot_dir, outputs)
