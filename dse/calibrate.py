@@ -95,7 +95,7 @@ def preset_table() -> str:
              "|---|---|---|---|---|---|---|---|"]
     for name in PRESET_POINTS:
         p = data["points"][name]
-        clock = config_of(p["overrides"]).CLOCK_MHZ
+        clock = float(p["params"]["CLOCK_MHZ"])
         verdict = "meets it" if p["fmax_mhz"] >= clock else "misses it"
         lines.append(f"| `{name}` | {clock:g} | {p['fmax_mhz']:g} MHz ({verdict}) | {p['lut']:,} "
                      f"({100 * p['lut'] / DEVICE['lut']:.0f} %) | {p['ff']:,} | {p['dsp']} | {p['bram36']:g} | "
@@ -142,7 +142,8 @@ def main(argv=None) -> int:
             atomic_write(CALIBRATION_FILE, json_text(data, indent=1, sort_keys=True) + "\n")
             continue
         result.pop("rtl_key")
-        data["points"][name] = {"role": role, "overrides": overrides, **result}
+        # the parameters synthesised, as stored: a preset may change later, the data may not
+        data["points"][name] = {"role": role, "overrides": overrides, "params": dict(config.params), **result}
         data["date"] = datetime.date.today().isoformat()
         atomic_write(CALIBRATION_FILE, json_text(data, indent=1, sort_keys=True) + "\n")
         print(f"{name}: LUT {result['lut']} FF {result['ff']} DSP {result['dsp']} BRAM36 {result['bram36']} "
