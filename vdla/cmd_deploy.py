@@ -82,8 +82,10 @@ def cmd_deploy(args) -> int:
 
 def cmd_bitstream(args) -> int:
     from bitstreams.pynq_z1 import missing_for_build, write_project
+    from vdla.cmd_run import warn_clock_of
 
     command = write_project(args.config, args.output, port=args.port)
+    warn_clock_of(args.config)  # after the project is written: a user error stays the only stderr line
     for problem in missing_for_build(args.output):
         _say(f"vdla: warning: {problem}")
     _say(f"wrote the PYNQ-Z1 Vivado project to {args.output}; build it with:")

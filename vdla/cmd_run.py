@@ -72,6 +72,14 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress) -> li
     return written
 
 
+def warn_clock_of(config_spec) -> None:
+    """One line on stderr when the configuration's CLOCK_MHZ is above its clock estimate (dse.clock)."""
+    from dse.clock import warn_clock
+    from vdla_hw.config import load_config
+
+    warn_clock(load_config(config_spec))
+
+
 def cmd_run(args) -> int:
     import numpy as np
 
@@ -98,6 +106,7 @@ def cmd_run(args) -> int:
     if not report.bit_exact:
         raise VdlaError(f"{args.model}: the executed network's output differs from the numpy reference of the "
                         "quantized graph (a bug: please report it with this command line)")
+    warn_clock_of(args.config)  # after the run, so that a user error stays the only stderr line
     with Outputs() as outputs:  # every file of the run appears at once, after the whole run
         if plot_dir:
             write_outputs(report, plot_dir, outputs)
