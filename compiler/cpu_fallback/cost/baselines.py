@@ -12,14 +12,13 @@ Only the modelled time changes; the functional path stays int8.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from importlib import resources
 
 from vdla_hw.errors import VdlaError
 
 from .. import fp32
 from ..errors import KernelParamError
+from .cpus import data_names, read_data
 
 
 class BaselineError(VdlaError):
@@ -91,8 +90,8 @@ def _fp32_of(spec, tile):
 
 
 def baseline_names() -> list[str]:
-    folder = resources.files("compiler").joinpath("data", "baselines")
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+    """Names of the baselines with a data file, sorted."""
+    return data_names("baselines")
 
 
 def parse_baseline(name: str, data) -> Baseline:
@@ -123,12 +122,4 @@ def parse_baseline(name: str, data) -> Baseline:
 
 def load_baseline(name: str) -> Baseline:
     """The baseline called ``name`` (one of :func:`baseline_names`); BaselineError otherwise."""
-    names = baseline_names()
-    if name not in names:
-        raise BaselineError(f"unknown CPU baseline {name!r}; known: {', '.join(names)}")
-    text = resources.files("compiler").joinpath("data", "baselines", f"{name}.json").read_text()
-    try:
-        data = json.loads(text)
-    except ValueError as err:
-        raise BaselineError(f"baseline data {name}.json is not valid JSON ({err})") from None
-    return parse_baseline(name, data)
+    return parse_baseline(name, read_data("baselines", name, "CPU baseline", BaselineError))

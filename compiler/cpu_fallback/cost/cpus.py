@@ -100,10 +100,28 @@ class Cpu:
         return json.dumps(self.as_dict(), sort_keys=True)
 
 
+def data_names(folder: str) -> list[str]:
+    """Names of the JSON data files in ``compiler/data/<folder>``, sorted."""
+    path = resources.files("compiler").joinpath("data", folder)
+    return sorted(p.name[:-5] for p in path.iterdir() if p.name.endswith(".json"))
+
+
+def read_data(folder: str, name: str, kind: str, error: type[VdlaError]):
+    """The parsed ``compiler/data/<folder>/<name>.json``; ``error`` (naming it as ``kind``) if
+    ``name`` has no file there or the file is not JSON."""
+    names = data_names(folder)
+    if name not in names:
+        raise error(f"unknown {kind} {name!r}; known: {', '.join(names)}")
+    text = resources.files("compiler").joinpath("data", folder, f"{name}.json").read_text()
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise error(f"{kind} data {name}.json is not valid JSON ({err})") from None
+
+
 def cpu_names() -> list[str]:
     """Names of the CPUs with a data file, sorted."""
-    folder = resources.files("compiler").joinpath("data", "cpus")
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+    return data_names("cpus")
 
 
 def _target(data: dict, key: str, name: str, features_key: str) -> Target:
@@ -155,12 +173,4 @@ def parse_cpu(name: str, data: dict) -> Cpu:
 
 def load_cpu(name: str) -> Cpu:
     """The CPU called ``name`` (one of :func:`cpu_names`); CpuError otherwise."""
-    names = cpu_names()
-    if name not in names:
-        raise CpuError(f"unknown CPU {name!r}; known: {', '.join(names)}")
-    text = resources.files("compiler").joinpath("data", "cpus", f"{name}.json").read_text()
-    try:
-        data = json.loads(text)
-    except ValueError as err:
-        raise CpuError(f"CPU data {name}.json is not valid JSON ({err})") from None
-    return parse_cpu(name, data)
+    return parse_cpu(name, read_data("cpus", name, "CPU", CpuError))
