@@ -31,7 +31,7 @@ SHIFT = 10  # requantization shift of the random layers (timing does not depend 
 OPTIONS = [
     Option("config", "osdi18", "the measured system: the TVM paper's VDLA as its ReQuEST'18 artifact ran it "
            "(issue 23 item 4: 100 MHz, ACP port; vdla_hw/presets.py gives every parameter's source, listed below)"),
-    Option("vthreads", 1, "TVM paper section 6.4 / Fig. 10 'without latency hiding': one thread, each "
+    Option("vthreads", 1, "TVM paper section 4.4 / Fig. 10 'without latency hiding': one thread, each "
            "instruction waits for the one before (vdla.network.roofline_without_latency_hiding)"),
     Option("vthreads", None, "Fig. 10 'with latency hiding': the compiler's own virtual-thread choice, as "
            "`vdla run` compiles every layer (TVM paper section 4.4: virtual threading)"),

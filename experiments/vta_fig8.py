@@ -29,7 +29,7 @@ COMPARED = r"fig(ure)?\.?\s*8\b"  # a parameter source citing this figure is fla
 FLOW = "apache/tvm vta/tutorials/frontend/deploy_classification.py, VTA's published ResNet flow"
 
 OPTIONS = [
-    Option("config", "vta-pynq", "VTA paper section 6: VTA on the PYNQ-Z1 (VTA's pynq_sample.json: 1x16x16 "
+    Option("config", "vta-pynq", "VTA paper, evaluation: VTA on the PYNQ-Z1 (VTA's pynq_sample.json: 1x16x16 "
            "int8, 256 kB weights, 100 MHz; vdla_hw/presets.py gives every parameter's source, listed below)"),
     Option("cpu", "cortex-a9", "VTA paper Fig. 8: the PYNQ-Z1's ARM Cortex-A9 is the CPU baseline and the host"),
     Option("placement", "all", "VTA's flow places by rule, not by a cost model: graph_pack offloads the whole "

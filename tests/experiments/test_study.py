@@ -48,3 +48,15 @@ def test_the_verdict_names_the_bars_that_miss():
     text = study.verdict(rows, setting_ok=True)
     assert "1 of 2" in text and "bad" in text and "good" not in text
     assert "not a comparison" in study.verdict(rows, setting_ok=False)
+
+
+def test_docs_name_every_option_of_every_study_with_its_value():
+    from pathlib import Path
+
+    from experiments import tvm_fig10, tvm_fig21, vta_fig8
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "reproduction.md").read_text()
+    for module in (tvm_fig21, tvm_fig10, vta_fig8):
+        section = text.split(f"(`{module.NAME}`)", 1)[1].split("\n### ", 1)[0]
+        for option in module.OPTIONS:
+            assert f"| `{option.name}` | `{option.value}` |" in section, (module.NAME, option)
