@@ -45,12 +45,14 @@ class Option:
 def parser(doc: str, default_config_help: str) -> argparse.ArgumentParser:
     """The arguments every study takes: ``--out``, ``--resolution`` (checked as ``vdla run``
     checks it) and ``--config`` (instead of the study's own)."""
+    from compiler.paper import PAPER_RESOLUTION
+    from vdla.argtypes import output_dir
     from vdla.cmd_run import resolution_arg
 
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
-    p.add_argument("--out", default="results", help="output folder (default results)")
-    p.add_argument("--resolution", type=resolution_arg(), default=224,
-                   help="input size (the paper's is 224; smaller runs fast, with no comparison)")
+    p.add_argument("--out", type=output_dir, default="results", help="output folder (default results)")
+    p.add_argument("--resolution", type=resolution_arg(), default=PAPER_RESOLUTION,
+                   help=f"input size (the papers': {PAPER_RESOLUTION}; smaller runs fast, with no comparison)")
     p.add_argument("--config", default=None, help=f"configuration instead of the study's ({default_config_help})")
     return p
 
@@ -148,6 +150,31 @@ def parameters(config, cpu_model: dict | None, runtime=None, compared: str = "")
         for key, value in dataclasses.asdict(runtime).items():
             add("board runtime", key, value, RUNTIME_SOURCES.get(key, RUNTIME_SOURCE))
     return rows
+
+
+def network_parameters(config_spec, report, compared: str) -> list[dict]:
+    """:func:`parameters` of a ``run_network`` study: the configuration it ran (``config_spec``,
+    as given to ``run_network``), the CPU model its report describes and the board runtime's
+    profile the executor was given."""
+    from vdla import network
+    from vdla_hw.config import load_config
+
+    runtime = network.board_runtime() if hasattr(network, "board_runtime") else None
+    return parameters(load_config(config_spec), report.totals.get("cpu_model"), runtime, compared)
+
+
+def show(title: str, option_rows: list[dict], rows: list[dict], verdict_text: str, parameter_rows: list[dict],
+         written: list[Path], basis: str = "") -> None:
+    """A study's whole printout: what ran, the options, the table, the verdict, the time basis,
+    the parameters and the files written."""
+    print(f"{title}\n")
+    print(format_options(option_rows) + "\n")
+    print(format_table(rows) + "\n")
+    print(verdict_text + "\n")
+    if basis:
+        print(f"time basis: {basis}")
+    print(format_parameters(parameter_rows))
+    print("\n" + "\n".join(f"wrote {path}" for path in written))
 
 
 def relative_error(ours: float, paper: float) -> float:

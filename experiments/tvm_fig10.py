@@ -119,7 +119,8 @@ def figure(points: list[dict], rows: list[dict], config, resolution: int):
     x = np.logspace(np.log10(min(xs) / 2), np.log10(max(xs) * 2), 200)
     ax.plot(x, np.minimum(roof["gops"], roof["gbps"] * x), color="#e6550d", linestyle="--",
             label=f"paper's roof: {roof['gops']} GOPS, {roof['gbps']} GB/s")
-    ax.plot(x, np.minimum(peak, bw * x), color="#2b8cbe", label=f"roof of {config.name}: {peak:.1f} GOPS, {bw:.2f} GB/s")
+    ax.plot(x, np.minimum(peak, bw * x), color="#2b8cbe",
+            label=f"roof of {config.name}: {peak:.1f} GOPS, {bw:.2f} GB/s")
     for key, filled, what in (("lh", True, "latency hiding"), ("no_lh", False, "no latency hiding")):
         paper_key = "gops_latency_hiding" if key == "lh" else "gops_no_latency_hiding"
         px, py = [p["row"]["ops_per_byte"] for p in points], [p["row"][paper_key] for p in points]
@@ -172,16 +173,11 @@ def run(args) -> int:
     written = study.write_study(out, NAME, rows, option_rows, parameter_rows,
                                 figure(points, rows, config, args.resolution),
                                 extra={f"{NAME}_layers.csv": layer_table(points)})
-    print(f"TVM paper Fig. 10: {len(points)} layers on {config.name} (maps for {args.resolution}x{args.resolution} "
-          f"inputs), simulated under the timing contract\n")
-    print(study.format_options(option_rows) + "\n")
-    print(study.format_table(rows) + "\n")
-    if args.resolution != paper.PAPER_RESOLUTION:
-        print(study.verdict(rows, False))
-    else:
-        print("issue 23 sets no pass band for Fig. 10: every error above is reported, none is a target")
-    print(study.format_parameters(parameter_rows))
-    print("\n" + "\n".join(f"wrote {path}" for path in written))
+    verdict = study.verdict(rows, False) if args.resolution != paper.PAPER_RESOLUTION else \
+        "issue 23 sets no pass band for Fig. 10: every error above is reported, none is a target"
+    study.show(f"TVM paper Fig. 10: {len(points)} layers on {config.name} (maps for {args.resolution}x"
+               f"{args.resolution} inputs), simulated under the timing contract", option_rows, rows, verdict,
+               parameter_rows, written)
     return 0
 
 

@@ -73,7 +73,8 @@ def figure(report, rows: list[dict]):
     plt = study.pyplot()
     ours, theirs = report.totals["categories"], paper.fig21()
     stacks = [("CPU only\n(ours)", ours["cpu_only"], False), ("CPU only\n(paper)", theirs["cpu_only"], True),
-              ("CPU + VDLA\n(ours)", ours["cpu_plus_vdla"], False), ("CPU + VDLA\n(paper)", theirs["cpu_plus_vdla"], True)]
+              ("CPU + VDLA\n(ours)", ours["cpu_plus_vdla"], False),
+              ("CPU + VDLA\n(paper)", theirs["cpu_plus_vdla"], True)]
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [1, 1.2]})
     for i, (_, values, hatched) in enumerate(stacks):
         bottom = 0.0
@@ -102,27 +103,19 @@ def main(argv=None) -> int:
 
 
 def run(args) -> int:
-    from vdla import network
-    from vdla_hw.config import load_config
+    from vdla.network import run_network
 
     out = Path(args.out)
     study.check_outputs(out, NAME)
     kwargs, option_rows = study.run_kwargs(study.with_config(OPTIONS, args.config))
-    report = network.run_network(MODEL, resolution=args.resolution, progress=lambda m: print(m, file=sys.stderr),
-                                 **kwargs)
+    report = run_network(MODEL, resolution=args.resolution, progress=lambda m: print(m, file=sys.stderr), **kwargs)
     rows = bars(report)
-    config = load_config(kwargs.get("config"))
-    runtime = network.board_runtime() if hasattr(network, "board_runtime") else None
-    parameter_rows = study.parameters(config, report.totals.get("cpu_model"), runtime, COMPARED)
+    parameter_rows = study.network_parameters(kwargs.get("config"), report, COMPARED)
     written = study.write_study(out, NAME, rows, option_rows, parameter_rows, figure(report, rows))
-    print(f"TVM paper Fig. 21: {MODEL} at {report.resolution}x{report.resolution} on {report.config_name} "
-          f"(CPU {kwargs.get('cpu')})\n")
-    print(study.format_options(option_rows) + "\n")
-    print(study.format_table(rows) + "\n")
-    print(study.verdict(rows, paper.is_fig21_setting(MODEL, report.resolution)) + "\n")
-    print(f"time basis: {report.totals['time_basis']}")
-    print(study.format_parameters(parameter_rows))
-    print("\n" + "\n".join(f"wrote {path}" for path in written))
+    study.show(f"TVM paper Fig. 21: {MODEL} at {report.resolution}x{report.resolution} on {report.config_name} "
+               f"(CPU {kwargs.get('cpu')})", option_rows, rows,
+               study.verdict(rows, paper.is_fig21_setting(MODEL, report.resolution)), parameter_rows, written,
+               report.totals["time_basis"])
     return 0
 
 

@@ -85,7 +85,8 @@ def figure(reports: dict, rows: list[dict], resolution: int):
         x += 0.5
     left.set_xticks(ticks, names, fontsize=6)
     left.set_ylabel("inference latency (ms)")
-    setting = "" if resolution == paper.PAPER_RESOLUTION else f" at {resolution} (the paper measured 224: no comparison)"
+    setting = "" if resolution == paper.PAPER_RESOLUTION else \
+        f" at {resolution} (the paper measured {paper.PAPER_RESOLUTION}: no comparison)"
     left.set_title(f"VTA paper Fig. 8 vs ours{setting}", fontsize=9)
     left.legend(fontsize=7, loc="upper left")
     study.error_panel(right, rows)
@@ -102,8 +103,7 @@ def main(argv=None) -> int:
 
 
 def run(args) -> int:
-    from vdla import network
-    from vdla_hw.config import load_config
+    from vdla.network import run_network
 
     out = Path(args.out)
     study.check_outputs(out, NAME)
@@ -111,22 +111,16 @@ def run(args) -> int:
     reports, rows = {}, []
     for model in args.models:
         print(f"== {model}", file=sys.stderr)
-        reports[model] = network.run_network(model, resolution=args.resolution,
-                                             progress=lambda m: print(m, file=sys.stderr), **kwargs)
+        reports[model] = run_network(model, resolution=args.resolution, progress=lambda m: print(m, file=sys.stderr),
+                                     **kwargs)
         rows += bars(model, reports[model])
     first = next(iter(reports.values()))
-    config = load_config(kwargs.get("config"))
-    runtime = network.board_runtime() if hasattr(network, "board_runtime") else None
-    parameter_rows = study.parameters(config, first.totals.get("cpu_model"), runtime, COMPARED)
+    parameter_rows = study.network_parameters(kwargs.get("config"), first, COMPARED)
     written = study.write_study(out, NAME, rows, option_rows, parameter_rows, figure(reports, rows, args.resolution))
-    print(f"VTA paper Fig. 8: {', '.join(args.models)} at {args.resolution}x{args.resolution} on {first.config_name} "
-          f"(CPU {kwargs.get('cpu')})\n")
-    print(study.format_options(option_rows) + "\n")
-    print(study.format_table(rows) + "\n")
-    print(study.verdict(rows, args.resolution == paper.PAPER_RESOLUTION) + "\n")
-    print(f"time basis: {first.totals['time_basis']}")
-    print(study.format_parameters(parameter_rows))
-    print("\n" + "\n".join(f"wrote {path}" for path in written))
+    study.show(f"VTA paper Fig. 8: {', '.join(args.models)} at {args.resolution}x{args.resolution} on "
+               f"{first.config_name} (CPU {kwargs.get('cpu')})", option_rows, rows,
+               study.verdict(rows, args.resolution == paper.PAPER_RESOLUTION), parameter_rows, written,
+               first.totals["time_basis"])
     return 0
 
 

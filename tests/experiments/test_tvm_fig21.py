@@ -57,9 +57,8 @@ def test_the_study_runs_end_to_end_and_writes_its_table(tmp_path, capsys, read_r
         assert (tmp_path / f"tvm_fig21.{ext}").stat().st_size > 0
 
 
-def test_an_output_folder_that_cannot_be_written_is_one_line_before_any_work(tmp_path, capsys):
-    blocker = tmp_path / "file"
-    blocker.write_text("")
-    assert tvm_fig21.main(["--resolution", "32", "--out", str(blocker)]) == 2
+def test_an_output_that_cannot_be_written_is_one_line_before_any_work(tmp_path, capsys):
+    (tmp_path / "tvm_fig21.csv").mkdir()  # a folder where the table goes
+    assert tvm_fig21.main(["--resolution", "32", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("tvm_fig21: ") and err.count("\n") == 1
