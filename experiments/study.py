@@ -106,16 +106,19 @@ def run_kwargs(options: list[Option]) -> tuple[dict, list[dict]]:
 
 def _flatten(prefix: str, data) -> list[tuple[str, object, str]]:
     """(name, value, source) of every entry of a model's ``describe()`` that carries a source:
-    ``{"value": v, "source": s}`` entries and groups with a ``source`` key (their other keys are
-    the value)."""
+    ``{"value": v, "source": s}`` entries, and groups with a ``source`` key (their plain keys are
+    the value; groups inside them, such as a baseline's ``params``, are listed on their own)."""
     if not isinstance(data, dict):
         return []
-    if "source" in data:
-        value = data["value"] if "value" in data else {k: v for k, v in data.items() if k != "source"}
-        return [(prefix, value, str(data["source"]))]
     out = []
+    if "source" in data and "value" in data:
+        return [(prefix, data["value"], str(data["source"]))]
+    if "source" in data:
+        plain = {k: v for k, v in data.items() if k != "source" and not isinstance(v, dict)}
+        out.append((prefix, plain, str(data["source"])))
     for key, value in data.items():
-        out += _flatten(f"{prefix}.{key}" if prefix else str(key), value)
+        if isinstance(value, dict):
+            out += _flatten(f"{prefix}.{key}" if prefix else str(key), value)
     return out
 
 
@@ -159,8 +162,12 @@ def network_parameters(config_spec, report, compared: str) -> list[dict]:
     from vdla import network
     from vdla_hw.config import load_config
 
-    runtime = network.board_runtime() if hasattr(network, "board_runtime") else None
-    return parameters(load_config(config_spec), report.totals.get("cpu_model"), runtime, compared)
+    config = load_config(config_spec)
+    runtime = None
+    if hasattr(network, "board_runtime"):  # the profile of this configuration's port where it depends on it
+        takes_config = "config" in inspect.signature(network.board_runtime).parameters
+        runtime = network.board_runtime(config) if takes_config else network.board_runtime()
+    return parameters(config, report.totals.get("cpu_model"), runtime, compared)
 
 
 def show(title: str, option_rows: list[dict], rows: list[dict], verdict_text: str, parameter_rows: list[dict],

@@ -43,6 +43,15 @@ def test_every_configuration_parameter_is_listed_with_its_source_and_figure_cita
     assert flagged == {"params.a": "", "params.b": "yes"}
 
 
+def test_nested_groups_of_a_cpu_model_are_listed_each_with_its_own_source():
+    cpu = {"name": "cpu", "baseline": {"name": "fp32", "source": "a schedule", "params": {
+        "tile": {"value": [1, 2, 8], "source": "timed by the model"}}}}
+    rows = {r["parameter"]: r for r in study.parameters(load_config("tiny"), cpu)}
+    assert rows["baseline"]["value"] == {"name": "fp32"} and rows["baseline"]["source"] == "a schedule"
+    assert rows["baseline.params.tile"]["value"] == [1, 2, 8]
+    assert rows["baseline.params.tile"]["source"] == "timed by the model"
+
+
 def test_the_verdict_names_the_bars_that_miss():
     rows = [study.compare("good", 1.0, 1.0, "s", 0.2), study.compare("bad", 2.0, 1.0, "s", 0.2)]
     text = study.verdict(rows, setting_ok=True)
