@@ -17,6 +17,8 @@ def test_the_study_runs_both_models_and_bands_only_the_vta_bars(tmp_path, capsys
         assert float(vta["paper"]) == theirs[model]["vta_pynq_z1_ms"] and float(vta["band"]) == vta_fig8.VTA_BAND
         for row in (a9, vta):
             assert float(row["error"]) == pytest.approx(float(row["ours"]) / float(row["paper"]) - 1, abs=1e-3)
+        parts = [float(rows[f"{title} VTA:   of which {what}"]["ours"]) for _, what in vta_fig8.PARTS]
+        assert sum(parts) == pytest.approx(float(vta["ours"]), rel=1e-3)
         speedup = float(rows[f"{title} speedup"]["ours"])
         assert speedup == pytest.approx(float(a9["ours"]) / float(vta["ours"]), rel=1e-3)
     options = {o["option"]: o for o in read_rows(tmp_path / "vta_fig8_options.csv")}
