@@ -5,7 +5,8 @@ ResNet-18's max pool and a residual add, (2) host compile time per kernel, (3) t
 CPU model's MODELLED seconds for ResNet-18's CPU kernels next to the TVM paper's Fig. 21
 CPU-only bars (validation, nothing fitted), with the time the analysis took cold and cached.
 
-    .venv/bin/python benchmarks/cpu_fallback.py [--repeat N] [--cpu cortex-a9]
+    .venv/bin/python benchmarks/cpu_fallback.py [--repeat N] [--cpu cortex-a9] [--cpu-baseline int8|fp32]
+                                                [--cpu-threads 1|2]
 """
 
 import argparse
@@ -105,13 +106,13 @@ def short(spec):
     return text if len(text) <= 62 else text[:59] + "..."
 
 
-def model_predictions(cpu):
+def model_predictions(cpu, baseline="int8", threads=1):
     import os
     import tempfile
 
     from compiler.cpu_fallback.cost import CpuModel, analysis
 
-    model = CpuModel(cpu)
+    model = CpuModel(cpu, baseline=baseline, threads=threads)
     with tempfile.TemporaryDirectory() as cache:
         os.environ[analysis.CACHE_ENV] = cache
         start = time.perf_counter()
@@ -139,10 +140,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=10, help="timing repetitions (best of)")
     parser.add_argument("--cpu", default="cortex-a9", help="CPU data file to model (cortex-a9, cortex-a53)")
+    parser.add_argument("--cpu-baseline", default="int8", choices=("int8", "fp32"),
+                        help="kernels that price the CPU ops (fp32: TVM-style FP32 kernels)")
+    parser.add_argument("--cpu-threads", type=int, default=1, choices=(1, 2), help="cores per kernel")
     args = parser.parse_args()
     host_vs_numpy(args.repeat)
     compile_times()
-    model_predictions(args.cpu)
+    model_predictions(args.cpu, args.cpu_baseline, args.cpu_threads)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ warm (the normal case: target within 10 % of the run without the model), and wit
 in worker processes while the network runs).
 
     python benchmarks/cpu_model_overhead.py [--runs 3] [--cpu cortex-a9] [--baseline DIR]
+                                            [--cpu-baseline int8|fp32] [--cpu-threads 1|2]
 
 ``--baseline DIR`` names a checkout of the project from before the model (e.g. ``git worktree
 add --detach /tmp/base 3e4913f``): the same command runs from it (``PYTHONPATH=DIR``) and the
@@ -40,16 +41,20 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3, help="timed runs per variant (median reported)")
     parser.add_argument("--cpu", default="cortex-a9")
     parser.add_argument("--baseline", metavar="DIR", help="checkout of the project without the CPU model")
+    parser.add_argument("--cpu-baseline", default="int8", choices=("int8", "fp32"),
+                        help="kernels that price the CPU ops (fp32 analyses its own ~30 kernels when cold)")
+    parser.add_argument("--cpu-threads", type=int, default=1, choices=(1, 2))
     args = parser.parse_args()
     command = [PYTHON, "-m", "vdla", "run", "resnet18", "--json"]
+    model_options = ["--cpu-baseline", args.cpu_baseline, "--cpu-threads", str(args.cpu_threads)]
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores shared by every helper)")
     with tempfile.TemporaryDirectory(prefix="vdla-bench-cache-") as cache:
         env = {**os.environ, "VDLA_CACHE_DIR": cache}
-        cold, report = timed(command + ["--cpu", args.cpu], env)  # fills the cache
+        cold, report = timed(command + ["--cpu", args.cpu] + model_options, env)  # fills the cache
         print(f"cold cache: {cold:6.1f} s wall (model {report['wall_seconds']['cpu_model']:.1f} s inside the run)")
         warm, base = [], []
         for _ in range(args.runs):
-            wall, report = timed(command + ["--cpu", args.cpu], env)
+            wall, report = timed(command + ["--cpu", args.cpu] + model_options, env)
             warm.append((wall, report["wall_seconds"]["cpu_model"]))
             if args.baseline:
                 base.append(timed(command, {**os.environ, "PYTHONPATH": str(Path(args.baseline).resolve())})[0])

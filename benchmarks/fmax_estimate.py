@@ -1,6 +1,7 @@
 """Benchmark of the clock estimate (vdla_hw.rtl.fmax): the table of presets x tops with their target
 clock, estimated clock, critical path and resources, and how long an estimate takes -- a cache
-miss (synthesis + analysis), the analysis alone, and a cache hit (what a design-space loop pays); with
+miss (synthesis + analysis), the analysis alone, and a cache hit (what a design-space loop pays) --
+beside the sweep's clock model (dse.resources, fitted to the FPGA top's estimates); with
 --reference also the held-out reference cores: estimate, published clock and their ratio.
 
     .venv/bin/python benchmarks/fmax_estimate.py [--presets tiny osdi18 vta-pynq] [--tops core axi]
@@ -17,6 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from dse.resources import load_model  # noqa: E402
+from vdla_hw.config import load_config  # noqa: E402
 from vdla_hw.rtl import sta  # noqa: E402
 from vdla_hw.rtl.fmax import estimate_fmax  # noqa: E402
 from vdla_hw.rtl.fmax_reference import REFERENCES, estimate  # noqa: E402
@@ -30,7 +33,8 @@ def main() -> int:
                     help="also estimate the reference cores (vdla_hw/rtl/fmax_reference.py) against their published clocks")
     args = ap.parse_args()
     print(f"{'preset':<9} {'top':<5} {'target':>7} {'estimate':>9} {'LUT':>7} {'FF':>6} {'DSP':>4} {'BRAM36':>6}"
-          f" {'first s':>8} {'hit s':>7}  critical path")
+          f" {'first s':>8} {'hit s':>7} {'model':>6}  critical path")
+    model = load_model()  # the sweep's clock model (dse.resources), fitted to the FPGA top's estimates
     for preset in args.presets:
         for top in args.tops:
             t0 = time.perf_counter()
@@ -40,7 +44,8 @@ def main() -> int:
             t2 = time.perf_counter()
             cp = res["critical_path"]
             print(f"{preset:<9} {top:<5} {res['target_mhz']:>5g}MHz {res['fmax_mhz']:>6.1f}MHz {res['lut']:>7}"
-                  f" {res['ff']:>6} {res['dsp']:>4} {res['bram36']:>6g} {t1 - t0:>8.1f} {t2 - t1:>7.3f}  "
+                  f" {res['ff']:>6} {res['dsp']:>4} {res['bram36']:>6g} {t1 - t0:>8.1f} {t2 - t1:>7.3f}"
+                  f" {model.clock_mhz(load_config(preset)) or 0:>6.1f}  "
                   f"{cp['delay_ns']:.1f} ns {cp['start']['signal']} -> {cp['end']['signal']} "
                   f"({cp['logic_levels']} levels)")
     if args.reference:

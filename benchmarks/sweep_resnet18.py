@@ -5,9 +5,11 @@ grid (examples/sweep_resnet18.json) varies BLOCK (16, 32), the input, weight and
 buffers and the clock; a fresh
 output directory is used, so nothing is resumed. Prints the points, points/s, the wall time, the
 per-point evaluation time of points that compiled and simulated their programs against points
-that reused another point's (same configuration apart from the clock), and the load average.
+that reused another point's (same configuration apart from the clock), the load average, and the
+sweep's answer: the fastest configuration that fits the xc7z020 at a clock within its clock
+estimate (dse.clock), and how many points were set aside as "over clock estimate".
 
-    .venv/bin/python benchmarks/sweep_resnet18.py [--workers 2] [--keep DIR]
+    .venv/bin/python benchmarks/sweep_resnet18.py [--workers 2] [--keep DIR] [--space FILE] [--resolution R]
 """
 
 import argparse
@@ -33,15 +35,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--keep", metavar="DIR", help="write the sweep here (default: a temporary directory)")
+    ap.add_argument("--space", default=str(SPACE), help="the space (default examples/sweep_resnet18.json)")
+    ap.add_argument("--resolution", type=int, default=224, help="ResNet-18's input size (default 224)")
     args = ap.parse_args()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="vdla-sweep-bench-") as tmp:
         out = Path(args.keep or tmp) / "sweep"
         if out.exists() and any(out.iterdir()):
             sys.exit(f"{out} is not empty: the benchmark needs a fresh directory")
-        space = load_space(SPACE)
+        space = load_space(args.space)
         start = time.perf_counter()
-        models = prepare_models(["resnet18"], 224)
+        models = prepare_models(["resnet18"], args.resolution)
         prepared = time.perf_counter()
         summary = run_sweep(space, out, models, SweepOptions(workers=args.workers))
         wall = time.perf_counter() - start
@@ -51,7 +55,7 @@ def main() -> None:
                                 sort_keys=True) for r in ok}
     fresh = [r["eval_s"] for r in ok if r["programs_simulated"]]
     shared = [r["eval_s"] for r in ok if not r["programs_simulated"]]
-    print(f"vdla sweep benchmark: ResNet-18 at 224, {args.workers} workers on the embedded local Ray")
+    print(f"vdla sweep benchmark: ResNet-18 at {args.resolution}, {args.workers} workers on the embedded local Ray")
     print(f"  configurations       {len(rows)} ({len(ok)} ok, {summary['invalid']} invalid, {summary['failed']} failed)")
     print(f"  distinct cycle configurations (all but the clock): {len(cycle_configs)}")
     print(f"  wall time            {wall:.1f} s (model import and quantization {prepared - start:.1f} s)")
@@ -59,6 +63,11 @@ def main() -> None:
     print(f"  per-point evaluation (worker wall time): {len(fresh)} that compiled and simulated: median "
           f"{statistics.median(fresh) if fresh else 0:.2f} s; {len(shared)} that reused them: median "
           f"{statistics.median(shared) if shared else 0:.2f} s")
+    for model, best in summary["best_fitting"].items():
+        print(f"  answer ({model}): fastest that fits the {summary['part']} within its clock estimate: "
+              f"{best['fingerprint']} at {best['clock_mhz']:g} MHz (estimate {best['fmax_mhz']} MHz), "
+              f"{best['latency_s'] * 1e3:.2f} ms, {best['speedup']:.2f}x over CPU only")
+    print(f"  points over their clock estimate (never 'fits'): {summary['points_over_clock_estimate']}")
     print(f"  load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}")
     print(f"  target: >= 100 configurations in < 600 s: {'met' if len(ok) >= 100 and wall < 600 else 'NOT met'}")
 

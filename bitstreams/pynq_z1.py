@@ -3,7 +3,7 @@ verilog`` into ``vdla.bit`` + ``vdla.hwh`` for pynq, and the manifest the driver
 
 ``write_project(config, out_dir)`` writes::
 
-    out_dir/rtl/vdla_axi_top.v  the FPGA top: the accelerator with HP0's AXI3 master (vdla_hw.rtl.axi_top)
+    out_dir/rtl/vdla_axi_top.v  the FPGA top: the accelerator with the port's AXI3 master (vdla_hw.rtl.axi_top)
     out_dir/build.tcl        Vivado batch script: block design, synthesis, implementation, timing gate
     out_dir/constraints.xdc  the clock: FCLK_CLK0 of the PS at the configuration's CLOCK_MHZ
     out_dir/vdla.json        the manifest (copied next to the bitstream as out/vdla.json)
@@ -16,8 +16,17 @@ Block design: the Zynq PS7 (``processing_system7``) with its DDR/FIXED_IO made e
 PYNQ-Z1 board preset when Vivado has Digilent's board files; M_AXI_GP0 drives the control slave
 (``s_axil``, ``vdla_hw.regmap``) through an AXI interconnect at :data:`CONTROL_BASE`; the
 accelerator's memory master (``m_axi``, ``vdla_axi_top`` of ``vdla_hw.rtl.axi_top``) has the AXI3
-signal set of S_AXI_HP0 (4-bit lengths, WID, 6-bit IDs, 2-bit lock) and reaches DDR through it
-(64-bit) with no protocol conversion; its ``irq`` (STATUS done or error) goes to IRQ_F2P[0].
+signal set of the configuration's port (``MEM_PORT``, or ``vdla hw bitstream --port``; :data:`PS7_PORTS`)
+and reaches DDR through it (64-bit) with no protocol conversion:
+
+* ``acp``: S_AXI_ACP (3-bit IDs), coherent with the CPU caches through the SCU, as VTA's PYNQ build
+  (``PCW_USE_S_AXI_ACP``). The master drives AxCACHE 0b1111 and AxUSER 0b11111 (coherent requests
+  need AxCACHE[1] = 1 and AxUSER[0] = 1, UG585 ch. 3.5); the PS7's "default ACP user value"
+  option is set as in VTA's build, so the PS applies the same AxUSER whatever the interconnect
+  passes.
+* ``hp``: S_AXI_HP0 (6-bit IDs), not coherent (the driver flushes and invalidates), AxCACHE 0b0011.
+
+Its ``irq`` (STATUS done or error) goes to IRQ_F2P[0].
 One clock: FCLK_CLK0, at the configuration's clock, drives the whole design (no gated or derived
 clock, no latch; ``vdla hw synth --top axi`` checks that), so its period constraint is the only
 one (checked: the PS's achieved frequency and the timed period). The build stops, and writes no
@@ -34,7 +43,7 @@ from pathlib import Path
 
 from bitstreams.vivado_flow import CONSTRAINTS, constraints_xdc, fclk_check_tcl, implementation_tcl, version_check_tcl
 from vdla_hw import regmap
-from vdla_hw.config import ISA_VERSION, Config, load_config
+from vdla_hw.config import ISA_VERSION, Config, load_config, with_port
 
 PART = "xc7z020clg400-1"
 BOARD_PART_PATTERN = "*pynq-z1*"
@@ -46,6 +55,20 @@ MANIFEST_FORMAT = "vdla-bitstream"  # driver.pynq_device reads this format
 GENERATOR = "bitstreams.pynq_z1 (vdla hw bitstream)"
 AXI_TOP = "vdla_axi_top"    # vdla_hw.rtl.axi_top: s_axil_* slave, AXI3 master m_axi_*, irq
 RAW_TOP = "vdla_top"        # the core with the raw one-beat-per-cycle memory port
+# MEM_PORT -> the PS7 slave port and the processing_system7 settings that enable it. ACP: VTA's
+# PYNQ build sets the same two (hardware/xilinx/scripts/vivado.tcl); HP0: 64 bits wide.
+PS7_PORTS = {
+    "acp": {"slave": "S_AXI_ACP", "settings": {"PCW_USE_S_AXI_ACP": "1", "PCW_USE_DEFAULT_ACP_USER_VAL": "1"}},
+    "hp": {"slave": "S_AXI_HP0", "settings": {"PCW_USE_S_AXI_HP0": "1", "PCW_S_AXI_HP0_DATA_WIDTH": None}},
+}
+
+
+def ps7_settings(config: Config) -> dict[str, str]:
+    """The processing_system7 CONFIG.* values that enable the configuration's memory port."""
+    out = {}
+    for key, value in PS7_PORTS[config.MEM_PORT]["settings"].items():
+        out[key] = str(8 * config.MEM_BYTES_PER_BEAT) if value is None else value   # None: the data width
+    return out
 
 
 def vivado_command() -> str:
@@ -54,6 +77,9 @@ def vivado_command() -> str:
 
 def manifest(config: Config, verilog: Path, top: str) -> dict:
     """What the driver checks before it trusts a bitstream (driver.pynq_device.load_manifest)."""
+    from vdla_hw.rtl.axi_top import port_attributes
+
+    attrs = port_attributes(config)
     return {
         "format": MANIFEST_FORMAT,
         "generator": GENERATOR,
@@ -68,7 +94,9 @@ def manifest(config: Config, verilog: Path, top: str) -> dict:
         "top": top,
         "control_base": CONTROL_BASE,
         "control_span": CONTROL_SPAN,
-        "memory_port": {"ps7_port": "S_AXI_HP0", "data_bits": 8 * config.MEM_BYTES_PER_BEAT, "protocol": "AXI3"},
+        "memory_port": {"mem_port": config.MEM_PORT, "ps7_port": PS7_PORTS[config.MEM_PORT]["slave"],
+                        "coherent": config.coherent, "axcache": attrs["cache"], "axprot": attrs["prot"],
+                        "axuser": attrs["user"], "data_bits": 8 * config.MEM_BYTES_PER_BEAT, "protocol": "AXI3"},
         "registers": {r.name: r.offset for r in regmap.REGISTERS},
         "verilog_sha256": hashlib.sha256(verilog.read_bytes()).hexdigest(),
     }
@@ -76,6 +104,11 @@ def manifest(config: Config, verilog: Path, top: str) -> dict:
 
 def _tcl(config: Config, top: str) -> str:
     c = config
+    from vdla_hw.rtl.axi_top import port_attributes
+
+    attrs = port_attributes(c)
+    slave = PS7_PORTS[c.MEM_PORT]["slave"]
+    port_settings = "".join(f"    CONFIG.{k} {{{v}}} \\\n" for k, v in ps7_settings(c).items())
     return f"""# Generated by {GENERATOR} -- do not edit by hand.
 # configuration: {c.name}  fingerprint: {c.fingerprint}  ISA v{ISA_VERSION}
 # Builds the PYNQ-Z1 overlay: out/vdla.bit, out/vdla.hwh, out/vdla.json. Run in this folder:
@@ -97,9 +130,7 @@ apply_bd_automation -rule xilinx.com:bd_rule:processing_system7 \\
     -config {{make_external "FIXED_IO, DDR" apply_board_preset "1" Master "Disable" Slave "Disable"}} [get_bd_cells ps7]
 set_property -dict [list \\
     CONFIG.PCW_USE_M_AXI_GP0 {{1}} \\
-    CONFIG.PCW_USE_S_AXI_HP0 {{1}} \\
-    CONFIG.PCW_S_AXI_HP0_DATA_WIDTH {{{8 * c.MEM_BYTES_PER_BEAT}}} \\
-    CONFIG.PCW_EN_CLK0_PORT {{1}} \\
+{port_settings}    CONFIG.PCW_EN_CLK0_PORT {{1}} \\
     CONFIG.PCW_EN_RST0_PORT {{1}} \\
     CONFIG.PCW_USE_FABRIC_INTERRUPT {{1}} \\
     CONFIG.PCW_IRQ_F2P_INTR {{1}} \\
@@ -112,10 +143,11 @@ set_property CONFIG.POLARITY ACTIVE_HIGH [get_bd_pins {IP_NAME}/rst]
 # control: M_AXI_GP0 -> interconnect -> s_axil (AXI-lite, vdla_hw.regmap)
 apply_bd_automation -rule xilinx.com:bd_rule:axi4 \\
     -config {{Master "/ps7/M_AXI_GP0" Clk "/ps7/FCLK_CLK0"}} [get_bd_intf_pins {IP_NAME}/s_axil]
-# memory: m_axi (AXI3 like HP0: 4-bit AxLEN, WID; bursts of at most {c.MEM_MAX_BURST} beats, never across 4 kB,
-# up to {c.MEM_READ_OUTSTANDING} reads / {c.MEM_WRITE_OUTSTANDING} writes in flight) -> S_AXI_HP0 -> DDR
+# memory: m_axi (AXI3: 4-bit AxLEN, WID; bursts of at most {c.MEM_MAX_BURST} beats, never across 4 kB,
+# up to {c.MEM_READ_OUTSTANDING} reads / {c.MEM_WRITE_OUTSTANDING} writes in flight) -> {slave} -> DDR
+# MEM_PORT {c.MEM_PORT}: {"coherent through the SCU" if c.coherent else "not coherent"} (AxCACHE {attrs["cache"]:#06b}, AxPROT {attrs["prot"]:#05b}, AxUSER {"none" if attrs["user"] is None else format(attrs["user"], "#07b")})
 apply_bd_automation -rule xilinx.com:bd_rule:axi4 \\
-    -config {{Master "/{IP_NAME}/m_axi" Slave "/ps7/S_AXI_HP0" Clk "/ps7/FCLK_CLK0"}} [get_bd_intf_pins ps7/S_AXI_HP0]
+    -config {{Master "/{IP_NAME}/m_axi" Slave "/ps7/{slave}" Clk "/ps7/FCLK_CLK0"}} [get_bd_intf_pins ps7/{slave}]
 # interrupt: irq (STATUS done or error, level high) -> IRQ_F2P[0] (the driver polls; the line is for later use)
 if {{[llength [get_bd_pins -quiet ps7/IRQ_F2P]] > 0}} {{
     connect_bd_net [get_bd_pins {IP_NAME}/irq] [get_bd_pins ps7/IRQ_F2P]
@@ -147,12 +179,16 @@ def top_module(verilog_dir: Path) -> tuple[str, list[str]]:
                      "reference until vdla_hw.rtl provides that wrapper"]
 
 
-def write_project(config: Config | str | None, out_dir: str | Path) -> str:
+def write_project(config: Config | str | None, out_dir: str | Path, port: str | None = None) -> str:
     """Write the Vivado project folder for ``config`` into ``out_dir``; returns the command to run
-    in it. :func:`missing_for_build` says what the RTL still lacks for a real build."""
+    in it. ``port`` ("acp" | "hp") builds for that PS port instead of the configuration's MEM_PORT
+    (:func:`vdla_hw.config.with_port`: the port's timing parameters too, so the fingerprint in the
+    manifest is that configuration's). :func:`missing_for_build` says what the RTL still lacks."""
     from vdla_hw.rtl.convert import to_verilog
 
     config = load_config(config)
+    if port is not None:
+        config = with_port(config, port)
     out = Path(out_dir)
     (out / "rtl").mkdir(parents=True, exist_ok=True)
     try:

@@ -4,6 +4,8 @@ A device has DRAM buffers (``allocate``/``write``/``read``/``free``), identifica
 (``identify``: ISA version and configuration fingerprint hash), and runs one program bundle at
 a time: ``start(bundle, buffer)`` then ``wait(timeout)``, or both at once with ``run(bundle)``.
 ``counters()`` returns the last run's per-module counters (``vdla_hw.regmap.MODULE_COUNTERS``).
+``loaded_model(key)`` keeps a model's bundles resident in device buffers between runs
+(:class:`driver.session.LoadedModel`; one model at a time per device).
 Backends: ``sim`` (vdla_sim, here), ``rtl`` (the MyHDL RTL under Verilator,
 :mod:`driver.rtl_device`) and ``pynq`` (the board through pynq 3.x, :mod:`driver.pynq_device`).
 """
@@ -69,6 +71,8 @@ class Device:
         self.config = load_config(config)
         self._last_counters: dict = {}
         self._running: tuple[Bundle, Buffer] | None = None
+        self._read_back = True  # whether wait() reads the run's whole image back (see wait)
+        self._model = None      # the resident LoadedModel (loaded_model)
 
     # --- identification -----------------------------------------------------------------
     def identify(self) -> tuple[int, int]:
@@ -122,14 +126,18 @@ class Device:
         self._running = (bundle, buffer)
         self._start(bundle, buffer)
 
-    def wait(self, *, timeout_s: float | None = None, timeout_cycles: int | None = None) -> RunResult:
-        """Wait for the started program; the result's image is read back from its buffer.
+    def wait(self, *, timeout_s: float | None = None, timeout_cycles: int | None = None,
+             read_back: bool = True) -> RunResult:
+        """Wait for the started program; the result's image is read back from its buffer
+        (``read_back=False``: not by the register-level backends, whose result then has an empty
+        ``dram``; the caller reads what it needs with ``read``).
 
         A program that does not finish within ``timeout_s`` seconds (wall clock) or
         ``timeout_cycles`` device cycles raises DeviceError naming each module's state."""
         if self._running is None:
             raise DeviceError(f"{self.target} device: wait() without a started program")
         bundle, buffer = self._running
+        self._read_back = read_back
         try:
             result = self._wait(bundle, buffer, DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
                                 timeout_cycles)
@@ -153,6 +161,24 @@ class Device:
         """The last finished run's counters (empty before the first run)."""
         return dict(self._last_counters)
 
+    def loaded_model(self, key: str | None = None):
+        """The model resident on this device under ``key`` (a package digest): the one loaded
+        before if its key is ``key``, else a new empty one (the previous model's buffers are freed
+        first: one loaded model per device). ``key=None`` always gives a new one."""
+        from driver.session import LoadedModel
+
+        if key is not None and self._model is not None and self._model.key == key:
+            return self._model
+        self.unload_model()
+        self._model = LoadedModel(self, key)
+        return self._model
+
+    def unload_model(self) -> None:
+        """Free the resident model's buffers (if any)."""
+        if self._model is not None:
+            self._model.close()
+            self._model = None
+
     # --- backend hooks ------------------------------------------------------------------
     def _alloc(self, nbytes: int) -> Buffer:
         raise NotImplementedError
@@ -170,7 +196,8 @@ class Device:
         raise NotImplementedError
 
     def close(self) -> None:
-        """Release the device (nothing to do for the simulator)."""
+        """Release the device: the resident model's buffers (the simulator has nothing else)."""
+        self.unload_model()
 
     def __enter__(self):
         return self

@@ -4,8 +4,12 @@ Opening the device loads the overlay (``pynq.Overlay``: the ``.bit`` with its ``
 it), checks the bitstream's manifest (``<bit>.json``, written by ``vdla hw bitstream``) against
 the requested configuration, finds the control slave in the overlay's ``ip_dict`` at the address
 the manifest names, maps it with ``pynq.MMIO`` and checks the ID registers. Buffers come from
-``pynq.allocate`` (physically contiguous); ``write`` flushes and the run's image is invalidated
-before it is read back. The register sequence is :class:`driver.registers.RegisterDevice`'s.
+``pynq.allocate`` (physically contiguous). Cache maintenance covers only the bytes moved:
+``write`` flushes the range it wrote and ``read`` invalidates the range it reads, on a
+non-coherent port (HP0); on a coherent one (ACP: ``config.coherent``, the SCU snoops the CPU's
+caches, as VTA's PYNQ runtime relies on with ``kBufferCoherent``) the driver does neither.
+``maintained`` counts the bytes flushed and invalidated. The register sequence is
+:class:`driver.registers.RegisterDevice`'s.
 
 Board-side code: Python 3.10, numpy 1.x, pynq 3.0.1 or 3.1.x (the images v3.0.1 and v3.1.0).
 """
@@ -19,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from driver.device import Buffer, DeviceError
-from driver.registers import RegisterDevice
+from driver.registers import RegisterDevice, cache_coherent
 from vdla_hw import regmap
 from vdla_hw.config import ISA_VERSION, Config
 
@@ -84,6 +88,8 @@ class PynqDevice(RegisterDevice):
                               "pip install -r requirements/board.txt elsewhere)") from None
         check_pynq_version(pynq.__version__)
         self._pynq = pynq
+        self.coherent = cache_coherent(self.config)
+        self.maintained = {"flush": 0, "invalidate": 0}  # bytes, over the device's life
         self.bitstream = Path(bitstream) if bitstream else default_bitstream(self.config)
         if not self.bitstream.is_file():
             raise DeviceError(f"{self.bitstream}: no such bitstream; build it with `vdla hw bitstream --config "
@@ -123,14 +129,18 @@ class PynqDevice(RegisterDevice):
         return Buffer(nbytes, int(handle.physical_address), handle)
 
     def _write(self, buffer: Buffer, raw: np.ndarray, offset: int) -> None:
-        buffer.handle[offset:offset + raw.size] = raw
-        buffer.handle.sync_to_device()
-
-    def _sync_from_device(self, buffer: Buffer) -> None:
-        buffer.handle.sync_from_device()
+        view = buffer.handle[offset:offset + raw.size]  # a PynqBuffer view: flush() covers its range only
+        view[:] = raw
+        if not self.coherent:
+            view.flush()
+            self.maintained["flush"] += raw.size
 
     def _read(self, buffer: Buffer, offset: int, nbytes: int) -> np.ndarray:
-        return np.array(buffer.handle[offset:offset + nbytes], dtype=np.uint8)
+        view = buffer.handle[offset:offset + nbytes]
+        if not self.coherent:
+            view.invalidate()
+            self.maintained["invalidate"] += nbytes
+        return np.array(view, dtype=np.uint8)
 
     def free(self, buffer: Buffer) -> None:
         buffer.handle.freebuffer()

@@ -12,9 +12,14 @@ active) and :func:`register` drops pynq's cached device list so the next access 
 The device has the ``REGISTER_RW`` capability, so ``pynq.MMIO`` routes every 32-bit access to
 :meth:`read_registers`/:meth:`write_registers`, which serve the control slave from
 :class:`driver.regmodel.RegisterModel` (vdla_sim at register level). DRAM buffers are
-``pynq.buffer.PynqBuffer`` arrays at fake physical addresses with a separate device-side copy
-(non-coherent, like the board's cacheable buffers): the model sees only what the driver flushed
-and the CPU sees the results only after an invalidate, so missing cache maintenance fails tests.
+``pynq.buffer.PynqBuffer`` arrays at fake physical addresses. On a non-coherent port (HP0, the
+bitstream's configuration not ``coherent``) each has a separate device-side copy, like the
+board's cacheable buffers behind HP0: the model sees only what the driver flushed and the CPU
+sees the results only after an invalidate, so missing cache maintenance fails tests; the device
+also counts ``stale_reads`` (accelerator reads of bytes the CPU wrote but did not flush) and the
+bytes ``flushed`` and ``invalidated``. On a coherent port (ACP) the accelerator reads and writes
+the CPU's view directly (the SCU snoops the caches), and maintenance is still counted, so a test
+can check the driver does none.
 The "bitstream" is a JSON file naming the configuration of the simulated hardware
 (:func:`driver.fake_bitstream.write_fake_bitstream`); its metadata (what pynq parses from the ``.hwh`` on a board)
 comes from the manifest beside it.
@@ -68,9 +73,13 @@ class SimulatedPynqDevice(pynq.Device):
         self.timestamp = ""
         self.model: RegisterModel | None = None
         self.control_base = None
-        self.buffers: dict[int, tuple[PynqBuffer, np.ndarray]] = {}  # address -> (host view, device copy)
+        # address -> (host view, device copy, device-newer mask); coherent: the copy is the host memory
+        self.buffers: dict[int, tuple[PynqBuffer, np.ndarray, np.ndarray]] = {}
         self._cursor = MEMORY_BASE
         self.downloads = 0
+        self.coherent = False
+        self.stale_reads = 0          # accelerator reads that saw bytes the CPU had not flushed
+        self.flushed = self.invalidated = 0  # bytes, as the driver asked
 
     # --- bitstreams (what EmbeddedDevice does with the .bit and the .hwh) -----------------
     def get_bitfile_metadata(self, bitfile_name):
@@ -86,7 +95,9 @@ class SimulatedPynqDevice(pynq.Device):
             raise RuntimeError(f"{bitstream.bitfile_name} is not a bitstream for the simulated PYNQ device")
         manifest = json.loads(Path(bitstream.bitfile_name).with_suffix(".json").read_text())
         self.control_base = int(manifest["control_base"])
-        self.model = RegisterModel(load_config(data["config"]), self._device_read, self._device_write)
+        config = load_config(data["config"])
+        self.coherent = bool(getattr(config, "coherent", False))
+        self.model = RegisterModel(config, self._device_read, self._device_write)
         self.downloads += 1
         self.post_download(bitstream, parser)
 
@@ -113,36 +124,58 @@ class SimulatedPynqDevice(pynq.Device):
         nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
         address = self._cursor
         self._cursor += -(-max(nbytes, 1) // 4096) * 4096
-        backing = np.zeros(max(nbytes, 1), dtype=np.uint8)
+        size = max(nbytes, 1)
+        backing = np.zeros(size, dtype=np.uint8)
         buf = PynqBuffer(shape, dtype, buffer=backing, device=self, device_address=address, coherent=False)
         buf.bo = address
-        self.buffers[address] = (buf, np.zeros(max(nbytes, 1), dtype=np.uint8))
+        device_copy = backing if self.coherent else np.zeros(size, dtype=np.uint8)
+        self.buffers[address] = (buf, device_copy, np.zeros(size, dtype=bool))
         weakref.finalize(buf, self.buffers.pop, address, None)  # freed with the host view
         return buf
 
-    def _find(self, address: int, nbytes: int) -> tuple[np.ndarray, int]:
-        for base, (_, device_copy) in self.buffers.items():
+    def _find(self, address: int, nbytes: int) -> tuple[int, int]:
+        for base, (_, device_copy, _) in self.buffers.items():
             if base <= address and address + nbytes <= base + device_copy.size:
-                return device_copy, address - base
+                return base, address - base
         raise KeyError(address)
 
+    @staticmethod
+    def _host(host: PynqBuffer) -> np.ndarray:
+        return np.asarray(host).view(np.uint8).reshape(-1)
+
     def _device_read(self, address: int, nbytes: int) -> np.ndarray:
-        memory, start = self._find(address, nbytes)
-        return memory[start:start + nbytes].copy()
+        base, start = self._find(address, nbytes)
+        host, memory, newer = self.buffers[base]
+        end = start + nbytes
+        if not self.coherent:  # CPU bytes that never reached memory: the CPU wrote without a flush
+            differ = self._host(host)[start:end] != memory[start:end]
+            if np.any(differ & ~newer[start:end]):
+                self.stale_reads += 1
+        return memory[start:end].copy()
 
     def _device_write(self, address: int, data: np.ndarray) -> None:
-        memory, start = self._find(address, len(data))
-        memory[start:start + len(data)] = data
+        base, start = self._find(address, len(data))
+        _, memory, newer = self.buffers[base]
+        end = start + len(data)
+        if not self.coherent:  # the bytes the device changed: the CPU's view of them is stale until an invalidate
+            newer[start:end] |= memory[start:end] != data
+        memory[start:end] = data
 
     def flush(self, bo, offset, vaddr, nbytes):
-        host, device_copy = self.buffers[bo]
-        raw = np.asarray(host).view(np.uint8).reshape(-1)
-        device_copy[offset:offset + nbytes] = raw[offset:offset + nbytes]
+        """Clean the CPU's lines of the range to memory (the driver flushes the range it has just
+        written, so every line of it is dirty in the CPU's cache)."""
+        host, memory, newer = self.buffers[bo]
+        self.flushed += nbytes
+        end = offset + nbytes
+        memory[offset:end] = self._host(host)[offset:end]
+        newer[offset:end] = False
 
     def invalidate(self, bo, offset, vaddr, nbytes):
-        host, device_copy = self.buffers[bo]
-        raw = np.asarray(host).view(np.uint8).reshape(-1)
-        raw[offset:offset + nbytes] = device_copy[offset:offset + nbytes]
+        host, memory, newer = self.buffers[bo]
+        self.invalidated += nbytes
+        end = offset + nbytes
+        self._host(host)[offset:end] = memory[offset:end]
+        newer[offset:end] = False
 
 
 def register() -> SimulatedPynqDevice:

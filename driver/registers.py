@@ -7,12 +7,15 @@ very class inside the cocotb bench, its registers read and written over AXI-lite
    CTRL = START;
 3. ``_wait``: poll STATUS until DONE or ERROR (bounded by a wall-clock and an optional cycle
    timeout), read CYCLES_LO then CYCLES_HI and the per-module counters, on ERROR read ERROR and
-   ERROR_INSN; invalidate the buffer and read the image back; CTRL = CLEAR.
+   ERROR_INSN; read the image back (unless the caller reads only what it needs: a loaded
+   model, :mod:`driver.session`); CTRL = CLEAR.
 """
 
 from __future__ import annotations
 
 import time
+
+import numpy as np
 
 from driver import status as st
 from driver.device import Buffer, Device, DeviceError, RunResult
@@ -24,29 +27,40 @@ DONE_OR_ERROR = regmap.STATUS_DONE | regmap.STATUS_ERROR
 RUN_REGISTERS = ("DRAM_BASE", "DRAM_BYTES", "INSN_ADDR", "INSN_COUNT")
 
 
-def run_profile() -> dict:
-    """What a ``RegisterDevice.run`` does besides computing, for the host-overhead model (the
-    fields of ``compiler.cpu_fallback.cost.RuntimeProfile``): register writes and reads, whole
-    image copies (written into the DMA buffer, read back) and the STATUS poll schedule."""
+def run_profile(config=None) -> dict:
+    """What one run of a loaded model (:meth:`driver.session.LoadedModel.run`) does besides
+    computing, for the host-overhead model (the fields of
+    ``compiler.cpu_fallback.cost.RuntimeProfile``): register writes and reads, no whole-image
+    copies (only the input and output symbols move, counted per run by the session), whether
+    the driver skips cache maintenance (``cache_coherent``: the port of ``config`` is coherent)
+    and the STATUS poll schedule."""
     writes, reads = run_register_accesses()
-    return {"register_writes": writes, "register_reads": reads, "image_copies": 2,
+    return {"register_writes": writes, "register_reads": reads, "image_copies": 0,
+            "coherent": cache_coherent(config),
             "poll_first_s": RegisterDevice.poll_first_s, "poll_max_s": RegisterDevice.poll_max_s}
 
 
+def cache_coherent(config) -> bool:
+    """Whether the accelerator's memory port snoops the CPU caches (ACP), so the driver neither
+    flushes nor invalidates; False (HP0, or no configuration given) means it maintains the ranges
+    it writes and reads."""
+    return bool(getattr(config, "coherent", False))
+
+
 def run_register_accesses() -> tuple[int, int]:
-    """(writes, reads) of control registers in one successful ``run``, the STATUS polls not
-    counted: ID_ISA/ID_CONFIG twice (``run`` and ``start`` both check the bundle), STATUS before
-    starting, the four run registers and CTRL=START, then CYCLES_LO/HI, every per-module counter
-    and CTRL=CLEAR (the host-overhead model charges these per offloaded layer)."""
+    """(writes, reads) of control registers in one successful run of a loaded model, the STATUS
+    polls not counted: ID_ISA/ID_CONFIG (``start`` checks the bundle), STATUS before starting, the
+    four run registers and CTRL=START, then CYCLES_LO/HI, every per-module counter and CTRL=CLEAR
+    (the host-overhead model charges these per offloaded layer)."""
     writes = len(RUN_REGISTERS) + 2
-    reads = 2 * 2 + 1 + 2 + len(MODULES) * len(regmap.MODULE_COUNTERS)
+    reads = 2 + 1 + 2 + len(MODULES) * len(regmap.MODULE_COUNTERS)
     return writes, reads
 
 
 class RegisterDevice(Device):
     """A device driven through ``_rd(name)``/``_wr(name, value)`` on its control registers.
-    Subclasses provide the registers and the buffers (``_alloc``/``_write``/``_read``, and
-    ``_sync_from_device`` when the buffers are cached)."""
+    Subclasses provide the registers and the buffers (``_alloc``/``_write``/``_read``; cached
+    buffers are kept coherent by the subclass's ``_write`` and ``_read``, range by range)."""
 
     poll_first_s = 20e-6   # first sleep between STATUS polls; doubles up to poll_max_s
     poll_max_s = 2e-3
@@ -56,9 +70,6 @@ class RegisterDevice(Device):
 
     def _wr(self, name: str, value: int) -> None:
         raise NotImplementedError
-
-    def _sync_from_device(self, buffer: Buffer) -> None:
-        """Make the device's writes to ``buffer`` visible to the CPU (cache invalidate)."""
 
     def _clock(self) -> float:
         """Seconds on the clock the wall-clock timeout runs on (a simulated device: its time)."""
@@ -115,8 +126,7 @@ class RegisterDevice(Device):
             raise DeviceError(f"{self.target} device stopped with error {st.describe_error(bits, index)} "
                               f"after {cycles} cycles; {st.describe_modules(modules)}",
                               {**state, "error": bits, "error_insn": index})
-        self._sync_from_device(buffer)
-        dram = self.read(buffer, 0, bundle.dram.size)
+        dram = self.read(buffer, 0, bundle.dram.size) if self._read_back else np.zeros(0, dtype=np.uint8)
         self._wr("CTRL", regmap.CTRL_CLEAR)
         counters = {"cycles": cycles, "modules": modules, "wall_seconds": wall}
         return RunResult(dram=dram, cycles=cycles, seconds=cycles / self.config.clock_hz, counters=counters)

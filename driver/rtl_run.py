@@ -24,7 +24,7 @@ import numpy as np
 
 from driver.device import Buffer, DeviceError
 from driver.registers import RegisterDevice
-from vdla_hw import limits, regmap
+from vdla_hw import limits, membus, regmap
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
 from vdla_hw.errors import VdlaError
@@ -62,8 +62,10 @@ class MemoryOptions:
     seed: int = 0
 
     def resolve(self, config: Config) -> dict:
-        for key in ("MEM_BURST_GAP", "DDR_BYTES_PER_CYCLE_CAP"):
-            if config.params[key]:
+        # a DDR cap of a beat per cycle or more changes no cycle (membus.cap_binds), so the bench runs it
+        binding = {"MEM_BURST_GAP": config.MEM_BURST_GAP > 0, "DDR_BYTES_PER_CYCLE_CAP": membus.cap_binds(config)}
+        for key, binds in binding.items():
+            if binds:
                 raise VdlaError(f"{key} = {config.params[key]}: the RTL bench memory models the read and write "
                                 "latency only, not dead cycles between bursts or a DDR bandwidth cap")
         lat = config.MEM_LATENCY if self.latency is None else int(self.latency)

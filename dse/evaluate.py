@@ -186,7 +186,7 @@ def evaluate(q: QGraph, config: Config, knobs: dict, cache_dir=None, cpu: str = 
     # workers=0: a sweep already runs points in parallel; each kernel is analysed once, then cached.
     model = CpuModel(cpu, workers=0)
     result = TimingExecutor(q, placements, TimingDevice(config), programs=programs, vthreads=vthreads,
-                            cpu_model=model, runtime=RuntimeProfile(**run_profile())).run(x)
+                            cpu_model=model, runtime=RuntimeProfile(**run_profile(config))).run(x)
     total = act.empty()
     for r in result.records:
         if r.placement == "vdla":

@@ -47,6 +47,11 @@ def _ok(rows, *keys):
     return [r for r in rows if r.get("status") == "ok" and all(isinstance(r.get(k), (int, float)) for k in keys)]
 
 
+def fits_at_clock(row: dict, part: str) -> bool:
+    """Filled in the figures: fits ``part`` and its clock is not above its clock estimate."""
+    return bool(row.get(f"fits_{part}")) and row.get("clock_met") is not False
+
+
 def _step(ax, front: list[dict], x: str, y: str, scale_x: float = 1.0):
     """The front as a step line through ringed points (a one-point front is just its ring)."""
     front = sorted(front, key=lambda r: r[x])
@@ -61,12 +66,12 @@ def pareto_figure(rows, model: str, out_dir: Path, part: str) -> Path:
     cap = fpga.capacity(part)
     for ax, resource in zip(axes.flat, RESOURCES):
         pts = _ok(rows, "latency_s", resource)
-        fit = [r for r in pts if r.get(f"fits_{part}")]
-        out = [r for r in pts if not r.get(f"fits_{part}")]
+        fit = [r for r in pts if fits_at_clock(r, part)]
+        out = [r for r in pts if not fits_at_clock(r, part)]
         ax.scatter([r[resource] for r in fit], [r["latency_s"] * 1e3 for r in fit], s=18, color="#2b8cbe",
-                   label=f"fits {part}")
+                   label=f"fits {part} at its clock")
         ax.scatter([r[resource] for r in out], [r["latency_s"] * 1e3 for r in out], s=18, facecolors="none",
-                   edgecolors="#d7301f", label=f"does not fit {part}")
+                   edgecolors="#d7301f", label="too large, or over its clock estimate")
         front = pareto_rows(pts, ("latency_s", resource))
         if front:
             _step(ax, front, resource, "latency_s")

@@ -21,7 +21,8 @@ IDENTITY = ("key", "status", "error", "model", "model_hash", "fingerprint")
 PERFORMANCE = ("latency_s", "throughput_ips", "cpu_only_s", "speedup", "offloaded_speedup", "amdahl_bound",
                "accelerator_s", "accelerator_cycles", "cpu_resident_s", "gemm_utilization", "gops", "dram_bytes",
                "ops_on_vdla")
-HARDWARE = ("lut", "ff", "dsp", "bram36", "resource_basis", "fmax_mhz", "clock_met", "part_use")
+HARDWARE = ("lut", "ff", "dsp", "bram36", "resource_basis", "fmax_mhz", "clock_met", "clock_basis", "part_use",
+            "verdict")
 ENERGY = ("energy_j", "energy_mac_j", "energy_alu_j", *(f"energy_sram_{b}_j" for b in BUFFERS), "energy_dram_j")
 TRAILER = ("config_json", "eval_s", "programs_simulated", "worker")
 

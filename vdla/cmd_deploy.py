@@ -72,14 +72,20 @@ def cmd_deploy(args) -> int:
     t = report["transfer"]
     print(f"package {report['package_bytes'] / 1e6:.1f} MB, sent in {t['send_seconds']:.2f} s, answer after "
           f"{t['total_seconds']:.1f} s")
+    from compiler.network.report import moved_lines
+
+    for line in moved_lines(m.get("bytes_moved")):
+        print(line)
     print(f"bit exact vs the quantized numpy reference: {report['bit_exact']}   output sha256 {report['output_sha256']}")
     return 0
 
 
 def cmd_bitstream(args) -> int:
     from bitstreams.pynq_z1 import missing_for_build, write_project
+    from vdla.cmd_run import warn_clock_of
 
-    command = write_project(args.config, args.output)
+    command = write_project(args.config, args.output, port=args.port)
+    warn_clock_of(args.config)  # after the project is written: a user error stays the only stderr line
     for problem in missing_for_build(args.output):
         _say(f"vdla: warning: {problem}")
     _say(f"wrote the PYNQ-Z1 Vivado project to {args.output}; build it with:")
@@ -90,6 +96,9 @@ def cmd_bitstream(args) -> int:
 def _add_bitstream(sub) -> None:
     p = sub.add_parser("bitstream", help="write the PYNQ-Z1 Vivado project (block design, .bit/.hwh, manifest)")
     p.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
+    p.add_argument("--port", choices=("acp", "hp"), default=None,
+                   help="PS port of the memory master: acp (coherent, VTA's PYNQ build) or hp (HP0); default: the "
+                        "configuration's MEM_PORT. Another port also takes that port's timing parameters")
     p.add_argument("-o", "--output", type=output_dir, required=True, metavar="DIR", help="project folder to write")
     p.set_defaults(func=cmd_bitstream)
 

@@ -53,7 +53,10 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress) -> li
             write_outputs(report, out_dir, own, progress)
             return own.commit()
     outputs.supersede(study_files(out_dir))
-    rows = [{**r.as_dict(), "host": json_text(r.host_parts)} for r in report.records]
+    from compiler.network.report import layer_row
+
+    rows = [{**layer_row(r), "host": json_text(r.host_parts), "estimate": json_text(r.estimate),
+             "offload": json_text(layer_row(r)["offload"])} for r in report.records]
     written = [outputs.write(out_dir / TABLES[0], csv_text(rows))]
     summary = report.as_dict()
     del summary["layers"]
@@ -67,6 +70,14 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress) -> li
         # The timeline shows the conv that keeps the GEMM core busiest: load/compute overlap at its best.
         written += plots.timeline(report, max(convs, key=lambda r: r.utilization).name, out_dir, outputs)
     return written
+
+
+def warn_clock_of(config_spec) -> None:
+    """One line on stderr when the configuration's CLOCK_MHZ is above its clock estimate (dse.clock)."""
+    from dse.clock import warn_clock
+    from vdla_hw.config import load_config
+
+    warn_clock(load_config(config_spec))
 
 
 def cmd_run(args) -> int:
@@ -88,11 +99,14 @@ def cmd_run(args) -> int:
     calibration = args.calibration if args.calibration is not None else 4
     report = run_network(args.model, config=args.config, target=args.target, resolution=args.resolution,
                          options=options, vthreads=args.vthreads, progress=_progress, cpu=args.cpu,
+                         cpu_baseline=args.cpu_baseline, cpu_threads=args.cpu_threads,
                          input_shape=args.input_shape, calibration=calibration, method=args.calibration_method,
-                         normalize=args.normalize, images=args.images, x=args.input)
+                         normalize=args.normalize, images=args.images, x=args.input, placement=args.placement)
+    warn_slower(report.totals)
     if not report.bit_exact:
         raise VdlaError(f"{args.model}: the executed network's output differs from the numpy reference of the "
                         "quantized graph (a bug: please report it with this command line)")
+    warn_clock_of(args.config)  # after the run, so that a user error stays the only stderr line
     with Outputs() as outputs:  # every file of the run appears at once, after the whole run
         if plot_dir:
             write_outputs(report, plot_dir, outputs)
@@ -119,6 +133,17 @@ def cmd_run(args) -> int:
     return 0
 
 
+def warn_slower(totals: dict) -> None:
+    """One line on stderr when some offloaded ops are slower than on the CPU alone."""
+    slower = totals.get("slower_offloads") or []
+    if slower:
+        offloaded = totals.get("offloaded_ops", "?")
+        print(f"warning: {len(slower)} of {offloaded} offloaded ops are slower than on the CPU alone "
+              f"(accelerator + host > CPU; marked ! in the table): {', '.join(slower)}"
+              + ("; --placement cost keeps them on the CPU" if totals.get("placement") == "all" else ""),
+              file=sys.stderr)
+
+
 def cmd_model(args) -> int:
     from compiler.frontend.resnet import write_resnet
     from vdla.network import BUILTIN
@@ -139,6 +164,7 @@ def resolution_arg():
 
 
 def add_parser(sub) -> None:
+    from compiler.cpu_fallback.cost.baselines import baseline_names
     from compiler.cpu_fallback.cost.cpus import cpu_names
 
     run = sub.add_parser("run", help="the offload study: import, quantize, partition and run a network")
@@ -150,12 +176,20 @@ def add_parser(sub) -> None:
     run.add_argument("--plots", type=output_dir, metavar="DIR", help="write layers.csv, summary.json and the four figures here")
     run.add_argument("--json", action="store_true", help="machine-readable report on stdout")
     run.add_argument("--vthreads", type=int_range(1), default=None, help="virtual threads per layer (default: search)")
-    run.add_argument("--stem-on-vdla", action="store_true", help="run the 3-channel stem on VDLA (padded to 16)")
+    run.add_argument("--placement", choices=["cost", "all"], default="cost",
+                     help="cost (default): each op the accelerator can run goes where the whole network is faster "
+                          "(estimates, reason printed); all: every such op on the accelerator")
+    run.add_argument("--stem-on-vdla", action="store_true", help="let the 3-channel stem run on VDLA (padded to 16)")
     run.add_argument("--add-on-vdla", action="store_true", help="run residual adds on the ALU")
     run.add_argument("--fc-on-vdla", action="store_true",
                      help="run the classifiers as GEMMs (the last layer then keeps int8 instead of int32 logits)")
     run.add_argument("--cpu", default="cortex-a9", choices=cpu_names(),
                      help="CPU whose modelled times the report gives (default cortex-a9, the PYNQ-Z1's)")
+    run.add_argument("--cpu-baseline", default="int8", choices=baseline_names(),
+                     help="which kernels price the CPU ops: int8 (ours, what runs; default) or fp32 (TVM-style "
+                          "FP32 kernels, the TVM paper's CPU baseline); the functional path stays int8")
+    run.add_argument("--cpu-threads", type=int, default=1, choices=(1, 2),
+                     help="CPU cores each CPU kernel is split over (default 1; 2: both A9 cores sharing L2 and DRAM)")
     run.add_argument("--input-shape", type=input_shape_arg, metavar="N,C,H,W",
                      help="the input's shape, for an ONNX model with dynamic dimensions")
     run.add_argument("--calibration", metavar="DIR|FILE",

@@ -33,9 +33,15 @@ def print_summary(s: dict) -> None:
           f"{s['failed']} failed; {s['computed_now']} computed now in {s['seconds']:.1f} s "
           f"({s['points_per_s']:.2f} points/s), {s['resumed']} already in the directory")
     for model, best in s["best_fitting"].items():
-        print(f"  {model}: fastest configuration that fits the {s['part']}: {best['fingerprint']}  "
-              f"{best['latency_s'] * 1e3:.2f} ms  {best['speedup']:.2f}x over CPU only  "
-              f"uses {best['part_use'] * 100:.0f} % of the part  {best['energy_j'] * 1e3:.2f} mJ")
+        clock = f" at {best['clock_mhz']:g} MHz" if best.get("clock_mhz") else ""
+        estimate = f" (clock estimate {best['fmax_mhz']:g} MHz)" if best.get("fmax_mhz") else " (no clock estimate)"
+        print(f"  {model}: fastest configuration that fits the {s['part']} within its clock estimate: "
+              f"{best['fingerprint']}{clock}{estimate}  {best['latency_s'] * 1e3:.2f} ms  "
+              f"{best['speedup']:.2f}x over CPU only  uses {best['part_use'] * 100:.0f} % of the part  "
+              f"{best['energy_j'] * 1e3:.2f} mJ")
+    for model, count in s.get("over_clock_estimate", {}).items():
+        print(f"  {model}: {count} points fit the {s['part']} but run above their clock estimate "
+              "(verdict 'over clock estimate'; not counted as fitting)")
     print(f"  Pareto front ({', '.join(s['objectives'])}): {s['pareto_points']} points")
     rm = s["resource_model"]
     if rm["available"]:
@@ -75,6 +81,10 @@ def cmd_sweep(args) -> int:
         options = SweepOptions(address=args.address, workers=args.workers, synth=args.synth,
                                energy_table=args.energy_table, part=args.part)
         summary = run_sweep(space, out, models, options)
+    over = summary.get("points_over_clock_estimate", 0)
+    if over:  # one line, whatever the number of points (the rows say which: verdict, clock_met)
+        print(f"vdla: warning: {over} of {summary['ok']} points run above their clock estimate (fmax_mhz; "
+              "verdict 'over clock estimate', never counted as fitting; docs/dse.md)", file=sys.stderr)
     if args.json:
         print(json_text(summary, indent=2))
     else:

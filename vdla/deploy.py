@@ -69,6 +69,17 @@ def measured_totals(layers: list[dict]) -> dict:
                           "configured clock; CPU times not modelled (vdla run models them)"}
 
 
+def _moved(value) -> dict | None:
+    """The server's ``bytes_moved`` (load / per inference, by category), keeping only the known
+    keys with integer values (it comes from the other side of a socket)."""
+    from driver.session import CATEGORIES
+
+    if not isinstance(value, dict):
+        return None
+    return {key: {c: int(v) for c, v in value[key].items() if c in CATEGORIES and type(v) is int}
+            for key in ("load", "per_inference") if isinstance(value.get(key), dict)}
+
+
 def _layers(blobs: dict, board: str) -> list[dict]:
     from compiler.network.package import LAYERS
     from driver.package import PackageError
@@ -113,19 +124,22 @@ def deploy(model: str, board: str, *, key: bytes, config=None, resolution: int =
     x = p.tests[:1]
     return {"model": model, "config": p.config.name, "fingerprint": p.config.fingerprint, "board": board,
             "backend": result.get("backend"), "cpu_kernels": result.get("cpu_kernels"), "layers": layers,
-            "totals": measured_totals(layers), "bit_exact": bool(np.array_equal(output, reference.forward(p.q, x))),
+            "totals": {**measured_totals(layers), "bytes_moved": _moved(result.get("bytes_moved"))}, "bit_exact": bool(np.array_equal(output, reference.forward(p.q, x))),
             "output_sha256": sha, "package_bytes": size, "transfer": stats, "server_seconds": result.get("seconds"),
             "output": output}
 
 
 def run_package(files: dict[str, bytes], device, should_stop=None) -> tuple[dict, dict[str, bytes]]:
     """The server's ``run``: check the package against ``device``, then run its network
-    (``should_stop``: asked before every op, see compiler.network.executor)."""
+    (``should_stop``: asked before every op, see compiler.network.executor) on the device's
+    loaded model of this package (kept between runs of the same package: its digest is the key)."""
     from compiler.network.package import run_files
     from driver.package import check
+    from driver.session import model_digest
 
     manifest = check(files, device.config.fingerprint, device.config.name)
-    reply, out = run_files(files, device, should_stop=should_stop)
+    model = device.loaded_model(model_digest(files)) if hasattr(device, "loaded_model") else None
+    reply, out = run_files(files, device, should_stop=should_stop, model=model)
     return {"model": str(manifest.get("model", "?")), "fingerprint": device.config.fingerprint, **reply}, out
 
 

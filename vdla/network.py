@@ -18,7 +18,7 @@ from compiler.frontend import from_model, load_onnx
 from compiler.frontend import float_ref
 from compiler.frontend.graph import Graph, ModelError
 from compiler.network import PartitionOptions, execute, partition
-from compiler.network.report import summarise
+from compiler.network.report import layer_row, summarise
 from compiler.quantize import quantize_graph, reference
 from compiler.quantize.qgraph import QGraph
 from driver import open_device
@@ -30,13 +30,14 @@ BUILTIN = {"resnet18": 18, "resnet34": 34}
 DEFAULT_CPU = "cortex-a9"
 
 
-def board_runtime():
-    """What the board runtime's driver does per offloaded layer (``driver.registers.run_profile``:
-    register sequence, image copies, poll schedule), for the executor's host-overhead model."""
+def board_runtime(config=None):
+    """What the board runtime's driver does per offloaded layer of a loaded model
+    (``driver.registers.run_profile``: register sequence, no image copies, whether the port of
+    ``config`` is coherent, poll schedule), for the executor's host-overhead model."""
     from compiler.cpu_fallback.cost import RuntimeProfile
     from driver.registers import run_profile
 
-    return RuntimeProfile(**run_profile())
+    return RuntimeProfile(**run_profile(config))
 CALIBRATION_SEED, TEST_SEED = 1, 2
 
 
@@ -123,7 +124,7 @@ class NetworkReport:
 
     def as_dict(self) -> dict:
         return {"model": self.model, "config": self.config_name, "fingerprint": self.fingerprint,
-                "target": self.target, "resolution": self.resolution, "layers": [r.as_dict() for r in self.records],
+                "target": self.target, "resolution": self.resolution, "layers": [layer_row(r) for r in self.records],
                 "totals": self.totals, "quantization": self.quantization, "bit_exact": self.bit_exact,
                 "input": self.input, "output_shape": list(self.output.shape), "output_sha256": self.output_sha256,
                 "wall_seconds": self.timings}
@@ -147,12 +148,14 @@ class Prepared:
 def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
             options: PartitionOptions = PartitionOptions(), calibration: int | str = 4, test_inputs: int = 4,
             progress=None, input_shape: tuple[int, ...] | None = None, method: str = "mse",
-            normalize=IMAGENET, images: str | None = None) -> Prepared:
+            normalize=IMAGENET, images: str | None = None, placement: str = "all", cpu_model=None,
+            vthreads: int | None = None) -> Prepared:
     """Import, quantize and partition ``model`` (the same for ``vdla run`` and ``vdla deploy``).
 
     ``calibration``: a number of synthetic inputs, or a folder of images / an image / a .npy or
     .npz of inputs; ``images``: test inputs (the quantization report's) from such a source,
-    instead of ``test_inputs`` synthetic ones.
+    instead of ``test_inputs`` synthetic ones. ``placement``: ``"all"`` (the rules alone) or
+    ``"cost"`` (needs ``cpu_model``; see :func:`compiler.network.partition`).
     """
     say = progress or (lambda message: None)
     config = load_config(config)
@@ -167,30 +170,37 @@ def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
     q = quantize_graph(graph, calib.array, method=method, wide_output=not options.fc_on_vdla,
                        add_scales=not options.add_on_vdla)
     tests = load_inputs(images, shape, normalize) if images else synthetic(shape, test_inputs, TEST_SEED)
-    placements = partition(q, config, options)
-    return Prepared(graph, q, tests.array, placements, config,
-                    {"import": imported - start, "quantize": time.perf_counter() - imported}, calib, tests)
+    placed = time.perf_counter()
+    placements = partition(q, config, options, placement=placement, cpu_model=cpu_model,
+                           runtime=board_runtime(config) if placement == "cost" else None, vthreads=vthreads, progress=say)
+    timings = {"import": imported - start, "quantize": placed - imported, "placement": time.perf_counter() - placed}
+    return Prepared(graph, q, tests.array, placements, config, timings, calib, tests)
 
 
 def run_network(model: str = "resnet18", *, config=None, target: str = "sim", resolution: int = 224,
                 options: PartitionOptions = PartitionOptions(), vthreads: int | None = None,
                 calibration: int | str = 4, test_inputs: int = 4, progress=None, cpu: str = DEFAULT_CPU,
                 input_shape: tuple[int, ...] | None = None, method: str = "mse", normalize=IMAGENET,
-                images: str | None = None, x: str | None = None) -> NetworkReport:
+                images: str | None = None, x: str | None = None, cpu_baseline: str = "int8",
+                cpu_threads: int = 1, placement: str = "cost") -> NetworkReport:
     """Import, quantize, partition and run ``model`` once on ``target``; check it bit for bit.
-    ``cpu`` names the CPU whose modelled times the report gives (``cost.cpu_names()``). The
-    executed input is ``x`` (a .npy/.npz or image file), else the first test input."""
+    ``cpu`` names the CPU whose modelled times the report gives (``cost.cpu_names()``), priced
+    by the kernels of ``cpu_baseline`` (``cost.baseline_names()``: int8, fp32) on ``cpu_threads``
+    cores (1 or 2; the functional path stays int8 either way). The
+    executed input is ``x`` (a .npy/.npz or image file), else the first test input.
+    ``placement``: ``"cost"`` (default: each op where the whole network is faster) or ``"all"``
+    (every op the accelerator can run goes there)."""
     from compiler.cpu_fallback.cost import CpuModel
 
     say = progress or (lambda message: None)
     for source in (calibration if isinstance(calibration, str) else None, images, x):
         if source is not None and not Path(source).exists():  # before the import and calibration
             raise InputError(f"{source}: no such file or folder")
-    cpu_model = CpuModel(cpu)
+    cpu_model = CpuModel(cpu, baseline=cpu_baseline, threads=cpu_threads)
     clock = {"start": time.perf_counter()}
     p = prepare(model, config=config, resolution=resolution, options=options, calibration=calibration,
                 test_inputs=test_inputs, progress=progress, input_shape=input_shape, method=method,
-                normalize=normalize, images=images)
+                normalize=normalize, images=images, placement=placement, cpu_model=cpu_model, vthreads=vthreads)
     graph, q, tests, placements, config = p.graph, p.q, p.test_set, p.placements, p.config
     quant = quantization_report(graph, q, tests)
     quant["calibration"] = {**p.calibration.describe(), "method": method}
@@ -200,12 +210,12 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     if len(run_input.array) != batch:
         raise ModelError(model, f"--input {x} holds {len(run_input.array)} samples; the model runs {batch} at a time")
     clock["import"] = clock["start"] + p.timings["import"]
-    clock["quantize"] = time.perf_counter()
+    clock["quantize"] = time.perf_counter()  # includes the placement
     device = open_device(target, config)
     say(f"running {sum(p.target == 'vdla' for p in placements.values())} ops on VDLA ({target}, {config.name}) "
         f"and {sum(p.target == 'cpu' for p in placements.values())} on the CPU")
     result = execute(q, run_input.array, placements, device, progress=say, vthreads=vthreads, cpu_model=cpu_model,
-                     runtime=board_runtime())
+                     runtime=board_runtime(config))
     clock["execute"] = time.perf_counter()
     bit_exact = bool(np.array_equal(result.output, reference.forward(q, run_input.array)))
     clock["check"] = time.perf_counter()
@@ -215,15 +225,17 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
                "cpu_model": result.model_wall_seconds,
                "reference_check": clock["check"] - clock["execute"], "total": clock["check"] - clock["start"]}
     shape = graph.shapes[graph.input]
-    return NetworkReport(model, config.name, config.fingerprint, target, result.records,
-                         summarise(result.records, cpu_model.describe()), quant, bit_exact, result.output, timings,
+    totals = {**summarise(result.records, cpu_model.describe(), result.bytes_moved), "placement": placement}
+    return NetworkReport(model, config.name, config.fingerprint, target, result.records, totals, quant, bit_exact,
+                         result.output, timings,
                          resolution=int(shape[2]) if len(shape) == 4 else 0, input=run_input.describe(),
                          output_float=q.dequantize_output(result.output))
 
 
 def roofline_without_latency_hiding(report: NetworkReport, progress=None) -> dict[str, tuple[float, float]]:
-    """(ops per DRAM byte, GOPS) of every offloaded conv recompiled with one thread (no latency
-    hiding), run on the simulator with random tensors (timing does not depend on values)."""
+    """(ops per DRAM byte, GOPS, useful GOPS) of every offloaded conv recompiled with one thread (no
+    latency hiding), run on the simulator with random tensors (timing does not depend on values);
+    ops count every GEMM lane (``macs``), useful GOPS the unpadded layer's (``useful_macs``)."""
     import vdla_sim
     from compiler.accel import compile_layer
 
@@ -235,6 +247,6 @@ def roofline_without_latency_hiding(report: NetworkReport, progress=None) -> dic
         layer = r.extra["layer"]
         sim = vdla_sim.simulate(compile_layer(layer, r.extra["run"].config, vthreads=1), race_check=False)
         moved = sum(v for k, v in sim.bytes.items() if k != "insn")
-        points[r.name] = (2 * r.macs / moved, 2 * r.macs / sim.seconds / 1e9)
+        points[r.name] = (2 * sim.macs / moved, 2 * sim.macs / sim.seconds / 1e9, 2 * r.useful_macs / sim.seconds / 1e9)
         say(f"roofline without latency hiding: {r.name} {points[r.name][1]:.1f} GOPS")
     return points

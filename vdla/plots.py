@@ -7,9 +7,12 @@
 2. ``layer_speedup``: per-layer speedup of offloaded ops (CPU time / (accelerator + host time)
    and accelerator alone), the whole-network speedup and the Amdahl bound.
 3. ``roofline``: GOPS vs ops/byte of every offloaded conv with and without latency hiding under
-   this configuration's roofs; beside it, for ResNet-18 at 224, the paper's Fig. 10 points
-   under the paper's own roof (51.2 GOPS, 0.8 GB/s). Points carry layer labels.
-4. ``timeline``: load/compute/store activity of one layer (instruction spans from the simulator).
+   this configuration's roofs (ops of every GEMM lane; crosses mark the useful GOPS of the
+   layers whose lanes are padded, e.g. a stem with 3 of 16 input channels); beside it, for
+   ResNet-18 at 224, the paper's Fig. 10 points under the paper's own roof (51.2 GOPS,
+   0.8 GB/s). Points carry layer labels.
+4. ``timeline``: load/compute/store activity of one layer (instruction spans from the simulator),
+   its GEMM utilisation of every lane and of the useful MACs in the title.
 
 Log axes read as plain numbers; legends sit outside the data. Each function writes
 ``OUT_DIR/NAME.png`` and ``.pdf`` (:data:`FIGURES`, :data:`FORMATS`); given ``outputs`` (a
@@ -166,7 +169,9 @@ def _log_axes(ax) -> None:
 
 
 def roofline(report, points_no_lh: dict, out_dir: Path, config, outputs=None) -> list[Path]:
-    """``points_no_lh``: layer name -> (ops per byte, GOPS) without latency hiding."""
+    """``points_no_lh``: layer name -> (ops per byte, GOPS, useful GOPS) without latency hiding."""
+    from compiler.network.report import useful_work
+
     plt = _pyplot()
     with_paper = paper.is_fig21_setting(report.model, report.resolution)
     fig, axes = plt.subplots(1, 2 if with_paper else 1, figsize=(12 if with_paper else 7, 5), squeeze=False)
@@ -180,6 +185,10 @@ def roofline(report, points_no_lh: dict, out_dir: Path, config, outputs=None) ->
                  [p["ops_per_byte"] for p in fig10], [paper.FIG10_ROOF["gops"] / paper.FIG10_ROOF["gbps"]] * bool(fig10))
     _roof(ax, peak, bw, f"roof of {config.name}: {peak:.1f} GOPS, {bw:.2f} GB/s", span)
     ax.scatter(xs, ys, color="#2b8cbe", label="latency hiding", zorder=3)
+    padded = [(x, useful_work(r)["useful_gops"]) for x, r in zip(xs, convs) if r.useful_macs != r.macs]
+    if padded:
+        ax.scatter([p[0] for p in padded], [p[1] for p in padded], marker="x", color="#2b8cbe",
+                   label="useful GOPS (padded lanes left out)", zorder=3)
     names = []
     for r in convs:
         layer = r.extra.get("layer")
@@ -218,6 +227,8 @@ def timeline(report, layer: str, out_dir: Path, outputs=None) -> list[Path]:
     """Instruction spans per module of one offloaded layer, from its simulation: the whole layer
     and, below, a zoom on its first instructions so single loads, GEMMs and stores show."""
     plt = _pyplot()
+    from compiler.network.report import useful_work
+
     record = next(r for r in report.records if r.name == layer)
     sim = record.extra["run"]
     modules = ("load", "compute", "store")
@@ -236,6 +247,7 @@ def timeline(report, layer: str, out_dir: Path, outputs=None) -> list[Path]:
         ax.set_yticks(range(len(modules)), modules)
         ax.set_xlabel(f"cycle ({what})")
     axes[0, 0].set_title(f"{layer}: load / compute / store overlap ({report.config_name}, {sim.cycles:,} cycles, "
-                         f"GEMM utilisation {record.utilization * 100:.0f}%)", fontsize=9)
+                         f"GEMM utilisation {record.utilization * 100:.0f}%, of useful MACs "
+                         f"{useful_work(record)['useful_utilization'] * 100:.0f}%)", fontsize=9)
     fig.tight_layout()
     return _save(fig, out_dir, "timeline", outputs)

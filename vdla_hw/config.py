@@ -25,7 +25,8 @@ from vdla_hw.presets import DEFAULT_PRESET, PRESETS
 
 ISA_VERSION = 1
 
-# parameter -> (type, lowest, highest, meaning). Ranges are what the ISA and datapath support.
+# parameter -> (type, lowest, highest, meaning). Ranges are what the ISA and datapath support;
+# a str parameter takes one of CHOICES[name] instead (lowest and highest unused).
 PARAMETERS: dict[str, tuple[type, float, float, str]] = {
     "LOG_INP_WIDTH": (int, 3, 3, "log2 bits of an input element (the datapath is int8)"),
     "LOG_WGT_WIDTH": (int, 3, 3, "log2 bits of a weight element (the datapath is int8)"),
@@ -37,6 +38,7 @@ PARAMETERS: dict[str, tuple[type, float, float, str]] = {
     "LOG_WGT_BUFF_SIZE": (int, 1, 24, "log2 bytes of the weight SRAM"),
     "LOG_ACC_BUFF_SIZE": (int, 1, 24, "log2 bytes of the accumulator SRAM"),
     "CLOCK_MHZ": (float, 1.0, 1000.0, "fabric clock in MHz"),
+    "MEM_PORT": (str, 0, 0, "the Zynq PS port the memory master uses: acp (coherent through the SCU) or hp (HP0)"),
     "MEM_BYTES_PER_BEAT": (int, 1, 128, "memory-port data width in bytes (power of two)"),
     "MEM_MAX_BURST": (int, 1, 256, "maximum beats per burst"),
     "MEM_LATENCY": (int, 1, 10_000, "cycles from a read burst's address to its first data beat"),
@@ -54,6 +56,13 @@ PARAMETERS: dict[str, tuple[type, float, float, str]] = {
     "ALU_PIPELINE_DEPTH": (int, 1, 64, "ALU pipeline stages drained at the end of an instruction"),
     "INSN_OVERHEAD": (int, 0, 64, "cycles to decode an instruction and set up its loops"),
 }
+
+# The values of each str parameter. MEM_PORT is part of the fingerprint like every parameter: it
+# changes the hardware (the PS port the bitstream wires, the AxCACHE/AxUSER the master drives)
+# and, through the port's parameters, the timing (docs/spec.md section 2).
+CHOICES: dict[str, tuple[str, ...]] = {"MEM_PORT": ("acp", "hp")}
+COHERENT_PORTS = ("acp",)   # ports through which the accelerator sees the CPU caches (no flush/invalidate)
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Config:
@@ -78,6 +87,10 @@ class Config:
             if key not in PARAMETERS:
                 raise ConfigError(key, value, f"unknown parameter (known: {', '.join(PARAMETERS)})", self.name)
             kind, low, high, meaning = PARAMETERS[key]
+            if kind is str:
+                if not isinstance(value, str) or value not in CHOICES[key]:
+                    raise ConfigError(key, value, f"must be one of {', '.join(CHOICES[key])} ({meaning})", self.name)
+                continue
             # (an int is never converted to float here: one of 4000 digits would overflow)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or \
                     (isinstance(value, float) and not math.isfinite(value)) or (kind is int and value != int(value)):
@@ -167,7 +180,8 @@ class Config:
 
     def derived(self) -> dict:
         out = {"BATCH": self.batch, "BLOCK_IN": self.block_in, "BLOCK_OUT": self.block_out,
-               "peak_gops": self.peak_ops_per_s / 1e9, "mem_bytes_per_s": self.mem_bytes_per_s}
+               "peak_gops": self.peak_ops_per_s / 1e9, "mem_bytes_per_s": self.mem_bytes_per_s,
+               "coherent": self.coherent}
         for mem in MEM_TYPES:
             out[f"{mem}_elem_bytes"] = self.elem_bytes(mem)
             out[f"{mem}_depth"] = self.depth(mem)
@@ -253,7 +267,21 @@ class Config:
 
     @property
     def mem_bytes_per_s(self) -> float:
-        return self.params["MEM_BYTES_PER_BEAT"] * self.clock_hz
+        """The port's roof: one beat per cycle, capped by the shared DDR when that is lower."""
+        per_cycle = self.params["MEM_BYTES_PER_BEAT"]
+        cap = self.params["DDR_BYTES_PER_CYCLE_CAP"]
+        return (min(per_cycle, cap) if cap > 0 else per_cycle) * self.clock_hz
+
+    @property
+    def mem_port(self) -> str:
+        """"acp" or "hp": the PS port of the memory master (MEM_PORT)."""
+        return self.params["MEM_PORT"]
+
+    @property
+    def coherent(self) -> bool:
+        """True when the port is coherent with the CPU caches (ACP): the driver needs no flush or
+        invalidate, and the master drives AxCACHE/AxUSER for coherent access."""
+        return self.params["MEM_PORT"] in COHERENT_PORTS
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -274,6 +302,22 @@ class Config:
 
     def __eq__(self, other):
         return isinstance(other, Config) and self.params == other.params
+
+
+def with_port(config: Config, port: str) -> Config:
+    """``config`` on another PS port: MEM_PORT and every parameter of that port's row of
+    :data:`vdla_hw.presets.PORTS` (width, bursts, latencies, outstanding limits) replaced, with
+    that row's sources. The same port returns ``config`` itself; the fingerprint changes otherwise."""
+    from vdla_hw.presets import PORTS
+
+    if port not in CHOICES["MEM_PORT"]:
+        raise ConfigError("MEM_PORT", port, f"must be one of {', '.join(CHOICES['MEM_PORT'])}", config.name)
+    if port == config.mem_port:
+        return config
+    params, sources = dict(config.params), dict(config.sources)
+    for key, (value, source) in PORTS[port].items():
+        params[key], sources[key] = value, source
+    return Config(name=f"{config.name}@{port}", params=params, sources=sources)
 
 
 def _rebuild(name: str, params: dict, sources: dict) -> Config:

@@ -28,7 +28,10 @@ Memory side (the slave the contract assumes: answers in order and never back-pre
 * **Write response.** ``b_k = w_k + MEM_WRITE_LATENCY``.
 * GAP = ``MEM_BURST_GAP`` dead cycles between consecutive bursts on a data channel, and a DDR cap
   c = ``DDR_BYTES_PER_CYCLE_CAP`` > 0 spreads a burst's beats to one every B / c cycles (beat j at
-  ``ceil(j * B / c)`` after the first): both describe the DDR behind the port (0 in the presets).
+  ``ceil(j * B / c)`` after the first): both describe the DDR behind the port. A cap of at least B
+  bytes per cycle changes nothing (:func:`cap_binds`); the presets' caps come from the PYNQ-Z1's
+  DDR3 (``vdla_hw.presets.PYNQ_Z1_DDR``) and bind only at clocks where that DDR delivers less than
+  one beat per cycle.
 
 The port is free again in the cycle after the last read beat (``e_last + 1``) or after the last
 write response (``b_last + 1``): :func:`read_cycles` / :func:`write_cycles`.
@@ -73,10 +76,16 @@ def burst_lengths(config: Config, starts, nbytes: int) -> np.ndarray:
     return out
 
 
+def cap_binds(config: Config) -> bool:
+    """True when the DDR cap slows a burst down: 0 < DDR_BYTES_PER_CYCLE_CAP < MEM_BYTES_PER_BEAT
+    (a cap of one beat per cycle or more leaves every beat where the port puts it)."""
+    return 0 < config.DDR_BYTES_PER_CYCLE_CAP < config.MEM_BYTES_PER_BEAT
+
+
 def _durations(config: Config, lengths: np.ndarray) -> np.ndarray:
-    """Cycles from a burst's first beat to its last, plus one (``len`` without a DDR cap)."""
+    """Cycles from a burst's first beat to its last, plus one (``len`` without a binding DDR cap)."""
     cap = config.DDR_BYTES_PER_CYCLE_CAP
-    if cap <= 0:
+    if not cap_binds(config):
         return lengths
     spread = np.ceil((lengths - 1) * config.MEM_BYTES_PER_BEAT / cap).astype(np.int64)
     return 1 + np.maximum(lengths - 1, spread)

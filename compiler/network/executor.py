@@ -1,13 +1,25 @@
 """Run a partitioned quantized graph: VDLA ops as bundles on a driver device, CPU ops through the
 LLVM kernels, and record per op what it cost.
 
+Accelerator ops run on a loaded model (``device.loaded_model()``, :mod:`driver.session`): each
+op's bundles (prebuilt, or compiled here on first use) are written to device buffers once, and
+per inference only the packed inputs are written and the outputs read back, byte ranges of their
+symbols. Every activation crosses the CPU (packed, written, read, unpacked): where producer and
+consumer both run on the accelerator their layouts differ (the consumer pads with its zero point,
+or the ALU add loads int32), except a 1x1 conv after an accelerator add, which would need both
+programs linked into one buffer; each such record says why (``extra["input_path"]``). A device
+without ``loaded_model`` (the sweep's timing device) runs whole bundles with ``run(bundle)``;
+its records count the same crossing bytes.
+
 Times: accelerator ops take the device's cycles at the configured clock; CPU ops take the
 ``cpu_model``'s seconds for their kernel (a :class:`compiler.cpu_fallback.cost.CpuModel`:
 modelled from the generated code, its basis recorded per op). Every op also gets the time its
 kernel would take on the CPU, which makes the CPU-only baseline, and every offloaded op gets the
-host's modelled work around it (``host_seconds`` by part: packing, image copies, cache
-maintenance, registers, polling, unpacking, as ``runtime`` describes the board runtime).
-Without a ``cpu_model`` (the board, which measures instead) nothing is modelled.
+host's modelled work around it (``host_seconds`` by part: packing, the bytes the runtime copies,
+cache maintenance of those bytes, registers, polling, unpacking, as ``runtime`` describes the
+board runtime). Without a ``cpu_model`` (the board, which measures instead) nothing is modelled.
+Bytes moved per op (``extra["moved"]``: per inference; ``extra["loaded"]``: the load this run
+did) are by category of :data:`driver.session.CATEGORIES`.
 """
 
 from __future__ import annotations
@@ -50,7 +62,12 @@ class LayerRecord:
     op: str
     placement: str
     reason: str
-    macs: int
+    macs: int                   # MACs executed where the op ran: on VDLA the GEMM core's lanes (every
+                                # non-reset GEMM uop x BATCH x BLOCK_IN x BLOCK_OUT, padding included;
+                                # a device that reports no GEMM activity: the op's own MACs), on the
+                                # CPU the op's own MACs (the kernels do not pad)
+    useful_macs: int = 0        # MACs of the unpadded op: real channels, real output pixels
+                                # (N x OC x OH x OW x IC/groups x K x K; dense N x OC x IC)
     cycles: int = 0             # accelerator cycles (0 on the CPU)
     seconds: float = 0.0        # time in the CPU + VDLA configuration (accelerator or modelled CPU)
     cpu_seconds: float = 0.0    # modelled CPU time of this op's kernel (the CPU-only baseline)
@@ -61,13 +78,15 @@ class LayerRecord:
     utilization: float = 0.0    # GEMM utilisation on the accelerator
     bytes: int = 0              # DRAM bytes the accelerator moved
     wall_seconds: float = 0.0   # host time spent compiling and running this op here
+    estimate: dict = field(default_factory=dict)  # cost placement's pre-run comparison (placement_cost)
     extra: dict = field(default_factory=dict)
 
     # JSON key -> attribute (the report's names)
     KEYS = {"name": "name", "op": "op", "placement": "placement", "reason": "reason", "macs": "macs",
+            "useful_macs": "useful_macs",
             "cycles": "cycles", "seconds": "seconds", "cpu_s": "cpu_seconds", "cpu_cycles": "cpu_cycles",
             "cpu_basis": "cpu_basis", "host_s": "host_seconds", "host": "host_parts",
-            "utilization": "utilization", "bytes": "bytes"}
+            "utilization": "utilization", "bytes": "bytes", "estimate": "estimate"}
 
     def as_dict(self) -> dict:
         return {key: getattr(self, attr) for key, attr in self.KEYS.items()}
@@ -86,6 +105,37 @@ class ExecResult:
     compile_wall_seconds: float = 0.0
     cpu_wall_seconds: float = 0.0
     model_wall_seconds: float = 0.0   # host time spent in the CPU model (analyses, cache reads)
+    bytes_moved: dict = field(default_factory=dict)  # {"load": {category: bytes}, "per_inference": {...}}
+
+
+# The byte categories (driver.session.CATEGORIES; repeated here only as the order of an empty count,
+# the compiler does not import the driver).
+CATEGORIES = ("weights", "uops", "insns", "activations_in", "activations_out", "other")
+
+
+def bytes_moved(records: list[LayerRecord]) -> dict:
+    """{"load": ..., "per_inference": ...} summed over the records' ``extra["loaded"]``/``["moved"]``."""
+    total = {"load": dict.fromkeys(CATEGORIES, 0), "per_inference": dict.fromkeys(CATEGORIES, 0)}
+    for r in records:
+        for key, extra in (("load", "loaded"), ("per_inference", "moved")):
+            for category, value in r.extra.get(extra, {}).items():
+                total[key][category] = total[key].get(category, 0) + int(value)
+    return total
+
+
+def input_path(node: QNode, producer: QNode | None, producer_place: str) -> str:
+    """Why ``node``'s first input goes through the CPU when its producer ran on the accelerator
+    too (empty if the producer ran on the CPU): the layouts of the producer's store and of the
+    consumer's load differ in every case our compiler produces."""
+    if producer is None or producer_place != "vdla":
+        return ""
+    if node.op == "add":
+        return f"via CPU: {producer.name} stores int8, the ALU add loads int32 accumulators"
+    if node.op == "conv" and (node.attrs["pad_value"] != 0 or len(set(node.attrs["pad"])) != 1):
+        return (f"via CPU: {producer.name} stores unpadded, this conv loads an input padded with "
+                f"{node.attrs['pad_value']}")
+    return (f"via CPU: {producer.name} and this op each have their own buffer (no linked arena), so "
+            "the output is read back and written again")
 
 
 def layout_specs(config: Config, tensors: list[tuple], cls) -> list:
@@ -135,12 +185,19 @@ class Executor:
     ``runtime`` (a ``cost.RuntimeProfile``) saying what the board runtime does per offload.
     ``should_stop`` (no arguments, a reason or None) is asked before every op; a reason stops
     the run there with RunStopped (so the granularity is one op, whose work is bounded by the
-    device's and the kernels' own bounds)."""
+    device's and the kernels' own bounds). ``model``: the loaded model to run on (default: the
+    device's ``loaded_model()``); a second ``run`` of the same executor writes no bundle again."""
 
     def __init__(self, q: QGraph, placements: dict[str, Placement], device: AcceleratorDevice, *, progress=None,
                  cpu_model=None, runtime=None, vthreads: int | None = None,
-                 prebuilt: dict[str, Bundle] | None = None, kernels=None, should_stop=None):
+                 prebuilt: dict[str, Bundle] | None = None, kernels=None, should_stop=None, model=None):
         self.q, self.placements, self.device = q, placements, device
+        # The loaded model the accelerator ops run on (kept between runs of this executor); a
+        # given one (a server's, kept between runs of the same package), else the device's own.
+        if model is None and hasattr(device, "loaded_model"):
+            model = device.loaded_model()
+        self.model = model
+        self.producers = {n.output: n for n in q.nodes}
         self.should_stop = should_stop
         self.config = device.config
         self.progress = progress or (lambda message: None)
@@ -182,68 +239,107 @@ class Executor:
         return out.reshape(shape) if shape is not None else out.reshape(self.q.shapes[node.output])
 
     def bundles_for(self, node: QNode, args: list[np.ndarray]):
-        """[(bundle, compiler layer or None, its packed input shapes)] of an accelerator op: prebuilt
-        bundles with this run's inputs written in, or bundles compiled now (one per group of a
-        grouped conv; an input padded with its zero point is padded here)."""
+        """[(key, bundle, compiler layer or None, its packed input shapes, {input symbol: packed})]
+        of an accelerator op: resident bundles of the loaded model, else prebuilt bundles, else
+        bundles compiled now (one per group of a grouped conv; an input padded with its zero point
+        is padded here)."""
         if node.op == "add":
             inputs = [(a.shape, "int32") for a in args]
-            if self.prebuilt is not None:
-                return [(fill_inputs(self.prebuilt[node.name], node.name, add_inputs(self.config, args)), None, inputs)]
-            return [(compile_vdla_add(node, args, self.config), None, inputs)]
+            writes = add_inputs(self.config, args)
+            return [(node.name, self.bundle(node.name, lambda: compile_vdla_add(node, args, self.config)), None,
+                     inputs, writes)]
         out = []
         for part in vdla_parts(node, self.q.shapes[node.inputs[0]]):
             tensors = part_tensors(node, part, args[0])
             inputs = [(tensors["input"].shape, "int8")]
-            if self.prebuilt is not None:
-                conv = as_conv_tensors(part.layer, tensors)
-                packed = layout.pack_activations(conv["input"], self.config.batch, self.config.block_in)
-                out.append((fill_inputs(self.prebuilt[part.key], part.key, {"inp": packed}), part.layer, inputs))
-            else:
-                bundle = compile_layer(part.layer, self.config, tensors=tensors, vthreads=self.vthreads)
-                out.append((bundle, part.layer, inputs))
+            conv = as_conv_tensors(part.layer, tensors)
+            packed = layout.pack_activations(conv["input"], self.config.batch, self.config.block_in)
+            bundle = self.bundle(part.key, lambda: compile_layer(part.layer, self.config, tensors=tensors,
+                                                                 vthreads=self.vthreads))
+            out.append((part.key, bundle, part.layer, inputs, {"inp": packed}))
         return out
+
+    def bundle(self, key: str, compile_now) -> Bundle:
+        """The bundle ``key``: resident in the loaded model, prebuilt, or ``compile_now()``."""
+        if self.model is not None and key in self.model:
+            return self.model.bundle(key)
+        if self.prebuilt is not None:
+            return self.prebuilt[key]
+        return compile_now()
+
+    def run_bundle(self, key: str | None, bundle, name: str, inputs: list[tuple], writes: dict[str, np.ndarray],
+                   record: LayerRecord):
+        """Run one bundle with this run's packed inputs ``writes``: on the loaded model (loaded
+        first if it is not resident), else whole on the device (``key`` None: a subclass's program
+        whose inputs are in it already). Records the bytes moved."""
+        moved = record.extra.setdefault("moved", dict.fromkeys(CATEGORIES, 0))
+        output = bundle.meta["output"]["symbol"]
+        if self.model is None or key is None:
+            run = self.device.run(fill_inputs(bundle, name, writes) if writes else bundle)
+            # what a loaded model would move: the packed inputs and the output symbol
+            moved["activations_in"] += sum(s.io_bytes()[1] for s in layout_specs(self.config, inputs, PackSpec))
+            moved["activations_out"] += int(bundle.read(output, run.dram).nbytes)
+            return run
+        if key not in self.model:
+            loaded = self.model.load(key, bundle, tuple(writes), (output,))
+            total = record.extra.setdefault("loaded", dict.fromkeys(CATEGORIES, 0))
+            for category, value in loaded.items():
+                total[category] += value
+        run, counts = self.model.run(key, writes)
+        for category, value in counts.items():
+            moved[category] += value
+        return run
 
     def run_vdla(self, node: QNode, args: list[np.ndarray], record: LayerRecord) -> np.ndarray:
         self.cpu_time(node, args, record)
+        producer = self.producers.get(node.inputs[0])
+        path = input_path(node, producer, self.placements[producer.name].target if producer else "cpu")
+        if path:
+            record.extra["input_path"] = path
         start = time.perf_counter()
         bundles = self.bundles_for(node, args)
         compiled = time.perf_counter()
-        outputs, runs, busy = [], [], 0.0
-        for index, (bundle, layer, inputs) in enumerate(bundles):
-            run = self.device.run(bundle)
+        outputs, runs, busy, counted = [], [], 0.0, True
+        # a subclass may give (bundle, layer, inputs): programs that need no inputs written
+        bundles = [entry if len(entry) == 5 else (None, *entry, {}) for entry in bundles]
+        for index, (key, bundle, layer, inputs, writes) in enumerate(bundles):
+            before = dict(record.extra.get("moved", dict.fromkeys(CATEGORIES, 0)))
+            run = self.run_bundle(key, bundle, node.name, inputs, writes, record)
             runs.append(run.details)
             record.cycles += run.cycles
             record.seconds += run.seconds
             busy += float(run.counters.get("gemm_utilization", 0.0)) * run.cycles
+            counted = counted and "gemm_utilization" in run.counters
             record.bytes += int(sum(v for k, v in run.counters.get("bytes", {}).items() if k != "insn"))
             if self.cpu_model is not None:  # the groups' outputs unpack once, as one tensor
                 last = index == len(bundles) - 1
-                self.host_time(inputs, self.q.shapes[node.output] if last else None, bundle, run.seconds, record)
+                moved = {k: v - before.get(k, 0) for k, v in record.extra["moved"].items()}
+                self.host_time(inputs, self.q.shapes[node.output] if last else None, moved, run.seconds, record)
             outputs.append(add_output(bundle, run.dram) if layer is None else layer_output(bundle, run.dram))
-        record.extra.update(layer=bundles[0][1], layers=[layer for _, layer, _ in bundles], run=runs[0],
+        record.extra.update(layer=bundles[0][2], layers=[layer for _, _, layer, _, _ in bundles], run=runs[0],
                             device_wall=time.perf_counter() - compiled)
         self.compile_wall += compiled - start
         self.sim_wall += record.extra["device_wall"]
         record.utilization = busy / record.cycles if record.cycles else 0.0
+        if record.macs and counted:  # conv and dense: the GEMM lanes' MACs (busy = non-reset GEMM uops)
+            c = self.config
+            record.macs = round(busy) * c.batch * c.block_in * c.block_out
         out = outputs[0] if len(outputs) == 1 else np.concatenate(outputs, axis=1)
         return out.reshape(self.q.shapes[node.output])
 
-    def image_bytes(self, bundle) -> int:
-        """Bytes of the program image a run copies and keeps coherent (its whole DRAM image)."""
-        return int(bundle.dram.size)
-
-    def host_time(self, inputs: list[tuple], output: tuple | None, bundle: Bundle, busy_s: float,
+    def host_time(self, inputs: list[tuple], output: tuple | None, moved: dict, busy_s: float,
                   record: LayerRecord) -> None:
-        """What the board runtime does around an offload: pack every input (shape, dtype) into
-        the blocked layout, run the prebuilt image (copies, cache maintenance, registers, polling),
-        unpack the output (if given) to NCHW for whoever reads it next; added to the record."""
+        """What the board runtime does around one run of a loaded bundle: pack every input (shape,
+        dtype) into the blocked layout, write the packed bytes (``moved["activations_in"]``), keep
+        them coherent, run (registers, polling), read the output's bytes back
+        (``moved["activations_out"]``) and unpack the output (if given) to NCHW for whoever reads
+        it next; added to the record."""
         packs = layout_specs(self.config, inputs, PackSpec)
         unpacks = layout_specs(self.config, [(output, "int8")] if output is not None else [], UnpackSpec)
         start = time.perf_counter()
-        # extra_copies: fill_inputs copies the prebuilt image before writing the inputs into it.
-        cost = self.cpu_model.offload_cost(image_bytes=self.image_bytes(bundle), packs=packs, unpacks=unpacks,
-                                           input_bytes=sum(s.io_bytes()[1] for s in packs), accelerator_s=busy_s,
-                                           runtime=self.runtime, extra_copies=1)
+        cost = self.cpu_model.offload_cost(packs=packs, unpacks=unpacks, written_bytes=moved["activations_in"],
+                                           read_bytes=moved["activations_out"], accelerator_s=busy_s,
+                                           runtime=self.runtime)
         self.model_wall += time.perf_counter() - start
         record.host_seconds += cost.seconds
         for part, seconds in cost.parts.items():
@@ -278,7 +374,8 @@ class Executor:
             if why:
                 raise RunStopped(f"run stopped before op {index + 1} of {len(self.q.nodes)} ({node.name}): {why}")
             place = self.placements[node.name]
-            record = LayerRecord(node.name, node.op, place.target, place.reason, node.macs)
+            record = LayerRecord(node.name, node.op, place.target, place.reason, node.macs, node.macs,
+                                 estimate=place.cost or {})
             args = [np.ascontiguousarray(values[i]) for i in node.inputs]
             start = time.perf_counter()
             if place.target == "vdla":
@@ -293,7 +390,7 @@ class Executor:
             self.progress(f"[{index + 1:>2}/{len(self.q.nodes)}] {node.name:<24} {node.op:<8} {place.target:<4} {where}"
                           f"  ({record.wall_seconds:.2f} s)")
         return ExecResult(values[self.q.output], records, self.sim_wall, self.compile_wall, self.cpu_wall,
-                          self.model_wall)
+                          self.model_wall, bytes_moved(records))
 
 
 def execute(q: QGraph, x: np.ndarray, placements: dict[str, Placement], device: AcceleratorDevice, **options) -> ExecResult:

@@ -249,12 +249,14 @@ class _Bundles(Mapping):
         return len(self.names)
 
 
-def run_files(files: dict[str, bytes], device, progress=None, should_stop=None) -> tuple[dict, dict[str, bytes]]:
+def run_files(files: dict[str, bytes], device, progress=None, should_stop=None,
+              model=None) -> tuple[dict, dict[str, bytes]]:
     """Run a network's files on ``device``: (report, {"output.npy": ..., "layers.json": ...}).
     The report has ``backend``, ``cpu_kernels``, ``output_sha256`` and ``seconds`` (load,
     execute); ``layers.json`` (a blob: it grows with the network, a frame header does not)
     lists each op's record with measured ``wall_seconds`` and ``device_wall_seconds``.
-    ``should_stop``: the executor's (checked before every op)."""
+    ``should_stop``: the executor's (checked before every op); ``model``: the loaded model to run
+    on (the executor's default: a new one); the report's ``bytes_moved`` says what moved."""
     from compiler.network.cpu_ops import check_graph
     from compiler.network.executor import Executor
 
@@ -282,7 +284,8 @@ def run_files(files: dict[str, bytes], device, progress=None, should_stop=None) 
         kernels = cpu_kernels(files, Path(tmp))
         loaded = time.perf_counter()
         executor = Executor(q, placements, device, progress=progress, prebuilt=bundles,
-                            kernels=None if kernels is None else kernels.__getitem__, should_stop=should_stop)
+                            kernels=None if kernels is None else kernels.__getitem__, should_stop=should_stop,
+                            model=model)
         try:
             result = executor.run(x)
         except (KeyError, IndexError, ValueError, TypeError, AttributeError) as err:
@@ -300,5 +303,6 @@ def run_files(files: dict[str, bytes], device, progress=None, should_stop=None) 
     output = np.ascontiguousarray(result.output)
     reply = {"backend": device.target, "cpu_kernels": "arm-library" if kernels is not None else "host-jit",
              "output_sha256": hashlib.sha256(output.tobytes()).hexdigest(),
-             "seconds": {"load": loaded - start, "execute": time.perf_counter() - loaded}}
+             "seconds": {"load": loaded - start, "execute": time.perf_counter() - loaded},
+             "bytes_moved": result.bytes_moved}
     return reply, {"output.npy": npy_bytes(output), LAYERS: json_text(layers).encode()}

@@ -6,6 +6,12 @@ Grouped convolutions with at least a GEMM block of input channels per group run 
 one GEMM per group; depthwise ones (one channel per group) and every element-wise op stay on
 the CPU. Options move the stem (channels padded to a whole block), the residual adds (ALU)
 and the classifiers (GEMM) to the accelerator, so users can study the trade-off.
+
+Two placements (``placement=``): ``"all"`` puts every op the rules allow on the accelerator;
+``"cost"`` (``vdla run``'s default) then keeps on the CPU each of those that does not make the
+whole network faster, by the estimates of :mod:`.placement_cost` (accelerator estimate + host
+work around it, with its neighbours in view, against the CPU model's time), the numbers in the
+reason. The rules' reasons (what cannot run on VDLA) are the same in both.
 """
 
 from __future__ import annotations
@@ -26,10 +32,14 @@ class PartitionOptions:
     fc_on_vdla: bool = False
 
 
+PLACEMENTS = ("cost", "all")
+
+
 @dataclass(frozen=True)
 class Placement:
     target: str  # "vdla" or "cpu"
     reason: str
+    cost: dict | None = None  # cost placement: the comparison behind the side (placement_cost.comparison)
 
 
 def _parts_or_reason(node: QNode, q: QGraph, config: Config):
@@ -110,6 +120,38 @@ def place(node: QNode, q: QGraph, config: Config, options: PartitionOptions) -> 
     return Placement("cpu", REASONS.get(node.op, f"{node.op} has no accelerator lowering"))
 
 
-def partition(q: QGraph, config: Config, options: PartitionOptions = PartitionOptions()) -> dict[str, Placement]:
-    """Node name -> Placement for every node of ``q``."""
-    return {node.name: place(node, q, config, options) for node in q.nodes}
+def partition(q: QGraph, config: Config, options: PartitionOptions = PartitionOptions(), *, placement: str = "all",
+              cpu_model=None, runtime=None, vthreads: int | None = None, progress=None) -> dict[str, Placement]:
+    """Node name -> Placement for every node of ``q``. ``placement="all"``: by the rules alone;
+    ``"cost"`` also needs the ``cpu_model`` (``kernel_cost``, ``offload_cost``) and the board
+    ``runtime`` profile the executor will charge, and the ``vthreads`` it will compile with."""
+    rules = {node.name: place(node, q, config, options) for node in q.nodes}
+    if placement == "all":
+        return rules
+    if placement != "cost":
+        raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
+    if cpu_model is None or runtime is None:
+        raise ValueError("cost placement needs the CPU model and the runtime profile")
+    return by_cost(q, config, rules, cpu_model, runtime, vthreads, progress or (lambda message: None))
+
+
+def by_cost(q: QGraph, config: Config, rules: dict[str, Placement], cpu_model, runtime, vthreads,
+            progress) -> dict[str, Placement]:
+    """The rule placement with each offload the cost model says loses moved back to the CPU."""
+    from compiler.network import placement_cost as pc
+
+    nodes = {node.name: node for node in q.nodes}
+    candidates = [name for name, p in rules.items() if p.target == "vdla"]
+    progress(f"placing {len(candidates)} accelerator-capable ops by cost (estimates: schedule search, CPU model)")
+    if hasattr(cpu_model, "prefetch"):
+        cpu_model.prefetch(pc.kernel_specs(q, candidates, config))
+    estimates = {name: pc.estimate_op(nodes[name], q, config, cpu_model, vthreads) for name in candidates}
+    model = pc.CostModel(q, config, cpu_model, runtime, estimates, resident=pc.activations_stay_on_device(runtime))
+    targets = pc.place(model)
+    out = dict(rules)
+    for name in candidates:
+        comparison = pc.comparison(model, name, targets)
+        why = rules[name].reason
+        out[name] = Placement(targets[name], f"{pc.reason(comparison)} ({why})" if targets[name] == "cpu" else
+                              f"{why}; {pc.reason(comparison)}", comparison)
+    return out

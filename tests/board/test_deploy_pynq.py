@@ -67,10 +67,14 @@ def test_package_from_the_host_runs_on_the_pynq_backend(tmp_path):
         with pytest.raises(auth.AuthError):  # another key is refused on the board too
             request(address, {"op": "run"}, files, key=bytes(32), timeout_s=60)
         result, blobs, _ = request(address, {"op": "run"}, files, key=key, timeout_s=600)
+        again, _, _ = request(address, {"op": "run"}, files, key=key, timeout_s=600)  # the model stays loaded
     finally:
         stop.set()
         thread.join(10)
-    assert result["output_sha256"] == expected["sha"]
+    assert result["output_sha256"] == again["output_sha256"] == expected["sha"]
+    assert result["bytes_moved"]["load"]["weights"] > 0
+    assert all(v == 0 for v in again["bytes_moved"]["load"].values())
+    assert all(again["bytes_moved"]["per_inference"][k] == 0 for k in ("weights", "uops", "insns"))
     assert result["backend"] == "pynq" and "output.npy" in blobs
     layers = json.loads(blobs["layers.json"])  # the per-layer answer is a blob (protocol 3)
     assert all(r["cycles"] > 0 for r in layers if r["placement"] == "vdla")

@@ -56,7 +56,8 @@ def test_pynq_discovers_the_simulated_device(sim_device):
 
 
 @pytest.mark.parametrize("case", ["runs_like_the_reference", "buffers_round_trip", "start_and_wait",
-                                  "bundle_for_another_configuration", "device_error_names_instruction"])
+                                  "bundle_for_another_configuration", "device_error_names_instruction",
+                                  "loaded_model_runs_twice"])
 def test_device_case(case, opener):
     device_cases.CASES[case](opener)
 
@@ -84,6 +85,63 @@ def test_results_need_the_cache_invalidate(opener, sim_device):
     result = opener("tiny").run(bundle)
     np.testing.assert_array_equal(bundle.read("out", result.dram), expected["out"])
     assert not np.array_equal(bundle.read("out"), expected["out"])
+
+
+def _loaded_run(device, seed=5):
+    """One load and one run of a loaded model (input ``a``, output ``out``): (model, bundle, result, expected)."""
+    bundle, expected, _ = programs.blocked_matmul("tiny", seed=seed)
+    model = device.loaded_model()
+    model.load("mm", bundle, ("a",), ("out",))
+    result, _ = model.run("mm", {"a": bundle.read("a")})
+    return model, bundle, result, expected
+
+
+def test_loaded_model_maintains_only_the_moved_ranges_on_hp(opener, sim_device):
+    device = opener("tiny")
+    flushed, invalidated, stale = sim_device.flushed, sim_device.invalidated, sim_device.stale_reads
+    _, bundle, result, expected = _loaded_run(device)
+    np.testing.assert_array_equal(bundle.read("out", result.dram), expected["out"])
+    (a_lo, a_hi), (o_lo, o_hi) = (bundle.symbols[s].byte_range(bundle.config) for s in ("a", "out"))
+    assert sim_device.flushed - flushed == bundle.dram.size + (a_hi - a_lo)  # the load, then the input
+    assert sim_device.invalidated - invalidated == o_hi - o_lo                 # the output only
+    assert sim_device.stale_reads == stale
+    assert device.maintained == {"flush": bundle.dram.size + a_hi - a_lo, "invalidate": o_hi - o_lo}
+
+
+def test_a_driver_that_skips_the_flush_on_hp_reads_stale_data(opener, sim_device):
+    """The simulated HP port: a driver that believed the port coherent would run on stale bytes
+    (here: the second run's input, written but not flushed, and its output, not invalidated)."""
+    device = opener("tiny")
+    model, bundle, first, expected = _loaded_run(device)
+    other, _, _ = programs.blocked_matmul("tiny", seed=6)
+    device.coherent = True  # wrong for this bitstream: it skips flush and invalidate
+    stale = sim_device.stale_reads
+    second, _ = model.run("mm", {"a": other.read("a")})
+    assert sim_device.stale_reads > stale
+    # the CPU still sees the first run's output: its view of the output range was never invalidated
+    np.testing.assert_array_equal(bundle.read("out", second.dram), expected["out"])
+
+
+def coherent_config(monkeypatch):
+    """The tiny preset on the coherent port (ACP): MEM_PORT once the configuration has it, until
+    then ``Config.coherent`` patched (the driver reads ``getattr(config, "coherent", False)``)."""
+    from vdla_hw.config import Config
+
+    if hasattr(Config, "mem_port"):
+        return load_config(json.dumps({"preset": "tiny", "MEM_PORT": "acp"}))
+    monkeypatch.setattr(Config, "coherent", property(lambda self: True), raising=False)
+    return load_config("tiny")
+
+
+def test_a_coherent_port_needs_no_cache_maintenance(tmp_path, sim_device, monkeypatch):
+    config = coherent_config(monkeypatch)
+    device = open_device("pynq", config, bitstream=write_bitstream(tmp_path / "acp", config))
+    assert device.coherent and sim_device.coherent
+    flushed, invalidated = sim_device.flushed, sim_device.invalidated
+    _, bundle, result, expected = _loaded_run(device)
+    np.testing.assert_array_equal(bundle.read("out", result.dram), expected["out"])
+    assert (sim_device.flushed, sim_device.invalidated) == (flushed, invalidated)
+    assert device.maintained == {"flush": 0, "invalidate": 0}
 
 
 def test_manifest_for_another_configuration(tmp_path, sim_device):

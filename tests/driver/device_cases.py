@@ -65,6 +65,41 @@ def case_buffers_round_trip(open_device):
         device.free(b)
 
 
+def case_loaded_model_runs_twice(open_device):
+    """A loaded model: the image is written once; each run writes only the input symbol and
+    reads only the output symbol, and gives the reference's result for its own input."""
+    bundle, expected, _ = programs.blocked_matmul(PRESET, seed=3)
+    other, _, _ = programs.blocked_matmul(PRESET, seed=4)  # same program, other inputs
+    c = bundle.config
+    with open_device(PRESET) as device:
+        model = device.loaded_model()
+        loaded = model.load("mm", bundle, ("a",), ("out",))
+        first, moved = model.run("mm", {"a": bundle.read("a")})
+        np.testing.assert_array_equal(bundle.read("out", first.dram), expected["out"])
+        second, again = model.run("mm", {"a": other.read("a")})
+        # the other input with the first bundle's weights (they stayed in the buffer)
+        ref = execute(fill(bundle, "a", other.read("a")))
+        np.testing.assert_array_equal(bundle.read("out", second.dram), bundle.read("out", ref.dram))
+        assert first.cycles > 0 and second.cycles > 0
+    (a_lo, a_hi), (o_lo, o_hi) = bundle.symbols["a"].byte_range(c), bundle.symbols["out"].byte_range(c)
+    assert moved == again == {"weights": 0, "uops": 0, "insns": 0, "activations_in": a_hi - a_lo,
+                              "activations_out": o_hi - o_lo, "other": 0}
+    w_lo, w_hi = bundle.symbols["w"].byte_range(c)
+    k_lo, k_hi = bundle.symbols["k"].byte_range(c)
+    assert loaded["weights"] == w_hi - w_lo and loaded["uops"] == k_hi - k_lo
+    assert loaded["insns"] == bundle.insn_count * c.insn_bytes and sum(loaded.values()) == bundle.dram.size
+    assert model.moved.runs["activations_in"] == 2 * (a_hi - a_lo)
+    return device
+
+
+def fill(bundle, symbol, values):
+    """``bundle`` with ``values`` in its symbol (for the reference of a run with other inputs)."""
+    lo, hi = bundle.symbols[symbol].byte_range(bundle.config)
+    dram = bundle.dram.copy()
+    dram[lo:hi] = np.ascontiguousarray(values).view(np.uint8).reshape(-1)
+    return bundle.with_dram(dram)
+
+
 def case_start_and_wait(open_device):
     """The split API: allocate, write, start, wait, read back from the buffer."""
     bundle, expected, _ = programs.blocked_matmul(PRESET, seed=7)

@@ -64,3 +64,25 @@ def test_the_fpga_top_has_the_axi3_master(project):
     text = (out / "rtl" / "vdla_axi_top.v").read_text()
     assert "module vdla_axi_top" in text and "m_axi_araddr" in text and "s_axil_awaddr" in text
     assert f"-reference {pynq_z1.AXI_TOP} {pynq_z1.IP_NAME}" in (out / "build.tcl").read_text()
+
+
+@pytest.mark.parametrize("port", ["acp", "hp"])
+def test_port_option_builds_either_ps_port(tmp_path, port):
+    from vdla_hw.config import with_port
+    from vdla_hw.rtl.axi_top import PORT_ATTRIBUTES
+    out = tmp_path / port
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["hw", "bitstream", "--config", "tiny", "--port", port, "-o", str(out)]) == 0
+    tcl = (out / "build.tcl").read_text()
+    slave, other = ("S_AXI_ACP", "S_AXI_HP0") if port == "acp" else ("S_AXI_HP0", "S_AXI_ACP")
+    assert f'Slave "/ps7/{slave}"' in tcl and other not in tcl
+    assert ("PCW_USE_DEFAULT_ACP_USER_VAL {1}" in tcl) == (port == "acp")
+    config = with_port(load_config("tiny"), port)
+    manifest = load_manifest(out / "vdla.bit", config)
+    assert manifest["memory_port"]["ps7_port"] == slave and manifest["memory_port"]["coherent"] == (port == "acp")
+    text = (out / "rtl" / "vdla_axi_top.v").read_text()
+    attrs = PORT_ATTRIBUTES[port]
+    assert f"assign cache = 4'd{attrs['cache']};" in text
+    assert ("m_axi_aruser" in text) == (attrs["user"] is not None)
+    if attrs["user"] is not None:
+        assert f"assign user = 5'd{attrs['user']};" in text

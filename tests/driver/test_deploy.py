@@ -115,6 +115,16 @@ def test_cli_deploy_over_loopback_matches_vdla_run(tmp_path):
     vdla_layers = [r for r in deployed["layers"] if r["placement"] == "vdla"]
     assert vdla_layers and all(r["cycles"] > 0 and r["wall_seconds"] > 0 for r in vdla_layers)
     assert [r["cycles"] for r in deployed["layers"]] == [r["cycles"] for r in local["layers"]]
+    # the server's loaded model moved what the local run's did: the same bundles, the same crossings
+    assert totals["bytes_moved"] == local["totals"]["bytes_moved"]
+
+
+def test_the_servers_bytes_moved_keep_only_known_integer_counts():
+    from vdla.deploy import _moved
+
+    answer = {"load": {"weights": 5, "uops": "7", "evil": 1, "insns": True}, "per_inference": [], "x": {}}
+    assert _moved(answer) == {"load": {"weights": 5}}
+    assert _moved("nothing") is None
 
 
 def _not_json(constant):

@@ -28,7 +28,7 @@ def factory(target):
 
 @pytest.mark.parametrize("target", BACKENDS)
 @pytest.mark.parametrize("case", ["runs_like_the_reference", "buffers_round_trip", "start_and_wait",
-                                  "bundle_for_another_configuration"])
+                                  "bundle_for_another_configuration", "loaded_model_runs_twice"])
 def test_device_case(target, case):
     device_cases.CASES[case](factory(target))
 

@@ -108,17 +108,19 @@ def test_executor_runs_a_network_unchanged_on_a_register_device():
 
 def test_run_register_accesses_counts_what_a_run_does():
     """The host-overhead model charges run_register_accesses() per layer: it must equal the
-    register reads and writes of a real run (the one STATUS poll excluded)."""
+    register reads and writes of a real run of a loaded model (the one STATUS poll excluded)."""
     from driver.registers import run_register_accesses
 
     bundle, _, _ = programs.blocked_matmul("tiny")
     device = ModelDevice("tiny")
-    device.run(bundle)  # leaves the device cleared, as between two layers
+    model = device.loaded_model()
+    model.load("mm", bundle, (), ())
+    model.run("mm", {})  # leaves the device cleared, as between two layers
     seen = {"reads": [], "writes": []}
     read, write = device._rd, device._wr
     device._rd = lambda name: seen["reads"].append(name) or read(name)
     device._wr = lambda name, value: seen["writes"].append(name) or write(name, value)
-    device.run(bundle)
+    model.run("mm", {})
     polls = seen["reads"].count("STATUS") - 1  # the model finishes at START: one poll sees DONE
     assert polls == 1
     assert run_register_accesses() == (len(seen["writes"]), len(seen["reads"]) - polls)

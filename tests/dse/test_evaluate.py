@@ -41,7 +41,7 @@ def test_evaluation_equals_a_plain_run_on_the_simulator(small_q, small_cnn_path,
     vthreads = None if knobs["vthreads"] == "search" else knobs["vthreads"]
     options = PartitionOptions(stem_on_vdla=knobs["stem_on_vdla"], add_on_vdla=knobs["add_on_vdla"],
                                fc_on_vdla=knobs["fc_on_vdla"])
-    plain = run_network(small_cnn_path, config=config, options=options, vthreads=vthreads)
+    plain = run_network(small_cnn_path, config=config, options=options, vthreads=vthreads, placement="all")
     assert plain.bit_exact
     assert [(r.name, r.placement, r.cycles, r.bytes) for r in ev.records] == \
         [(r.name, r.placement, r.cycles, r.bytes) for r in plain.records]

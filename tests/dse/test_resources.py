@@ -1,6 +1,7 @@
 """The resource model against its yosys calibration data: the structural BRAM count equals
-synthesis on every configuration, the fitted LUT/FF/DSP model is within 10 % on the held-out
-configurations, staleness follows the RTL, and configurations the RTL refuses have no resources."""
+synthesis on every configuration, the held-out points are not fitted, staleness follows the
+RTL, and configurations the RTL refuses have no resources (the held-out targets and the
+calibration's keys: tests/dse/test_calibration.py)."""
 
 import json
 
@@ -8,7 +9,7 @@ import pytest
 
 from dse.cache import DiskCache
 from dse.resources import CALIBRATION_FILE, ResourceModelError, calibration_config, features, fit, load_model
-from dse.synth import rtl_source_key
+from dse.synth import rtl_generator_key
 from vdla_hw.config import Config
 from vdla_hw.errors import ConfigError
 
@@ -21,17 +22,10 @@ def test_structural_bram_count_equals_synthesis(name):
     assert features(calibration_config(POINTS[name]))["bram36"] == POINTS[name]["bram36"]
 
 
-def test_held_out_error_is_within_ten_percent():
-    model = load_model()
-    holdout = model.errors("holdout")
-    assert len(holdout["points"]) >= 2
-    for resource in ("lut", "dsp", "bram36", "ff"):
-        assert holdout["summary"][resource]["max_rel"] <= 0.10, (resource, holdout["points"])
-
-
 def test_the_held_out_points_are_not_fitted():
     without = {**DATA, "points": {k: v for k, v in DATA["points"].items() if v.get("role") == "fit"}}
     assert fit(without).coefficients == load_model().coefficients
+    assert fit(without).clock == load_model().clock
 
 
 def test_too_little_data_is_an_error():
@@ -41,13 +35,13 @@ def test_too_little_data_is_an_error():
 
 def test_staleness_follows_the_rtl(tmp_path):
     model = fit(DATA)
-    model.rtl_key = rtl_source_key()
+    model.rtl_key = rtl_generator_key()
     assert not model.is_stale()
     model.rtl_key = "0" * 16  # sources differ: the generated Verilog's hash decides (kept in the cache)
     cache = DiskCache(tmp_path)
-    cache.put("rtl", rtl_source_key(), {"verilog_key": model.data.get("verilog_key")})
+    cache.put("rtl", rtl_generator_key(), {"verilog_key": model.data.get("verilog_key")})
     assert not model.is_stale(cache)
-    cache.put("rtl", rtl_source_key(), {"verilog_key": "changed"})
+    cache.put("rtl", rtl_generator_key(), {"verilog_key": "changed"})
     assert model.is_stale(cache)
     assert "STALE" in model.basis(True) and "STALE" not in model.basis(False)
 

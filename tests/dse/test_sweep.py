@@ -32,9 +32,14 @@ def write_space(tmp_path, parameters=GRID, **extra) -> str:
     return str(path)
 
 
+STDERR: list[str] = []  # the last sweep's stderr, for tests of its warnings
+
+
 def sweep(capsys, *argv) -> dict:
     assert main(["sweep", *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    STDERR[:] = captured.err.splitlines()
+    return json.loads(captured.out)
 
 
 def brute_force_front(rows, objectives):
@@ -74,6 +79,16 @@ def test_small_sweep_on_local_ray(capsys, tmp_path, small_cnn_path):
             by_clock.setdefault((r["LOG_BLOCK"], r["LOG_ACC_BUFF_SIZE"], r["add_on_vdla"]), set()).add(
                 r["accelerator_cycles"])
     assert all(len(cycles) == 1 for cycles in by_clock.values())
+    # every ok point has a clock estimate; one whose CLOCK_MHZ is above it never "fits"
+    ok = [r for r in rows if r["status"] == "ok"]
+    for r in ok:
+        assert r["clock_met"] == (float(r["CLOCK_MHZ"]) <= r["fmax_mhz"]) and r["clock_basis"]
+        assert (r["verdict"] == "over clock estimate") == (r["fits_xc7z020"] and not r["clock_met"])
+    over = [r for r in ok if not r["clock_met"]]
+    assert over and summary["points_over_clock_estimate"] == len(over)  # 200 MHz is above every estimate
+    assert len([ln for ln in STDERR if "above their clock estimate" in ln]) == 1
+    best, = summary["best_fitting"].values()  # the one model
+    assert best["clock_mhz"] <= best["fmax_mhz"] and best["key"] not in {r["key"] for r in over}
     _, front = read_rows(out / "pareto.csv")
     assert {r["key"] for r in front} == brute_force_front(rows, summary["objectives"])
     assert front

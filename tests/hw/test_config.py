@@ -27,8 +27,10 @@ def test_osdi18_sizes_match_spec_section_2():
     assert [c.elem_bytes(m) for m in ("inp", "wgt", "acc", "out", "uop")] == [16, 256, 64, 16, 4]
     assert [c.depth(m) for m in ("uop", "inp", "wgt", "acc", "out")] == [8192, 2048, 128, 2048, 2048]
     assert c.depth("out") * c.elem_bytes("out") == 32 * 1024
-    assert c.peak_ops_per_s == pytest.approx(102.4e9)
+    assert c.peak_ops_per_s == pytest.approx(2 * 16 * 16 * c.clock_hz)
     assert [c.index_bits(m) for m in ("uop", "inp", "wgt", "acc")] == [13, 11, 7, 11]
+    assert {k: v for k, v in load_config("osdi18-200").params.items() if k.startswith("LOG_")} == \
+        {k: v for k, v in c.params.items() if k.startswith("LOG_")}
 
 
 def test_vta_pynq_sizes_match_spec_section_2():
@@ -43,7 +45,7 @@ def test_fingerprint_is_readable_and_distinguishes_presets():
     assert re.fullmatch(r"1x16_i8w8a32_15_15_15_17-[0-9a-f]{8}", prints["osdi18"])
     assert len(set(prints.values())) == len(prints)
     assert load_config("osdi18").fingerprint == Config.from_preset("osdi18").fingerprint
-    assert Config.from_preset("osdi18", CLOCK_MHZ=100.0).fingerprint != prints["osdi18"]
+    assert Config.from_preset("osdi18", CLOCK_MHZ=150.0).fingerprint != prints["osdi18"]
 
 
 def test_config_is_frozen():
@@ -54,12 +56,12 @@ def test_config_is_frozen():
 
 def test_parameters_and_sources_cannot_change_after_validation():
     config = load_config("osdi18")
-    before = config.fingerprint
+    before, clock = config.fingerprint, config.CLOCK_MHZ
     with pytest.raises(TypeError):
         config.params["CLOCK_MHZ"] = 5000.0  # out of range: would never pass validation
     with pytest.raises(TypeError):
         config.sources["CLOCK_MHZ"] = "me"
-    assert config.CLOCK_MHZ == 200.0 and config.fingerprint == before == load_config("osdi18").fingerprint
+    assert config.CLOCK_MHZ == clock and config.fingerprint == before == load_config("osdi18").fingerprint
     with pytest.raises(ConfigError, match="CLOCK_MHZ"):
         dataclasses.replace(config, params={**config.params, "CLOCK_MHZ": 5000.0})
 
@@ -147,3 +149,61 @@ def test_config_reads_are_capped(tmp_path, special, words):
         fh.truncate(MAX_TEXT_BYTES + 1)   # sparse: no disk, no memory
     with pytest.raises(ConfigError, match="more than the"):
         load_config(str(big))
+
+
+# --- the memory port (issue 23) -------------------------------------------------------------
+
+def test_the_measured_system_is_the_default_and_the_paper_text_stays_selectable():
+    # TVM Fig. 10/21 were measured at 100 MHz on ACP under a 0.8 GB/s roof; the paper's text says 200 MHz
+    measured, text = load_config("osdi18"), load_config("osdi18-200")
+    assert (measured.CLOCK_MHZ, measured.mem_port, measured.coherent) == (100.0, "acp", True)
+    assert measured.mem_bytes_per_s == pytest.approx(0.8e9) and measured.DDR_BYTES_PER_CYCLE_CAP > 0
+    assert (text.CLOCK_MHZ, text.mem_port, text.coherent, text.DDR_BYTES_PER_CYCLE_CAP) == (200.0, "hp", False, 0)
+    assert load_config("vta-pynq").mem_port == "acp"   # VTA's PYNQ build: S_AXI_ACP, coherent
+
+
+def test_each_port_row_is_taken_whole_by_the_presets_that_pick_it():
+    from vdla_hw.presets import PORTS
+    for name in ("osdi18", "osdi18-200", "vta-pynq"):
+        c = load_config(name)
+        assert all(c.params[k] == v for k, (v, _) in PORTS[c.mem_port].items()), name
+    assert PORTS["acp"]["MEM_READ_OUTSTANDING"][0] != PORTS["hp"]["MEM_READ_OUTSTANDING"][0]
+
+
+def test_the_ddr_cap_is_the_boards_ddr3_at_the_preset_clock():
+    from vdla_hw.presets import PYNQ_Z1_DDR, ddr_bytes_per_s
+    bits, mts, eff = (PYNQ_Z1_DDR[k][0] for k in ("bus_bits", "mega_transfers", "efficiency"))
+    assert ddr_bytes_per_s() == pytest.approx(bits / 8 * mts * 1e6 * eff)
+    c = load_config("osdi18")
+    assert c.DDR_BYTES_PER_CYCLE_CAP * c.clock_hz == pytest.approx(ddr_bytes_per_s())
+    assert "PYNQ-Z1" in c.sources["DDR_BYTES_PER_CYCLE_CAP"]
+
+
+def test_a_binding_ddr_cap_lowers_the_roof():
+    c = Config.from_preset("osdi18-200", DDR_BYTES_PER_CYCLE_CAP=4.0)
+    assert c.mem_bytes_per_s == pytest.approx(4.0 * c.clock_hz)
+    assert load_config("osdi18-200").mem_bytes_per_s == pytest.approx(8 * 200e6)
+
+
+@pytest.mark.parametrize("value", ["ACP", "pcie", 1, None, True])
+def test_mem_port_takes_only_acp_or_hp(value):
+    with pytest.raises(ConfigError, match="MEM_PORT"):
+        Config.from_preset("tiny", MEM_PORT=value)
+
+
+def test_mem_port_is_part_of_the_fingerprint_and_json():
+    acp = Config.from_preset("tiny", MEM_PORT="acp")
+    assert acp.fingerprint != load_config("tiny").fingerprint and acp.coherent and not load_config("tiny").coherent
+    assert load_config(acp.to_json()) == acp
+
+
+def test_with_port_swaps_the_whole_port_row():
+    from vdla_hw.config import with_port
+    from vdla_hw.presets import PORTS
+    c = load_config("osdi18")
+    assert with_port(c, "acp") is c
+    hp = with_port(c, "hp")
+    assert hp.mem_port == "hp" and all(hp.params[k] == v for k, (v, _) in PORTS["hp"].items())
+    assert hp.CLOCK_MHZ == c.CLOCK_MHZ and hp.fingerprint != c.fingerprint
+    with pytest.raises(ConfigError, match="MEM_PORT"):
+        with_port(c, "gp0")

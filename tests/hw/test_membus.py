@@ -60,3 +60,27 @@ def test_full_rate_needs_latency_over_burst_plus_one():
     one = _config(MEM_LATENCY=32, MEM_READ_OUTSTANDING=1)
     # one at a time: every burst waits for the previous last beat, then pays the latency
     assert membus.read_cycles(one, lengths) == 1 + 64 * (32 + 16)
+
+
+def test_a_ddr_cap_of_a_beat_per_cycle_or_more_changes_no_cycle():
+    # the presets' cap (PYNQ-Z1 DDR3 at 100 MHz) is above the 8-byte beat: it must not move a cycle
+    lengths = [16, 16, 3, 16]
+    free = _config()
+    for cap in (8.0, 15.75, 100.0):
+        capped = _config(DDR_BYTES_PER_CYCLE_CAP=cap)
+        assert not membus.cap_binds(capped)
+        assert membus.read_cycles(capped, lengths) == membus.read_cycles(free, lengths)
+        assert membus.write_cycles(capped, lengths) == membus.write_cycles(free, lengths)
+    slow = _config(DDR_BYTES_PER_CYCLE_CAP=4.0)
+    assert membus.cap_binds(slow) and not membus.cap_binds(free)
+    assert membus.read_cycles(slow, lengths) > membus.read_cycles(free, lengths)
+
+
+def test_the_rtl_bench_runs_a_cap_that_does_not_bind_and_refuses_one_that_does():
+    import pytest
+
+    from driver.rtl_run import MemoryOptions
+    from vdla_hw.errors import VdlaError
+    assert MemoryOptions().resolve(load_config("osdi18"))["latency"] == load_config("osdi18").MEM_LATENCY
+    with pytest.raises(VdlaError, match="DDR_BYTES_PER_CYCLE_CAP"):
+        MemoryOptions().resolve(_config(DDR_BYTES_PER_CYCLE_CAP=4.0))

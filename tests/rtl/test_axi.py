@@ -1,4 +1,4 @@
-"""The FPGA top (vdla_axi_top, AXI3 for HP0) against the simulator, on a memory that answers
+"""The FPGA top (vdla_axi_top, AXI3 for the configuration's PS port, HP0 or ACP) against the simulator, on a memory that answers
 with the configuration's latency (then the CYCLES register, the bench's wall-clock count and
 vdla_sim's cycles are the same number) and on one that stalls every channel at random and adds
 extra latency (then the final image is still bit-exact and the cycles only grow), with the
@@ -29,8 +29,11 @@ from vdla_sim.progen import random_program
 
 pytestmark = pytest.mark.rtl
 
-RANDOM = {"tiny": 20, "osdi18": 12, "vta-pynq": 12}
-CONFIGS = [("tiny", 0.0, "compiled"), ("tiny", 0.5, "compiled"), ("tiny", 0.5, "cocotb")] + [
+# tiny on the ACP: its 3-bit IDs, AxUSER and the ACP's outstanding limits (vdla_hw.presets.PORTS)
+TINY_ACP = '{"preset": "tiny", "MEM_PORT": "acp", "MEM_READ_OUTSTANDING": 7, "MEM_WRITE_OUTSTANDING": 3}'
+RANDOM = {"tiny": 20, "osdi18": 12, "vta-pynq": 12, TINY_ACP: 20}
+CONFIGS = [("tiny", 0.0, "compiled"), ("tiny", 0.5, "compiled"), ("tiny", 0.5, "cocotb"),
+           (TINY_ACP, 0.0, "compiled"), (TINY_ACP, 0.5, "cocotb")] + [
     pytest.param(p, s, "compiled", marks=pytest.mark.slow) for p in ("osdi18", "vta-pynq") for s in (0.0, 0.3, 0.7)]
 
 

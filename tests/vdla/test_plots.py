@@ -39,7 +39,7 @@ def small_net(path):
 def test_every_figure_renders_for_a_network_that_is_not_resnet(capsys, tmp_path):
     model = small_net(tmp_path / "tiny.onnx")
     out = tmp_path / "plots"
-    assert main(["run", str(model), "--plots", str(out)]) == 0, capsys.readouterr().err
+    assert main(["run", str(model), "--plots", str(out), "--placement", "all"]) == 0, capsys.readouterr().err
     for name in FIGURES:
         for ext in ("png", "pdf"):
             assert (out / f"{name}.{ext}").stat().st_size > 1000, name

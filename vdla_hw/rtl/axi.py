@@ -22,6 +22,8 @@ BURST_INCR = 1
 LEN_BITS = 8          # AXI4 width inside the core; the FPGA top drives AXI3's 4-bit AxLEN
 AXI3_LEN_BITS = 4
 AXI3_ID_BITS = 6      # the Zynq HP ports' AXI3 ID width (S_AXI_HP0_ARID[5:0] ...)
+ACP_ID_BITS = 3       # the ACP's AXI3 ID width (S_AXI_ACP_ARID[2:0] ..., UG585 ch. 3.5)
+ACP_USER_BITS = 5     # the ACP's AxUSER: [0] shared (coherent) request, [4:1] inner cache attributes (UG585 ch. 3.5)
 AXIL_ADDR_BITS = 8    # the control slave decodes 8 address bits (regmap.SPAN <= 256 bytes)
 AXIL_DATA_BITS = REG_BITS   # AXI-lite data: one register word (WSTRB: one bit per byte)
 RESP_BITS = 2         # xRESP

@@ -4,7 +4,8 @@
 
 The wrapper passes every port of the design through under the same name, with two changes for
 the bench's cocotbext-axi models: AXI3 lengths (4 bits) appear 8 bits wide, and the AXI3 signals
-cocotbext-axi does not know (``*lock`` of 2 bits, ``*cache``, ``*prot``, ``*qos``, ``wid``) stay
+cocotbext-axi does not know (``*lock`` of 2 bits, ``*cache``, ``*prot``, ``*qos``, ``wid``, the ACP's
+``*user``) stay
 inside. It adds the checker's outputs ``chk_checks``, ``chk_violations``, ``chk_rules``,
 ``chk_rd_out`` and ``chk_wr_out``. Simulation only: never part of a bitstream.
 """
@@ -21,7 +22,7 @@ from vdla_hw.rtl.convert import header, to_verilog
 
 HARNESS = "vdla_harness"
 CHECKER = "axi_checker"
-HIDDEN = ("arlock", "awlock", "arcache", "awcache", "arprot", "awprot", "arqos", "awqos", "wid")
+HIDDEN = ("arlock", "awlock", "arcache", "awcache", "arprot", "awprot", "arqos", "awqos", "wid", "aruser", "awuser")
 CHECK_OUTPUTS = tuple(("chk_" + name, width) for name, width in CHECKER_OUTPUTS)
 
 

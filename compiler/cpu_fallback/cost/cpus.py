@@ -30,6 +30,15 @@ PARAMS = {
     "load_store_bits_per_cycle": (int, True),
     "cache_maintenance_cycles_per_line": (float, False),
     "mmio_access_s": (float, False),
+    # memory-level parallelism (cost/memory.py); null: full overlap of memory and compute
+    "fill_buffers": (int, True),
+    "l2_latency_cycles": (float, True),
+    "dram_latency_s": (float, True),
+    "miss_window_cycles": (float, True),
+    # several cores (CpuModel threads=2)
+    "cores": (int, False),
+    "shared_dram_bytes_per_s": (float, True),
+    "fork_join_s": (float, False),
 }
 
 

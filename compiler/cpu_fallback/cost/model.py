@@ -4,24 +4,41 @@ Kernel time (``CpuModel.kernel_cost``), from the code-level analysis of :mod:`.a
 
     core    = sum over machine blocks of executions x cycles per execution (llvm-mca + bounds)
     branch  = loop entries x mispredict_cycles          (each loop's exit is mispredicted once)
-    l2      = lines L1 missed but L2 held x l2_line_cycles
-    dram    = (lines read from DRAM x line_bytes + output and scratch bytes written back)
-              / DRAM bandwidth
-    cycles  = max(core + branch, l2 + dram)             (an out-of-order core and its prefetcher
-                                                         overlap memory traffic with compute)
+    l2, dram, hidden                                    (:mod:`.memory`: line fills at the pace
+                                                         of the fill buffers and the bandwidth;
+                                                         only what the core's window covers
+                                                         overlaps with compute)
+    cycles  = core + branch + l2 + dram - hidden
+
+The baseline (``baseline=``, data in ``compiler/data/baselines``, :mod:`.baselines`) says which
+kernel an op is priced by: ``int8``, our own kernel; ``fp32``, the FP32 kernel of the same shape
+in the style of TVM's ARM schedule (:mod:`..fp32`). With ``threads=2`` each kernel's outer loop
+is split over two cores (:mod:`.threads`): the larger share's own analysis gives the core and L1
+counts, the whole kernel's gives the shared L2's DRAM traffic, the DRAM bandwidth is shared
+(:func:`.memory.memory_cycles`), and every split kernel pays the thread pool's ``fork_join_s``.
 
 Host overheads of one offloaded layer (``CpuModel.offload_cost``), from what the runtime does on
-the board (``RuntimeProfile``, filled in by the caller from the driver and executor):
+the board (``RuntimeProfile``, read off the driver: ``driver.registers.run_profile``). The
+runtime is a loaded model (``driver/session.py``, as VTA's: weights, micro-ops and instruction
+streams are written once at load), so per run only the bytes that cross between CPU and
+accelerator move, which the driver counts (``written_bytes``/``read_bytes``):
 
-    pack        NCHW -> blocked layout of the inputs (the code-level cost of our pack kernel)
-    copy        whole-image copies (executor's copy of the prebuilt image, the device write and
-                the read-back) plus the packed inputs, at the measured memcpy rate
-    flush       clean the image by cache line before the accelerator reads it
-    registers   control-register writes and reads (not the STATUS polls)
+    pack        NCHW -> blocked layout of the inputs from the CPU (the code-level cost of our
+                pack kernel)
+    copy        the bytes written (packed inputs) and read back (outputs) per run, at the
+                CPU data's measured memcpy rate (``memcpy_bytes_per_s``)
+    flush       clean the written bytes' cache lines before the accelerator reads them
+                (``cache_maintenance_cycles_per_line`` per line, plus the dirty bytes written back
+                at the DRAM rate); 0 on a coherent port (ACP: ``runtime.coherent``)
+    registers   control-register writes and reads (not the STATUS polls), ``mmio_access_s`` each
     poll        how much later than the accelerator's finish the exponential-back-off poll
                 sees DONE (sleeps stretched by the kernel's timer slack)
-    invalidate  invalidate the image by cache line before the CPU reads it back
-    unpack      blocked -> NCHW of the output (code-level cost of our unpack kernel)
+    invalidate  invalidate the read bytes' cache lines before the CPU reads them; 0 on ACP
+    unpack      blocked -> NCHW of the output for the CPU (code-level cost of our unpack kernel)
+
+A runtime that copies whole images instead (``runtime.image_copies`` per run, plus the caller's
+``extra_copies``, of ``image_bytes``: the driver before the loaded model) is still modelled, for
+comparison: those copies are charged, and maintained, on top.
 
 Not modelled: the Python interpreter's own time per driver call, buffer allocation (``pynq``
 CMA) and freeing, and the ctypes call into each CPU kernel.
@@ -33,9 +50,14 @@ import os
 from dataclasses import dataclass, field
 
 from .analysis import analyse, is_cached, remember
+from .baselines import Baseline, load_baseline
 from .cpus import Cpu, load_cpu
+from .memory import MemoryTraffic, exposed_cycles, memory_cycles
+from .threads import share
 
 DEFAULT_CPU = "cortex-a9"
+DEFAULT_BASELINE = "int8"
+THREADS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -54,13 +76,15 @@ class KernelCost:
 
 @dataclass(frozen=True)
 class RuntimeProfile:
-    """What the board runtime does per offloaded layer (the caller reads it off the driver)."""
+    """What the board runtime does per offloaded layer, read off the driver
+    (``driver.registers.run_profile``: the driver says what it does)."""
 
     register_writes: int
     register_reads: int
-    image_copies: int          # whole-image copies the device makes per run (write, read back)
     poll_first_s: float
     poll_max_s: float
+    image_copies: int = 0      # whole-image copies per run (0: a loaded model moves only its inputs/outputs)
+    coherent: bool = False     # the port snoops the CPU caches (ACP): no flush, no invalidate
     sleep_slack_s: float = 50e-6  # Linux default timer slack of a normal thread, prctl(2) PR_SET_TIMERSLACK
 
 
@@ -82,16 +106,36 @@ class CpuModel:
 
     PREFETCH_MIN = 4  # fewer uncached kernels than this are analysed in-process, on demand
 
-    def __init__(self, cpu: str | Cpu = DEFAULT_CPU, *, workers: int | None = None):
+    def __init__(self, cpu: str | Cpu = DEFAULT_CPU, *, baseline: str | Baseline = DEFAULT_BASELINE,
+                 threads: int = 1, workers: int | None = None):
+        from .cpus import CpuError
+
         self.cpu = load_cpu(cpu) if isinstance(cpu, str) else cpu
-        self.basis = f"llvm-mca {self.cpu.mca.cpu} + memory model"
+        self.baseline = load_baseline(baseline) if isinstance(baseline, str) else baseline
+        if threads not in THREADS or threads > self.cpu.cores:
+            raise CpuError(f"{self.cpu.name}: {threads} threads cannot be modelled (1, or 2 on a CPU with "
+                           f"at least 2 cores; it has {self.cpu.cores})")
+        self.threads = threads
+        self.basis = (f"llvm-mca {self.cpu.mca.cpu} + memory model, {self.baseline.name} baseline, "
+                      f"{threads} thread{'s' if threads > 1 else ''}")
         self.workers = (os.cpu_count() or 1) if workers is None else workers
         self._pending = {}
 
+    def analysed_specs(self, spec) -> list:
+        """Every kernel spec whose analysis prices ``spec`` (its baseline's kernels, their shares)."""
+        specs = []
+        for kernel, _ in self.baseline.price(spec).kernels:
+            specs.append(kernel)
+            part = share(kernel) if self.threads == 2 else None
+            specs += [part] if part is not None else []
+        return specs
+
     def prefetch(self, specs) -> int:
-        """Start analysing the uncached ones of ``specs`` in worker processes (the caller goes on
-        with its own work; ``kernel_cost`` waits for a pending one). Returns how many started."""
-        todo = [s for s in dict.fromkeys(specs) if s not in self._pending and not is_cached(s, self.cpu)]
+        """Start analysing the uncached ones of ``specs`` (and the kernels that price them) in
+        worker processes (the caller goes on with its own work; ``kernel_cost`` waits for a
+        pending one). Returns how many started."""
+        wanted = [k for s in dict.fromkeys(specs) for k in self.analysed_specs(s)]
+        todo = [s for s in dict.fromkeys(wanted) if s not in self._pending and not is_cached(s, self.cpu)]
         if self.workers < 2 or len(todo) < self.PREFETCH_MIN:
             return 0
         import multiprocessing
@@ -109,53 +153,101 @@ class CpuModel:
         return self.cpu.name
 
     def describe(self) -> dict:
-        return {**self.cpu.as_dict(), "basis": self.basis}
+        return {**self.cpu.as_dict(), "basis": self.basis, "baseline": self.baseline.as_dict(),
+                "threads": self.threads}
+
+    def _analysis(self, spec):
+        pending = self._pending.pop(spec, None)
+        return remember(spec, self.cpu, pending.result()) if pending is not None else analyse(spec, self.cpu)
 
     def kernel_cost(self, spec) -> KernelCost:
+        """Modelled time of one call of ``spec`` (a kernel of the functional path), priced by the
+        baseline's kernels for it, on ``threads`` cores."""
+        priced = self.baseline.price(spec)
+        basis = self.basis + (" (int8 kernel: no FP32 counterpart modelled)" if priced.stand_in else "")
+        if not priced.kernels:
+            return KernelCost(0.0, 0.0, basis + " (no such op in this baseline)", {"bound": "none"})
+        cycles, parts = 0.0, {}
+        for kernel, calls in priced.kernels:
+            one = self._kernel_cycles(kernel)
+            cycles += calls * one["cycles"]
+            for key, value in one.items():
+                if key in ("cores", "loops", "stand_ins", "estimated_share"):
+                    parts[key] = max(parts.get(key, 0), value)
+                elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                    parts[key] = parts.get(key, 0) + calls * value
+                else:
+                    parts[key] = value
+        parts["priced_by"] = [k.family for k, _ in priced.kernels]
+        return KernelCost(cycles / self.cpu.clock_hz, cycles, basis, parts)
+
+    def _kernel_cycles(self, spec) -> dict:
+        """Cycles and their parts of one call of ``spec`` itself on ``threads`` cores."""
         cpu = self.cpu
-        pending = self._pending.pop(spec, None)
-        analysis = remember(spec, cpu, pending.result()) if pending is not None else analyse(spec, cpu)
-        core = analysis.core_cycles
-        mispredicts = sum(analysis.loop_entries.values())
+        whole = self._analysis(spec)
+        part = share(spec) if self.threads == 2 else None
+        own = self._analysis(part) if part is not None else whole
+        cores = 2 if part is not None else 1
+        # DRAM traffic of the whole kernel through the shared L2 (both cores' streams pass it).
+        dram_lines = whole.l2_misses - (0 if cpu.write_allocate else whole.l2_store_misses)
+        written = sum(arg.nbytes for arg in spec.args() if not arg.is_input)  # dirty lines written back
+        dram_bytes = cpu.line_bytes * dram_lines + -(-written // cpu.line_bytes) * cpu.line_bytes
+        core_lines = dram_lines / cores  # one core's share of the DRAM line fills
+        l2_lines = max(0.0, own.l1_misses - core_lines) if cores > 1 else whole.l1_misses - whole.l2_misses
+        traffic = MemoryTraffic(l2_lines, core_lines, dram_bytes)
+        l2, dram = memory_cycles(cpu, traffic, cores)
+        core = own.core_cycles
+        mispredicts = sum(own.loop_entries.values())
         branch = mispredicts * cpu.mispredict_cycles
-        l2_lines = analysis.l1_misses - analysis.l2_misses
-        dram_read = cpu.line_bytes * (analysis.l2_misses - (0 if cpu.write_allocate else analysis.l2_store_misses))
-        # Outputs and workspaces (scratch) leave dirty lines that are written back.
-        written = sum(arg.nbytes for arg in spec.args() if not arg.is_input)
-        dram_write = -(-written // cpu.line_bytes) * cpu.line_bytes
-        l2 = l2_lines * cpu.l2_line_cycles
-        dram = (dram_read + dram_write) / cpu.dram_bytes_per_s * cpu.clock_hz
-        cycles = max(core + branch, l2 + dram)
-        parts = {"core_cycles": core, "branch_cycles": branch, "mispredicts": mispredicts,
-                 "l2_cycles": l2, "dram_cycles": dram, "l2_lines": l2_lines, "dram_bytes": dram_read + dram_write,
-                 "bound": "compute" if core + branch >= l2 + dram else "memory",
-                 "estimated_share": analysis.estimated_cycles / core if core else 0.0,
-                 "loops": len(analysis.loop_entries), "stand_ins": len(analysis.stand_ins)}
-        return KernelCost(cycles / cpu.clock_hz, cycles, self.basis, parts)
+        cycles, hidden = exposed_cycles(cpu, core + branch, [(l2, l2_lines), (dram, core_lines)])
+        fork_join = cpu.fork_join_s * cpu.clock_hz if cores > 1 else 0.0
+        return {"cycles": cycles + fork_join, "core_cycles": core, "branch_cycles": branch,
+                "mispredicts": mispredicts, "l2_cycles": l2, "dram_cycles": dram, "hidden_cycles": hidden,
+                "fork_join_cycles": fork_join, "l2_lines": l2_lines, "dram_bytes": dram_bytes, "cores": cores,
+                "bound": "compute" if core + branch >= l2 + dram else "memory",
+                "estimated_share": own.estimated_cycles / core if core else 0.0,
+                "loops": len(own.loop_entries), "stand_ins": len(own.stand_ins)}
 
     def seconds(self, spec) -> float:
         return self.kernel_cost(spec).seconds
 
-    def offload_cost(self, *, image_bytes: int, packs=(), unpacks=(), input_bytes: int = 0,
-                     accelerator_s: float = 0.0, runtime: RuntimeProfile, extra_copies: int = 0) -> HostCost:
-        """Host seconds around one run of a program image of ``image_bytes`` bytes whose inputs
-        are packed by the kernel specs ``packs`` (``input_bytes`` written into the image) and
-        whose outputs are unpacked by ``unpacks``, the accelerator busy ``accelerator_s``;
-        ``extra_copies`` whole-image copies the caller makes besides the device's."""
+    def offload_cost(self, *, runtime: RuntimeProfile, packs=(), unpacks=(), written_bytes: int | None = None,
+                     read_bytes: int | None = None, accelerator_s: float = 0.0, image_bytes: int = 0,
+                     input_bytes: int = 0, extra_copies: int = 0) -> HostCost:
+        """Host seconds around one run whose inputs are packed by the kernel specs ``packs`` and
+        whose output is unpacked by ``unpacks``, the accelerator busy ``accelerator_s``.
+        ``written_bytes``/``read_bytes``: the bytes the driver writes into / reads from device
+        buffers (default: the packed inputs of ``packs`` / the packed outputs of ``unpacks``).
+        A whole-image runtime: ``image_bytes`` copied ``runtime.image_copies + extra_copies`` times,
+        plus ``input_bytes`` written into the image (see the module docstring)."""
         cpu = self.cpu
-        lines = -(-image_bytes // cpu.line_bytes)
-        maintenance = lines * cpu.cache_maintenance_cycles_per_line / cpu.clock_hz
-        dirty = min(image_bytes, cpu.l2_bytes)  # copies of larger images wrote most lines back already
+        written = sum(s.io_bytes()[1] for s in packs) if written_bytes is None else int(written_bytes)
+        read = sum(s.io_bytes()[0] for s in unpacks) if read_bytes is None else int(read_bytes)
+        copies = runtime.image_copies + extra_copies
+        whole = image_bytes if copies else 0   # a whole-image runtime keeps the whole image coherent
+        flushed, invalidated = written + whole, read + whole
+        if runtime.coherent:
+            flush = invalidate = 0.0
+        else:
+            dirty = min(flushed, cpu.l2_bytes)  # copies of larger images wrote most lines back already
+            flush = self._maintenance(flushed) + dirty / cpu.dram_bytes_per_s
+            invalidate = self._maintenance(invalidated)
         parts = {
             "pack": sum(self.seconds(spec) for spec in packs),
-            "copy": ((runtime.image_copies + extra_copies) * image_bytes + input_bytes) / cpu.memcpy_bytes_per_s,
-            "flush": maintenance + dirty / cpu.dram_bytes_per_s,
+            "copy": (written + read + copies * image_bytes + input_bytes) / cpu.memcpy_bytes_per_s,
+            "flush": flush,
             "registers": (runtime.register_writes + runtime.register_reads) * cpu.mmio_access_s,
             "poll": poll_delay(accelerator_s, runtime, cpu.mmio_access_s),
-            "invalidate": maintenance,
+            "invalidate": invalidate,
             "unpack": sum(self.seconds(spec) for spec in unpacks),
         }
         return HostCost(sum(parts.values()), parts)
+
+    def _maintenance(self, nbytes: int) -> float:
+        """Seconds to clean or invalidate ``nbytes`` by cache line (the lines they cover, taken
+        from a line-aligned start: every symbol starts on a 64-byte boundary)."""
+        lines = -(-nbytes // self.cpu.line_bytes)
+        return lines * self.cpu.cache_maintenance_cycles_per_line / self.cpu.clock_hz
 
 
 def poll_delay(busy_s: float, runtime: RuntimeProfile, read_s: float) -> float:

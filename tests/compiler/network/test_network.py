@@ -88,3 +88,23 @@ def test_resnet34_executor_vs_quantized_reference():
     device = open_device("sim", "osdi18")
     result = execute(q, x, partition(q, device.config), device)
     np.testing.assert_array_equal(result.output, reference.forward(q, x))
+
+
+def test_macs_count_the_gemm_lanes_only_where_the_device_reports_them(resnet18_32):
+    """The padded stem on the simulator: 16/3 lane MACs per useful MAC. A device whose counters
+    carry no GEMM activity (the rtl and pynq backends) leaves macs at the op's own MACs."""
+    device = open_device("sim", load_config("osdi18"))
+
+    class NoGemmCounters:
+        config = device.config
+
+        def run(self, bundle):
+            result = device.run(bundle)
+            result.counters.pop("gemm_utilization")
+            return result
+
+    placements = partition(resnet18_32, device.config, PartitionOptions(stem_on_vdla=True))
+    x = synthetic_images(1, 32, 5)
+    for dev, lanes in ((device, 16), (NoGemmCounters(), 3)):
+        stem = next(r for r in execute(resnet18_32, x, placements, dev).records if r.name == "conv1")
+        assert stem.placement == "vdla" and stem.macs * 3 == stem.useful_macs * lanes

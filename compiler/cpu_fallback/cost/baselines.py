@@ -1,0 +1,134 @@
+"""CPU baselines as data: which program the modelled CPU time of a CPU op is the time of.
+
+``compiler/data/baselines/<name>.json`` names a baseline, what it is, its source and its
+parameters (each with a value and a source). ``int8`` is the code ``vdla run`` executes (every
+kernel priced as itself). ``fp32`` is the TVM paper's CPU baseline: every op that has an FP32
+kernel of the same shape in :mod:`..fp32` is priced by it, ops a float network does not have
+(``no_work``) cost nothing, and the rest (layout packing, tables, softmax, ...: no FP32
+counterpart modelled) keep their int8 kernel, which ``Priced.stand_in`` says.
+
+Only the modelled time changes; the functional path stays int8.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+
+from vdla_hw.errors import VdlaError
+
+from .. import fp32
+from ..errors import KernelParamError
+
+
+class BaselineError(VdlaError):
+    """An unknown baseline name or a malformed baseline data file."""
+
+
+@dataclass(frozen=True)
+class Priced:
+    """The kernels one op is priced by: ``(spec, calls)`` pairs (empty: no work), and whether
+    the int8 kernel stands in for a missing counterpart."""
+
+    kernels: tuple
+    stand_in: bool = False
+
+
+@dataclass(frozen=True)
+class Baseline:
+    name: str
+    title: str
+    source: str
+    values: dict
+    sources: dict
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "title": self.title, "source": self.source,
+                "params": {k: {"value": self.values[k], "source": self.sources[k]} for k in self.values}}
+
+    def price(self, spec) -> Priced:
+        """The kernels ``spec`` (an int8 kernel of the functional path) is priced by."""
+        if self.name == "int8":
+            return Priced(((spec, 1),))
+        if spec.family in self.values.get("no_work", ()):
+            return Priced(())
+        try:
+            mapped = _fp32_of(spec, tuple(self.values["conv_tile"]))
+        except KernelParamError:
+            mapped = None
+        return Priced(((spec, 1),), stand_in=True) if mapped is None else Priced(mapped)
+
+
+def _fp32_of(spec, tile):
+    """(fp32 spec, calls) pairs of the same shape as int8 ``spec``, or None (no counterpart)."""
+    f = spec.family
+    vh, vw, vc = tile
+    if f == "conv2d":
+        (sh, sw), pads = spec.stride, spec.pad
+        if sh != sw or len(set(pads)) != 1:
+            return None
+        og = spec.oc // spec.groups
+        if spec.groups > 1 and og < vc:
+            return None  # depthwise-like: TVM has another schedule for it, not modelled
+        conv = fp32.Fp32Conv2dSpec(n=spec.n, c=spec.cg, h=spec.h, w=spec.w, oc=og, kh=spec.kh, kw=spec.kw,
+                                   stride=sh, pad=pads[0], relu=spec.relu, vh=vh, vw=vw, vc=vc)
+        return ((conv, spec.groups),)
+    if f == "dense":
+        return ((fp32.Fp32DenseSpec(n=spec.n, k=spec.k, m=spec.m, relu=spec.relu), 1),)
+    if f == "maxpool2d":
+        if spec.kh != spec.kw or len(set(spec.stride)) != 1 or len(set(spec.pad)) != 1:
+            return None
+        return ((fp32.Fp32MaxPoolSpec(n=spec.n, c=spec.c, h=spec.h, w=spec.w, k=spec.kh, stride=spec.stride[0],
+                                      pad=spec.pad[0]), 1),)
+    if f == "global_avgpool":
+        return ((fp32.Fp32GlobalAvgPoolSpec(n=spec.n, c=spec.c, h=spec.h, w=spec.w), 1),)
+    if f == "add":
+        return ((fp32.Fp32EltwiseSpec(size=spec.size, inputs=2, relu=spec.relu), 1),)
+    if f == "relu":
+        return ((fp32.Fp32EltwiseSpec(size=spec.size, inputs=1, relu=True), 1),)
+    return None
+
+
+def baseline_names() -> list[str]:
+    folder = resources.files("compiler").joinpath("data", "baselines")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def parse_baseline(name: str, data) -> Baseline:
+    """A :class:`Baseline` from the parsed JSON of ``<name>.json`` (every field checked)."""
+    where = f"baseline data {name}.json"
+    if not isinstance(data, dict) or data.get("name") != name:
+        raise BaselineError(f"{where}: its 'name' must be {name!r}")
+    for key in ("title", "source"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise BaselineError(f"{where}: needs a '{key}' string")
+    params = data.get("params")
+    if not isinstance(params, dict):
+        raise BaselineError(f"{where}: no 'params' object")
+    values, sources = {}, {}
+    for key, entry in params.items():
+        if not isinstance(entry, dict) or "value" not in entry or not isinstance(entry.get("source"), str) \
+                or not entry["source"].strip():
+            raise BaselineError(f"{where}: parameter {key} needs a value and a source")
+        values[key], sources[key] = entry["value"], entry["source"]
+    if name != "int8":
+        tile = values.get("conv_tile")
+        if not (isinstance(tile, list) and len(tile) == 3 and all(isinstance(v, int) and v > 0 for v in tile)):
+            raise BaselineError(f"{where}: conv_tile must be three positive ints [VH, VW, VC]")
+        if not isinstance(values.get("no_work", []), list):
+            raise BaselineError(f"{where}: no_work must be a list of kernel families")
+    return Baseline(name, data["title"], data["source"], values, sources)
+
+
+def load_baseline(name: str) -> Baseline:
+    """The baseline called ``name`` (one of :func:`baseline_names`); BaselineError otherwise."""
+    names = baseline_names()
+    if name not in names:
+        raise BaselineError(f"unknown CPU baseline {name!r}; known: {', '.join(names)}")
+    text = resources.files("compiler").joinpath("data", "baselines", f"{name}.json").read_text()
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise BaselineError(f"baseline data {name}.json is not valid JSON ({err})") from None
+    return parse_baseline(name, data)

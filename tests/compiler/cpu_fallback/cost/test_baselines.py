@@ -1,0 +1,82 @@
+"""CPU baselines as data (compiler/data/baselines): sourced, checked, and what prices each op;
+CpuModel with baseline= and threads=."""
+
+import json
+from importlib import resources
+
+import pytest
+
+import compiler.cpu_fallback as cf
+from compiler.cpu_fallback.cost import BaselineError, CpuError, CpuModel, baseline_names, load_baseline
+from compiler.cpu_fallback.cost.baselines import parse_baseline
+from vdla_hw.errors import VdlaError
+
+CONV = cf.Conv2dSpec(n=1, c=8, h=14, w=14, oc=16, kh=3, kw=3, stride=2, pad=1, shift=8, relu=True)
+
+
+def raw(name):
+    return json.loads(resources.files("compiler").joinpath("data", "baselines", f"{name}.json").read_text())
+
+
+def test_baselines_name_what_they_are_and_every_parameter_a_source():
+    assert baseline_names() == ["fp32", "int8"]
+    fp32 = load_baseline("fp32")
+    assert "spatial-pack" in fp32.source and "v0.5 (2018)" in fp32.source
+    assert fp32.values["conv_tile"] == [1, 2, 8] and all(len(fp32.sources[k]) > 20 for k in fp32.values)
+    assert fp32.as_dict()["params"]["conv_tile"]["source"] == fp32.sources["conv_tile"]
+
+
+def test_bad_baseline_data_is_one_clear_error():
+    with pytest.raises(BaselineError, match="unknown CPU baseline 'fp16'; known: fp32, int8"):
+        load_baseline("fp16")
+    data = raw("fp32")
+    del data["params"]["conv_tile"]["source"]
+    with pytest.raises(BaselineError, match="parameter conv_tile needs a value and a source"):
+        parse_baseline("fp32", data)
+    data = raw("fp32")
+    data["params"]["conv_tile"]["value"] = [1, 2]
+    with pytest.raises(BaselineError, match="conv_tile must be three positive ints"):
+        parse_baseline("fp32", data)
+    assert issubclass(BaselineError, VdlaError)
+
+
+def test_fp32_prices_each_op_by_the_fp32_kernel_of_the_same_shape():
+    fp32 = load_baseline("fp32")
+    ((kernel, calls),) = fp32.price(CONV).kernels
+    assert kernel.family == "fp32_conv2d" and calls == 1
+    assert (kernel.c, kernel.h, kernel.w, kernel.oc, kernel.kh, kernel.stride, kernel.pad, kernel.relu) == \
+        (8, 14, 14, 16, 3, 2, 1, True)
+    assert (kernel.oh, kernel.ow) == (CONV.oh, CONV.ow) and (kernel.vh, kernel.vw, kernel.vc) == (1, 2, 8)
+    add = fp32.price(cf.AddSpec(size=999, shift=1, relu=True)).kernels[0][0]
+    assert (add.family, add.size, add.inputs, add.relu) == ("fp32_eltwise", 999, 2, True)
+    assert fp32.price(cf.QuantizeSpec(size=100, frac=5)).kernels == ()     # a float network has none
+    pack = cf.PackSpec(n=1, c=16, h=4, w=4)
+    assert fp32.price(pack).kernels == ((pack, 1),) and fp32.price(pack).stand_in
+    assert load_baseline("int8").price(CONV).kernels == ((CONV, 1),)
+
+
+def test_cpu_model_prices_by_the_baseline_and_names_it_and_the_threads():
+    int8, fp32 = CpuModel("cortex-a9", workers=0), CpuModel("cortex-a9", baseline="fp32", workers=0)
+    a, b = int8.kernel_cost(CONV), fp32.kernel_cost(CONV)
+    assert a.parts["priced_by"] == ["conv2d"] and b.parts["priced_by"] == ["fp32_conv2d"]
+    assert a.seconds != b.seconds and "fp32 baseline" in b.basis
+    assert fp32.kernel_cost(cf.QuantizeSpec(size=100, frac=5)).seconds == 0
+    two = CpuModel("cortex-a9", baseline="fp32", threads=2, workers=0)
+    assert two.describe()["threads"] == 2 and "2 threads" in two.basis
+    assert two.describe()["baseline"]["name"] == "fp32"
+
+
+def test_two_threads_are_faster_but_not_twice_as_fast():
+    spec = cf.AddSpec(size=64 * 28 * 28, shift=1, relu=True)
+    one = CpuModel("cortex-a9", workers=0).kernel_cost(spec)
+    two = CpuModel("cortex-a9", threads=2, workers=0).kernel_cost(spec)
+    assert two.parts["cores"] == 2 and two.parts["fork_join_cycles"] == pytest.approx(5e-6 * 650e6)
+    assert one.seconds / 2 < two.seconds < one.seconds
+    pack = cf.PackSpec(n=1, c=16, h=8, w=8)  # no split rule: one core, no fork/join
+    assert CpuModel("cortex-a9", threads=2, workers=0).kernel_cost(pack).cycles == \
+        CpuModel("cortex-a9", workers=0).kernel_cost(pack).cycles
+
+
+def test_thread_counts_beyond_the_model_are_refused():
+    with pytest.raises(CpuError, match="3 threads cannot be modelled"):
+        CpuModel("cortex-a9", threads=3)
