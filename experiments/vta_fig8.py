@@ -61,6 +61,8 @@ def bars(model: str, report) -> list[dict]:
             study.compare(f"{title} VTA", 1e3 * t["offload_s"], vta, "ms", VTA_BAND),
             *(study.compare(f"{title} VTA:   of which {what}", 1e3 * parts.get(key, 0.0), None, "ms", None)
               for key, what in PARTS),
+            *(study.compare(f"{title} VTA:     host: {part}", 1e3 * seconds, None, "ms", None)
+              for part, seconds in t.get("host_parts", {}).items()),
             study.compare(f"{title} speedup", t["speedup"], a9 / vta if a9 and vta else None, "x", None)]
 
 
@@ -71,7 +73,7 @@ def figure(reports: dict, rows: list[dict], resolution: int):
 
     plt = study.pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [1.2, 1]})
-    ticks, names, x = [], [], 0
+    ticks, names, x, tallest = [], [], 0, 0.0
     for model, report in reports.items():
         theirs, cats = paper.vta_fig8()[model], report.totals["categories"]
         for system, paper_ms, key in (("A9", theirs["cortex_a9_ms"], "cpu_only"),
@@ -83,6 +85,7 @@ def figure(reports: dict, rows: list[dict], resolution: int):
                          label=plots.LABELS[cat] if x == 0 else None)
                 bottom += value
             left.text(x, bottom, f"{bottom:.0f}", ha="center", va="bottom", fontsize=7)
+            tallest = max(tallest, bottom, paper_ms or 0.0)
             if paper_ms is not None:
                 left.bar(x + 1, paper_ms, color="white", edgecolor="black", hatch="//", linewidth=0.5,
                          label="paper (total)" if x == 0 else None)
@@ -93,6 +96,7 @@ def figure(reports: dict, rows: list[dict], resolution: int):
         x += 0.5
     left.set_xticks(ticks, names, fontsize=6)
     left.set_ylabel("inference latency (ms)")
+    left.set_ylim(0, 1.08 * tallest)
     setting = "" if resolution == paper.PAPER_RESOLUTION else \
         f" at {resolution} (the paper measured {paper.PAPER_RESOLUTION}: no comparison)"
     left.set_title(f"VTA paper Fig. 8 vs ours{setting}", fontsize=9)

@@ -47,6 +47,8 @@ def test_the_study_runs_end_to_end_and_writes_its_table(tmp_path, capsys, read_r
             if row["band"]:
                 assert row["within"] == ("yes" if abs(ours / theirs - 1) <= float(row["band"]) else "NO")
     assert float(bars["whole-network speedup"]["band"]) == tvm_fig21.SPEEDUP_BAND
+    host_parts = [float(r["ours"]) for name, r in bars.items() if name.startswith("CPU+VDLA:     host: ")]
+    assert host_parts and sum(host_parts) == pytest.approx(float(bars["CPU+VDLA:   of which host"]["ours"]), abs=1e-3)
     options = read_rows(tmp_path / "tvm_fig21_options.csv")
     assert [o["option"] for o in options] == [o.name for o in tvm_fig21.OPTIONS]
     assert all(o["source"] for o in options)
