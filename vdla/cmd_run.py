@@ -188,7 +188,7 @@ def add_parser(sub) -> None:
     run.add_argument("--cpu-baseline", default="int8", choices=baseline_names(),
                      help="which kernels price the CPU ops: int8 (ours, what runs; default) or fp32 (TVM-style "
                           "FP32 kernels, the TVM paper's CPU baseline); the functional path stays int8")
-    run.add_argument("--cpu-threads", type=int, default=1, choices=(1, 2),
+    run.add_argument("--cpu-threads", type=int_range(1, 2), default=1,
                      help="CPU cores each CPU kernel is split over (default 1; 2: both A9 cores sharing L2 and DRAM)")
     run.add_argument("--input-shape", type=input_shape_arg, metavar="N,C,H,W",
                      help="the input's shape, for an ONNX model with dynamic dimensions")
