@@ -30,6 +30,20 @@ FIG10_SHAPE = ("H", "W", "IC", "OC", "K", "stride", "pad")
 FIG10_ROOF = {"gops": 51.2, "gbps": 0.8}  # the roof of the paper's Fig. 10 (VTA's 100 MHz PYNQ build)
 
 
+PAPER_RESOLUTION = 224  # the input size of every ResNet measurement here (Fig. 10, Fig. 21, VTA Fig. 8)
+
+
+def fig10_shape(row: dict, resolution: int = PAPER_RESOLUTION) -> dict[str, int]:
+    """A Fig. 10 row's layer shape (the :data:`FIG10_SHAPE` keys) for inputs of ``resolution``
+    instead of 224: the feature maps scale with the input (rounded up, at least 1), channels,
+    kernels, strides and pads do not. The paper measured 224; other sizes give the same layers
+    smaller, for fast runs (no comparison with the paper)."""
+    shape = {key: int(row[key]) for key in FIG10_SHAPE}
+    for key in ("H", "W"):
+        shape[key] = max(1, -(-shape[key] * resolution // PAPER_RESOLUTION))
+    return shape
+
+
 def fig10_label(h: int, w: int, ic: int, oc: int, k: int, stride: int, pad: int) -> str | None:
     """The Fig. 10 label (C1..C11) of a conv with this input size and shape, or None."""
     for row in fig10():
@@ -53,4 +67,11 @@ def fig10_label_of(layer) -> str | None:
 def is_fig21_setting(model: str, resolution: int) -> bool:
     """The paper's Fig. 21 and Fig. 10 measured ResNet-18 at 224x224: only there do its bars
     and points stand beside ours."""
-    return model == "resnet18" and resolution == 224
+    return model == "resnet18" and resolution == PAPER_RESOLUTION
+
+
+def vta_fig8() -> dict[str, dict[str, float | None]]:
+    """VTA paper Fig. 8 latencies: {model: {platform column ("cortex_a9_ms", "vta_pynq_z1_ms",
+    ...): milliseconds, or None where the paper reports none}}."""
+    return {row.pop("model"): {k: None if v.strip() == "-" else float(v) for k, v in row.items()}
+            for row in read_csv("vta_paper_latency.csv")}
