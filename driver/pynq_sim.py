@@ -96,7 +96,7 @@ class SimulatedPynqDevice(pynq.Device):
         manifest = json.loads(Path(bitstream.bitfile_name).with_suffix(".json").read_text())
         self.control_base = int(manifest["control_base"])
         config = load_config(data["config"])
-        self.coherent = bool(getattr(config, "coherent", False))
+        self.coherent = config.coherent
         self.model = RegisterModel(config, self._device_read, self._device_write)
         self.downloads += 1
         self.post_download(bitstream, parser)

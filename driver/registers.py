@@ -44,7 +44,7 @@ def cache_coherent(config) -> bool:
     """Whether the accelerator's memory port snoops the CPU caches (ACP), so the driver neither
     flushes nor invalidates; False (HP0, or no configuration given) means it maintains the ranges
     it writes and reads."""
-    return bool(getattr(config, "coherent", False))
+    return config is not None and config.coherent
 
 
 def run_register_accesses() -> tuple[int, int]:

@@ -89,7 +89,7 @@ def test_results_need_the_cache_invalidate(opener, sim_device):
 
 def _loaded_run(device, seed=5):
     """One load and one run of a loaded model (input ``a``, output ``out``): (model, bundle, result, expected)."""
-    bundle, expected, _ = programs.blocked_matmul("tiny", seed=seed)
+    bundle, expected, _ = programs.blocked_matmul(device.config, seed=seed)
     model = device.loaded_model()
     model.load("mm", bundle, ("a",), ("out",))
     result, _ = model.run("mm", {"a": bundle.read("a")})
@@ -122,19 +122,8 @@ def test_a_driver_that_skips_the_flush_on_hp_reads_stale_data(opener, sim_device
     np.testing.assert_array_equal(bundle.read("out", second.dram), expected["out"])
 
 
-def coherent_config(monkeypatch):
-    """The tiny preset on the coherent port (ACP): MEM_PORT once the configuration has it, until
-    then ``Config.coherent`` patched (the driver reads ``getattr(config, "coherent", False)``)."""
-    from vdla_hw.config import Config
-
-    if hasattr(Config, "mem_port"):
-        return load_config(json.dumps({"preset": "tiny", "MEM_PORT": "acp"}))
-    monkeypatch.setattr(Config, "coherent", property(lambda self: True), raising=False)
-    return load_config("tiny")
-
-
-def test_a_coherent_port_needs_no_cache_maintenance(tmp_path, sim_device, monkeypatch):
-    config = coherent_config(monkeypatch)
+def test_a_coherent_port_needs_no_cache_maintenance(tmp_path, sim_device):
+    config = load_config(json.dumps({"preset": "tiny", "MEM_PORT": "acp"}))
     device = open_device("pynq", config, bitstream=write_bitstream(tmp_path / "acp", config))
     assert device.coherent and sim_device.coherent
     flushed, invalidated = sim_device.flushed, sim_device.invalidated
