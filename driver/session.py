@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vdla_hw.bundle import Bundle
+from vdla_hw.bundle import BYTE_CATEGORIES, Bundle
 from vdla_hw.errors import VdlaError
 
-CATEGORIES = ("weights", "uops", "insns", "activations_in", "activations_out", "other")
+CATEGORIES = BYTE_CATEGORIES
 
 
 # The files of a package that change from run to run (not part of the loaded model).
@@ -143,11 +143,7 @@ class LoadedModel:
         for symbol, packed in writes.items():
             if symbol not in res.inputs:
                 raise VdlaError(f"loaded model: {symbol!r} is not an input of {name!r} ({', '.join(res.inputs)})")
-            lo, hi = res.bundle.symbols[symbol].byte_range(c)
-            raw = np.ascontiguousarray(packed).view(np.uint8).reshape(-1)
-            if raw.size != hi - lo:
-                raise VdlaError(f"node {name!r}: input of {raw.size} bytes does not fit the bundle's {symbol!r} "
-                                f"symbol ({hi - lo} bytes); the bundle is for another graph")
+            lo, raw = res.bundle.input_bytes(symbol, packed, f"node {name!r}")
             self.device.write(res.buffer, raw, lo)
             counts["activations_in"] += raw.size
         try:

@@ -102,8 +102,7 @@ def layer_timing(node: QNode, q: QGraph, config: Config, vthreads: int | None, d
         stats["programs_simulated"] += 1
         timing = {"cycles": sim.cycles, "gemm_utilization": sim.gemm_utilization,
                   "bytes": {k: int(v) for k, v in sim.bytes.items()}, "activity": act.program_activity(bundle),
-                  "output_shape": list(bundle.meta["output"]["shape"]), "meta": bundle.meta,
-                  "image_bytes": int(bundle.dram.size)}
+                  "output_shape": list(bundle.meta["output"]["shape"]), "meta": bundle.meta}
         disk.put("layers", key, timing)
     else:
         stats["programs_reused"] += 1
@@ -113,8 +112,7 @@ def layer_timing(node: QNode, q: QGraph, config: Config, vthreads: int | None, d
 
 class TimedProgram:
     """What the executor reads of an accelerator op's bundle when only its timing matters:
-    ``meta`` and ``read("out", image)``, which gives zeros in the program's output layout (its
-    image size comes through :meth:`TimingExecutor.image_bytes`)."""
+    ``meta`` and ``read("out", image)``, which gives zeros in the program's output layout."""
 
     def __init__(self, timing: dict):
         self.timing, self.meta = timing, timing["meta"]
@@ -149,9 +147,6 @@ class TimingExecutor(Executor):
             return [(self.programs[node.name], None, [(a.shape, "int32") for a in args])]
         return [(self.programs[part.key], part.layer, [(part.layer.input_shape, "int8")])
                 for part in programs_of(node, self.q)]
-
-    def image_bytes(self, program: TimedProgram) -> int:
-        return program.timing["image_bytes"]
 
 
 @dataclasses.dataclass

@@ -60,6 +60,11 @@ class Symbol:
         return self.index * size, (self.index + self.count) * size
 
 
+# What the bytes a driver moves between host and device are, by category (driver.session counts
+# them; the executor and the reports sum them in this order).
+BYTE_CATEGORIES = ("weights", "uops", "insns", "activations_in", "activations_out", "other")
+
+
 @dataclass
 class Bundle:
     """A program ready to run: DRAM image, instruction stream location, configuration."""
@@ -112,6 +117,18 @@ class Bundle:
         written into a prebuilt bundle)."""
         return Bundle(dram=dram, insn_offset=self.insn_offset, insn_count=self.insn_count, config=self.config,
                       symbols=self.symbols, meta=self.meta)
+
+    def input_bytes(self, name: str, packed: np.ndarray, where: str) -> tuple[int, np.ndarray]:
+        """(byte offset, raw bytes) of ``packed`` written as the input symbol ``name``; VdlaError
+        (naming ``where``) if there is no such symbol or ``packed`` is not exactly its size."""
+        if name not in self.symbols:
+            raise VdlaError(f"{where}: the bundle has no input symbol {name!r}")
+        lo, hi = self.symbols[name].byte_range(self.config)
+        raw = np.ascontiguousarray(packed).view(np.uint8).reshape(-1)
+        if raw.size != hi - lo:
+            raise VdlaError(f"{where}: input of {raw.size} bytes does not fit the bundle's {name!r} symbol "
+                            f"({hi - lo} bytes); the bundle is for another graph")
+        return lo, raw
 
     def read(self, name: str, dram: np.ndarray | None = None) -> np.ndarray:
         """The symbol ``name`` as a typed array of its shape, from ``dram`` (default: this image)."""

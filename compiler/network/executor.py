@@ -38,7 +38,7 @@ from compiler.network.cpu_ops import cpu_kernel
 from compiler.network.partition import Placement
 from compiler.network.vdla_ops import part_tensors, vdla_parts
 from compiler.quantize.qgraph import QGraph, QNode
-from vdla_hw.bundle import Bundle
+from vdla_hw.bundle import BYTE_CATEGORIES, Bundle
 from vdla_hw.config import Config
 from vdla_hw.errors import VdlaError
 
@@ -108,9 +108,7 @@ class ExecResult:
     bytes_moved: dict = field(default_factory=dict)  # {"load": {category: bytes}, "per_inference": {...}}
 
 
-# The byte categories (driver.session.CATEGORIES; repeated here only as the order of an empty count,
-# the compiler does not import the driver).
-CATEGORIES = ("weights", "uops", "insns", "activations_in", "activations_out", "other")
+CATEGORIES = BYTE_CATEGORIES
 
 
 def bytes_moved(records: list[LayerRecord]) -> dict:
@@ -150,17 +148,10 @@ def layout_specs(config: Config, tensors: list[tuple], cls) -> list:
 def fill_inputs(bundle: Bundle, name: str, writes: dict[str, np.ndarray]) -> Bundle:
     """A copy of a prebuilt bundle with this run's packed activations written into its input
     symbols (``inp`` of a conv/dense part, ``a`` and ``b`` of an ALU add); weights are already in it."""
-    c = bundle.config
     dram = bundle.dram.copy()
     for symbol, packed in writes.items():
-        if symbol not in bundle.symbols:
-            raise VdlaError(f"node {name!r}: the prebuilt bundle has no input symbol {symbol!r}")
-        lo, hi = bundle.symbols[symbol].byte_range(c)
-        raw = np.ascontiguousarray(packed).view(np.uint8).reshape(-1)
-        if raw.size != hi - lo:
-            raise VdlaError(f"node {name!r}: input of {raw.size} bytes does not fit the prebuilt bundle's "
-                            f"{symbol!r} symbol ({hi - lo} bytes); the bundle is for another graph")
-        dram[lo:hi] = raw
+        lo, raw = bundle.input_bytes(symbol, packed, f"node {name!r}")
+        dram[lo:lo + raw.size] = raw
     return bundle.with_dram(dram)
 
 
