@@ -14,12 +14,12 @@ from vdla_hw.files import json_text
 def prepare_models(names: list[str], resolution: int) -> list:
     """Import and quantize each model once, as ``vdla run`` does; keyed by the quantized graph's hash."""
     from dse.runner import Model, qgraph_hash
-    from vdla.network import load_model, quantize_model
+    from vdla.network import built_model, quantize_model
 
     models = []
     for name in dict.fromkeys(names):
         start = time.perf_counter()
-        graph = load_model(name, resolution)
+        graph = built_model(name, resolution)
         # power-of-two adds, so that the add_on_vdla knob can put them on the ALU (a sweep measures
         # time; the CPU add's time hardly depends on its multipliers)
         q = quantize_model(graph, name, add_scales=False)

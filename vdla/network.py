@@ -8,6 +8,7 @@ host times come from the code-level CPU model (``cpu=`` names its data file).
 from __future__ import annotations
 
 import hashlib
+import pickle
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from compiler.quantize import quantize_graph, reference
 from compiler.quantize.qgraph import QGraph
 from driver import open_device
 from vdla.inputs import IMAGENET, InputError, Inputs, load_inputs, synthetic
+from vdla_hw.cache import cached
 from vdla_hw.config import load_config
 from vdla_hw.limits import MAX_TENSOR_BYTES, RESNET_MAX_RESOLUTION, mib
 
@@ -59,6 +61,48 @@ def load_model(model: str, resolution: int = 224, input_shape: tuple[int, ...] |
     return check_sizes(load_onnx(path, input_shape), model)
 
 
+def model_source(model: str, input_shape: tuple[int, ...] | None = None) -> tuple | None:
+    """What, besides the code and the resolution, determines the graph :func:`load_model` builds:
+    a built-in model's name, or an ONNX file's sha256 (not its name) with ``input_shape``; None
+    for a file that cannot be read (:func:`load_model` then reports it)."""
+    if model in BUILTIN:
+        return ("builtin", model, None if input_shape is None else list(input_shape))
+    try:
+        data = Path(model).read_bytes()
+    except OSError:
+        return None
+    return ("onnx", hashlib.sha256(data).hexdigest(), None if input_shape is None else list(input_shape))
+
+
+def built_model(model: str, resolution: int = 224, input_shape: tuple[int, ...] | None = None) -> Graph:
+    """:func:`load_model` through the disk cache (kind ``model``, keyed by :func:`model_source`
+    and the resolution; errors are raised, never cached)."""
+    source = model_source(model, input_shape)
+    if source is None:
+        return load_model(model, resolution, input_shape)
+    return cached("model", (source, resolution if model in BUILTIN else None),
+                  lambda: load_model(model, resolution, input_shape))
+
+
+def content_digest(value) -> str:
+    """sha256 of a graph's (or any picklable value's) pickle: a cache key part naming its content."""
+    return hashlib.sha256(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+
+
+def quantized(graph: Graph, calibration: np.ndarray, graph_digest: str | None = None, **options) -> QGraph:
+    """``quantize_graph(graph, calibration, **options)`` through the disk cache (kind ``qgraph``,
+    keyed by the graph's content, the calibration inputs' bytes and every option)."""
+    parts = (graph_digest or content_digest(graph), np.asarray(calibration), options)
+    return cached("qgraph", parts, lambda: quantize_graph(graph, calibration, **options))
+
+
+def cached_quantization_report(graph: Graph, q: QGraph, tests: Inputs, graph_digest: str | None = None) -> dict:
+    """:func:`quantization_report` through the disk cache (kind ``qreport``: a pure function of
+    the two graphs and the test inputs with their source and names)."""
+    parts = (graph_digest or content_digest(graph), content_digest(q), tests.array, tests.source, list(tests.names))
+    return cached("qreport", parts, lambda: quantization_report(graph, q, tests))
+
+
 def check_sizes(graph: Graph, model: str) -> Graph:
     """Refuse a network with a tensor larger than the documented limit before any work on it."""
     for name, shape in graph.shapes.items():
@@ -74,8 +118,8 @@ def quantize_model(graph: Graph, model: str, calibration: int = 4, wide_output: 
     """The int8 graph of ``graph`` calibrated on ``calibration`` synthetic inputs, as ``vdla run``
     quantizes it by default (``wide_output``: int32 logits, unless the classifier is to run on the
     accelerator, which stores int8; ``add_scales``: residual adds with multipliers, CPU only)."""
-    return quantize_graph(graph, synthetic(graph.shapes[graph.input], calibration, CALIBRATION_SEED).array,
-                          wide_output=wide_output, add_scales=add_scales)
+    return quantized(graph, synthetic(graph.shapes[graph.input], calibration, CALIBRATION_SEED).array,
+                     wide_output=wide_output, add_scales=add_scales)
 
 
 def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
@@ -143,6 +187,7 @@ class Prepared:
     timings: dict
     calibration: Inputs | None = None
     test_set: Inputs | None = None  # the test inputs with their source
+    graph_digest: str = ""          # content_digest(graph), a cache key part
 
 
 def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
@@ -161,20 +206,21 @@ def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
     config = load_config(config)
     start = time.perf_counter()
     say(f"importing {model}" + (f" at {resolution}x{resolution}" if model in BUILTIN else ""))
-    graph = load_model(model, resolution, input_shape)
+    graph = built_model(model, resolution, input_shape)
+    digest = content_digest(graph)
     shape = graph.shapes[graph.input]
     imported = time.perf_counter()
     calib = load_inputs(calibration, shape, normalize) if isinstance(calibration, str) else \
         synthetic(shape, calibration, CALIBRATION_SEED)
     say(f"quantizing ({method}) on {len(calib.array)} calibration inputs: {calib.source}")
-    q = quantize_graph(graph, calib.array, method=method, wide_output=not options.fc_on_vdla,
-                       add_scales=not options.add_on_vdla)
+    q = quantized(graph, calib.array, digest, method=method, wide_output=not options.fc_on_vdla,
+                  add_scales=not options.add_on_vdla)
     tests = load_inputs(images, shape, normalize) if images else synthetic(shape, test_inputs, TEST_SEED)
     placed = time.perf_counter()
     placements = partition(q, config, options, placement=placement, cpu_model=cpu_model,
                            runtime=board_runtime(config) if placement == "cost" else None, vthreads=vthreads, progress=say)
     timings = {"import": imported - start, "quantize": placed - imported, "placement": time.perf_counter() - placed}
-    return Prepared(graph, q, tests.array, placements, config, timings, calib, tests)
+    return Prepared(graph, q, tests.array, placements, config, timings, calib, tests, digest)
 
 
 def run_network(model: str = "resnet18", *, config=None, target: str = "sim", resolution: int = 224,
@@ -202,7 +248,7 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
                 test_inputs=test_inputs, progress=progress, input_shape=input_shape, method=method,
                 normalize=normalize, images=images, placement=placement, cpu_model=cpu_model, vthreads=vthreads)
     graph, q, tests, placements, config = p.graph, p.q, p.test_set, p.placements, p.config
-    quant = quantization_report(graph, q, tests)
+    quant = cached_quantization_report(graph, q, tests, p.graph_digest)
     quant["calibration"] = {**p.calibration.describe(), "method": method}
     batch = graph.shapes[graph.input][0]
     run_input = load_inputs(x, graph.shapes[graph.input], normalize) if x else \
@@ -217,7 +263,8 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     result = execute(q, run_input.array, placements, device, progress=say, vthreads=vthreads, cpu_model=cpu_model,
                      runtime=board_runtime(config))
     clock["execute"] = time.perf_counter()
-    bit_exact = bool(np.array_equal(result.output, reference.forward(q, run_input.array)))
+    want = cached("reference", (content_digest(q), run_input.array), lambda: reference.forward(q, run_input.array))
+    bit_exact = bool(np.array_equal(result.output, want))
     clock["check"] = time.perf_counter()
     timings = {"import": clock["import"] - clock["start"], "quantize": clock["quantize"] - clock["import"],
                "execute": clock["execute"] - clock["quantize"], "simulate": result.sim_wall_seconds,

@@ -1,0 +1,109 @@
+"""The main job's disk caches (vdla.network): built models, quantized graphs, the quantization
+report and the reference output are reused by a second run, with the same report, and every key
+part that changes misses."""
+
+import onnx
+import pytest
+
+from tests.dse.conftest import small_cnn
+from vdla import network
+from vdla.inputs import synthetic
+from vdla_hw import cache
+
+KINDS = ("model", "qgraph", "qreport", "reference")
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    """An empty cache folder and zeroed counters."""
+    monkeypatch.setenv("VDLA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("VDLA_CACHE", raising=False)
+    monkeypatch.setattr(cache, "stats", {})
+    return tmp_path
+
+
+def onnx_file(folder, name="small.onnx", seed_change=False):
+    model = small_cnn()
+    if seed_change:  # one weight differs
+        init = model.graph.initializer[0]
+        array = onnx.numpy_helper.to_array(init).copy()
+        array.flat[0] += 1.0
+        init.CopyFrom(onnx.numpy_helper.from_array(array, init.name))
+    path = folder / name
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def counts(kind):
+    return dict(cache.stats.get(kind, {}))
+
+
+def test_a_second_run_hits_every_cache_and_gives_the_same_report(fresh):
+    path = onnx_file(fresh)
+    first = network.run_network(path, placement="all").as_dict()
+    assert all(counts(kind).get("miss") == 1 and not counts(kind).get("hit") for kind in KINDS), cache.stats
+    second = network.run_network(path, placement="all").as_dict()
+    assert all(counts(kind).get("hit") == 1 for kind in KINDS), cache.stats
+    first.pop("wall_seconds"), second.pop("wall_seconds")
+    assert second == first and second["bit_exact"]
+
+
+def test_off_gives_the_same_report_without_entries(fresh, monkeypatch):
+    path = onnx_file(fresh)
+    on = network.run_network(path, placement="all").as_dict()
+    monkeypatch.setenv("VDLA_CACHE", "off")
+    monkeypatch.setattr(cache, "stats", {})
+    off = network.run_network(path, placement="all").as_dict()
+    assert not any(counts(kind).get("hit") for kind in KINDS)
+    on.pop("wall_seconds"), off.pop("wall_seconds")
+    assert on == off
+
+
+def test_the_model_is_keyed_by_file_content_and_input_shape(fresh):
+    a = network.built_model(onnx_file(fresh, "a.onnx"))
+    assert counts("model") == {"miss": 1, "stored": 1}
+    network.built_model(onnx_file(fresh, "renamed.onnx"))  # same bytes, other name: a hit
+    assert counts("model")["hit"] == 1
+    changed = network.built_model(onnx_file(fresh, "b.onnx", seed_change=True))
+    assert counts("model")["miss"] == 2
+    assert network.content_digest(changed) != network.content_digest(a)
+    network.built_model(onnx_file(fresh, "a.onnx"), input_shape=(1, 3, 16, 16))
+    assert counts("model")["miss"] == 3
+
+
+def test_a_built_in_model_is_keyed_by_resolution():
+    assert network.model_source("resnet18") == network.model_source("resnet18")
+    assert network.model_source("resnet18") != network.model_source("resnet34")
+    assert network.model_source("no-such-file.onnx") is None  # load_model reports it, uncached
+    with pytest.raises(network.ModelError):
+        network.built_model("no-such-file.onnx")
+
+
+def test_every_quantization_option_and_the_calibration_are_in_the_key(fresh):
+    graph = network.built_model(onnx_file(fresh))
+    shape = graph.shapes[graph.input]
+    calib = synthetic(shape, 2, 1).array
+    base = network.quantized(graph, calib, wide_output=True, add_scales=True)
+    assert counts("qgraph")["miss"] == 1
+    network.quantized(graph, calib.copy(), wide_output=True, add_scales=True)
+    assert counts("qgraph")["hit"] == 1
+    variants = [dict(calibration=synthetic(shape, 2, 9).array), dict(calibration=synthetic(shape, 3, 1).array),
+                dict(wide_output=False), dict(add_scales=False), dict(method="minmax")]
+    for i, change in enumerate(variants):
+        options = {"calibration": calib, "wide_output": True, "add_scales": True, **change}
+        network.quantized(graph, options.pop("calibration"), **options)
+        assert counts("qgraph")["miss"] == 2 + i, change
+    again = network.quantized(graph, calib, wide_output=True, add_scales=True)
+    assert network.content_digest(again) == network.content_digest(base)
+
+
+def test_the_report_is_keyed_by_the_test_inputs(fresh):
+    graph = network.built_model(onnx_file(fresh))
+    shape = graph.shapes[graph.input]
+    q = network.quantized(graph, synthetic(shape, 2, 1).array)
+    one = network.cached_quantization_report(graph, q, synthetic(shape, 2, 2))
+    assert network.cached_quantization_report(graph, q, synthetic(shape, 2, 2)) == one
+    assert counts("qreport") == {"miss": 1, "stored": 1, "hit": 1}
+    other = network.cached_quantization_report(graph, q, synthetic(shape, 2, 3))
+    assert counts("qreport")["miss"] == 2 and other != one
+    assert one == network.quantization_report(graph, q, synthetic(shape, 2, 2))
