@@ -44,7 +44,8 @@ EXIT_INTERNAL_ERROR = 1
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 EXIT_INTERRUPTED = interrupts.EXIT_INTERRUPTED
 # Modules that each add subcommands through ``add_parser(subparsers)``; one per package area.
-EXTENSIONS = ("vdla.cmd_sim", "vdla.cmd_compile", "vdla.cmd_run", "vdla.cmd_hw", "vdla.cmd_deploy", "vdla.cmd_sweep")
+EXTENSIONS = ("vdla.cmd_sim", "vdla.cmd_compile", "vdla.cmd_run", "vdla.cmd_hw", "vdla.cmd_deploy", "vdla.cmd_sweep",
+              "vdla.cmd_cache")
 
 
 def _print_json(data) -> None:
