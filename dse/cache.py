@@ -1,10 +1,10 @@
 """Caches shared by the points of a sweep.
 
 Two levels: a bounded in-process LRU (what one Ray worker has computed) and a directory of
-small JSON files (``DIR/cache``, shared by the workers of one machine, kept across re-runs).
-Every key includes :func:`code_key`, the hash of the sources that shape a cached result (the
-spec, the compiler, the simulator, the activity counts), so a result computed by other code is
-never reused (STYLE.md 16). Files are written atomically (:func:`vdla_hw.files.atomic_write`), so
+small JSON files (``DIR/cache``, shared by the workers of one machine, kept with the sweep's
+results). Every key includes :func:`code_key`, the hash of the project's sources
+(:func:`vdla_hw.cache.code_key`, which also keys the user-wide disk cache of :mod:`vdla_hw.cache`),
+so a result computed by other code is never reused (STYLE.md 16). Files are written atomically (:func:`vdla_hw.files.atomic_write`), so
 two workers writing the same entry cannot leave a torn file.
 
 Every file holds ``{"sha256": ..., "value": ...}``: the value and the sha256 of its canonical JSON
@@ -17,44 +17,29 @@ against damage and mistakes, not against someone who recomputes it.
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import json
 from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
 
+from vdla_hw.cache import code_key as project_code_key
+from vdla_hw.cache import key_of
 from vdla_hw.errors import VdlaError
 from vdla_hw.files import atomic_write, json_loads, json_text, read_capped
 
-ROOT = Path(__file__).resolve().parents[1]
 MAX_ENTRY_BYTES = 16 << 20  # a layer timing with its bundle metadata is a few kB
-CODE_SOURCES = ("vdla_hw/*.py", "vdla_sim/**/*.py", "compiler/**/*.py", "driver/*.py", "dse/activity.py",
-                "dse/evaluate.py")
 
 
-def sources_key(patterns) -> str:
-    """sha256 (16 hex digits) of the project files matching ``patterns`` (names and contents)."""
-    h = hashlib.sha256()
-    for pattern in patterns:
-        for path in sorted(ROOT.glob(pattern)):
-            h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
-
-@functools.cache
 def code_key() -> str:
-    """The key of the sources a cached layer result depends on."""
-    return sources_key(CODE_SOURCES)
+    """The key of the code a cached sweep result depends on: :func:`vdla_hw.cache.code_key` (every
+    source of the project's packages, one definition for every cache), 16 hex digits."""
+    return project_code_key()[:16]
 
 
 def digest(*parts) -> str:
-    """A short stable hash of JSON-able or bytes ``parts`` (with the code key)."""
-    h = hashlib.sha256(code_key().encode())
-    for part in parts:
-        h.update(part if isinstance(part, bytes) else json.dumps(part, sort_keys=True, default=str).encode())
-        h.update(b"\0")
-    return h.hexdigest()[:24]
+    """A short stable hash of ``parts`` (JSON-able values, bytes, arrays) with the code key
+    (:func:`vdla_hw.cache.key_of`)."""
+    return key_of("sweep", parts)[:24]
 
 
 class Lru:

@@ -122,11 +122,13 @@ def _encode(part, h) -> None:
         raise TypeError(f"cache key: cannot hash a {type(part).__name__} (use JSON-able values, bytes or arrays)")
 
 
-def key_of(kind: str, parts: tuple) -> str:
-    """The entry key (sha256 hex) of ``kind`` and ``parts`` under today's code."""
+def key_of(kind: str, parts: tuple, code: str | None = None) -> str:
+    """The entry key (sha256 hex) of ``kind`` and ``parts`` under today's code (``code``: see
+    :func:`cached`)."""
     if not KIND_RE.match(kind):
         raise ValueError(f"cache kind {kind!r}: lowercase letters, digits and '-', at most 32")
-    h = hashlib.sha256(f"vdla-cache format {FORMAT}\0{kind}\0{code_key()}\0".encode())
+    code = code_key() if code is None else f"narrow {code}"
+    h = hashlib.sha256(f"vdla-cache format {FORMAT}\0{kind}\0{code}\0".encode())
     _encode(tuple(parts), h)
     return h.hexdigest()
 
@@ -311,13 +313,16 @@ def evict(folder: Path, bound: int) -> int:
 
 # --- the API ------------------------------------------------------------------------------------
 
-def cached(kind: str, parts: tuple, compute: Callable[[], T]) -> T:
+def cached(kind: str, parts: tuple, compute: Callable[[], T], *, code: str | None = None) -> T:
     """``compute()``, or the value stored for the same ``kind``, ``parts`` and code.
 
     ``parts`` must name everything besides the project's code that determines the value; the
     value must be picklable. A miss stores the value before returning it (so the caller may
-    change it afterwards); a hit returns a fresh unpickled copy."""
-    key = key_of(kind, parts)
+    change it afterwards); a hit returns a fresh unpickled copy. ``code``: a narrower hash of
+    the code the value depends on, instead of :func:`code_key` (the whole project), for a
+    value that is expensive and whose caller hashes every source it comes from (the CPU-kernel
+    analyses); the caller answers for it."""
+    key = key_of(kind, parts, code)
     folder = root()
     if folder is not None:
         hit, value = read_entry(entry_path(folder, kind, key), kind, key)
@@ -329,6 +334,13 @@ def cached(kind: str, parts: tuple, compute: Callable[[], T]) -> T:
     if folder is not None:
         write_entry(folder, kind, key, value)
     return value
+
+
+def contains(kind: str, parts: tuple, *, code: str | None = None) -> bool:
+    """Whether an entry exists for these arguments of :func:`cached` (not checked: a damaged
+    one is found when read)."""
+    folder = root(create=False)
+    return folder is not None and entry_path(folder, kind, key_of(kind, parts, code)).is_file()
 
 
 def info() -> dict:

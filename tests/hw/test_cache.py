@@ -215,3 +215,13 @@ def test_two_processes_writing_one_entry(folder):
         assert proc.returncode == 0, err
         assert out.strip() == "0" and err == ""
     assert [p.name for p in (folder / "layer").iterdir()] == [f"{cache.key_of('layer', ('shared',))}.pkl"]
+
+
+def test_a_narrow_code_key_replaces_the_project_one(folder, monkeypatch):
+    cache.cached("cpu-cost", ("k",), Calls(1), code="analysis sources v1")
+    assert cache.contains("cpu-cost", ("k",), code="analysis sources v1")
+    assert not cache.contains("cpu-cost", ("k",), code="analysis sources v2")
+    assert not cache.contains("cpu-cost", ("k",))
+    monkeypatch.setattr(cache, "_code_key", "other project code")  # unrelated edits keep the entry
+    again = Calls(2)
+    assert cache.cached("cpu-cost", ("k",), again, code="analysis sources v1") == 1 and again.n == 0

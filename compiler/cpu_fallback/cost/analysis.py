@@ -11,25 +11,27 @@ merged tails, new preheaders) have no counter; their executions are estimated fr
 around them (at most what their predecessors run, at most what their successors run) and the
 share of cycles in such blocks is reported.
 
-Analyses are cached in ``$VDLA_CACHE_DIR/cpu-cost`` (default ``~/.cache/vdla/cpu-cost``) under
-a key that hashes everything the result depends on: the spec, the source of the kernel
-generators and of this analysis, the llvmlite and LLVM versions, ``llvm-mca --version`` and the
-CPU's data file. A stale entry can therefore never be read; an unreadable one is recomputed.
+Every analysis has a key that hashes everything the result depends on (:func:`cache_key`): the
+spec, the source of the kernel generators and of this analysis, the llvmlite and LLVM versions,
+``llvm-mca --version`` and the CPU's data file. A stale entry can therefore never be read. An
+analysis is looked up, in order, in the process's memo, in the analyses shipped with the project
+(``compiler/data/cpu-cost/<cpu>.json``: every kernel the presets' main jobs need, written by
+``scripts/precompute_cpu_costs.py``, so a first run on an empty cache does not analyse them), and
+in the disk cache (:mod:`vdla_hw.cache`, kind ``cpu-cost``, keyed by :func:`cache_key` alone so an
+unrelated edit of the project keeps them); only then is it computed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
-import os
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 FORMAT = 1
-CACHE_ENV = "VDLA_CACHE_DIR"
+CACHE_ENV = "VDLA_CACHE_DIR"  # vdla_hw.cache.DIR_ENV: where the disk cache lives
+SHIPPED_DIR = Path(__file__).resolve().parents[2] / "data" / "cpu-cost"
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,10 @@ def analyse_uncached(spec, cpu) -> KernelAnalysis:
 _memo: dict[str, KernelAnalysis] = {}
 _lock = threading.Lock()
 _sources = None
+_shipped: dict[str, dict[str, KernelAnalysis]] = {}
+# the disk cache's code part: cache_key already hashes every source and tool the analysis depends
+# on, so an unrelated edit of the project keeps the (expensive) analyses
+NARROW_CODE = f"compiler.cpu_fallback.cost.analysis.cache_key format {FORMAT}"
 
 
 def _source_digest() -> str:
@@ -151,31 +157,59 @@ def _source_digest() -> str:
     return _sources
 
 
-def cache_key(spec, cpu) -> str:
+def key_basis(cpu) -> list[str]:
+    """Every part of :func:`cache_key` but the spec: the format, the sources, the tools and the
+    CPU's data (the shipped analyses record it, so a test can say when they are stale)."""
     import llvmlite
     import llvmlite.binding as llvm
 
     from .mca import version
 
-    parts = [f"format {FORMAT}", type(spec).__name__, spec.describe(), _source_digest(),
-             f"llvmlite {llvmlite.__version__} llvm {llvm.llvm_version_info}", version(), cpu.fingerprint()]
+    return [f"format {FORMAT}", _source_digest(), f"llvmlite {llvmlite.__version__} llvm {llvm.llvm_version_info}",
+            version(), cpu.fingerprint()]
+
+
+def cache_key(spec, cpu) -> str:
+    basis = key_basis(cpu)
+    parts = [basis[0], type(spec).__name__, spec.describe(), *basis[1:]]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def cache_dir() -> Path:
-    base = os.environ.get(CACHE_ENV) or os.path.join(os.environ.get("XDG_CACHE_HOME") or
-                                                     os.path.join(Path.home(), ".cache"), "vdla")
-    return Path(base) / "cpu-cost"
+def shipped_path(cpu_name: str) -> Path:
+    """The analyses shipped with the project for one CPU (``scripts/precompute_cpu_costs.py``)."""
+    return SHIPPED_DIR / f"{cpu_name}.json"
 
 
-def _path(key: str, cpu) -> Path:
-    return cache_dir() / cpu.name / key[:2] / f"{key}.json"
+def shipped(cpu) -> dict[str, KernelAnalysis]:
+    """cache key -> analysis of the shipped file of ``cpu`` (empty when there is none); read once.
+    An entry whose key today's code does not produce is never looked up, so a stale file costs
+    time, never a wrong answer."""
+    with _lock:
+        if cpu.name in _shipped:
+            return _shipped[cpu.name]
+    from vdla_hw.errors import VdlaError
+    from vdla_hw.files import json_loads, read_capped
+
+    path, table = shipped_path(cpu.name), {}
+    if path.is_file():
+        where = f"{path}: shipped CPU-kernel analyses"
+        data = json_loads(read_capped(path, "shipped CPU-kernel analyses"), where)
+        try:
+            table = {key: KernelAnalysis.from_json(entry["analysis"]) for key, entry in data["entries"].items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise VdlaError(f"{where}: malformed ({type(err).__name__}: {err}); regenerate it with "
+                            "scripts/precompute_cpu_costs.py") from None
+    with _lock:
+        _shipped[cpu.name] = table
+    return table
 
 
 def is_cached(spec, cpu) -> bool:
-    """Whether the analysis is in memory or on disk (no work needed)."""
+    """Whether the analysis is in memory, shipped or on disk (no work needed)."""
+    from vdla_hw.cache import contains
+
     key = cache_key(spec, cpu)
-    return key in _memo or _path(key, cpu).is_file()
+    return key in _memo or key in shipped(cpu) or contains("cpu-cost", (key,), code=NARROW_CODE)
 
 
 def remember(spec, cpu, result: KernelAnalysis) -> KernelAnalysis:
@@ -186,32 +220,17 @@ def remember(spec, cpu, result: KernelAnalysis) -> KernelAnalysis:
 
 
 def analyse(spec, cpu) -> KernelAnalysis:
-    """The analysis of ``spec`` on ``cpu``, from the in-process memo, the disk cache or fresh."""
+    """The analysis of ``spec`` on ``cpu``: from the in-process memo, the shipped analyses, the
+    disk cache (:mod:`vdla_hw.cache`, kind ``cpu-cost``) or fresh."""
+    from vdla_hw.cache import cached
+
     key = cache_key(spec, cpu)
     with _lock:
         if key in _memo:
             return _memo[key]
-    path = _path(key, cpu)
-    result = None
-    try:
-        result = KernelAnalysis.from_json(json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError, KeyError):
-        result = None
+    result = shipped(cpu).get(key)
     if result is None:
-        result = analyse_uncached(spec, cpu)
-        _write(path, result)
+        result = cached("cpu-cost", (key,), lambda: analyse_uncached(spec, cpu), code=NARROW_CODE)
     with _lock:
         _memo[key] = result
     return result
-
-
-def _write(path: Path, result: KernelAnalysis) -> None:
-    """Atomic write (a concurrent reader sees the old file or the new one); a read-only or full
-    cache directory only costs the next run the analysis again."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as fh:
-            json.dump(result.to_json(), fh)
-        os.replace(fh.name, path)
-    except OSError:
-        pass
