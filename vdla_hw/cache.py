@@ -244,7 +244,11 @@ def read_entry(path: Path, kind: str, key: str):
 
 def write_entry(folder: Path, kind: str, key: str, value) -> bool:
     """Store ``value`` (True when stored); too large for the bound or unwritable: not stored."""
-    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError) as err:  # a caller's bug: said, not fatal
+        warn(f"cannot store a {type(value).__name__} in the cache (kind {kind}): {err}")
+        return False
     data = MAGIC + _seal(kind, key, payload) + b"\n" + payload
     bound = max_bytes()
     if len(data) > bound:

@@ -225,3 +225,11 @@ def test_a_narrow_code_key_replaces_the_project_one(folder, monkeypatch):
     monkeypatch.setattr(cache, "_code_key", "other project code")  # unrelated edits keep the entry
     again = Calls(2)
     assert cache.cached("cpu-cost", ("k",), again, code="analysis sources v1") == 1 and again.n == 0
+
+
+def test_an_unpicklable_value_is_returned_and_said_once(folder, capsys):
+    value = lambda: None  # noqa: E731  (a lambda does not pickle)
+    assert cache.cached("model", (), Calls(value)) is value
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot store a function" in err
+    assert cache.info()["entries"] == 0
