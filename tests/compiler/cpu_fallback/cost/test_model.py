@@ -95,8 +95,8 @@ def test_prefetched_analyses_equal_in_process_ones(tmp_path, monkeypatch):
     model = CpuModel("cortex-a9", workers=2)
     assert model.prefetch(specs) == 4 and model.prefetch(specs) == 0  # already pending
     ahead = [model.kernel_cost(s).cycles for s in specs]
-    assert len(list(tmp_path.rglob("*.json"))) == 4  # the workers filled the disk cache
+    assert len(list((tmp_path / "cpu-cost").glob("*.pkl"))) == 4  # the workers filled the disk cache
     monkeypatch.setattr(analysis, "_memo", {})
-    monkeypatch.setattr(analysis, "cache_dir", lambda: tmp_path / "elsewhere")
+    monkeypatch.setenv(analysis.CACHE_ENV, str(tmp_path / "elsewhere"))
     assert [CpuModel("cortex-a9", workers=0).kernel_cost(s).cycles for s in specs] == ahead
     assert CpuModel("cortex-a9", workers=0).prefetch(specs) == 0
