@@ -63,15 +63,38 @@ def load_model(model: str, resolution: int = 224, input_shape: tuple[int, ...] |
 
 def model_source(model: str, input_shape: tuple[int, ...] | None = None) -> tuple | None:
     """What, besides the code and the resolution, determines the graph :func:`load_model` builds:
-    a built-in model's name, or an ONNX file's sha256 (not its name) with ``input_shape``; None
-    for a file that cannot be read (:func:`load_model` then reports it)."""
+    a built-in model's name, or an ONNX file's sha256 (not its name) and those of the external
+    data files it names, with ``input_shape``; None for a file that cannot be read or parsed
+    (:func:`load_model` then reports it)."""
+    shape = None if input_shape is None else list(input_shape)
     if model in BUILTIN:
-        return ("builtin", model, None if input_shape is None else list(input_shape))
+        return ("builtin", model, shape)
     try:
         data = Path(model).read_bytes()
-    except OSError:
+        external = [(name, hashlib.sha256((Path(model).resolve().parent / name).read_bytes()).hexdigest())
+                    for name in external_files(data)]
+    except (OSError, ValueError):
         return None
-    return ("onnx", hashlib.sha256(data).hexdigest(), None if input_shape is None else list(input_shape))
+    return ("onnx", hashlib.sha256(data).hexdigest(), external, shape)
+
+
+def external_files(data: bytes) -> list[str]:
+    """The external-data files (relative names) an ONNX file's tensors are stored in; ValueError
+    for bytes that are not an ONNX model."""
+    if b"location" not in data:  # the key every external tensor names its file by
+        return []
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    from compiler.frontend.onnx_read import _tensors
+
+    try:
+        parsed = onnx.load_model_from_string(data)
+    except (DecodeError, RuntimeError) as err:
+        raise ValueError(f"not an ONNX model ({type(err).__name__})") from None
+    return sorted({entry.value for _, tensor in _tensors(parsed.graph)
+                   if tensor.data_location == onnx.TensorProto.EXTERNAL
+                   for entry in tensor.external_data if entry.key == "location"})
 
 
 def built_model(model: str, resolution: int = 224, input_shape: tuple[int, ...] | None = None) -> Graph:

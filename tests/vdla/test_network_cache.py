@@ -107,3 +107,25 @@ def test_the_report_is_keyed_by_the_test_inputs(fresh):
     other = network.cached_quantization_report(graph, q, synthetic(shape, 2, 3))
     assert counts("qreport")["miss"] == 2 and other != one
     assert one == network.quantization_report(graph, q, synthetic(shape, 2, 2))
+
+
+def test_external_data_files_are_in_the_model_key(fresh):
+    model = small_cnn()
+    path = fresh / "ext.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="ext.onnx.data", size_threshold=0)
+    assert network.external_files(path.read_bytes()) == ["ext.onnx.data"]
+    first = network.built_model(str(path))
+    assert counts("model") == {"miss": 1, "stored": 1}
+    network.built_model(str(path))
+    assert counts("model")["hit"] == 1
+    data = fresh / "ext.onnx.data"
+    raw = bytearray(data.read_bytes())
+    raw[0] ^= 0x40  # one weight changes, the .onnx file does not
+    data.write_bytes(bytes(raw))
+    changed = network.built_model(str(path))
+    assert counts("model")["miss"] == 2 and network.content_digest(changed) != network.content_digest(first)
+    data.unlink()  # unreadable: not cached, load_model reports it
+    assert network.model_source(str(path)) is None
+    with pytest.raises(network.ModelError):
+        network.built_model(str(path))
