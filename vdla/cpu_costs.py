@@ -47,12 +47,12 @@ def job_specs(model: str, preset: str, cpu_model) -> list:
     :func:`recording_model`) to analyse: those the cost placement prices (each op's kernel, the
     pack and unpack of each candidate offload, padded as it would run) and those the run's
     prefetch names (``placement_cost.kernel_specs``; the executed placement is one of them)."""
-    from compiler.network import placement_cost
+    from compiler.network import partition, placement_cost
     from vdla.network import prepare
 
     cpu_model.asked.clear()
     p = prepare(model, config=preset, resolution=RESOLUTION, placement="cost", cpu_model=cpu_model)
-    rules = prepare(model, config=preset, resolution=RESOLUTION, placement="all").placements
+    rules = partition(p.q, p.config, placement="all")
     candidates = [name for name, placed in rules.items() if placed.target == "vdla"]
     named = placement_cost.kernel_specs(p.q, candidates, p.config)
     return list(dict.fromkeys([*cpu_model.asked,
