@@ -131,25 +131,44 @@ def check_layout(config: Config) -> None:
         _place(field_table(kind, config), INSN_BITS, f"{kind} instruction", config)
 
 
-class Insn:
-    """One decoded instruction: ``kind`` and a value per field (flags and fields default to 0)."""
+_ALL_FIELDS = ("memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_top",
+               "y_pad_bottom", "x_pad_left", "x_pad_right", "reset", "uop_bgn", "uop_end", "iter_out",
+               "iter_in", "dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
+               "wgt_factor_out", "wgt_factor_in", "alu_opcode", "use_imm", "imm", *FLAGS)
 
-    __slots__ = ("kind", "fields")
+
+class Insn:
+    """One decoded instruction: ``kind`` and a value per field (flags and fields default to 0).
+
+    Every field name of the ISA is a plain slot, set once here (0 when not given), so reading
+    ``insn.iter_out`` in the simulator's loops is an attribute read, not a dictionary look-up;
+    ``fields`` keeps the values as given (encoding, equality and the text form use it)."""
+
+    __slots__ = ("kind", "fields", *_ALL_FIELDS)
 
     def __init__(self, kind: str, **fields: int):
         if kind not in OPCODES:
             raise EncodingError(str(kind), "opcode", f"unknown instruction kind (known: {', '.join(OPCODES)})")
-        object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "fields", dict(fields))
+        setter = object.__setattr__
+        setter(self, "kind", kind)
+        setter(self, "fields", dict(fields))
+        for name in _ALL_FIELDS:
+            setter(self, name, fields.get(name, 0))
 
     def __getattr__(self, name):
+        # only reached for names that are not ISA fields (they are slots): values given under
+        # other names (which encode() refuses) still read back
         try:
-            return self.fields.get(name, 0) if name in _ALL_FIELDS else self.fields[name]
+            return self.fields[name]
         except KeyError:
             raise AttributeError(name) from None
 
     def __setattr__(self, name, value):
         raise AttributeError("Insn is immutable; use replace()")
+
+    def __reduce__(self):
+        # slots of an immutable object do not unpickle by setattr: rebuild from kind and fields
+        return _rebuild_insn, (self.kind, self.fields)
 
     def replace(self, **changes: int) -> Insn:
         return Insn(self.kind, **{**self.fields, **changes})
@@ -170,7 +189,7 @@ class Insn:
     @property
     def mem(self) -> str:
         """Memory type name of a LOAD or STORE ('uop', 'wgt', 'inp', 'acc', 'out')."""
-        return MEM_TYPES[self.fields.get("memory_type", 0)]
+        return MEM_TYPES[self.memory_type]
 
     @property
     def module(self) -> str:
@@ -182,10 +201,10 @@ class Insn:
         return "compute"
 
 
-_ALL_FIELDS = {"memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_top",
-               "y_pad_bottom", "x_pad_left", "x_pad_right", "reset", "uop_bgn", "uop_end", "iter_out",
-               "iter_in", "dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
-               "wgt_factor_out", "wgt_factor_in", "alu_opcode", "use_imm", "imm", *FLAGS}
+def _rebuild_insn(kind: str, fields: dict) -> Insn:
+    return Insn(kind, **fields)
+
+
 
 
 def encode(insn: Insn, config: Config, index: int | None = None) -> bytes:
