@@ -140,34 +140,23 @@ _ALL_FIELDS = ("memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_s
 class Insn:
     """One decoded instruction: ``kind`` and a value per field (flags and fields default to 0).
 
-    Every field name of the ISA is a plain slot, set once here (0 when not given), so reading
-    ``insn.iter_out`` in the simulator's loops is an attribute read, not a dictionary look-up;
-    ``fields`` keeps the values as given (encoding, equality and the text form use it)."""
-
-    __slots__ = ("kind", "fields", *_ALL_FIELDS)
+    Fields are plain attributes (the given values in the instance, every ISA field's default 0
+    on the class), so reading ``insn.iter_out`` in the simulator's loops is an ordinary
+    attribute read, never a ``__getattr__`` call; ``fields`` keeps the values as given
+    (encoding, equality and the text form use it)."""
 
     def __init__(self, kind: str, **fields: int):
         if kind not in OPCODES:
             raise EncodingError(str(kind), "opcode", f"unknown instruction kind (known: {', '.join(OPCODES)})")
-        setter = object.__setattr__
-        setter(self, "kind", kind)
-        setter(self, "fields", dict(fields))
-        for name in _ALL_FIELDS:
-            setter(self, name, fields.get(name, 0))
-
-    def __getattr__(self, name):
-        # only reached for names that are not ISA fields (they are slots): values given under
-        # other names (which encode() refuses) still read back
-        try:
-            return self.fields[name]
-        except KeyError:
-            raise AttributeError(name) from None
+        attrs = self.__dict__
+        attrs.update(fields)
+        attrs["kind"], attrs["fields"] = kind, fields
 
     def __setattr__(self, name, value):
         raise AttributeError("Insn is immutable; use replace()")
 
     def __reduce__(self):
-        # slots of an immutable object do not unpickle by setattr: rebuild from kind and fields
+        # an immutable object does not unpickle by setattr: rebuild from kind and fields
         return _rebuild_insn, (self.kind, self.fields)
 
     def replace(self, **changes: int) -> Insn:
@@ -199,6 +188,11 @@ class Insn:
         if self.kind == "LOAD" and self.mem in ("inp", "wgt"):
             return "load"
         return "compute"
+
+
+for _name in _ALL_FIELDS:  # the defaults every instruction reads for the fields it was not given
+    setattr(Insn, _name, 0)
+del _name
 
 
 def _rebuild_insn(kind: str, fields: dict) -> Insn:
@@ -259,9 +253,41 @@ def encode_program(insns: list[Insn], config: Config) -> bytes:
 
 
 def decode_program(data: bytes, config: Config) -> list[Insn]:
+    """Every instruction of a stream, equal to :func:`decode` of each (vectorised per kind);
+    the first bad instruction in program order raises :func:`decode`'s error."""
     if len(data) % 16:
         raise EncodingError("instruction stream", "length", f"{len(data)} bytes is not a multiple of 16")
-    return [decode(data[i:i + 16], config, i // 16) for i in range(0, len(data), 16)]
+    n = len(data) // 16
+    words = np.frombuffer(data, dtype="<u8").reshape(n, 2)  # (low, high) 64-bit words
+    opcodes = words[:, 0] & 0b111
+    bad = [np.flatnonzero(~np.isin(opcodes, list(KINDS)))]
+    columns = {}
+    for code, kind in KINDS.items():  # every instruction of one kind at once, field by field
+        rows = np.flatnonzero(opcodes == code)
+        if not rows.size:
+            continue
+        values = {}
+        for name, f in layout(kind, config).items():
+            if name == "opcode":
+                continue
+            v = ((words[rows, f.lo // WORD_BITS] >> np.uint64(f.lo % WORD_BITS))
+                 & np.uint64((1 << f.width) - 1)).astype(np.int64)   # fields never cross a word
+            if f.signed:
+                v -= (v >> (f.width - 1)) << f.width
+            values[name] = v
+        if "memory_type" in values:
+            bad.append(rows[values["memory_type"] >= len(MEM_TYPES)])
+        if "alu_opcode" in values:
+            bad.append(rows[values["alu_opcode"] >= len(ALU_OPS)])
+        columns[kind] = (rows.tolist(), list(values), [v.tolist() for v in values.values()])
+    first_bad = min((int(b[0]) for b in bad if b.size), default=-1)
+    if first_bad >= 0:  # the one-instruction decoder names the error
+        decode(data[16 * first_bad:16 * first_bad + 16], config, first_bad)
+    out: list[Insn] = [None] * n  # type: ignore[list-item]
+    for kind, (rows, names, cols) in columns.items():
+        for i, vals in zip(rows, zip(*cols)):
+            out[i] = Insn(kind, **dict(zip(names, vals)))
+    return out
 
 
 def encode_uops(uops, config: Config) -> np.ndarray:

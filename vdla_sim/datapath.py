@@ -70,41 +70,49 @@ class Datapath:
     # --- LOAD / STORE -----------------------------------------------------------------------
     def _rows(self, mem: str, insn: isa.Insn) -> np.ndarray:
         """The DRAM rows of a LOAD/STORE as a (y_size, x_size, *element) view of the image."""
-        view = self.views[mem][insn.dram_base:]
+        view = self.views[mem]
+        base, y, x, stride = insn.dram_base, insn.y_size, insn.x_size, insn.x_stride
+        if y == 1 or stride == x:
+            return view[base:base + y * x].reshape(y, x, *view.shape[1:])
+        if base + y * stride <= len(view):
+            return view[base:base + y * stride].reshape(y, stride, *view.shape[1:])[:, :x]
+        view = view[base:]  # the last row ends within its stride of the image's end
         return np.lib.stride_tricks.as_strided(
-            view, shape=(insn.y_size, insn.x_size, *view.shape[1:]),
-            strides=(insn.x_stride * view.strides[0], *view.strides))
+            view, shape=(y, x, *view.shape[1:]), strides=(stride * view.strides[0], *view.strides))
 
     def load(self, insn: isa.Insn, index: int) -> None:
-        if not program.moves_data(insn):
+        y, x = insn.y_size, insn.x_size
+        if not (x and y):  # a flag carrier moves nothing (program.moves_data)
             return
-        mem, cfg = insn.mem, self.config
+        mem = insn.mem
         rows, cols = program.footprint(insn)
         n = rows * cols
         base = insn.sram_base
         if self.races is not None and mem in ("inp", "wgt"):
             self.races.write_elems(mem, slice(base, base + n), index)
-        target = self.srams.of(mem)
+        target = self.srams.of(mem)[base:base + n]
         data = self._rows(mem, insn)
-        if n != insn.y_size * insn.x_size:
-            tile = np.zeros((rows, cols, *cfg.elem_shape(mem)), dtype=cfg.elem_dtype(mem))
-            tile[insn.y_pad_top:insn.y_pad_top + insn.y_size, insn.x_pad_left:insn.x_pad_left + insn.x_size] = data
-            data = tile
-        target[base:base + n] = data.reshape(target[base:base + n].shape)
+        if n != y * x:
+            tile = target.reshape(rows, cols, *data.shape[2:])
+            tile[...] = 0
+            tile[insn.y_pad_top:insn.y_pad_top + y, insn.x_pad_left:insn.x_pad_left + x] = data
+        else:
+            target.reshape(y, x, *data.shape[2:])[...] = data
         if mem == "uop":
-            self.uop_table[base:base + n] = isa.decode_uops(target[base:base + n], cfg)
+            self.uop_table[base:base + n] = isa.decode_uops(target, self.config)
             self.uop_version += 1
-        self.counters.load_bytes[mem] += insn.y_size * insn.x_size * self.elem_bytes[mem]
+        self.counters.load_bytes[mem] += y * x * self.elem_bytes[mem]
 
     def store(self, insn: isa.Insn, index: int) -> None:
-        if not program.moves_data(insn):
+        y, x = insn.y_size, insn.x_size
+        if not (x and y):
             return
-        n = insn.y_size * insn.x_size
+        n = y * x
         base = insn.sram_base
         if self.races is not None:
             self.races.read_elems("out", slice(base, base + n), index)
         data = self.srams.out[base:base + n]
-        self._rows("out", insn)[...] = data.reshape(insn.y_size, insn.x_size, *data.shape[1:])
+        self._rows("out", insn)[...] = data.reshape(y, x, *data.shape[1:])
         self.counters.store_bytes += n * self.elem_bytes["out"]
 
     # --- GEMM / ALU -------------------------------------------------------------------------

@@ -61,7 +61,8 @@ class Engine:
         self.bundle = bundle
         self.config = c = bundle.config
         self.insns = insns = program.decode_checked(bundle)  # fields and ranges, in program order
-        check_work(work.of(insns, c), c, max_work)
+        self.costs = [timing.exec_cost(c, insn) for insn in insns]
+        check_work(work.of(insns, c, self.costs), c, max_work)
         self.max_cycles = limits.DEFAULT_MAX_CYCLES if max_cycles is None else int(max_cycles)
         self.ql = c.QUEUE_LATENCY
         self.dram = bundle.dram.copy()
@@ -71,7 +72,6 @@ class Engine:
         self.module_of = [insn.module for insn in insns]
         self.pops = [isa.pops(insn) for insn in insns]
         self.pushes = [isa.pushes(insn) for insn in insns]
-        self.costs = [timing.exec_cost(c, insn) for insn in insns]
         self.nbytes = [insn.y_size * insn.x_size * c.elem_bytes(insn.mem) if insn.kind in ("LOAD", "STORE") else 0
                        for insn in insns]
         self.mods = {m: _Module(m, [i for i, mod in enumerate(self.module_of) if mod == m]) for m in EXEC_MODULES}

@@ -23,7 +23,8 @@ each time the instruction runs. The first kind that applies:
 * ``grouped`` (im2col): the loop's (dst, src, wgt) triples sorted by accumulator; accumulators
   whose sorted weight sequences are equal form a group (a convolution's output pixels share
   their taps), and each group is one product (n*BATCH x K*BLOCK_IN) @ (K*BLOCK_IN x BLOCK_OUT)
-  of its gathered inputs with its K stacked weights; every accumulator is in one group;
+  of its gathered inputs with its K stacked weights; every accumulator is in one group, and
+  consecutive groups gathering the same inputs (output-channel blocks) share one product;
 * ``entry``: too many groups (irregular uops): one vector-matrix product per uop in one batched
   call, summed per accumulator.
 """
@@ -132,7 +133,7 @@ class GemmPlan:
         sd, ss, sw = dst[order], src[order], wgt[order]
         starts = np.flatnonzero(np.r_[True, sd[1:] != sd[:-1]])
         counts = np.diff(np.r_[starts, sd.size])
-        groups = []  # (accumulators (n,), sources (n, K), weights (K,))
+        groups = []  # (accumulators (n,), sources (n, K), weights (K,)) per weight pattern
         for k in np.unique(counts):
             rows = starts[counts == k]
             pos = rows[:, None] + np.arange(k, dtype=np.int64)[None, :]
@@ -143,9 +144,20 @@ class GemmPlan:
             for g in range(len(patterns)):
                 sel = np.flatnonzero(inverse == g)
                 groups.append((sd[rows[sel]], ss[pos[sel]], patterns[g]))
-        self.kind, self.groups = "grouped", groups
-        self.out = np.concatenate([g[0] for g in groups])
-        self.ftypes = [float_type(g[2].size * self.bi) for g in groups]
+        # groups reading the same sources (a convolution's output-channel blocks) share one
+        # product: their weights side by side, (n*BATCH x K*BLOCK_IN) @ (K*BLOCK_IN x G*BLOCK_OUT)
+        merged = []  # (accumulators (G, n), sources (n, K), weights (G, K))
+        for acc, srcs, wgts in groups:
+            last = merged[-1] if merged else None
+            if last is not None and last[1].shape == srcs.shape and np.array_equal(last[1], srcs):
+                last[0].append(acc)
+                last[2].append(wgts)
+            else:
+                merged.append(([acc], srcs, [wgts]))
+        self.groups = [(np.stack(a), s, np.stack(w)) for a, s, w in merged]
+        self.kind = "grouped"
+        self.out = np.concatenate([a.reshape(-1) for a, _, _ in self.groups])
+        self.ftypes = [float_type(s.shape[1] * self.bi) for _, s, _ in self.groups]
         return True
 
     # --- execution ----------------------------------------------------------------------
@@ -162,15 +174,16 @@ class GemmPlan:
         if self.kind == "grouped":
             out = np.empty((self.out.size, b, bo), dtype=np.int32)
             at = 0
-            for (acc, srcs, wgts), f in zip(self.groups, self.ftypes):
-                n, k = srcs.shape
+            for (accs, srcs, wgts), f in zip(self.groups, self.ftypes):
+                (g, n), k = accs.shape, srcs.shape[1]
                 x = inp[srcs]                                             # (n, K, B, BI)
                 if b > 1:
                     x = x.transpose(0, 2, 1, 3)
                 x = x.reshape(n * b, k * bi).astype(f)
-                w = wgt[wgts].transpose(0, 2, 1).reshape(k * bi, bo).astype(f)  # (K*BI, BO)
-                out[at:at + n] = to_int32(serial_matmul(x, w)).reshape(n, b, bo)
-                at += n
+                w = wgt[wgts].transpose(1, 3, 0, 2).reshape(k * bi, g * bo).astype(f)  # (K*BI, G*BO)
+                prod = to_int32(serial_matmul(x, w)).reshape(n, b, g, bo)
+                out[at:at + g * n] = prod.transpose(2, 0, 1, 3).reshape(g * n, b, bo)
+                at += g * n
             return out
         x = inp[self.xi].astype(np.float32)                               # (E, B, BI)
         w = wgt[self.wi].astype(np.float32)                               # (E, BO, BI)
