@@ -215,3 +215,29 @@ class Datapath:
             ok = bool((self.mark[s] >= pos).all())  # _NONE (not written here) passes
         self.mark[d] = _NONE
         return ok
+
+
+class Tally:
+    """The timing-only stand-in for :class:`Datapath`: the same counters, no SRAMs, no values.
+
+    Timing never depends on values (vdla_hw/timing.py: costs come from the fields and DRAM
+    addresses), so a run with a Tally has the cycles and byte counts of a data run; what it
+    cannot check are the rules that read memory contents: uop indices out of their SRAM,
+    accumulator hazards (uops come from DRAM) and races (their elements come from the uops)."""
+
+    def __init__(self, config: Config):
+        self.counters = Counters()
+        self.elem_bytes = {mem: config.elem_bytes(mem) for mem in isa.MEM_TYPES}
+
+    def execute(self, insn: isa.Insn, index: int) -> None:
+        counters, kind = self.counters, insn.kind
+        counters.insns[kind] += 1
+        if kind == "LOAD":
+            counters.load_bytes[insn.mem] += insn.y_size * insn.x_size * self.elem_bytes[insn.mem]
+        elif kind == "STORE":
+            counters.store_bytes += insn.y_size * insn.x_size * self.elem_bytes["out"]
+        elif kind == "GEMM":
+            counters.gemm_uops += timing.uop_count(insn)
+        elif kind == "ALU":
+            counters.alu_uops += timing.uop_count(insn)
+
