@@ -155,7 +155,8 @@ class Datapath:
         if plan.hazard is not None:
             raise HazardError(index, "GEMM", "uop", plan.hazard)
         # int32 + int32 wraps modulo 2**32: wrap32 of the sum (vdla_sim/gemm.py)
-        self._write_acc(plan.out, self.srams.acc[plan.out] + plan.products(self.srams.inp, self.srams.wgt), index)
+        where = plan.where
+        self._write_acc(where, self.srams.acc[where] + plan.products(self.srams.inp, self.srams.wgt), index)
 
     def _plan(self, insn: isa.Insn, index: int) -> GemmPlan:
         """The GEMM's index arrays and matrix-product plan, cached per loop and uop contents."""

@@ -37,10 +37,11 @@ from vdla_hw import isa, program, timing
 
 F32_EXACT_TERMS = 1 << 10      # int8 products summed exactly in float32 (see above)
 MAX_GROUPS = 64                # more weight patterns than this: per-uop products instead
-# OpenBLAS splits a product of more than 64**3 multiply-adds over threads; on a machine shared
-# with other jobs that is many times slower than one thread for these small products, so
-# products are cut into row blocks below this size.
-BLAS_SERIAL = 1 << 17
+# OpenBLAS splits a product of more than 64**3 = 2**18 multiply-adds over threads (interface/
+# gemm.c: threads only when M*N*K > SMP_THRESHOLD_MIN 65536 x GEMM_MULTITHREAD_THRESHOLD 4); on a
+# machine shared with other jobs that is many times slower than one thread for these small
+# products, so products are cut into row blocks of at most this size.
+BLAS_SERIAL = 1 << 18
 
 
 def float_type(terms: int):
@@ -59,6 +60,14 @@ def serial_matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return out
 
 
+def as_slice(index: np.ndarray) -> slice | np.ndarray:
+    """``index`` as the equal slice when it is an ascending range (cheaper to read and write)."""
+    if index.size and int(index[-1]) - int(index[0]) == index.size - 1 and \
+            (index.size == 1 or bool((np.diff(index) == 1).all())):
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
+
+
 def to_int32(products: np.ndarray) -> np.ndarray:
     """Exact integer float products as int32 modulo 2**32 (float64 ones may pass 2**31)."""
     if products.dtype == np.float32:  # |value| <= 2**24
@@ -69,9 +78,11 @@ def to_int32(products: np.ndarray) -> np.ndarray:
 class GemmPlan:
     """Index arrays of one GEMM loop (or piece of one) and how to compute its products.
 
-    ``dst``/``src``/``wgt``: the distinct elements it touches (for the race tracker);
+    ``dst``/``src``/``wgt``: the distinct elements it touches (for the race tracker; a slice
+    when they form a range);
     ``hazard``: the message of its first accumulator hazard or None; ``out``: the distinct
-    accumulators it updates, in the order of :meth:`products`' rows.
+    accumulators it updates, in the order of :meth:`products`' rows; ``where``: ``out`` as a
+    slice when it is a range (a blocked GEMM's tile), else ``out``.
     """
 
     def __init__(self, insn: isa.Insn, uops: np.ndarray, config, *, tail: np.ndarray | None = None,
@@ -79,7 +90,7 @@ class GemmPlan:
         """``insn``/``uops``: the loop (or one piece of it, whose first uop is at position
         ``first`` of the whole loop, after the whole loop's last uops ``tail``)."""
         dst, src, wgt = program.loop_indices(insn, uops)
-        self.dst, self.src, self.wgt = np.unique(dst), np.unique(src), np.unique(wgt)
+        self.dst, self.src, self.wgt = (as_slice(np.unique(a)) for a in (dst, src, wgt))
         self.hazard = None
         self.tail = dst[-timing.GEMM_HAZARD_DISTANCE:].copy()
         if not insn.reset and dst.size:
@@ -98,13 +109,13 @@ class GemmPlan:
             return
         self.batch, self.bi, self.bo = config.batch, config.block_in, config.block_out
         self.nu = len(uops)
-        if self._dense(insn, uops) or self._grouped(dst, src, wgt):
-            return
-        self.kind, self.xi, self.wi = "entry", src, wgt
-        order = np.argsort(dst, kind="stable")
-        sd = dst[order]
-        self.starts = np.flatnonzero(np.r_[True, sd[1:] != sd[:-1]])
-        self.order, self.out = order, sd[self.starts]
+        if not (self._dense(insn, uops) or self._grouped(dst, src, wgt)):
+            self.kind, self.xi, self.wi = "entry", src, wgt
+            order = np.argsort(dst, kind="stable")
+            sd = dst[order]
+            self.starts = np.flatnonzero(np.r_[True, sd[1:] != sd[:-1]])
+            self.order, self.out = order, sd[self.starts]
+        self.where = as_slice(self.out)
 
     # --- planning -----------------------------------------------------------------------
     def _dense(self, insn, uops) -> bool:
@@ -123,6 +134,9 @@ class GemmPlan:
                     return False
                 self.kind, self.shape, self.out = "dense", (np_, nr), out
                 self.xi = s_u[0] + kp[:, None] * sp + kr[None, :] * sr      # (Np, Nr)
+                rows = as_slice(self.xi.reshape(-1))  # a tile of consecutive inputs: no gather
+                if isinstance(rows, slice):
+                    self.xi = (rows, np_, nr)
                 self.wi = w_u[None, :] + kr[:, None] * wr                   # (Nr, U)
                 self.ftype = float_type(nr * self.bi)
                 return True
@@ -167,7 +181,8 @@ class GemmPlan:
         if self.kind == "dense":
             np_, nr = self.shape
             nu, f = self.nu, self.ftype
-            x = inp[self.xi].transpose(0, 2, 1, 3).reshape(np_ * b, nr * bi).astype(f)
+            x = inp[self.xi[0]].reshape(np_, nr, b, bi) if isinstance(self.xi, tuple) else inp[self.xi]
+            x = x.transpose(0, 2, 1, 3).reshape(np_ * b, nr * bi).astype(f)
             w = wgt[self.wi].transpose(0, 3, 1, 2).reshape(nr * bi, nu * bo).astype(f)
             prod = serial_matmul(x, w).reshape(np_, b, nu, bo).transpose(0, 2, 1, 3).reshape(-1, b, bo)
             return to_int32(prod)
