@@ -148,9 +148,25 @@ class Insn:
     def __init__(self, kind: str, **fields: int):
         if kind not in OPCODES:
             raise EncodingError(str(kind), "opcode", f"unknown instruction kind (known: {', '.join(OPCODES)})")
+        self._fill(kind, fields)
+
+    def _fill(self, kind: str, fields: dict) -> None:
         attrs = self.__dict__
         attrs.update(fields)
         attrs["kind"], attrs["fields"] = kind, fields
+        # derived once: read for every instruction on the simulator's paths
+        memory_type = fields.get("memory_type", 0)
+        known = isinstance(memory_type, (int, np.integer)) and 0 <= memory_type < len(MEM_TYPES)
+        mem = attrs["mem"] = MEM_TYPES[memory_type] if known else None
+        attrs["module"] = "store" if kind == "STORE" else \
+            "load" if kind == "LOAD" and mem in ("inp", "wgt") else "compute"
+
+    @classmethod
+    def _decoded(cls, kind: str, fields: dict) -> Insn:
+        """An instruction of a known kind from a fresh field dict (the decoder's fast path)."""
+        insn = cls.__new__(cls)
+        insn._fill(kind, fields)
+        return insn
 
     def __setattr__(self, name, value):
         raise AttributeError("Insn is immutable; use replace()")
@@ -175,19 +191,9 @@ class Insn:
         body = ", ".join(f"{k}={v}" for k, v in self.fields.items() if v)
         return f"Insn({self.kind}{', ' if body else ''}{body})"
 
-    @property
-    def mem(self) -> str:
-        """Memory type name of a LOAD or STORE ('uop', 'wgt', 'inp', 'acc', 'out')."""
-        return MEM_TYPES[self.memory_type]
-
-    @property
-    def module(self) -> str:
-        """The module that executes this instruction (fetch routes it to that module's queue)."""
-        if self.kind == "STORE":
-            return "store"
-        if self.kind == "LOAD" and self.mem in ("inp", "wgt"):
-            return "load"
-        return "compute"
+    # ``mem``: memory type name of a LOAD or STORE ('uop', 'wgt', 'inp', 'acc', 'out'; None for
+    # a memory_type outside the ISA's); ``module``: the module that executes the instruction
+    # (fetch routes it to that module's queue). Both are set by _fill.
 
 
 for _name in _ALL_FIELDS:  # the defaults every instruction reads for the fields it was not given
@@ -286,7 +292,7 @@ def decode_program(data: bytes, config: Config) -> list[Insn]:
     out: list[Insn] = [None] * n  # type: ignore[list-item]
     for kind, (rows, names, cols) in columns.items():
         for i, vals in zip(rows, zip(*cols)):
-            out[i] = Insn(kind, **dict(zip(names, vals)))
+            out[i] = Insn._decoded(kind, dict(zip(names, vals)))
     return out
 
 
