@@ -55,6 +55,7 @@ class Datapath:
             usable = dram[: dram.size // size * size]
             self.views[mem] = usable.view(config.elem_dtype(mem)).reshape(-1, *config.elem_shape(mem))
         self.mark = np.full(config.depth("acc"), _NONE, dtype=np.int64)
+        self.sram = {mem: self.srams.of(mem) for mem in isa.MEM_TYPES}
 
     def execute(self, insn: isa.Insn, index: int) -> None:
         self.counters.insns[insn.kind] += 1
@@ -85,12 +86,13 @@ class Datapath:
         if not (x and y):  # a flag carrier moves nothing (program.moves_data)
             return
         mem = insn.mem
-        rows, cols = program.footprint(insn)
+        rows = insn.y_pad_top + y + insn.y_pad_bottom   # program.footprint
+        cols = insn.x_pad_left + x + insn.x_pad_right
         n = rows * cols
         base = insn.sram_base
         if self.races is not None and mem in ("inp", "wgt"):
             self.races.write_elems(mem, slice(base, base + n), index)
-        target = self.srams.of(mem)[base:base + n]
+        target = self.sram[mem][base:base + n]
         data = self._rows(mem, insn)
         if n != y * x:
             tile = target.reshape(rows, cols, *data.shape[2:])
