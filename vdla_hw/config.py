@@ -306,7 +306,8 @@ class Config:
         return self._hash
 
     def __eq__(self, other):
-        return isinstance(other, Config) and self.params == other.params
+        # identity first: the ISA and bus-model caches compare their key's configuration per call
+        return other is self or (isinstance(other, Config) and self.params == other.params)
 
 
 def with_port(config: Config, port: str) -> Config:
