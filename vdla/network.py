@@ -304,8 +304,9 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
 
 def roofline_without_latency_hiding(report: NetworkReport, progress=None) -> dict[str, tuple[float, float]]:
     """(ops per DRAM byte, GOPS, useful GOPS) of every offloaded conv recompiled with one thread (no
-    latency hiding), run on the simulator with random tensors (timing does not depend on values);
-    ops count every GEMM lane (``macs``), useful GOPS the unpadded layer's (``useful_macs``)."""
+    latency hiding), run on the simulator's timing-only mode (timing does not depend on values:
+    the same cycles and bytes as a data run, no tensor computed); ops count every GEMM lane
+    (``macs``), useful GOPS the unpadded layer's (``useful_macs``)."""
     import vdla_sim
     from compiler.accel import compile_layer
 
@@ -315,7 +316,7 @@ def roofline_without_latency_hiding(report: NetworkReport, progress=None) -> dic
         if r.placement != "vdla" or r.op != "conv":
             continue
         layer = r.extra["layer"]
-        sim = vdla_sim.simulate(compile_layer(layer, r.extra["run"].config, vthreads=1), race_check=False)
+        sim = vdla_sim.simulate(compile_layer(layer, r.extra["run"].config, vthreads=1), data=False)
         moved = sum(v for k, v in sim.bytes.items() if k != "insn")
         points[r.name] = (2 * sim.macs / moved, 2 * sim.macs / sim.seconds / 1e9, 2 * r.useful_macs / sim.seconds / 1e9)
         say(f"roofline without latency hiding: {r.name} {points[r.name][1]:.1f} GOPS")

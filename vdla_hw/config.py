@@ -103,6 +103,10 @@ class Config:
         object.__setattr__(self, "params", MappingProxyType(params))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
         object.__setattr__(self, "_hash", hash(json.dumps(params, sort_keys=True)))
+        # Parameters read as plain attributes under their VTA names (config.QUEUE_LATENCY):
+        # instance attributes, so the simulator's hot loops never go through __getattr__.
+        for key, value in params.items():
+            object.__setattr__(self, key, value)
         self._check_derived()
 
     def __reduce__(self):
@@ -190,7 +194,8 @@ class Config:
 
     # --- derived sizes: the single place they are computed --------------------------------
     def __getattr__(self, key):
-        # Parameters read as attributes under their VTA names: config.LOG_BLOCK.
+        # Parameters are instance attributes (set in __post_init__); this covers an object
+        # whose __post_init__ has not run yet (copy, unpickling in progress).
         params = self.__dict__.get("params", {})
         if key in params:
             return params[key]
@@ -301,7 +306,8 @@ class Config:
         return self._hash
 
     def __eq__(self, other):
-        return isinstance(other, Config) and self.params == other.params
+        # identity first: the ISA and bus-model caches compare their key's configuration per call
+        return other is self or (isinstance(other, Config) and self.params == other.params)
 
 
 def with_port(config: Config, port: str) -> Config:

@@ -131,25 +131,49 @@ def check_layout(config: Config) -> None:
         _place(field_table(kind, config), INSN_BITS, f"{kind} instruction", config)
 
 
-class Insn:
-    """One decoded instruction: ``kind`` and a value per field (flags and fields default to 0)."""
+_ALL_FIELDS = ("memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_top",
+               "y_pad_bottom", "x_pad_left", "x_pad_right", "reset", "uop_bgn", "uop_end", "iter_out",
+               "iter_in", "dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
+               "wgt_factor_out", "wgt_factor_in", "alu_opcode", "use_imm", "imm", *FLAGS)
 
-    __slots__ = ("kind", "fields")
+
+class Insn:
+    """One decoded instruction: ``kind`` and a value per field (flags and fields default to 0).
+
+    Fields are plain attributes (the given values in the instance, every ISA field's default 0
+    on the class), so reading ``insn.iter_out`` in the simulator's loops is an ordinary
+    attribute read, never a ``__getattr__`` call; ``fields`` keeps the values as given
+    (encoding, equality and the text form use it)."""
 
     def __init__(self, kind: str, **fields: int):
         if kind not in OPCODES:
             raise EncodingError(str(kind), "opcode", f"unknown instruction kind (known: {', '.join(OPCODES)})")
-        object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "fields", dict(fields))
+        self._fill(kind, fields)
 
-    def __getattr__(self, name):
-        try:
-            return self.fields.get(name, 0) if name in _ALL_FIELDS else self.fields[name]
-        except KeyError:
-            raise AttributeError(name) from None
+    def _fill(self, kind: str, fields: dict) -> None:
+        attrs = self.__dict__
+        attrs.update(fields)
+        attrs["kind"], attrs["fields"] = kind, fields
+        # derived once: read for every instruction on the simulator's paths
+        memory_type = fields.get("memory_type", 0)
+        known = isinstance(memory_type, (int, np.integer)) and 0 <= memory_type < len(MEM_TYPES)
+        mem = attrs["mem"] = MEM_TYPES[memory_type] if known else None
+        attrs["module"] = "store" if kind == "STORE" else \
+            "load" if kind == "LOAD" and mem in ("inp", "wgt") else "compute"
+
+    @classmethod
+    def _decoded(cls, kind: str, fields: dict) -> Insn:
+        """An instruction of a known kind from a fresh field dict (the decoder's fast path)."""
+        insn = cls.__new__(cls)
+        insn._fill(kind, fields)
+        return insn
 
     def __setattr__(self, name, value):
         raise AttributeError("Insn is immutable; use replace()")
+
+    def __reduce__(self):
+        # an immutable object does not unpickle by setattr: rebuild from kind and fields
+        return _rebuild_insn, (self.kind, self.fields)
 
     def replace(self, **changes: int) -> Insn:
         return Insn(self.kind, **{**self.fields, **changes})
@@ -167,25 +191,20 @@ class Insn:
         body = ", ".join(f"{k}={v}" for k, v in self.fields.items() if v)
         return f"Insn({self.kind}{', ' if body else ''}{body})"
 
-    @property
-    def mem(self) -> str:
-        """Memory type name of a LOAD or STORE ('uop', 'wgt', 'inp', 'acc', 'out')."""
-        return MEM_TYPES[self.fields.get("memory_type", 0)]
-
-    @property
-    def module(self) -> str:
-        """The module that executes this instruction (fetch routes it to that module's queue)."""
-        if self.kind == "STORE":
-            return "store"
-        if self.kind == "LOAD" and self.mem in ("inp", "wgt"):
-            return "load"
-        return "compute"
+    # ``mem``: memory type name of a LOAD or STORE ('uop', 'wgt', 'inp', 'acc', 'out'; None for
+    # a memory_type outside the ISA's); ``module``: the module that executes the instruction
+    # (fetch routes it to that module's queue). Both are set by _fill.
 
 
-_ALL_FIELDS = {"memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_top",
-               "y_pad_bottom", "x_pad_left", "x_pad_right", "reset", "uop_bgn", "uop_end", "iter_out",
-               "iter_in", "dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
-               "wgt_factor_out", "wgt_factor_in", "alu_opcode", "use_imm", "imm", *FLAGS}
+for _name in _ALL_FIELDS:  # the defaults every instruction reads for the fields it was not given
+    setattr(Insn, _name, 0)
+del _name
+
+
+def _rebuild_insn(kind: str, fields: dict) -> Insn:
+    return Insn(kind, **fields)
+
+
 
 
 def encode(insn: Insn, config: Config, index: int | None = None) -> bytes:
@@ -240,9 +259,41 @@ def encode_program(insns: list[Insn], config: Config) -> bytes:
 
 
 def decode_program(data: bytes, config: Config) -> list[Insn]:
+    """Every instruction of a stream, equal to :func:`decode` of each (vectorised per kind);
+    the first bad instruction in program order raises :func:`decode`'s error."""
     if len(data) % 16:
         raise EncodingError("instruction stream", "length", f"{len(data)} bytes is not a multiple of 16")
-    return [decode(data[i:i + 16], config, i // 16) for i in range(0, len(data), 16)]
+    n = len(data) // 16
+    words = np.frombuffer(data, dtype="<u8").reshape(n, 2)  # (low, high) 64-bit words
+    opcodes = words[:, 0] & 0b111
+    bad = [np.flatnonzero(~np.isin(opcodes, list(KINDS)))]
+    columns = {}
+    for code, kind in KINDS.items():  # every instruction of one kind at once, field by field
+        rows = np.flatnonzero(opcodes == code)
+        if not rows.size:
+            continue
+        values = {}
+        for name, f in layout(kind, config).items():
+            if name == "opcode":
+                continue
+            v = ((words[rows, f.lo // WORD_BITS] >> np.uint64(f.lo % WORD_BITS))
+                 & np.uint64((1 << f.width) - 1)).astype(np.int64)   # fields never cross a word
+            if f.signed:
+                v -= (v >> (f.width - 1)) << f.width
+            values[name] = v
+        if "memory_type" in values:
+            bad.append(rows[values["memory_type"] >= len(MEM_TYPES)])
+        if "alu_opcode" in values:
+            bad.append(rows[values["alu_opcode"] >= len(ALU_OPS)])
+        columns[kind] = (rows.tolist(), list(values), [v.tolist() for v in values.values()])
+    first_bad = min((int(b[0]) for b in bad if b.size), default=-1)
+    if first_bad >= 0:  # the one-instruction decoder names the error
+        decode(data[16 * first_bad:16 * first_bad + 16], config, first_bad)
+    out: list[Insn] = [None] * n  # type: ignore[list-item]
+    for kind, (rows, names, cols) in columns.items():
+        for i, vals in zip(rows, zip(*cols)):
+            out[i] = Insn._decoded(kind, dict(zip(names, vals)))
+    return out
 
 
 def encode_uops(uops, config: Config) -> np.ndarray:

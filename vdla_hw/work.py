@@ -56,13 +56,15 @@ class Work:
         return sum(s.cycles for s in self.steps)
 
 
-def of(insns: list[isa.Insn], config: Config) -> Work:
-    """The :class:`Work` of ``insns`` (decoded and range-checked by ``program.decode_checked``)."""
+def of(insns: list[isa.Insn], config: Config, costs: list[tuple[int, int, int, int]] | None = None) -> Work:
+    """The :class:`Work` of ``insns`` (decoded and range-checked by ``program.decode_checked``);
+    ``costs``: their ``timing.exec_cost`` when the caller has them already."""
     steps, busy = [], {}
-    for insn in insns:
+    for k, insn in enumerate(insns):
         uops = timing.uop_count(insn) if insn.kind in ("GEMM", "ALU") else 0
         rows = insn.y_size if insn.kind in ("LOAD", "STORE") and insn.x_size > 0 else 0
-        cycles = sum(timing.exec_cost(config, insn)[:3])
+        cost = timing.exec_cost(config, insn) if costs is None else costs[k]
+        cycles = cost[0] + cost[1] + cost[2]
         steps.append(Step(insn.kind, uops, rows, cycles))
         busy[insn.module] = busy.get(insn.module, 0) + cycles
     return Work(tuple(steps), max(busy.values(), default=0))

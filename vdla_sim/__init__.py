@@ -21,12 +21,23 @@ from vdla_sim.result import SimResult, occupancy
 __all__ = ["simulate", "SimResult", "SimError", "DeadlockError", "RaceError", "HazardError", "CycleLimitError"]
 
 
-def simulate(bundle: Bundle, *, max_cycles: int | None = None, race_check: bool = True,
-             trace_path: str | Path | None = None, max_work: int | None = None) -> SimResult:
+def simulate(bundle: Bundle, *, max_cycles: int | None = None, race_check: bool | None = None,
+             trace_path: str | Path | None = None, max_work: int | None = None, data: bool = True) -> SimResult:
     """Run ``bundle`` under the timing contract. ``max_cycles`` bounds the simulated time and
     ``max_work`` the simulator's work (both: vdla_hw/limits.py); ``race_check`` turns on the
-    vector-clock race detector; ``trace_path`` writes a Chrome/Perfetto trace JSON."""
-    engine = Engine(bundle, max_cycles=max_cycles, race_check=race_check, max_work=max_work)
+    vector-clock race detector (default: on with data); ``trace_path`` writes a Chrome/Perfetto
+    trace JSON.
+
+    ``data=False`` is the timing-only mode: the same cycles, busy/stall counts, retire times,
+    byte and uop counters as a data run, without computing any value (the result's ``dram`` is
+    None). It cannot see what depends on memory contents (uop indices past their SRAM, GEMM
+    hazards, races: a race check needs the data mode), so use it on programs known to be
+    correct, e.g. compiled ones."""
+    if race_check is None:
+        race_check = data
+    elif race_check and not data:
+        raise ValueError("the race check reads the uops: it needs data=True")
+    engine = Engine(bundle, max_cycles=max_cycles, race_check=race_check, max_work=max_work, data=data)
     engine.run()
     result = _result(engine)
     if trace_path is not None:

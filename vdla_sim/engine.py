@@ -16,7 +16,7 @@ from bisect import bisect_left, bisect_right
 from vdla_hw import isa, limits, program, timing, work
 from vdla_hw.bundle import Bundle
 from vdla_hw.errors import ProgramError
-from vdla_sim.datapath import Datapath
+from vdla_sim.datapath import Datapath, Tally
 from vdla_sim.errors import CycleLimitError, DeadlockError
 from vdla_sim.memory import MemoryPort, Request
 from vdla_sim.races import RaceTracker
@@ -53,25 +53,29 @@ class _Module:
 
 class Engine:
     def __init__(self, bundle: Bundle, *, max_cycles: int | None = None, race_check: bool = True,
-                 max_work: int | None = None):
+                 max_work: int | None = None, data: bool = True):
         """``max_cycles`` (default ``limits.DEFAULT_MAX_CYCLES``) bounds the simulated time, each
         instruction refused before its work if it would pass it; ``max_work`` (default
         ``limits.SIM_MAX_WORK``) bounds the simulator's own work (vdla_hw/work.py), checked for
-        the whole program here, before anything runs."""
+        the whole program here, before anything runs; ``data=False`` runs the timing alone
+        (``datapath.Tally``: no image, no race check)."""
         self.bundle = bundle
         self.config = c = bundle.config
         self.insns = insns = program.decode_checked(bundle)  # fields and ranges, in program order
-        check_work(work.of(insns, c), c, max_work)
+        self.costs = [timing.exec_cost(c, insn) for insn in insns]
+        check_work(work.of(insns, c, self.costs), c, max_work)
         self.max_cycles = limits.DEFAULT_MAX_CYCLES if max_cycles is None else int(max_cycles)
         self.ql = c.QUEUE_LATENCY
-        self.dram = bundle.dram.copy()
-        self.races = RaceTracker(c, insns) if race_check else None
-        self.datapath = Datapath(c, self.dram, self.races)
+        if data:
+            self.dram = bundle.dram.copy()
+            self.races = RaceTracker(c, insns) if race_check else None
+            self.datapath: Datapath | Tally = Datapath(c, self.dram, self.races)
+        else:
+            self.dram, self.races, self.datapath = None, None, Tally(c)
         self.port = MemoryPort(c, self.dram)
         self.module_of = [insn.module for insn in insns]
         self.pops = [isa.pops(insn) for insn in insns]
         self.pushes = [isa.pushes(insn) for insn in insns]
-        self.costs = [timing.exec_cost(c, insn) for insn in insns]
         self.nbytes = [insn.y_size * insn.x_size * c.elem_bytes(insn.mem) if insn.kind in ("LOAD", "STORE") else 0
                        for insn in insns]
         self.mods = {m: _Module(m, [i for i, mod in enumerate(self.module_of) if mod == m]) for m in EXEC_MODULES}

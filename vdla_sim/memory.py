@@ -22,7 +22,7 @@ from vdla_hw.errors import VdlaError
 from vdla_hw.timing import ARBITRATION_ORDER
 
 
-@dataclass(order=True)
+@dataclass(order=True, slots=True)
 class Request:
     """A master's wish to use the port from ``cycle`` on for ``cycles`` cycles."""
 
@@ -35,7 +35,7 @@ class Request:
     write: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class Grant:
     request: Request
     start: int  # first cycle the master holds the port

@@ -18,11 +18,12 @@ class SimResult:
 
     ``cycles`` is the cycle FINISH retired (the device's "done"); ``busy[m]`` and ``stall[m]``
     (``token``, ``memory``, ``queue``) count cycles per module; ``retire[i]`` is
-    (module, start cycle, retire cycle) of instruction i (start = all pops taken).
+    (module, start cycle, retire cycle) of instruction i (start = all pops taken); ``dram`` is
+    the final image, None after a timing-only run (``simulate(..., data=False)``).
     """
 
     config: Config
-    dram: np.ndarray
+    dram: np.ndarray | None
     cycles: int
     busy: dict
     stall: dict
@@ -74,7 +75,7 @@ class SimResult:
             "counters": self.counters.as_dict(),
             "tokens_left": dict(self.tokens_left),
             "instructions": len(self.retire),
-            "dram_sha256": hashlib.sha256(np.ascontiguousarray(self.dram)).hexdigest(),
+            "dram_sha256": None if self.dram is None else hashlib.sha256(np.ascontiguousarray(self.dram)).hexdigest(),
         }
 
 

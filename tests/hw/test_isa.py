@@ -142,3 +142,55 @@ def test_compute_module_may_use_all_four_flags():
     assert isa.pops(insn) == ["l2c", "s2c"] and isa.pushes(insn) == ["c2l", "c2s"]
     assert isa.Insn("LOAD", memory_type=3).module == "compute"
     assert isa.Insn("LOAD", memory_type=2).module == "load"
+
+
+# --- the Insn object: plain attributes, a vectorised program decoder -------------------------
+def test_every_field_of_the_table_is_a_plain_attribute():
+    """Each ISA field reads as an attribute without __getattr__ (Insn has none): the given value
+    or 0; ``mem`` and ``module`` are derived once."""
+    assert not hasattr(isa.Insn, "__getattr__")
+    config = load_config("osdi18")
+    names = {name for kind in isa.OPCODES for name, _, _ in isa.field_table(kind, config)} - {"opcode"}
+    assert names == set(isa._ALL_FIELDS)
+    insn = isa.Insn("LOAD", memory_type=2, y_size=3)
+    assert (insn.y_size, insn.x_size, insn.imm, insn.mem, insn.module) == (3, 0, 0, "inp", "load")
+    assert isa.Insn("LOAD", memory_type=0).module == "compute" and isa.Insn("STORE", memory_type=4).module == "store"
+    with pytest.raises(AttributeError):
+        insn.not_a_field
+    with pytest.raises(AttributeError, match="immutable"):
+        insn.y_size = 4
+
+
+def test_instructions_pickle_and_replace():
+    import pickle
+
+    insn = isa.Insn("GEMM", uop_end=5, iter_out=2, pop_prev=1)
+    back = pickle.loads(pickle.dumps(insn))
+    assert back == insn and back.fields == insn.fields and back.iter_out == 2 and back.module == "compute"
+    assert insn.replace(iter_out=3).iter_out == 3 and insn.iter_out == 2
+
+
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_program_decoder_equals_the_instruction_decoder(preset, data):
+    config = load_config(preset)
+    program = data.draw(st.lists(insns(config), max_size=20))
+    raw = isa.encode_program(program, config)
+    one_by_one = [isa.decode(raw[i:i + 16], config, i // 16) for i in range(0, len(raw), 16)]
+    decoded = isa.decode_program(raw, config)
+    assert decoded == one_by_one and [d.fields for d in decoded] == [d.fields for d in one_by_one]
+    assert [(d.mem, d.module) for d in decoded] == [(d.mem, d.module) for d in one_by_one]
+
+
+def test_program_decoder_names_the_first_bad_instruction():
+    config = load_config("tiny")
+    good = isa.encode(isa.Insn("FINISH"), config)
+    bad_alu = bytearray(isa.encode(isa.Insn("ALU"), config))
+    bad_opcode = bytes([7]) + bytes(15)
+    with pytest.raises(EncodingError, match="instruction 1.*opcode") as first:
+        isa.decode_program(good + bad_opcode + good, config)
+    word = int.from_bytes(bad_alu, "little") | (7 << isa.layout("ALU", config)["alu_opcode"].lo)
+    with pytest.raises(EncodingError, match="instruction 2 .*alu_opcode"):
+        isa.decode_program(good + good + word.to_bytes(16, "little") + bad_opcode, config)
+    assert "unknown opcode 7" in str(first.value)
