@@ -27,6 +27,7 @@ from compiler.tensorize.conv2d import plan_dram, thread_buffers, thread_segments
 from compiler.tensorize.schedule import Plan, Schedule, ScheduleError
 from compiler.tensorize.search import Searched, searched
 from vdla_hw.bundle import Bundle, BundleBuilder
+from vdla_hw.cache import cached
 from vdla_hw.config import Config, load_config
 from vdla_hw.errors import VdlaError
 
@@ -121,6 +122,17 @@ def compile_layer(layer: Layer, config: Config | str | None = None, *, tensors: 
         raise LayerError(layer.name, "vthreads", f"must be a positive integer, got {vthreads!r}")
     layer.check(config)
     tensors = check_tensors(layer, tensors, seed)
+    if isinstance(schedule, str):
+        schedule = Schedule.parse(schedule, layer.name)
+    # what determines the bundle (the tensors themselves, not the seed that made them)
+    parts = (layer.describe(), config.name, dict(config.params), dict(config.sources),
+             {k: tensors[k] for k in sorted(tensors)},
+             schedule.text() if schedule is not None else None, vthreads)
+    return cached("layer", parts, lambda: _compile(layer, config, tensors, schedule, vthreads, progress))
+
+
+def _compile(layer: Layer, config: Config, tensors: dict, schedule: Schedule | None, vthreads: int | None,
+             progress) -> Bundle:
     conv = layer.as_conv2d()
     plan = choose_plan(conv, config, schedule, vthreads, progress)
     say = progress or (lambda message: None)

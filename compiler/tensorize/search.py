@@ -186,12 +186,15 @@ _SEARCHED: dict = {}   # (schedule_key, thread counts, refine) -> Searched, in t
 
 
 def searched(layer: Conv2D, config: Config, *, vthreads=None, refine: int = REFINE, progress=None) -> Searched:
-    """:func:`best_schedule`'s schedule and estimate, memoised in-process by :func:`schedule_key`."""
+    """:func:`best_schedule`'s schedule and estimate, memoised by :func:`schedule_key` in-process
+    and on disk (``vdla_hw.cache``, kind "schedule")."""
+    from vdla_hw.cache import cached
+
     counts = DEFAULT_VTHREADS if vthreads is None else (vthreads,)
     key = (schedule_key(layer, config), counts, refine)
     hit = _SEARCHED.get(key)
     if hit is None:
-        hit = _SEARCHED[key] = _search(layer, config, counts, refine, progress)
+        hit = _SEARCHED[key] = cached("schedule", key, lambda: _search(layer, config, counts, refine, progress))
     return hit
 
 
