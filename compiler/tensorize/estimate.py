@@ -137,6 +137,7 @@ class _CostEmitter(Emitter):
 
 
 _MEMO: dict = {}   # config -> instruction fields -> _insn_cost (instructions repeat across plans)
+MEMO_LIMIT = 1 << 18  # entries (about 60 MB); emptied beyond, between plans
 
 
 def plan_estimate(plan) -> tuple[Estimate, int]:
@@ -145,7 +146,7 @@ def plan_estimate(plan) -> tuple[Estimate, int]:
     (tests/compiler/tensorize/test_search_fast.py checks it over many layers and configurations)."""
     from compiler.tensorize.conv2d import thread_buffers, thread_segments
 
-    if len(_MEMO) > 64:
+    if len(_MEMO) > 64 or sum(map(len, _MEMO.values())) > MEMO_LIMIT:
         _MEMO.clear()
     threads = thread_segments(plan, SEARCH_DRAM, thread_buffers(plan), emitter=_CostEmitter)
     return pipeline(threads, plan.config), sum(seg[7] for t in threads for seg in t)
