@@ -2,8 +2,8 @@
 
 Targets: at least 100 configurations in under 10 minutes on the 2-core machine (issue 16); at
 least 2.5 points/s on 2 workers (issue 24). Schedule searches and compiled layers (vdla_hw.cache)
-start from an empty folder unless ``--cache DIR`` names one (a second run with the same DIR
-measures a warm sweep). The
+start from an empty folder (holding a copy of the user's CPU-kernel analyses only) unless
+``--cache DIR`` names one (a second run with the same DIR measures a warm sweep). The
 grid (examples/sweep_resnet18.json) varies BLOCK (16, 32), the input, weight and accumulator
 buffers and the clock; a fresh
 output directory is used, so nothing is resumed. Prints the points, points/s, the wall time, the
@@ -19,6 +19,7 @@ estimate (dse.clock), and how many points were set aside as "over clock estimate
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -27,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from compiler.cpu_fallback.cost.analysis import cache_dir as cpu_cost_dir  # noqa: E402
 from dse.runner import SweepOptions, run_sweep  # noqa: E402
 from dse.space import load_space  # noqa: E402
 from dse.store import read_rows  # noqa: E402
@@ -45,7 +47,13 @@ def main() -> None:
     args = ap.parse_args()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="vdla-sweep-bench-") as tmp:
-        os.environ["VDLA_CACHE_DIR"] = args.cache or str(Path(tmp) / "cache")  # before the workers start
+        if not args.cache:  # empty but for the CPU-kernel analyses, which a sweep reuses as before
+            cold = Path(tmp) / "cache"
+            cold.mkdir(mode=0o700)
+            analyses = cpu_cost_dir()
+            if analyses.is_dir():
+                shutil.copytree(analyses, cold / analyses.name)
+        os.environ["VDLA_CACHE_DIR"] = args.cache or str(cold)  # before the workers start
         out = Path(args.keep or tmp) / "sweep"
         if out.exists() and any(out.iterdir()):
             sys.exit(f"{out} is not empty: the benchmark needs a fresh directory")
