@@ -17,7 +17,6 @@ The pipeline, in order (:data:`PIPELINE`); each step is a small function below:
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import numpy as np
 
@@ -26,8 +25,9 @@ from compiler.latency_hiding import hide_latency
 from compiler.layers import Conv2D, Dense, Layer, LayerError, layer_from_dict
 from compiler.tensorize.conv2d import plan_dram, thread_buffers, thread_segments
 from compiler.tensorize.schedule import Plan, Schedule, ScheduleError
-from compiler.tensorize.search import best_schedule
+from compiler.tensorize.search import Searched, searched
 from vdla_hw.bundle import Bundle, BundleBuilder
+from vdla_hw.cache import cached
 from vdla_hw.config import Config, load_config
 from vdla_hw.errors import VdlaError
 
@@ -82,19 +82,19 @@ def as_conv_tensors(layer: Layer, tensors: dict) -> dict[str, np.ndarray]:
             **({"shift": tensors["shift"]} if "shift" in tensors else {})}
 
 
-@functools.lru_cache(maxsize=256)
-def _searched_schedule(shape: Conv2D, config: Config, vthreads: int | None) -> Schedule:
-    """The search's schedule for a layer shape (the name plays no part), cached: networks repeat shapes."""
-    return best_schedule(shape, config, vthreads=vthreads).schedule
+def searched_layer(conv: Conv2D, config: Config, vthreads: int | None, progress=None) -> Searched:
+    """The search's answer for ``conv`` (memoised by :func:`schedule_key`: networks repeat shapes,
+    and placement and compilation ask for the same layers), errors naming ``conv``."""
+    try:
+        return searched(conv, config, vthreads=vthreads, progress=progress)
+    except ScheduleError as err:
+        raise ScheduleError(conv.name, err.field, err.why) from None
 
 
-def choose_plan(conv: Conv2D, config: Config, schedule: Schedule | str | None, vthreads: int | None) -> Plan:
+def choose_plan(conv: Conv2D, config: Config, schedule: Schedule | str | None, vthreads: int | None,
+                progress=None) -> Plan:
     if schedule is None:
-        try:
-            schedule = _searched_schedule(dataclasses.replace(conv, name="conv2d"), config, vthreads)
-        except ScheduleError as err:
-            raise ScheduleError(conv.name, err.field, err.why) from None
-        return Plan(conv, config, schedule)
+        return Plan(conv, config, searched_layer(conv, config, vthreads, progress).schedule)
     if isinstance(schedule, str):
         schedule = Schedule.parse(schedule, conv.name)
     if vthreads is not None and vthreads != schedule.vthreads:
@@ -111,8 +111,10 @@ def pack(plan: Plan, tensors: dict) -> dict[str, np.ndarray]:
 
 
 def compile_layer(layer: Layer, config: Config | str | None = None, *, tensors: dict | None = None,
-                  schedule: Schedule | str | None = None, vthreads: int | None = None, seed: int = 0) -> Bundle:
-    """A bundle computing ``layer`` on the accelerator; its output lands in the symbol ``out``."""
+                  schedule: Schedule | str | None = None, vthreads: int | None = None, seed: int = 0,
+                  progress=None) -> Bundle:
+    """A bundle computing ``layer`` on the accelerator; its output lands in the symbol ``out``.
+    ``progress(message)``, if given, hears of the search's and the encoding's steps."""
     config = load_config(config)
     if not isinstance(layer, (Conv2D, Dense)):
         raise VdlaError(f"cannot compile {type(layer).__name__} onto the accelerator (conv2d and dense only)")
@@ -120,12 +122,26 @@ def compile_layer(layer: Layer, config: Config | str | None = None, *, tensors: 
         raise LayerError(layer.name, "vthreads", f"must be a positive integer, got {vthreads!r}")
     layer.check(config)
     tensors = check_tensors(layer, tensors, seed)
+    if isinstance(schedule, str):
+        schedule = Schedule.parse(schedule, layer.name)
+    # what determines the bundle (the tensors themselves, not the seed that made them)
+    parts = (layer.describe(), config.name, dict(config.params), dict(config.sources),
+             {k: tensors[k] for k in sorted(tensors)},
+             schedule.text() if schedule is not None else None, vthreads)
+    return cached("layer", parts, lambda: _compile(layer, config, tensors, schedule, vthreads, progress))
+
+
+def _compile(layer: Layer, config: Config, tensors: dict, schedule: Schedule | None, vthreads: int | None,
+             progress) -> Bundle:
     conv = layer.as_conv2d()
-    plan = choose_plan(conv, config, schedule, vthreads)
+    plan = choose_plan(conv, config, schedule, vthreads, progress)
+    say = progress or (lambda message: None)
+    say(f"encoding {plan.schedule.text()}: {plan.nb * plan.n_tiles_h * plan.n_tiles_w * plan.n_tiles_oc} tiles")
     builder = BundleBuilder(config)
     buffers = thread_buffers(plan)
     dram = plan_dram(builder, plan, pack(plan, as_conv_tensors(layer, tensors)), buffers)
     segments = thread_segments(plan, dram, buffers)
+    say(f"encoding: hiding latency of {sum(len(seg.ops) for t in segments for seg in t)} instructions")
     for insn in hide_latency(segments, config):
         builder.insns.append(insn)
     builder.meta = {"producer": "compiler.accel", "layer": layer.describe(), "schedule": plan.schedule.text(),

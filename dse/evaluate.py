@@ -24,6 +24,7 @@ a plain run of the network on the simulator.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 
@@ -42,6 +43,18 @@ from vdla_hw.config import Config
 
 REFERENCE_CLOCK_MHZ = 100.0
 _TIMINGS = Lru(4096)    # layer key -> layer timing (small dicts)
+
+
+@functools.cache
+def _timing_only() -> dict:
+    """``simulate``'s timing-only switch (``data=False``: the same cycles and byte counts, no
+    tensor values, which a layer timing does not read) where the simulator has it."""
+    import inspect
+
+    import vdla_sim
+
+    return {"data": False} if "data" in inspect.signature(vdla_sim.simulate).parameters else {}
+
 
 
 def cycle_config(config: Config) -> Config:
@@ -96,7 +109,7 @@ def layer_timing(node: QNode, q: QGraph, config: Config, vthreads: int | None, d
         start = time.perf_counter()
         bundle = compile_op(node, q, config, vthreads, part)
         compiled = time.perf_counter()
-        sim = vdla_sim.simulate(bundle, race_check=False)
+        sim = vdla_sim.simulate(bundle, race_check=False, **_timing_only())
         stats["compile_s"] += compiled - start
         stats["simulate_s"] += time.perf_counter() - compiled
         stats["programs_simulated"] += 1

@@ -12,6 +12,7 @@ Without tensors, random ones (seeded) are compiled in. The bundle's output is re
 from __future__ import annotations
 
 import sys
+import time
 
 from vdla.argtypes import int_range, output_file, seed
 from vdla_hw.errors import VdlaError
@@ -26,6 +27,21 @@ def _load_npy(path: str, name: str):
         raise VdlaError(f"{path}: no such file (--{name})") from None
     except (ValueError, OSError, EOFError) as err:
         raise VdlaError(f"{path}: not a readable .npy array for --{name} ({err})") from None
+
+
+PROGRESS_AFTER_S = 2.0   # a compile this long (CPU-bound, a few seconds) starts printing its steps
+
+
+class Progress:
+    """The compiler's progress messages as ``vdla compile: ...`` lines on stderr, from
+    :data:`PROGRESS_AFTER_S` seconds after the start (a quick compile prints none)."""
+
+    def __init__(self):
+        self.start = time.monotonic()
+
+    def __call__(self, message: str) -> None:
+        if time.monotonic() - self.start >= PROGRESS_AFTER_S:
+            print(f"vdla compile: {message}", file=sys.stderr, flush=True)
 
 
 def cmd_compile(args) -> int:
@@ -47,7 +63,7 @@ def cmd_compile(args) -> int:
                             "for random tensors")
         tensors = {key: _load_npy(path, key) for key, path in given.items()}
     bundle = compile_layer(layer, args.config, tensors=tensors, schedule=args.schedule, vthreads=args.vthreads,
-                           seed=args.seed)
+                           seed=args.seed, progress=Progress())
     write_file(args.output, bundle.save)
     print(f"wrote {args.output}: {layer.name} ({args.op}), schedule {bundle.meta['schedule']}, "
           f"{bundle.insn_count} instructions, {bundle.dram.size}-byte image, config {bundle.config.name}",

@@ -112,13 +112,11 @@ def estimate_op(node: QNode, q: QGraph, config: Config, cpu_model, vthreads: int
 
 
 def _gemm_estimate(layer, config: Config, vthreads: int | None) -> PartEstimate:
-    from compiler.accel import choose_plan
-    from compiler.tensorize.conv2d import DramPlan, thread_buffers, thread_segments
-    from compiler.tensorize.estimate import estimate
+    from compiler.accel import searched_layer
 
-    plan = choose_plan(dataclasses.replace(layer.as_conv2d(), name="conv2d"), config, None, vthreads)
-    dummy = DramPlan(inp=0, wgt=0, bias=0, out=0, uops=0, uop_count=1, zeros=0, shift=0)
-    cycles = estimate(thread_segments(plan, dummy, thread_buffers(plan)), config).cycles
+    # the search's own estimate of the plan it chose (the plan the compiler then builds, from the
+    # same memoised search: one search per layer shape)
+    cycles = searched_layer(dataclasses.replace(layer.as_conv2d(), name="conv2d"), config, vthreads).cycles
     return PartEstimate(cycles / config.clock_hz, (layer.input_shape, "int8"))
 
 

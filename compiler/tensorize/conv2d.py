@@ -120,16 +120,26 @@ def _zero_tile_needed(plan: Plan, item, shape: TileShape) -> bool:
     return False
 
 
-class _Emitter:
-    """Writes one thread's segments, remembering what its buffers hold."""
+class Emitter:
+    """Writes one thread's segments, remembering what its buffers hold.
+
+    Subclasses may override :meth:`op` (what one instruction becomes) and :meth:`segment` (what
+    a run of them becomes): the cost estimate (:mod:`compiler.tensorize.estimate`) walks the very
+    same instructions without annotating them. ``lead`` ops go first in the first segment."""
 
     def __init__(self, plan: Plan, dram: DramPlan, tb: ThreadBuffers, thread: int):
         self.plan, self.dram, self.tb, self.thread = plan, dram, tb, thread
         self.held = {"inp": None, "wgt": None, "bias": None}
-        self.segments: list[Segment] = []
+        self.segments: list = []
+        self.lead: list = []
 
-    def op(self, ops: list[Op], kind: str, uops=None, tag: str = "", **fields) -> None:
+    def op(self, ops: list, kind: str, uops=None, tag: str = "", **fields) -> None:
         ops.append(annotate(isa.Insn(kind, **fields), uops, thread=self.thread, tag=tag))
+
+    def segment(self, ops: list) -> None:
+        if self.lead and not self.segments:
+            ops = self.lead + ops
+        self.segments.append(Segment(ops))
 
     def item(self, item) -> None:
         plan, tb, sched = self.plan, self.tb, self.plan.schedule
@@ -165,11 +175,11 @@ class _Emitter:
             self.op(ops, "GEMM", g_rows, tag="gemm", uop_bgn=g_bgn, uop_end=g_bgn + len(g_rows),
                     iter_out=toc, iter_in=tic, dst_factor_out=shape.group, src_factor_in=tile_in,
                     wgt_factor_out=tic * plan.kstep, wgt_factor_in=plan.kstep)
-            self.segments.append(Segment(ops))
+            self.segment(ops)
         ops = []
         self.requantize(ops, a_bgn, a_rows, toc, shape, tb.alu_shift[key] if tb.alu_shift else None)
         self.store(ops, item, shape, o0, toc)
-        self.segments.append(Segment(ops))
+        self.segment(ops)
 
     def load_wgt(self, ops, o0: int, toc: int, c0: int, tic: int, ky0: int) -> None:
         """Weights of oc blocks o0.. and ic blocks c0.., kernel rows ky0..ky0+tky, packed
@@ -236,15 +246,16 @@ class _Emitter:
                     dram_base=base + o * plane, **rows)
 
 
-def thread_segments(plan: Plan, dram: DramPlan, buffers: list[ThreadBuffers]) -> list[list[Segment]]:
-    """Every thread's segments; the first one starts by loading all micro-op tables."""
+def thread_segments(plan: Plan, dram: DramPlan, buffers: list[ThreadBuffers], emitter=None) -> list[list]:
+    """Every thread's segments; the first one starts by loading all micro-op tables.
+    ``emitter``: an :class:`Emitter` subclass (default: annotated :class:`Segment` lists)."""
     threads = []
     for t, items in enumerate(split(plan.items(), plan.schedule.vthreads)):
-        emitter = _Emitter(plan, dram, buffers[t], t)
+        em = (emitter or Emitter)(plan, dram, buffers[t], t)
+        if t == 0:
+            em.op(em.lead, "LOAD", tag="load uops", memory_type=MT["uop"], sram_base=0, dram_base=dram.uops,
+                  y_size=1, x_size=dram.uop_count, x_stride=dram.uop_count)
         for item in items:
-            emitter.item(item)
-        threads.append(emitter.segments)
-    uops = annotate(isa.Insn("LOAD", memory_type=MT["uop"], sram_base=0, dram_base=dram.uops, y_size=1,
-                             x_size=dram.uop_count, x_stride=dram.uop_count), tag="load uops")
-    threads[0][0].ops.insert(0, uops)
+            em.item(item)
+        threads.append(em.segments)
     return threads

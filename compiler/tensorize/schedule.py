@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 import re
 
 from compiler.layers import Conv2D, LayerError
@@ -101,6 +100,60 @@ def depths(config: Config) -> dict[str, int]:
     return {mem: config.depth(mem) for mem in BUFFERS}
 
 
+@functools.lru_cache(maxsize=4096)
+def tile_shape(stride: int, k: int, row_step: int, tky: int, th: int, tw: int) -> TileShape:
+    """The :class:`TileShape` of a ``th`` x ``tw`` output tile (cached: shapes repeat over plans)."""
+    rows = th if row_step > 1 else (th - 1) * stride + tky
+    cols = (tw - 1) * stride + k
+    return TileShape(th, tw, rows, cols, max(th * tw, HAZARD_DISTINCT))
+
+
+def tile_sizes_of(tile: int, total: int) -> tuple[int, ...]:
+    """The tile and, if ``tile`` does not divide ``total``, the remainder at the edge."""
+    return (tile, total % tile) if total % tile else (tile,)
+
+
+def shape_set(layer: Conv2D, row_step: int, tky: int, th: int, tw: int) -> dict:
+    """(th, tw) -> TileShape of every tile shape of a ``th`` x ``tw`` tiling (full tile first)."""
+    return {(h, w): tile_shape(layer.stride, layer.k, row_step, tky, h, w)
+            for h in tile_sizes_of(th, layer.oh) for w in tile_sizes_of(tw, layer.ow)}
+
+
+def shape_summary(shapes: dict, kstep: int, vectors: int) -> tuple[int, int, int, TileShape]:
+    """What the buffer checks read of a tiling's shapes: (largest input tile in elements, largest
+    accumulator group, uops per thread, the first shape with the largest group)."""
+    values = shapes.values()
+    big = max(values, key=lambda sh: sh.group)
+    return (max(sh.in_rows * sh.in_cols for sh in values), big.group,
+            sum(kstep * sh.group + vectors * sh.pixels for sh in values), big)
+
+
+@functools.lru_cache(maxsize=16)
+def gemm_field_highs(config: Config) -> dict[str, tuple[int, int]]:
+    """GEMM field -> (largest value, width) for the loop factors :func:`misfit` checks."""
+    fields = isa.layout("GEMM", config)
+    return {f: (fields[f].high, fields[f].width)
+            for f in ("dst_factor_out", "src_factor_in", "wgt_factor_out", "wgt_factor_in")}
+
+
+def misfit(config: Config, threads: int, parts: tuple[int, int, int, int], big: TileShape, tic: int,
+           kstep: int) -> tuple | None:
+    """The first reason a tiling does not fit, or None: ("buffer", mem, part) when ``threads``
+    slices of ``part`` elements (parts: inp, wgt, acc, uop per thread) exceed the buffer, then
+    ("field", field, value, high, width) when a GEMM loop factor exceeds its instruction field
+    (a wide reduction, e.g. a dense layer with 2048 inputs, needs several input-channel tiles)."""
+    depth = depths(config)
+    for mem, part in zip(BUFFERS, parts):
+        if part * threads > depth[mem]:
+            return ("buffer", mem, part)
+    highs = gemm_field_highs(config)
+    for field, value in (("dst_factor_out", big.group), ("src_factor_in", big.in_rows * big.in_cols),
+                         ("wgt_factor_out", tic * kstep), ("wgt_factor_in", kstep)):
+        if value > highs[field][0]:
+            return ("field", field, value, *highs[field])
+    return None
+
+
 class Plan:
     """A schedule checked against a layer and a configuration, with derived sizes."""
 
@@ -128,52 +181,31 @@ class Plan:
                                     f"({'output rows' if key == 'th' else 'output columns' if key == 'tw' else 'channel blocks'})")
         # A 1x1 kernel without padding needs only every stride-th input row: load just those.
         self.row_step = layer.stride if layer.k == 1 and layer.pad == 0 else 1
-        self.shapes = {(th, tw): self._shape(th, tw)
-                       for th, tw in itertools.product(self._sizes(s.th, self.oh), self._sizes(s.tw, self.ow))}
+        self.shapes = shape_set(layer, self.row_step, self.tky, s.th, s.tw)
         self.kk = layer.k * layer.k
         self.kstep = self.tky * layer.k  # kernel offsets per reduction step
         T = s.vthreads
-        self.inp_part = s.tic * max(sh.in_rows * sh.in_cols for sh in self.shapes.values())
-        self.wgt_part = s.toc * s.tic * self.kstep
         self.vectors = 2 if layer.per_channel_shift else 1  # bias (and shift) vectors per oc block
-        self.acc_part = s.toc * self.vectors + s.toc * max(sh.group for sh in self.shapes.values())
-        self.uop_per_thread = sum(self.kstep * sh.group + self.vectors * sh.pixels for sh in self.shapes.values())
-        depth = depths(config)
-        for mem, part in (("inp", self.inp_part), ("wgt", self.wgt_part), ("acc", self.acc_part),
-                          ("uop", self.uop_per_thread)):
-            if part * T > depth[mem]:
-                raise ScheduleError(name, "schedule", f"{s.text()} needs {part * T} {mem} elements "
-                                    f"({T} thread(s) x {part}) but the {mem} buffer of {config.name} holds "
-                                    f"{depth[mem]}; use smaller tiles or fewer threads")
-        self._check_fields(name)
+        max_in, max_group, self.uop_per_thread, big = shape_summary(self.shapes, self.kstep, self.vectors)
+        self.inp_part = s.tic * max_in
+        self.wgt_part = s.toc * s.tic * self.kstep
+        self.acc_part = s.toc * self.vectors + s.toc * max_group
+        bad = misfit(config, T, (self.inp_part, self.wgt_part, self.acc_part, self.uop_per_thread), big, s.tic,
+                     self.kstep)
+        if bad and bad[0] == "buffer":
+            _, mem, part = bad
+            raise ScheduleError(name, "schedule", f"{s.text()} needs {part * T} {mem} elements "
+                                f"({T} thread(s) x {part}) but the {mem} buffer of {config.name} holds "
+                                f"{depths(config)[mem]}; use smaller tiles or fewer threads")
+        if bad:
+            _, field, value, high, width = bad
+            raise ScheduleError(name, "schedule", f"{s.text()}: GEMM {field} {value} does not fit its "
+                                f"{width}-bit field (at most {high}); use smaller tiles")
         self.n_tiles_h = blocks(self.oh, s.th)
         self.n_tiles_w = blocks(self.ow, s.tw)
         self.n_tiles_oc = blocks(self.ocb, s.toc)
         self.n_tiles_ic = blocks(self.icb, s.tic)
         self.n_tiles_ky = layer.k // self.tky
-
-    def _check_fields(self, name: str) -> None:
-        """The loop factors the code generator emits must fit their instruction fields (a wide
-        reduction, e.g. a dense layer with 2048 inputs, needs several input-channel tiles)."""
-        s = self.schedule
-        big = max(self.shapes.values(), key=lambda sh: sh.group)
-        fields = isa.layout("GEMM", self.config)
-        for field, value in (("dst_factor_out", big.group), ("src_factor_in", big.in_rows * big.in_cols),
-                             ("wgt_factor_out", s.tic * self.kstep), ("wgt_factor_in", self.kstep)):
-            if value > fields[field].high:
-                raise ScheduleError(name, "schedule", f"{s.text()}: GEMM {field} {value} does not fit its "
-                                    f"{fields[field].width}-bit field (at most {fields[field].high}); use "
-                                    "smaller tiles")
-
-    @staticmethod
-    def _sizes(tile: int, total: int) -> list[int]:
-        return [tile] + ([total % tile] if total % tile else [])
-
-    def _shape(self, th: int, tw: int) -> TileShape:
-        layer = self.layer
-        rows = th if self.row_step > 1 else (th - 1) * layer.stride + self.tky
-        cols = (tw - 1) * layer.stride + layer.k
-        return TileShape(th, tw, rows, cols, max(th * tw, HAZARD_DISTINCT))
 
     def items(self) -> list[tuple[int, int, int, int]]:
         """The outer loop's iterations (n block, tile row, tile column, oc tile) in order."""

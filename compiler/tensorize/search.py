@@ -4,16 +4,24 @@
    counts and loop orders, keeping those whose buffers fit (:class:`Plan` checks).
 2. :func:`rough_cycles` ranks them in closed form: compute-module cycles and memory-port
    cycles with the reuse the loop order allows, whichever is larger.
-3. The best few are generated (segments, no tokens) and timed with
-   :func:`compiler.tensorize.estimate.estimate`; the fastest wins (ties: fewer instructions).
+3. The best few are timed with :func:`compiler.tensorize.estimate.plan_estimate` (the code
+   generator's instructions costed as they are emitted: no annotated segments); the fastest wins
+   (ties: fewer instructions). :func:`ranked` does steps 1-2 without a :class:`Plan` per
+   candidate; only the winner is encoded (by the compiler).
+
+:func:`searched` memoises the answer by :func:`schedule_key`: the layer fields and configuration
+parameters the search reads, so configurations that differ elsewhere (the clock) share it.
 """
 
 from __future__ import annotations
 
+import functools
+import heapq
 import itertools
+from dataclasses import dataclass
 
 from compiler.layers import Conv2D
-from compiler.tensorize.schedule import ORDERS, Plan, Schedule, ScheduleError, depths
+from compiler.tensorize.schedule import ORDERS, Plan, Schedule, ScheduleError, depths, misfit, shape_set, shape_summary
 from vdla_hw.config import Config
 
 REFINE = 6
@@ -57,54 +65,161 @@ def _quick_fit(probe: Plan, th, tw, toc, tic, t, tky, depth: dict) -> bool:
 
 def rough_cycles(plan: Plan) -> float:
     """Closed-form max(compute, memory) cycles of a plan (reuse approximated)."""
-    c, s, layer = plan.config, plan.schedule, plan.layer
-    full = plan.shapes[(s.th, s.tw)]
-    n_sp = plan.nb * plan.n_tiles_h * plan.n_tiles_w
-    items = n_sp * plan.n_tiles_oc
-    pixels = plan.nb * plan.oh * plan.ow
+    s = plan.schedule
+    return _rough(_constants(plan.config), plan.layer.shift > 0, plan.shapes[(s.th, s.tw)], plan.nb,
+                  plan.n_tiles_h, plan.n_tiles_w, plan.n_tiles_oc, plan.n_tiles_ic * plan.n_tiles_ky, plan.oh,
+                  plan.ow, plan.ocb, plan.icb, plan.kk, plan.kstep, s.th, s.tw, s.toc, s.tic, s.vthreads, s.order)
+
+
+@functools.lru_cache(maxsize=16)
+def _constants(c: Config) -> tuple:
+    """The configuration's numbers :func:`_rough` reads (integers: precomputing them changes no bit)."""
+    return (c.ALU_CYCLES_PER_UOP, 2 * c.INSN_OVERHEAD + 2 * c.GEMM_PIPELINE_DEPTH,
+            4 * (c.INSN_OVERHEAD + c.ALU_PIPELINE_DEPTH), c.MEM_BYTES_PER_BEAT, c.elem_bytes("inp"),
+            c.elem_bytes("wgt"), c.elem_bytes("out"), c.MEM_LATENCY)
+
+
+def _rough(consts: tuple, shifts: bool, full, nb, n_tiles_h, n_tiles_w, n_tiles_oc, steps, oh, ow, ocb, icb, kk,
+           kstep, th, tw, toc, tic, vthreads, order) -> float:
+    """:func:`rough_cycles` from the plan's numbers (the search ranks candidates without plans)."""
+    alu_per_uop, step_overhead, item_overhead, bpb, inp_bytes, wgt_bytes, out_bytes, latency = consts
+    n_sp = nb * n_tiles_h * n_tiles_w
+    items = n_sp * n_tiles_oc
+    pixels = nb * oh * ow
     # compute: GEMM over every (pixel-group, oc block, ic block, kernel offset), reset, 3-4 ALU passes
     group_ratio = full.group / full.pixels
-    gemm = pixels * plan.ocb * plan.icb * plan.kk * group_ratio
-    alu = pixels * plan.ocb * (3 + (layer.shift > 0)) * c.ALU_CYCLES_PER_UOP
-    steps = plan.n_tiles_ic * plan.n_tiles_ky
-    overhead = items * steps * (2 * c.INSN_OVERHEAD + 2 * c.GEMM_PIPELINE_DEPTH)
-    overhead += items * 4 * (c.INSN_OVERHEAD + c.ALU_PIPELINE_DEPTH)
-    compute = gemm + pixels * plan.ocb * group_ratio + alu + overhead
+    gemm = pixels * ocb * icb * kk * group_ratio
+    alu = pixels * ocb * (3 + shifts) * alu_per_uop
+    overhead = items * steps * step_overhead
+    overhead += items * item_overhead
+    compute = gemm + pixels * ocb * group_ratio + alu + overhead
     # memory: how often each input / weight tile is loaded
-    share_inp = steps == 1 and s.order == "spatial" and plan.n_tiles_oc > s.vthreads
-    share_wgt = steps == 1 and s.order == "oc" and n_sp > s.vthreads
-    inp_loads = n_sp * steps * (min(s.vthreads, plan.n_tiles_oc) if share_inp else plan.n_tiles_oc)
-    wgt_loads = plan.n_tiles_oc * steps * (min(s.vthreads, n_sp) if share_wgt else n_sp)
-    bpb = c.MEM_BYTES_PER_BEAT
-    inp_rows = inp_loads * s.tic * full.in_rows
-    inp_beats = inp_rows * -(-full.in_cols * c.elem_bytes("inp") // bpb)
-    wgt_beats = wgt_loads * s.toc * -(-s.tic * plan.kstep * c.elem_bytes("wgt") // bpb)
-    out_rows = items * s.toc * (1 if s.tw == plan.ow else s.th)
-    out_beats = pixels * plan.ocb * c.elem_bytes("out") / bpb
+    share_inp = steps == 1 and order == "spatial" and n_tiles_oc > vthreads
+    share_wgt = steps == 1 and order == "oc" and n_sp > vthreads
+    inp_loads = n_sp * steps * (min(vthreads, n_tiles_oc) if share_inp else n_tiles_oc)
+    wgt_loads = n_tiles_oc * steps * (min(vthreads, n_sp) if share_wgt else n_sp)
+    inp_rows = inp_loads * tic * full.in_rows
+    inp_beats = inp_rows * -(-full.in_cols * inp_bytes // bpb)
+    wgt_beats = wgt_loads * toc * -(-tic * kstep * wgt_bytes // bpb)
+    out_rows = items * toc * (1 if tw == ow else th)
+    out_beats = pixels * ocb * out_bytes / bpb
     memory = (inp_beats + wgt_beats + out_beats
-              + (inp_rows + wgt_loads * s.toc + out_rows) * c.MEM_LATENCY)
-    if s.vthreads == 1:
+              + (inp_rows + wgt_loads * toc + out_rows) * latency)
+    if vthreads == 1:
         return compute + memory * 0.5
     return max(compute, memory) + 0.05 * min(compute, memory)
 
 
-def best_schedule(layer: Conv2D, config: Config, *, vthreads=None, refine: int = REFINE) -> Plan:
-    """The plan with the fewest estimated cycles (``vthreads`` fixes the thread count)."""
-    from compiler.tensorize.conv2d import DramPlan, thread_buffers, thread_segments
-    from compiler.tensorize.estimate import estimate
+def ranked(layer: Conv2D, config: Config, vthreads=DEFAULT_VTHREADS) -> list[tuple[float, Schedule]]:
+    """(rough cycles, schedule) of every candidate, in :func:`candidates`' order, without building
+    a :class:`Plan` per candidate: the same checks (:func:`misfit`) and :func:`_rough` on numbers
+    computed once per tiling shape. ``[(rough_cycles(p), p.schedule) for p in candidates(...)]``."""
+    return [(r, _schedule(args)) for r, args in _ranked(layer, config, vthreads)]
+
+
+def _schedule(args: tuple) -> Schedule:
+    th, tw, toc, tic, t, order, tky = args
+    return Schedule(th=th, tw=tw, toc=toc, tic=tic, vthreads=t, order=order, tky=tky)
+
+
+def _ranked(layer: Conv2D, config: Config, vthreads) -> list[tuple[float, tuple]]:
+    out = []
+    probe = Plan(layer, config, Schedule(th=1, tw=1, toc=1, tic=1, tky=1))
+    depth = depths(config)
+    nb, oh, ow, ocb, icb, kk = probe.nb, probe.oh, probe.ow, probe.ocb, probe.icb, probe.kk
+    tilings: dict = {}
+    consts, shifts = _constants(config), layer.shift > 0
+    for th, tw, toc, tic, t in itertools.product(tile_sizes(oh), tile_sizes(ow), tile_sizes(ocb), tile_sizes(icb),
+                                                 vthreads):
+        for tky in (0, 1) if layer.k > 1 else (0,):
+            if _quick_fit(probe, th, tw, toc, tic, t, tky or layer.k, depth):
+                break
+        else:
+            continue
+        rows = tky or layer.k
+        tiling = tilings.get((th, tw, rows))
+        if tiling is None:
+            shapes = shape_set(layer, probe.row_step, rows, th, tw)
+            kstep = rows * layer.k
+            tiling = tilings[(th, tw, rows)] = (shapes[(th, tw)], kstep,
+                                                shape_summary(shapes, kstep, probe.vectors), layer.k // rows)
+        full, kstep, (max_in, max_group, uops, big), n_ky = tiling
+        parts = (tic * max_in, toc * tic * kstep, toc * probe.vectors + toc * max_group, uops)
+        if misfit(config, t, parts, big, tic, kstep):
+            continue
+        n_h, n_w, n_oc, n_ic = -(-oh // th), -(-ow // tw), -(-ocb // toc), -(-icb // tic)
+        for order in ORDERS:
+            out.append((_rough(consts, shifts, full, nb, n_h, n_w, n_oc, n_ic * n_ky, oh, ow, ocb, icb, kk, kstep,
+                               th, tw, toc, tic, t, order),
+                        (th, tw, toc, tic, t, order, tky)))
+    return out
+
+
+@dataclass(frozen=True)
+class Searched:
+    """The search's answer for one layer shape: the schedule and its pipeline estimate
+    (:func:`compiler.tensorize.estimate.plan_estimate` cycles, DRAM bases 0)."""
+
+    schedule: Schedule
+    cycles: int
+
+
+# Layer fields the search reads (the schedule does not depend on the name, the clip bounds, relu or
+# the shift's value: only on whether there is a shift instruction).
+LAYER_FIELDS = ("n", "h", "w", "ic", "oc", "k", "stride", "pad", "per_channel_shift")
+# Configuration parameters the search never reads (the clock, the PS port, the queues' depths and
+# latencies: the estimate models none of them); every other parameter, including any added later,
+# is part of the key. tests/compiler/tensorize/test_search_fast.py checks that the search reads none
+# of these.
+UNREAD_PARAMS = frozenset({"CLOCK_MHZ", "MEM_PORT", "CMD_QUEUE_DEPTH", "TOKEN_QUEUE_DEPTH", "FETCH_CYCLES_PER_INSN",
+                           "QUEUE_LATENCY"})
+
+
+def schedule_key(layer: Conv2D, config: Config) -> tuple:
+    """Everything :func:`best_schedule` depends on: the layer fields and configuration parameters
+    it reads, so configurations that share them share one search."""
+    return (tuple(getattr(layer, f) for f in LAYER_FIELDS) + (layer.shift > 0,),
+            tuple(sorted((p, v) for p, v in config.params.items() if p not in UNREAD_PARAMS)))
+
+
+_SEARCHED: dict = {}   # (schedule_key, thread counts, refine) -> Searched, in this process
+
+
+def searched(layer: Conv2D, config: Config, *, vthreads=None, refine: int = REFINE, progress=None) -> Searched:
+    """:func:`best_schedule`'s schedule and estimate, memoised by :func:`schedule_key` in-process
+    and on disk (``vdla_hw.cache``, kind "schedule")."""
+    from vdla_hw.cache import cached
 
     counts = DEFAULT_VTHREADS if vthreads is None else (vthreads,)
-    plans = candidates(layer, config, counts)
-    if not plans:
+    key = (schedule_key(layer, config), counts, refine)
+    hit = _SEARCHED.get(key)
+    if hit is None:
+        hit = _SEARCHED[key] = cached("schedule", key, lambda: _search(layer, config, counts, refine, progress))
+    return hit
+
+
+def _search(layer: Conv2D, config: Config, counts: tuple, refine: int, progress) -> Searched:
+    from compiler.tensorize.estimate import plan_estimate
+
+    say = progress or (lambda message: None)
+    say(f"schedule search: {layer.oh}x{layer.ow} outputs, {layer.ic} -> {layer.oc} channels, k={layer.k}: "
+        "ranking candidates")
+    found = _ranked(layer, config, counts)
+    if not found:
         raise ScheduleError(layer.name, "schedule", f"no tiling fits the buffers of {config.name} "
                             f"with {'/'.join(map(str, counts))} virtual thread(s)")
-    plans.sort(key=rough_cycles)
     best, best_key = None, None
-    dummy = DramPlan(inp=0, wgt=0, bias=0, out=0, uops=0, uop_count=1, zeros=0, shift=0)
-    for plan in plans[:refine]:
-        segments = thread_segments(plan, dummy, thread_buffers(plan))
-        est = estimate(segments, config)
-        key = (est.cycles, sum(len(seg.ops) for t in segments for seg in t))
+    top = heapq.nsmallest(refine, found, key=lambda entry: entry[0])   # == sorted(...)[:refine]: stable
+    for index, (_, args) in enumerate(top):
+        say(f"schedule search: {len(found)} candidates, timing the best {len(top)}: {index + 1}/{len(top)}")
+        plan = Plan(layer, config, _schedule(args))
+        est, count = plan_estimate(plan)
+        key = (est.cycles, count)
         if best_key is None or key < best_key:
             best, best_key = plan, key
-    return best
+    return Searched(best.schedule, best_key[0])
+
+
+def best_schedule(layer: Conv2D, config: Config, *, vthreads=None, refine: int = REFINE) -> Plan:
+    """The plan with the fewest estimated cycles (``vthreads`` fixes the thread count)."""
+    return Plan(layer, config, searched(layer, config, vthreads=vthreads, refine=refine).schedule)

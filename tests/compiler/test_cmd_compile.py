@@ -63,3 +63,20 @@ def test_compile_errors_are_one_line(tmp_path, capsys):
             "-o", tmp_path / "x.npz")
     err = capsys.readouterr().err
     assert usage.value.code == 2 and "--vthreads: 0 is outside" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_long_compile_prints_its_steps(tmp_path, capsys, monkeypatch):
+    from compiler.tensorize import search
+    from vdla import cmd_compile
+
+    search._SEARCHED.clear()
+    argv = ["compile", "conv2d", "--h", 9, "--w", 9, "--ic", 24, "--oc", 24, "--k", 3, "--pad", 1, "--seed", 21,
+            "-o", tmp_path / "a.npz"]
+    code, _, err = run(capsys, *argv)
+    assert code == 0 and "vdla compile:" not in err      # quick: no progress lines
+    search._SEARCHED.clear()
+    monkeypatch.setenv("VDLA_CACHE", "off")
+    monkeypatch.setattr(cmd_compile, "PROGRESS_AFTER_S", 0.0)  # as if it had taken long
+    code, _, err = run(capsys, *argv[:-1], tmp_path / "b.npz")
+    assert code == 0
+    assert "vdla compile: schedule search:" in err and "vdla compile: encoding: hiding latency" in err

@@ -97,3 +97,15 @@ def test_a_damaged_layer_cache_entry_is_recomputed_and_named(small_q, tmp_path):
     ev_module._TIMINGS.data.clear()
     third = evaluate(small_q, config, KNOB_DEFAULTS, cache_dir=tmp_path)  # the entries were rewritten
     assert third.stats["programs_simulated"] == 0 and not third.stats["cache_problems"]
+
+
+def test_layer_timings_use_the_simulators_timing_only_mode_where_it_has_one(monkeypatch):
+    from dse import evaluate as ev
+
+    ev._timing_only.cache_clear()
+    monkeypatch.setattr(vdla_sim, "simulate", lambda bundle, *, race_check=True, data=True: None)
+    assert ev._timing_only() == {"data": False}
+    ev._timing_only.cache_clear()
+    monkeypatch.setattr(vdla_sim, "simulate", lambda bundle, *, race_check=True: None)
+    assert ev._timing_only() == {}
+    ev._timing_only.cache_clear()
