@@ -52,9 +52,13 @@ print(json.dumps(out))
 
 def configurations() -> dict[str, dict[str, str]]:
     """Environments that change how a BLAS or numpy float sum is ordered."""
-    threads = lambda n: {k: str(n) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}  # noqa: E731
+    def threads(n):
+        return {k: str(n) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+
     configs = {"1 thread": threads(1), "2 threads": threads(2)}
-    if platform.machine() in ("x86_64", "AMD64"):
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    if platform.machine() in ("x86_64", "AMD64") and "X86_V3" in __cpu_dispatch__ and __cpu_features__.get("X86_V3"):
         # other kernels: OpenBLAS's Sandybridge GEMM (no FMA), numpy's loops without AVX2 (X86_V3)
         configs["other kernels"] = {**threads(2), "OPENBLAS_CORETYPE": "Sandybridge",
                                     "NPY_DISABLE_CPU_FEATURES": "X86_V3"}

@@ -39,7 +39,7 @@ class Context:
     method: str
     scales: dict = None       # float value name -> factor folded into the layers around it (equalize)
     add_scales: bool = False  # adds rescale their inputs by integer multipliers (on the CPU), not only shifts
-    tap_means: dict = None    # conv/dense node name -> its input's mean under each tap (calibrate.calibration_statistics)
+    tap_means: dict = None    # conv/dense node -> its input's mean under each tap (calibrate.calibration_statistics)
 
     def zp(self, out: str, frac: int, wide: bool = False) -> int:
         """The zero point of ``out`` at ``frac`` (the preferred one if ``frac`` is the preferred frac)."""

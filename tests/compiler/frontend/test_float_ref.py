@@ -8,9 +8,8 @@ import weakref
 import numpy as np
 import pytest
 
-from compiler.frontend import float_ref
+from compiler.frontend import float_ref, from_model
 from compiler.frontend.resnet import build_resnet
-from compiler.frontend import from_model
 
 
 def conv64(x, w, stride, pad):
