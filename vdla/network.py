@@ -147,14 +147,31 @@ def quantize_model(graph: Graph, model: str, calibration: int = 4, wide_output: 
 
 def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
     """Per-layer relative RMS error of the int8 network against the float one, the final output's
-    RMS error, and top-1 agreement, on the test inputs."""
-    fv, qv = float_ref.run(graph, tests.array), reference.run(q, tests.array)
-    errors = {}
-    for node in q.nodes[1:]:
-        f = fv[node.output].astype(np.float64)
-        d = q.dequantize(node.output, qv[node.output])
-        errors[node.name] = float(np.sqrt(((f - d) ** 2).mean()) / max(np.sqrt((f ** 2).mean()), 1e-12))
-    want, got = fv[graph.output].astype(np.float64), q.dequantize_output(qv[q.output]).astype(np.float64)
+    RMS error, and top-1 agreement, on the test inputs. Both networks run one batch of the graph at
+    a time, each value freed once read: memory is one batch's live values, not every activation of
+    every test input."""
+    q_node = {node.output: node for node in q.nodes[1:]}
+    sums = {node.name: np.zeros(3) for node in q.nodes[1:]}  # (sum of squared errors, sum of squares, count)
+    outputs = []
+    for part in float_ref.batches(graph, tests.array):
+        # both networks one batch at a time, side by side: a float value waits only until the
+        # quantized node that produces the same value has run
+        floats, pending = float_ref.iter_graph(graph, part, float_ref.eval_node), {}
+        for name, qv in float_ref.iter_graph(q, part, reference.eval_node):
+            node = q_node.get(name)
+            if node is None:
+                continue
+            while name not in pending:
+                fname, fv = next(floats)
+                if fname in q_node:
+                    pending[fname] = fv
+            f = pending.pop(name).astype(np.float64)
+            d = q.dequantize(name, qv).astype(np.float64)
+            sums[node.name] += (((f - d) ** 2).sum(), (f ** 2).sum(), f.size)
+            if name == q.output:
+                outputs.append((f, d))
+    errors = {name: float(np.sqrt(e / n) / max(np.sqrt(f2 / n), 1e-12)) for name, (e, f2, n) in sums.items()}
+    want, got = (np.concatenate([o[i] for o in outputs]) for i in (0, 1))
     rms = float(np.sqrt(((got - want) ** 2).mean()))
     flat_f, flat_q = want.reshape(len(want), -1), got.reshape(len(got), -1)
     report = {"per_layer_error": errors, "output_rms_error": rms,

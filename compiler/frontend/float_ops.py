@@ -1,16 +1,21 @@
 """The float meaning of every graph-IR op (``compiler.frontend.graph``), in plain numpy.
 
-Convolutions and dense layers are computed in float64 and rounded to float32 once, so this
-model sits within float32 rounding of onnxruntime (the tests' oracle). The element-wise
-functions (:data:`UNARY_FUNCTIONS`) are also what the quantizer tabulates into int8 lookup
-tables, so the float model and the int8 tables cannot disagree on what an op means.
+Convolutions and dense layers are summed exactly on a fixed-point grid and rounded to float32
+once (``float_ref.conv2d``, ``float_ref.dense``): the same bits on every machine, within about
+1e-5 of onnxruntime (the tests' oracle). The element-wise functions (:data:`UNARY_FUNCTIONS`)
+are also what the quantizer tabulates into int8 lookup tables (:data:`TABLE_FUNCTIONS`: the
+same functions with the exponential of the C library, one value at a time, instead of numpy's
+vectorised one, whose SIMD variants differ in the last bit between CPUs), so the float model and
+the int8 tables cannot disagree on what an op means.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from compiler.frontend.float_ref import conv2d, maxpool, windows
+from compiler.frontend.float_ref import conv2d, dense, maxpool, windows
 from compiler.frontend.graph import Node
 
 
@@ -23,6 +28,12 @@ def hardsigmoid(x, alpha=0.2, beta=0.5):
     return np.clip(alpha * x + beta, 0.0, 1.0)
 
 
+def scalar_exp(x) -> np.ndarray:
+    """exp of every element by the C library's ``exp`` (for the 256 entries of a table)."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.array([math.exp(v) for v in x.reshape(-1)], dtype=np.float64).reshape(x.shape)
+
+
 UNARY_FUNCTIONS = {
     "relu": lambda x, a: np.maximum(x, 0.0),
     "clip": lambda x, a: np.clip(x, a["lo"], a["hi"]),
@@ -31,6 +42,7 @@ UNARY_FUNCTIONS = {
     "hardsigmoid": lambda x, a: hardsigmoid(x, a["alpha"], a["beta"]),
     "hardswish": lambda x, a: x * hardsigmoid(x, 1.0 / 6.0, 0.5),
 }
+TABLE_FUNCTIONS = {**UNARY_FUNCTIONS, "sigmoid": lambda x, a: 1.0 / (1.0 + scalar_exp(-x))}
 
 
 def softmax(x, axis):
@@ -75,7 +87,7 @@ def evaluate(node: Node, args: list[np.ndarray]) -> np.ndarray:
     if op == "conv":
         out = conv2d(x, a["weight"], a["bias"], a["stride"], a["pad"], a.get("groups", 1))
     elif op == "dense":
-        out = x.astype(np.float64) @ a["weight"].T.astype(np.float64) + a["bias"]
+        out = dense(x, a["weight"], a["bias"])
     elif op in UNARY_FUNCTIONS:
         out = UNARY_FUNCTIONS[op](x.astype(np.float64), a)
     elif op == "add":

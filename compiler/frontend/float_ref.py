@@ -1,17 +1,35 @@
 """Float execution of a graph in plain numpy: the model the quantized network is measured against.
 
-``run(graph, x)`` returns every value (name -> float32 array); ``forward`` just the output.
+``run(graph, x)`` returns every value (name -> float32 array); ``forward`` just the output;
+``iter_graph`` yields the values one at a time and frees each once its last reader has run
+(memory bounded by the live values of one batch, not by the whole network).
+
 ``conv_taps`` is the one convolution loop of the project's numpy models: this float model and
 the quantized reference (``compiler.quantize.reference``) both call it. It sums, per kernel tap,
-a float64 matrix product; on int8 operands every partial sum is an integer below 2**53, so the
-quantized reference gets exact integers from it.
+a float64 matrix product; on integer operands every partial sum is an integer below 2**53, so
+the result is exact and the same whatever order the BLAS library adds in (threads, CPU, build).
+
+The float convolutions and dense layers (``conv2d``, ``dense``) use that property to be
+deterministic: each operand is first rounded onto a power-of-two fixed-point grid (per sample for
+activations, per output channel for weights) fine enough to keep 20-odd significant bits and
+coarse enough that every product and partial sum is an exact float64 integer (:func:`on_grid`,
+:func:`grid_bits`); the exact sum is then scaled back by a power of two and rounded to float32
+once. So the float model gives the same bits on any machine, BLAS thread count and numpy build,
+and the model build and calibration that read it decide the same scales (docs/onnx.md,
+"Determinism"). The price is the grid's rounding: about 2**-21 of each tensor's peak, measured
+within 5e-5 of onnxruntime's float32 (relative to the output's peak) on the built-in ResNets.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from compiler.frontend.graph import Graph, Node, conv_out
+
+EXACT_BITS = 53  # float64's significand: integers up to 2**53 are exact
+COLS_ELEMENTS = 1 << 20  # im2col buffer of conv_taps, per chunk of samples (8 MB as float64)
 
 
 def pair(value) -> tuple[int, int]:
@@ -47,37 +65,109 @@ def windows(x: np.ndarray, kernel, stride, pad, fill=0.0, dtype=None, ceil_extra
             yield (i, j), xp[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
 
 
+def sample_chunks(n: int, per_sample: int) -> list[tuple[int, int]]:
+    """(start, stop) ranges of samples whose ``per_sample`` elements each stay within
+    :data:`COLS_ELEMENTS` together (at least one sample): temporaries small enough for the
+    allocator to reuse, instead of fresh pages (and their faults) per layer."""
+    step = max(1, COLS_ELEMENTS // max(1, per_sample))
+    return [(s, min(n, s + step)) for s in range(0, n, step)]
+
+
+def _conv_out(x: np.ndarray, kernel, stride, pad) -> tuple[int, int]:
+    (kh, kw), (sh, sw), (pt, pl, pb, pr) = pair(kernel), pair(stride), quad(pad)
+    return conv_out(x.shape[2], kh, sh, pt, pb), conv_out(x.shape[3], kw, sw, pl, pr)
+
+
+def _taps_product(x: np.ndarray, w: np.ndarray, stride, pad, groups: int, fill, dtype, gemm=None) -> np.ndarray:
+    """conv_taps of one chunk of samples (``w`` already in ``gemm``, the products' type; the
+    patches are gathered in ``dtype`` first, where they are exact: fewer bytes to move)."""
+    gemm = gemm or dtype
+    o, cg, kh, kw = w.shape
+    g, m, c = int(groups), x.shape[0], x.shape[1]
+    og = o // g
+    taps = [view for _, view in windows(x, (kh, kw), stride, pad, fill=fill, dtype=dtype)]
+    oh, ow = taps[0].shape[2:]
+    if cg == 1 and og == 1:  # depthwise
+        acc = np.zeros((m, o, oh, ow), gemm)
+        for t, view in enumerate(taps):
+            acc += w[:, 0, t // kw, t % kw][None, :, None, None] * view
+        return acc
+    # patches (C, kh*kw, samples, OH, OW): channel-major, then tap, as the weights' (cg, kh, kw)
+    cols = np.empty((c, kh * kw, m, oh, ow), dtype)
+    for t, view in enumerate(taps):
+        cols[:, t] = view.transpose(1, 0, 2, 3)
+    cols = cols.reshape(g, cg * kh * kw, m * oh * ow).astype(gemm, copy=False)
+    prod = np.matmul(w.reshape(g, og, cg * kh * kw), cols)
+    return prod.reshape(o, m, oh, ow).transpose(1, 0, 2, 3)
+
+
 def conv_taps(x: np.ndarray, weight: np.ndarray, stride=1, pad=0, groups: int = 1, fill=0.0,
               dtype=np.float64) -> np.ndarray:
     """(N, O, OH, OW) sum over taps and input channels of a grouped convolution (no bias), the
-    padding holding ``fill``, in ``dtype``: per sample one matrix product of the weights with the
-    input's patches per group (a multiply-add per tap for depthwise)."""
+    padding holding ``fill``, in ``dtype``: one matrix product of the weights with the input's
+    patches per group and chunk of samples (a multiply-add per tap for depthwise)."""
     o, cg, kh, kw = weight.shape
-    g, n = int(groups), x.shape[0]
-    og = o // g
-    taps = list(windows(x, (kh, kw), stride, pad, fill=fill, dtype=dtype))
-    oh, ow = taps[0][1].shape[2:]
+    oh, ow = _conv_out(x, (kh, kw), stride, pad)
     w = weight.astype(dtype)
-    if cg == 1 and og == 1:  # depthwise
-        acc = np.zeros((n, o, oh, ow), dtype)
-        for (i, j), view in taps:
-            acc += w[:, 0, i, j][None, :, None, None] * view
-        return acc
-    acc = np.empty((n, o, oh * ow), dtype)
-    wg = w.reshape(g, og, cg, kh * kw).reshape(g, og, cg * kh * kw)
-    for s in range(n):
-        # patches (C, kh*kw, P): channel-major, then tap, matching the weights' (cg, kh, kw) order
-        cols = np.stack([view[s].reshape(x.shape[1], oh * ow) for _, view in taps], axis=1)
-        cols = cols.reshape(g, cg * kh * kw, oh * ow)
-        for k in range(g):
-            acc[s, k * og:(k + 1) * og] = wg[k] @ cols[k]
-    return acc.reshape(n, o, oh, ow)
+    out = np.empty((x.shape[0], o, oh, ow), dtype)
+    for s0, s1 in sample_chunks(x.shape[0], x.shape[1] * kh * kw * oh * ow):
+        out[s0:s1] = _taps_product(x[s0:s1], w, stride, pad, groups, fill, dtype)
+    return out
+
+
+def grid_bits(terms: int) -> tuple[int, int]:
+    """(activation bits, weight bits) of the grids of a dot product of ``terms`` products: with
+    |integers| <= 2**bits each, terms * 2**(bx + bw) <= 2**53, so every partial sum is exact."""
+    budget = EXACT_BITS - max(0, int(terms) - 1).bit_length()
+    return budget - budget // 2, budget // 2
+
+
+def on_grid(a: np.ndarray, bits: int, dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """(integers in ``dtype``, exponents): ``a[i] ~ integers[i] * 2**-exponents[i]`` per leading
+    index i, each slice's exponent the one whose peak lands in [2**(bits-1), 2**bits) (so
+    |integers| <= 2**bits after rounding to nearest); 0 for an all-zero or non-finite slice.
+    Scaling by a power of two and rounding are exact IEEE operations: the same bits everywhere
+    (in float32 too, for float32 ``a`` and ``bits`` <= 24)."""
+    a = np.asarray(a)
+    rows = a.reshape(len(a), -1)
+    peaks = np.maximum(rows.max(axis=1), -rows.min(axis=1)) if a.size else np.zeros(len(a))
+    exps = np.array([bits - math.frexp(float(p))[1] if 0 < p < np.inf else 0 for p in peaks], dtype=np.int64)
+    ints = np.multiply(a, np.ldexp(1.0, exps).reshape((-1,) + (1,) * (a.ndim - 1)).astype(dtype), dtype=dtype)
+    return np.rint(ints, out=ints), exps
 
 
 def conv2d(x, weight, bias, stride=1, pad=0, groups: int = 1) -> np.ndarray:
-    """float32 convolution (accumulated in float32, like onnxruntime)."""
-    acc = conv_taps(x, weight, stride, pad, groups, dtype=np.float32)
-    return acc + bias.astype(np.float32)[None, :, None, None]
+    """float32 convolution, the same bits on every machine: ``x`` (per sample) and ``weight`` (per
+    output channel) rounded onto their grids (:func:`on_grid`), summed exactly by ``conv_taps``,
+    scaled back by a power of two, plus the bias, rounded to float32 once."""
+    o, cg, kh, kw = weight.shape
+    bx, bw = grid_bits(cg * kh * kw)
+    wi, ew = on_grid(weight, bw)
+    oh, ow = _conv_out(x, (kh, kw), stride, pad)
+    bias = np.asarray(bias, np.float64)[None, :, None, None]
+    out = np.empty((x.shape[0], o, oh, ow), np.float32)
+    # the input's integers (at most 2**24 when x is float32) gathered as float32, summed in float64
+    small = np.float32 if x.dtype == np.float32 and bx <= 24 else np.float64
+    for s0, s1 in sample_chunks(x.shape[0], x.shape[1] * kh * kw * oh * ow):
+        xi, ex = on_grid(x[s0:s1], bx, small)
+        acc = _taps_product(xi, wi, stride, pad, groups, 0.0, small, np.float64)
+        acc *= np.ldexp(1.0, -(ex[:, None] + ew[None, :]))[:, :, None, None]
+        acc += bias
+        out[s0:s1] = acc
+    return out
+
+
+def exact_dense(x, weight) -> np.ndarray:
+    """float64 (N, M) product of (N, K) ``x`` and (M, K) ``weight`` on their grids, summed exactly."""
+    bx, bw = grid_bits(weight.shape[1])
+    xi, ex = on_grid(x, bx)
+    wi, ew = on_grid(weight, bw)
+    return (xi @ wi.T) * np.ldexp(1.0, -(ex[:, None] + ew[None, :]))
+
+
+def dense(x, weight, bias) -> np.ndarray:
+    """float32 (N, M) dense layer: ``exact_dense`` plus the bias, rounded to float32 once."""
+    return (exact_dense(x, weight) + np.asarray(bias, np.float64)).astype(np.float32)
 
 
 def maxpool(x, kernel, stride, pad, ceil_extra=(0, 0)):
@@ -93,21 +183,54 @@ def eval_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
     return float_ops.evaluate(node, args)
 
 
-def run_graph(graph, x: np.ndarray, evaluate, cast=np.float32) -> dict[str, np.ndarray]:
-    """Every value of ``graph`` (float or quantized) for input ``x``, node by node.
+def last_readers(graph) -> dict[str, int]:
+    """value -> index of the last node reading it (the graph's output: past the end)."""
+    last = {}
+    for k, node in enumerate(graph.nodes):
+        for name in node.inputs:
+            last[name] = k
+    last[graph.output] = len(graph.nodes)
+    return last
+
+
+def iter_graph(graph, x: np.ndarray, evaluate, cast=np.float32):
+    """Yield (name, value) for the input and then every node's output, in node order, for an
+    input of the graph's batch; a value is dropped once its last reader has run, so only the
+    values still to be read (and what the caller keeps) stay in memory."""
+    last = last_readers(graph)
+    values = {graph.input: np.asarray(x, dtype=cast)}
+    yield graph.input, values[graph.input]
+    for k, node in enumerate(graph.nodes):
+        out = evaluate(node, [values[i] for i in node.inputs])
+        for name in set(node.inputs):
+            if last.get(name, -1) <= k:
+                del values[name]
+        if last.get(node.output, -1) > k:
+            values[node.output] = out
+        yield node.output, out
+
+
+def batches(graph, x: np.ndarray, cast=np.float32):
+    """``x`` as inputs of the graph's batch B (usually 1): chunks of B, or ``x`` itself."""
+    x = np.asarray(x, dtype=cast)
+    batch = graph.shapes[graph.input][0]
+    if x.shape[0] != batch and batch and x.shape[0] % batch == 0:
+        return [x[i:i + batch] for i in range(0, x.shape[0], batch)]
+    return [x]
+
+
+def run_graph(graph, x: np.ndarray, evaluate, cast=np.float32, keep=None) -> dict[str, np.ndarray]:
+    """The values of ``graph`` (float or quantized) for input ``x``, node by node: every value,
+    or those named in ``keep``.
 
     The graph is defined for its input's batch B (usually 1). A batch of k*B inputs runs in
     chunks of B, and every value is the chunks' results concatenated along axis 0.
     """
-    x = np.asarray(x, dtype=cast)
-    batch = graph.shapes[graph.input][0]
-    if x.shape[0] != batch and batch and x.shape[0] % batch == 0:
-        chunks = [run_graph(graph, x[i:i + batch], evaluate, cast) for i in range(0, x.shape[0], batch)]
-        return {name: np.concatenate([c[name] for c in chunks], axis=0) for name in chunks[0]}
-    values = {graph.input: x}
-    for node in graph.nodes:
-        values[node.output] = evaluate(node, [values[i] for i in node.inputs])
-    return values
+    chunks = [{name: v for name, v in iter_graph(graph, part, evaluate, cast) if keep is None or name in keep}
+              for part in batches(graph, x, cast)]
+    if len(chunks) == 1:
+        return chunks[0]
+    return {name: np.concatenate([c[name] for c in chunks], axis=0) for name in chunks[0]}
 
 
 def run(graph: Graph, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -115,4 +238,4 @@ def run(graph: Graph, x: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def forward(graph: Graph, x: np.ndarray) -> np.ndarray:
-    return run(graph, x)[graph.output]
+    return run_graph(graph, x, eval_node, keep={graph.output})[graph.output]

@@ -57,7 +57,7 @@ class _Importer:
             if value.dtype.kind == "f" and not np.isfinite(value).all():
                 raise ModelError(where, f"initializer {tensor.name!r} holds {int((~np.isfinite(value)).sum())} NaN or "
                                  "infinite values; the model cannot be quantized")
-        self.consts, self.todo = folding.fold(inferred, self.inferred, self.opset, where)
+        self.consts, self.todo = folding.fold(model, self.inferred, self.opset, where)
         self.alias: dict[str, str] = {}
         self.nodes: list[Node] = []
         self.shapes: dict[str, tuple[int, ...]] = {self.input.name: shape}

@@ -245,12 +245,48 @@ def resolve_shape(value_info, where: str, input_shape: tuple[int, ...] | None) -
     return tuple(int(d) for d in dims)
 
 
+BIG_CONSTANT = 4096  # elements: float initializers above this reach shape inference as typed inputs
+
+
+def _copy_field(target, field, value) -> None:
+    if hasattr(value, "extend"):  # a repeated field
+        getattr(target, field.name).extend(value)
+    elif field.message_type is not None:
+        getattr(target, field.name).CopyFrom(value)
+    else:
+        setattr(target, field.name, value)
+
+
+def _without_weights(model):
+    """A copy of ``model`` for shape inference without the data of its large float initializers
+    (weights: declared as typed graph inputs instead), so it costs no second copy of the weights;
+    the integer and small constants that shape arithmetic reads stay."""
+    import onnx
+    from onnx import helper
+
+    light = onnx.ModelProto()
+    for field, value in model.ListFields():  # every field but the graph
+        if field.name != "graph":
+            _copy_field(light, field, value)
+    for field, value in model.graph.ListFields():  # every field of the graph but its initializers
+        if field.name != "initializer":
+            _copy_field(light.graph, field, value)
+    declared = {v.name for v in model.graph.input}
+    for tensor in model.graph.initializer:
+        big = helper.tensor_dtype_to_np_dtype(tensor.data_type).kind == "f" and math.prod(tensor.dims) > BIG_CONSTANT
+        if not big:
+            light.graph.initializer.append(tensor)
+        elif tensor.name not in declared:
+            light.graph.input.append(helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims)))
+    return light
+
+
 def infer_shapes(model, where: str, input_name: str, shape: tuple[int, ...]):
-    """``model`` with its input fixed to ``shape`` and onnx's inferred shapes for every value."""
+    """``model`` with its input fixed to ``shape`` and onnx's inferred shapes for every value; the
+    large float initializers are left out (``_without_weights``): use ``model``'s own."""
     import onnx
 
-    fixed = onnx.ModelProto()
-    fixed.CopyFrom(model)
+    fixed = _without_weights(model)
     for value in fixed.graph.input:
         if value.name == input_name:
             dims = value.type.tensor_type.shape.dim

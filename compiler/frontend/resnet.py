@@ -3,7 +3,10 @@
 Nothing is downloaded. Convolutions get He-normal weights from a seeded generator; each
 BatchNormalization gets the running mean and variance its convolution actually produces on
 seeded synthetic images (``compiler.frontend.inputs``) (a data-dependent initialisation), so activations keep a sane range from
-layer to layer and quantization behaves as on a trained network. Node names follow torchvision
+layer to layer and quantization behaves as on a trained network. That float pass is the float
+model's (``float_ref.conv2d``: exact sums on a fixed-point grid) followed by element-wise numpy
+and numpy's own fixed-order reductions, never a BLAS sum of floats, so the model's bits are the
+same on every machine and BLAS thread count. Node names follow torchvision
 (``conv1``, ``layer1.0.conv1``, ``layer2.0.downsample.0``, ``fc``).
 """
 
@@ -96,7 +99,7 @@ def build_resnet(depth: int = 18, resolution: int = 224, seed: int = 0, calib_ba
     feats = xv.mean(axis=(2, 3))
     mean, std = feats.mean(axis=0), feats.std(axis=0) + 1e-3
     fc_w = (rng.standard_normal((NUM_CLASSES, WIDTHS[-1])) * np.sqrt(1.0 / WIDTHS[-1]) / std).astype(np.float32)
-    fc_b = (-(fc_w @ mean) + 0.01 * rng.standard_normal(NUM_CLASSES)).astype(np.float32)
+    fc_b = (-float_ref.exact_dense(mean[None, :], fc_w)[0] + 0.01 * rng.standard_normal(NUM_CLASSES)).astype(np.float32)
     b.node("Gemm", [x, b.init("fc.weight", fc_w), b.init("fc.bias", fc_b)], "logits", "fc", transB=1)
     graph = helper.make_graph(
         b.nodes, f"resnet{depth}",

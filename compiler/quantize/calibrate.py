@@ -23,7 +23,7 @@ float node into its int8 node.
 
 from __future__ import annotations
 
-import math
+import functools
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from compiler.frontend import float_ref
 from compiler.frontend.graph import Graph, ModelError
 from compiler.quantize import rules
 from compiler.quantize.equalize import FREE_WINDOW, equalize
+from compiler.quantize.exact import floor_log2
 from compiler.quantize.qgraph import QGraph, QNode
 
 FRAC_MIN, FRAC_MAX = -8, 20
@@ -47,14 +48,24 @@ def frac_for(maxabs: float, top: int = 127) -> int:
         raise ValueError("non-finite calibration value")
     if maxabs <= 0:
         return 7
-    return int(np.clip(math.floor(math.log2(top / maxabs)), FRAC_MIN, FRAC_MAX))
+    return int(np.clip(floor_log2(top / maxabs), FRAC_MIN, FRAC_MAX))
+
+
+@functools.lru_cache(maxsize=64)
+def sample_index(size: int) -> np.ndarray | None:
+    """The flat indices (read-only) of the values a scale is chosen on, of a tensor of ``size``
+    values (None: all of them), drawn from a generator seeded 0."""
+    if size <= SAMPLE:
+        return None
+    index = np.random.default_rng(0).choice(size, SAMPLE, replace=False)
+    index.setflags(write=False)
+    return index
 
 
 def _sample(values: np.ndarray) -> np.ndarray:
     v = np.asarray(values, dtype=np.float64).reshape(-1)
-    if v.size > SAMPLE:
-        v = v[np.random.default_rng(0).choice(v.size, SAMPLE, replace=False)]
-    return v
+    index = sample_index(v.size)
+    return v if index is None else v[index]
 
 
 def quant_error(v: np.ndarray, frac: int, unsigned: bool = False) -> float:
@@ -144,8 +155,13 @@ PER_CHANNEL_GAIN = 0.9  # per-channel fracs when they cut the weights' squared e
 def _row_errors(rows: np.ndarray, fracs: np.ndarray) -> np.ndarray:
     """Squared int8 quantization error of each row of ``rows`` at its frac (symmetric weights)."""
     scale = 2.0 ** fracs.reshape(-1, 1)
-    q = np.clip(np.rint(rows * scale), -127, 127) / scale
-    return ((q - rows) ** 2).sum(axis=1)
+    q = np.multiply(rows, scale)  # the same operations as clip(rint(rows * scale)) / scale - rows, in place
+    np.rint(q, out=q)
+    np.clip(q, -127, 127, out=q)
+    q /= scale
+    q -= rows
+    np.square(q, out=q)
+    return q.sum(axis=1)
 
 
 def weight_fracs(w: np.ndarray, per_channel_ok: bool) -> np.ndarray:
@@ -162,6 +178,54 @@ def weight_fracs(w: np.ndarray, per_channel_ok: bool) -> np.ndarray:
     errors = np.stack([_row_errors(rows, c) for c in candidates])  # (candidates, channels)
     channel = np.stack(candidates)[errors.argmin(axis=0), np.arange(len(rows))]
     return channel if errors.min(axis=0).sum() < PER_CHANNEL_GAIN * _row_errors(rows, fracs).sum() else fracs
+
+
+def calibration_statistics(graph: Graph, calibration: np.ndarray) -> tuple[dict, dict]:
+    """(samples, tap means) of the float graph on the calibration inputs, run one batch of the
+    graph at a time (memory: one batch's live values plus the statistics).
+
+    ``samples``: per value, the float32 values its scale is chosen on: all of them over the
+    calibration inputs, flattened, or the :data:`SAMPLE` of them at ``sample_index`` (the same
+    values as ``_sample`` of the whole batch). ``tap means``: per conv or dense node, the mean of
+    its input under each kernel tap over the first ``rules.BIAS_SAMPLES`` inputs, float64
+    (C, kh * kw) (dense: (K, 1)), zero padding included: the mean of a convolution's output is
+    its weights applied to these (``rules._bias_error``)."""
+    parts = float_ref.batches(graph, calibration)
+    index, samples, sums = {}, {}, {}
+    readers = {}
+    for node in graph.nodes:
+        if node.op in ("conv", "dense"):
+            readers.setdefault(node.inputs[0], []).append(node)
+    for k, part in enumerate(parts):
+        for name, v in float_ref.iter_graph(graph, part, float_ref.eval_node):
+            size = v.size
+            if name not in index:
+                index[name] = sample_index(size * len(parts))
+                samples[name] = [] if index[name] is None else np.empty(SAMPLE, np.float32)
+            pick = index[name]
+            if pick is None:
+                samples[name].append(np.asarray(v, np.float32).reshape(-1))
+            else:
+                here = np.flatnonzero((pick >= k * size) & (pick < (k + 1) * size))
+                samples[name][here] = np.asarray(v, np.float32).reshape(-1)[pick[here] - k * size]
+            if k < rules.BIAS_SAMPLES:
+                for node in readers.get(name, ()):
+                    sums[node.name] = sums.get(node.name, 0.0) + _tap_sums(node, v)
+    samples = {name: np.concatenate(s) if isinstance(s, list) else s for name, s in samples.items()}
+    return samples, {name: total[0] / total[1] for name, total in sums.items()}
+
+
+def _tap_sums(node, x: np.ndarray) -> np.ndarray:
+    """(sums, count): the (C, taps) sums of ``x`` under each of ``node``'s kernel taps, and the
+    number of positions summed (a numpy reduction in its own fixed order, no BLAS)."""
+    if node.op == "dense":
+        return np.stack([x.astype(np.float64).sum(axis=0)[:, None], np.full((x.shape[1], 1), float(len(x)))])
+    a = node.attrs
+    kernel = a["weight"].shape[2:]
+    views = [view for _, view in float_ref.windows(x, kernel, a["stride"], a["pad"], dtype=np.float64)]
+    sums = np.stack([view.sum(axis=(0, 2, 3)) for view in views], axis=1)
+    count = views[0].shape[0] * views[0].shape[2] * views[0].shape[3]
+    return np.stack([sums, np.full(sums.shape, float(count))])
 
 
 def fuse_activations(graph: Graph):
@@ -203,7 +267,7 @@ def quantize_graph(graph: Graph, calibration: np.ndarray, *, method: str = "mse"
                          f"input {want} (a multiple of its batch, the other dimensions equal)")
     if not np.all(np.isfinite(calibration)):
         raise ModelError(graph.name, "calibration inputs contain NaN or infinite values")
-    values = float_ref.run(graph, calibration)
+    values, tap_means = calibration_statistics(graph, calibration)
     scales = {}
     if equalize_scales:
         graph, scales = equalize(graph, values, through_adds=add_scales, method=method)
@@ -219,7 +283,7 @@ def quantize_graph(graph: Graph, calibration: np.ndarray, *, method: str = "mse"
     rename = {graph.input: q_input}
     shapes = {graph.input: graph.shapes[graph.input], q_input: graph.shapes[graph.input]}
     ctx = rules.Context(graph, values, fracs, zps, best, per_channel, bias_correction, method, scales,
-                        add_scales and equalize_scales)
+                        add_scales and equalize_scales, tap_means)
     for node, act in pairs:
         out = out_of[node.output]
         inputs = [rename[i] for i in node.inputs]

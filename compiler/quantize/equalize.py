@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.frontend.graph import Graph, Node
+from compiler.quantize.exact import floor_log2
 
 TRANSPARENT = ("maxpool", "avgpool", "avgpool2d", "reshape")  # commute with a positive factor
 FREE_WINDOW = {"mse": "minmax", "minmax": "minmax", "percentile": "percentile"}  # window of a free step
@@ -77,7 +78,7 @@ def equalize(graph: Graph, values: dict, through_adds: bool = False, method: str
         step = free_step(values[out], method)
         if step is None:
             continue
-        s = float(2.0 ** np.floor(np.log2(step)) / step)  # in (1/2, 1]
+        s = float(2.0 ** floor_log2(step) / step)  # in (1/2, 1]
         scaled, layers = reach
         if node.op != "add":  # an add's multipliers absorb s (its own and its inputs')
             node.attrs["weight"] = (node.attrs["weight"] * s).astype(np.float32)

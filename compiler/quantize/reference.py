@@ -2,8 +2,9 @@
 
 This is the project's one numpy reference of quantized arithmetic: the accelerator compiler,
 the LLVM CPU kernels and the whole network are tested against these functions, bit for bit.
-Accumulation is exact (int8 products summed in float64 via ``float_ref.conv_taps``, exact below
-2**53) and wraps to int32 once, with the bias, as the hardware's accumulator does; then
+Accumulation is exact (int8 products summed in float32 via ``float_ref.conv_taps`` while the
+sums stay below 2**24, else in float64, exact below 2**53: the same result in any summation
+order) and wraps to int32 once, with the bias, as the hardware's accumulator does; then
 ``requantize`` floors by the shift and clips.
 """
 
@@ -58,10 +59,20 @@ def dequantize(q, frac: int) -> np.ndarray:
     return np.asarray(q).astype(np.float32) * np.float32(2.0 ** -frac)
 
 
+def exact_dtype(x, weight, fill: int = 0):
+    """float32 where every partial sum of a convolution of integer ``x`` (padding ``fill``) with
+    ``weight`` is an exact float32 integer (terms * max|x| * max|w| <= 2**24: int8 layers up to
+    1024 products), else float64 (exact below 2**53)."""
+    peak = lambda a: max(int(np.max(a)), -int(np.min(a))) if np.size(a) else 0  # noqa: E731
+    terms = int(np.prod(np.shape(weight)[1:]))
+    return np.float32 if terms * max(peak(x), abs(int(fill))) * peak(weight) <= 1 << 24 else np.float64
+
+
 def conv2d_acc(x, weight, bias, stride=1, pad=0, groups: int = 1, pad_value: int = 0) -> np.ndarray:
     """wrap32(bias + sum of int8 products) of a grouped NCHW conv whose padding holds
     ``pad_value``, as int64 in int32's range."""
-    acc = np.rint(conv_taps(x, weight, pair(stride), quad(pad), groups, fill=pad_value)).astype(np.int64)
+    dtype = exact_dtype(x, weight, pad_value)
+    acc = np.rint(conv_taps(x, weight, pair(stride), quad(pad), groups, fill=pad_value, dtype=dtype)).astype(np.int64)
     return wrap32(acc + np.asarray(bias, dtype=np.int64)[None, :, None, None])
 
 
@@ -195,4 +206,5 @@ def run(graph: QGraph, x: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def forward(graph: QGraph, x: np.ndarray) -> np.ndarray:
-    return run(graph, x)[graph.output]
+    """The network's output for ``x`` (each intermediate value freed after its last reader)."""
+    return run_graph(graph, x, eval_node, keep={graph.output})[graph.output]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler.frontend import float_ops
-from compiler.frontend.float_ref import conv_taps
 from compiler.frontend.graph import Graph, ModelError, Node
+from compiler.quantize.exact import ceil_log2
 from compiler.quantize.reference import INT32_MAX, INT32_MIN
 
 MAX_SHIFT, MAX_ADD_SHIFT, MAX_UP = 31, 16, 8
@@ -39,6 +39,7 @@ class Context:
     method: str
     scales: dict = None       # float value name -> factor folded into the layers around it (equalize)
     add_scales: bool = False  # adds rescale their inputs by integer multipliers (on the CPU), not only shifts
+    tap_means: dict = None    # conv/dense node -> its input's mean under each tap (calibrate.calibration_statistics)
 
     def zp(self, out: str, frac: int, wide: bool = False) -> int:
         """The zero point of ``out`` at ``frac`` (the preferred one if ``frac`` is the preferred frac)."""
@@ -98,13 +99,16 @@ def _weights(ctx: Context, node: Node):
 
 def _bias_error(ctx: Context, node: Node, wq: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """Mean output error per channel that weight rounding causes on (the first few) calibration
-    inputs (a per-channel mean over every output pixel and input: few inputs estimate it well)."""
-    x = ctx.values[node.inputs[0]][:BIAS_SAMPLES * ctx.graph.shapes[node.inputs[0]][0]]
+    inputs (a per-channel mean over every output pixel and input: few inputs estimate it well):
+    the weights' error applied to the input's mean under each tap (the mean of a convolution is
+    the convolution of the means), in float64 by numpy's fixed-order sum (no BLAS)."""
+    means = ctx.tap_means[node.name] * (ctx.scales or {}).get(node.inputs[0], 1.0)  # (C, taps)
     dw = wq.astype(np.float64) / scale - node.attrs["weight"].astype(np.float64)
-    if node.op == "dense":
-        return (x.astype(np.float64) @ dw.T).mean(axis=0)
-    a = node.attrs
-    return conv_taps(x, dw, a["stride"], a["pad"], a.get("groups", 1)).mean(axis=(0, 2, 3))
+    groups = int(node.attrs.get("groups", 1)) if node.op == "conv" else 1
+    o = dw.shape[0]
+    rows = dw.reshape(o, -1)
+    per_out = means.reshape(groups, -1)[np.arange(o) // (o // groups)]  # each output's group of inputs
+    return (rows * per_out).sum(axis=1)
 
 
 def _gemm(ctx: Context, node: Node, act, out, inputs, wide):
@@ -161,7 +165,7 @@ def _add_mul(ctx: Context, node: Node, act, out, inputs):
     fy = int(np.clip(ctx.best[out][0], fm + ADD_MUL_RANGE[0], fm + ADD_MUL_RANGE[1]))
     zy = ctx.zp(out, fy)
     real = (2.0 ** (fy - fa) * sy / sa, 2.0 ** (fy - fb) * sy / sb)
-    shift = int(ADD_MUL_BITS - np.ceil(np.log2(max(real))))
+    shift = int(ADD_MUL_BITS - ceil_log2(max(real)))
     a_mul, b_mul = (int(np.rint(m * 2.0 ** shift)) for m in real)
     offset = -za * a_mul - zb * b_mul + (zy << shift) + (1 << (shift - 1))
     lo, hi = _bounds(act, fy, zy, False)
@@ -199,13 +203,13 @@ def _unary(ctx: Context, node: Node, act, out, inputs, wide):
         scale = np.broadcast_to(np.asarray(a["scale"], np.float64), sample)[0] * 2.0 ** (fy - fx)
         offset = np.broadcast_to(np.asarray(a["offset"], np.float64), sample)[0]
         peak = float(np.abs(scale).max())
-        k = int(np.clip(MULADD_BITS - 1 - np.ceil(np.log2(peak)) if peak > 0 else 0, 0, 24))
+        k = int(np.clip(MULADD_BITS - 1 - ceil_log2(peak) if peak > 0 else 0, 0, 24))
         mul = np.rint(scale * 2.0 ** k).astype(np.int64)
         add = np.rint(offset * 2.0 ** (fy + k)) + (zy << k) - zx * mul + ((1 << k) >> 1)
         return {"op": "muladd", "mul": mul.astype(np.int32), "add": np.clip(add, INT32_MIN, INT32_MAX).astype(np.int32),
                 "shift": k, "lo": -128, "hi": 127}, fy, zy
     codes = np.arange(256, dtype=np.float64) - 128
-    ys = float_ops.UNARY_FUNCTIONS[node.op]((codes - zx) * 2.0 ** -fx, a)
+    ys = float_ops.TABLE_FUNCTIONS[node.op]((codes - zx) * 2.0 ** -fx, a)
     table = np.clip(np.rint(np.asarray(ys, np.float64).reshape(-1) * 2.0 ** fy) + zy, -128, 127).astype(np.int8)
     return {"op": "lut", "table": table, "function": node.op}, fy, zy
 
@@ -213,7 +217,7 @@ def _unary(ctx: Context, node: Node, act, out, inputs, wide):
 def _softmax(ctx: Context, node: Node, act, out, inputs, wide):
     fx = ctx.fracs[inputs[0]]
     d = np.arange(256, dtype=np.float64) - 255
-    table = np.rint(np.exp(d * 2.0 ** -fx) * 65536.0).astype(np.int32)
+    table = np.rint(float_ops.scalar_exp(d * 2.0 ** -fx) * 65536.0).astype(np.int32)
     return {"axis": node.attrs["axis"], "table": table}, 7, 0
 
 

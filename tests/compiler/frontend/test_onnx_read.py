@@ -146,3 +146,22 @@ def test_a_value_named_twice_is_refused(model, message):
     with pytest.raises(ModelError) as err:
         from_model(model, "dup.onnx")
     assert str(err.value) == f"dup.onnx: {message}"
+
+
+def test_shape_inference_runs_without_the_weights_data():
+    """The copy shape inference gets holds no large float initializer (they are typed inputs), so
+    importing costs no second and third copy of the weights; the shapes are those of the whole model."""
+    import onnx
+
+    from compiler.frontend.onnx_read import BIG_CONSTANT, _without_weights, infer_shapes, static_shapes
+    from compiler.frontend.resnet import build_resnet
+
+    model = build_resnet(18, 32)
+    light = _without_weights(model)
+    assert max(int(np.prod(t.dims)) for t in light.graph.initializer) <= BIG_CONSTANT
+    assert light.ByteSize() < model.ByteSize() / 100
+    whole = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+    shapes, want = static_shapes(infer_shapes(model, "m", "input", (1, 3, 32, 32))), static_shapes(whole)
+    weights = {t.name: tuple(t.dims) for t in model.graph.initializer}
+    assert {k: v for k, v in shapes.items() if k not in weights} == want  # the weights: typed inputs
+    assert all(shapes[k] == weights[k] for k in shapes if k in weights)

@@ -150,3 +150,37 @@ def test_add_multipliers_follow_the_real_steps():
                         a_mul=attrs["a_mul"], b_mul=attrs["b_mul"])
     want = np.clip(np.round((qa * steps["a"] + qb * steps["b"]) / steps["y"]) + zy, -128, 127)
     np.testing.assert_array_equal(got, want)
+
+
+def test_calibration_streams_one_input_at_a_time_and_keeps_what_the_scales_need(resnet18):
+    """The statistics of a streamed calibration (one batch of the graph at a time) are those of
+    the whole calibration batch: the same sampled values per value, and per conv the input's mean
+    under each tap, whose product with the weights' error is that error's mean output (the bias
+    correction: linear, so no convolution is needed)."""
+    from compiler.quantize.rules import BIAS_SAMPLES
+
+    graph, _ = resnet18
+    x = synthetic_images(3, 64, seed=11)
+    samples, tap_means = calibrate.calibration_statistics(graph, x)
+    full = float_ref.run(graph, x)
+    assert set(samples) == set(full)
+    for name, values in full.items():
+        np.testing.assert_array_equal(samples[name].astype(np.float64), calibrate._sample(values), err_msg=name)
+    rng = np.random.default_rng(0)
+    for node in [n for n in graph.nodes if n.op == "conv"][:4]:
+        a = node.attrs
+        dw = rng.standard_normal(a["weight"].shape)
+        want = float_ref.conv_taps(full[node.inputs[0]][:BIAS_SAMPLES], dw, a["stride"], a["pad"]).mean(axis=(0, 2, 3))
+        got = (dw.reshape(len(dw), -1) * tap_means[node.name].reshape(1, -1)).sum(axis=1)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("x", [1.0, 0.75, 2.0 ** -1074, 3.0, 1 - 2.0 ** -53, 1 + 2.0 ** -52, 2.0 ** 1023, 6.0])
+def test_exact_logarithms(x):
+    from fractions import Fraction
+
+    from compiler.quantize.exact import ceil_log2, floor_log2
+
+    f, c = floor_log2(x), ceil_log2(x)
+    assert Fraction(2) ** f <= Fraction(x) < Fraction(2) ** (f + 1)
+    assert Fraction(2) ** (c - 1) < Fraction(x) <= Fraction(2) ** c

@@ -1,0 +1,83 @@
+"""The float model's numerics (compiler/frontend/float_ref.py): exact sums on the fixed-point grid
+(no dependence on the order a BLAS library adds in), its precision against plain float64, and the
+graph runner that frees each value after its last reader."""
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+from compiler.frontend import float_ref, from_model
+from compiler.frontend.resnet import build_resnet
+
+
+def conv64(x, w, stride, pad):
+    """Plain float64 convolution (no grid), the precision yardstick."""
+    return float_ref.conv_taps(x.astype(np.float64), w.astype(np.float64), stride, pad)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 17, 7, 2, 3), (3, 64, 9, 3, 1, 1), (1, 512, 4, 3, 1, 1), (2, 40, 6, 1, 2, 0)],
+                         ids=["stem-like", "3x3", "k4608", "1x1s2"])
+def test_conv2d_sums_exactly_so_no_order_changes_a_bit(shape):
+    """Permuting the input channels (of x and w alike) reorders every BLAS sum; a float32 or
+    plain float64 GEMM then changes in the last bits, the grid's exact sums do not. A sample's
+    result does not depend on the batch it runs in either."""
+    n, c, h, k, stride, pad = shape
+    rng = np.random.default_rng(c)
+    x = (rng.standard_normal((n, c, h, h)) * np.exp(rng.standard_normal((n, c, 1, 1)))).astype(np.float32)
+    w = (rng.standard_normal((16, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    y = float_ref.conv2d(x, w, b, stride, pad)
+    perm = rng.permutation(c)
+    assert np.array_equal(y, float_ref.conv2d(x[:, perm], w[:, perm], b, stride, pad))
+    assert np.array_equal(y[-1:], float_ref.conv2d(x[-1:], w, b, stride, pad))
+    # the grid's precision: within 2**-17 of the peak output of plain float64 (about 2**-21 per operand)
+    want = conv64(x, w, stride, pad) + b[None, :, None, None]
+    assert np.abs(y - want).max() <= 2.0 ** -17 * np.abs(want).max()
+
+
+def test_dense_sums_exactly():
+    rng = np.random.default_rng(5)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((3, 700), (10, 700), (10,)))
+    perm = rng.permutation(700)
+    y = float_ref.dense(x, w, b)
+    assert np.array_equal(y, float_ref.dense(x[:, perm], w[:, perm], b))
+    want = x.astype(np.float64) @ w.T.astype(np.float64) + b
+    assert np.abs(y - want).max() <= 2.0 ** -17 * np.abs(want).max()
+
+
+def test_grid_bits_keep_every_partial_sum_exact():
+    for terms in (1, 2, 147, 576, 1024, 1025, 4608, 1 << 16):
+        bx, bw = float_ref.grid_bits(terms)
+        assert terms * 2 ** (bx + bw) <= 2 ** 53 and bx + bw >= 53 - terms.bit_length() - 1
+    ints, exps = float_ref.on_grid(np.array([[0.75, -3.0], [0.0, 0.0], [1e-30, 2e-30]]), 20)
+    peaks = np.abs(ints).max(axis=1)
+    assert 2 ** 19 <= peaks[0] < 2 ** 20 and 2 ** 19 <= peaks[2] < 2 ** 20 and peaks[1] == 0 and exps[1] == 0
+    assert ints[0].tolist() == [0.75 * 2 ** 18, -3 * 2 ** 18]  # a power-of-two scale: exact
+
+
+@pytest.fixture(scope="module")
+def small_resnet():
+    return from_model(build_resnet(18, 32), "resnet18")
+
+
+def test_iter_graph_frees_each_value_after_its_last_reader(small_resnet):
+    graph = small_resnet
+    x = np.random.default_rng(0).standard_normal(graph.shapes[graph.input]).astype(np.float32)
+    last = float_ref.last_readers(graph)
+    refs, position = {}, {n.output: k for k, n in enumerate(graph.nodes)}
+    viewed = {n.inputs[0] for n in graph.nodes if n.op == "reshape"}  # a reshape's output is a view of it
+    for name, value in float_ref.iter_graph(graph, x, float_ref.eval_node):
+        refs[name] = weakref.ref(value)
+        del value
+        gc.collect()
+        k = position.get(name, -1)
+        alive = {v for v, r in refs.items() if r() is not None} - {graph.input} - viewed  # x is the caller's
+        # only the values some later node still reads (and the one just yielded) are alive
+        assert alive <= {v for v in refs if last.get(v, -1) > k} | {name}, name
+    everything = float_ref.run(graph, x)
+    assert set(everything) == {graph.input} | {n.output for n in graph.nodes}
+    np.testing.assert_array_equal(float_ref.forward(graph, x), everything[graph.output])
+    kept = float_ref.run_graph(graph, np.concatenate([x, x]), float_ref.eval_node, keep={"layer1.0_out"})
+    assert set(kept) == {"layer1.0_out"} and len(kept["layer1.0_out"]) == 2
