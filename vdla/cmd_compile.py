@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 
+from vdla import commands
 from vdla.argtypes import int_range, output_file, seed
 from vdla_hw.errors import VdlaError
 
@@ -76,7 +77,7 @@ def _common(p, default_name: str) -> None:
 
 def add_parser(sub) -> None:
     """Add `vdla compile conv2d|dense` to the ``vdla`` argument parser."""
-    comp = sub.add_parser("compile", help="compile a quantized conv2d or dense layer into a bundle")
+    comp = commands.add(sub, "compile")
     ops = comp.add_subparsers(dest="op", required=True, metavar="OP")
     conv = ops.add_parser("conv2d", help="y = clip((conv(x, w) + b) >> shift, lo, 127), NCHW int8")
     for key, meaning in (("h", "input height"), ("w", "input width"), ("k", "kernel size (square)")):

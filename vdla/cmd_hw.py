@@ -7,6 +7,7 @@ import hashlib
 import sys
 from pathlib import Path
 
+from vdla import commands
 from vdla.argtypes import float_range, int_range, output_dir, output_file
 from vdla.cmd_sim import add_max_work
 from vdla_hw.limits import RTL_CYCLES_PER_S, RTL_MAX_CYCLES
@@ -146,7 +147,7 @@ def cmd_rtl(args) -> int:
 
 def add_parser(sub) -> None:
     """Add this module's subcommands to the ``vdla`` argument parser."""
-    hw = sub.add_parser("hw", help="the accelerator's RTL: Verilog and synthesis")
+    hw = commands.add(sub, "hw")
     hw_sub = hw.add_subparsers(dest="hw_command", required=True, metavar="ACTION")
     ver = hw_sub.add_parser("verilog", help="write the Verilog of a configuration")
     ver.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
@@ -165,7 +166,7 @@ def add_parser(sub) -> None:
     syn.add_argument("--no-cache", action="store_true", help="synthesise even if a cached result exists")
     syn.set_defaults(func=cmd_hw_synth)
 
-    rtl = sub.add_parser("rtl", help="run a bundle on the RTL (cocotb, Icarus or Verilator)")
+    rtl = commands.add(sub, "rtl")
     rtl.add_argument("file", help="program bundle (.npz)")
     rtl.add_argument("--config", default=None, help="require this configuration (preset or JSON file)")
     rtl.add_argument("--sim", choices=("icarus", "verilator"), default="icarus", help="HDL simulator")

@@ -7,9 +7,8 @@ import io
 import sys
 from pathlib import Path
 
-from compiler.quantize.calibrate import METHODS
+from vdla import commands
 from vdla.argtypes import int_range, output_dir, output_file, seed
-from vdla.inputs import IMAGENET, input_shape_arg, normalize_arg
 from vdla_hw.errors import VdlaError
 
 
@@ -166,8 +165,10 @@ def resolution_arg():
 def add_parser(sub) -> None:
     from compiler.cpu_fallback.cost.baselines import baseline_names
     from compiler.cpu_fallback.cost.cpus import cpu_names
+    from compiler.quantize.calibrate import METHODS
+    from vdla.inputs import IMAGENET, input_shape_arg, normalize_arg
 
-    run = sub.add_parser("run", help="the offload study: import, quantize, partition and run a network")
+    run = commands.add(sub, "run")
     run.add_argument("model", help="resnet18, resnet34 or a float ONNX file (opset 13-21)")
     run.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
     run.add_argument("--target", default="sim", choices=["sim", "rtl", "pynq"],
@@ -208,7 +209,7 @@ def add_parser(sub) -> None:
                      help="write the network's final output, dequantized to float32, as .npy (to FILE, whatever its name)")
     run.set_defaults(func=cmd_run)
 
-    model = sub.add_parser("model", help="write a built-in model (deterministic random weights) as ONNX")
+    model = commands.add(sub, "model")
     model.add_argument("name", choices=["resnet18", "resnet34"])
     model.add_argument("--resolution", type=resolution_arg(), default=224, help="input size (multiple of 32)")
     model.add_argument("--seed", type=seed, default=0, help="seed of the random weights")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from vdla import commands
 from vdla.argtypes import int_range, output_file
 from vdla_hw.limits import DEFAULT_MAX_CYCLES, SIM_MAX_WORK, SIM_WORK_PER_S
 
@@ -61,7 +62,7 @@ def add_max_work(parser) -> None:
 
 def add_parser(sub) -> None:
     """Add this module's subcommands to the ``vdla`` argument parser."""
-    sim = sub.add_parser("sim", help="run a bundle on the cycle-level simulator")
+    sim = commands.add(sub, "sim")
     sim.add_argument("file", help="program bundle (.npz)")
     sim.add_argument("--config", default=None, help="require this configuration (preset or JSON file)")
     sim.add_argument("-o", "--image", type=output_file, metavar="OUT.npz", help="write the final image as a bundle (.npz, key 'dram')")
