@@ -39,7 +39,9 @@ def small_net(path):
 def test_every_figure_renders_for_a_network_that_is_not_resnet(capsys, tmp_path):
     model = small_net(tmp_path / "tiny.onnx")
     out = tmp_path / "plots"
-    assert main(["run", str(model), "--plots", str(out), "--placement", "all"]) == 0, capsys.readouterr().err
+    assert main(["run", str(model), "--plots", str(out), "--placement", "all", "--json"]) == 0, capsys.readouterr().err
+    timings = json.loads(capsys.readouterr().out)["wall_seconds"]
+    assert timings["figures"] > 0 and timings["roofline_variants"] > 0  # --plots's phases (benchmarks/main_job.py)
     for name in FIGURES:
         for ext in ("png", "pdf"):
             assert (out / f"{name}.{ext}").stat().st_size > 1000, name
