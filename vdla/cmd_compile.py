@@ -33,6 +33,7 @@ def cmd_compile(args) -> int:
     from compiler.accel import compile_layer
     from compiler.layers import Conv2D, Dense
     from vdla.outputs import write_file
+    from vdla.progress import Heartbeat
 
     if args.op == "conv2d":
         layer = Conv2D(name=args.name or "conv2d", n=args.n, h=args.h, w=args.w, ic=args.ic, oc=args.oc, k=args.k,
@@ -47,8 +48,10 @@ def cmd_compile(args) -> int:
             raise VdlaError(f"--{missing[0]} is missing: give --input, --weight and --bias together, or none "
                             "for random tensors")
         tensors = {key: _load_npy(path, key) for key, path in given.items()}
-    bundle = compile_layer(layer, args.config, tensors=tensors, schedule=args.schedule, vthreads=args.vthreads,
-                           seed=args.seed)
+    with Heartbeat("vdla compile", first=10.0, every=30.0) as beat:  # a big conv's search takes a while
+        beat.stage(f"compiling {layer.name} (schedule search, then the instruction stream)")
+        bundle = compile_layer(layer, args.config, tensors=tensors, schedule=args.schedule, vthreads=args.vthreads,
+                               seed=args.seed)
     write_file(args.output, bundle.save)
     print(f"wrote {args.output}: {layer.name} ({args.op}), schedule {bundle.meta['schedule']}, "
           f"{bundle.insn_count} instructions, {bundle.dram.size}-byte image, config {bundle.config.name}",

@@ -47,12 +47,16 @@ def cmd_deploy(args) -> int:
     from compiler.network import PartitionOptions
     from driver import auth
     from vdla.deploy import deploy
+    from vdla.progress import Heartbeat
 
     key = auth.load_key(args.key_file or auth.default_key_file())  # before minutes of compiling
     options = PartitionOptions(stem_on_vdla=args.stem_on_vdla, add_on_vdla=args.add_on_vdla,
                                fc_on_vdla=args.fc_on_vdla)
-    report = deploy(args.model, args.board, key=key, config=args.config, resolution=args.resolution, options=options,
-                    vthreads=args.vthreads, arm_library=not args.no_arm_library, timeout_s=args.timeout)
+    # its stages (compile, package, send, wait for the board) repeated with the time elapsed
+    with Heartbeat("vdla deploy", first=30.0, every=30.0) as beat:
+        report = deploy(args.model, args.board, key=key, config=args.config, resolution=args.resolution,
+                        options=options, vthreads=args.vthreads, arm_library=not args.no_arm_library,
+                        timeout_s=args.timeout, progress=beat.say)
     report.pop("output")
     if args.json:
         print(json_text(report, indent=2))

@@ -39,11 +39,13 @@ def cmd_hw_verilog(args) -> int:
 def cmd_hw_synth(args) -> int:
     from vdla_hw.config import load_config
     from vdla_hw.files import json_text
-    from vdla_hw.rtl.fmax import describe, estimate_fmax, progress_to_stderr
+    from vdla.progress import Heartbeat
+    from vdla_hw.rtl.fmax import describe, estimate_fmax
 
     config = load_config(args.config)
-    res = estimate_fmax(config, args.top, keep=args.keep, use_cache=not args.no_cache,
-                        progress=progress_to_stderr)
+    # a synthesis takes 3 to 27 minutes: its stage and the time elapsed every minute (a cache hit: nothing)
+    with Heartbeat("vdla hw synth", first=30.0, every=60.0) as beat:
+        res = estimate_fmax(config, args.top, keep=args.keep, use_cache=not args.no_cache, progress=beat.say)
     if args.json:
         print(json_text(res, indent=2))
         return 0
@@ -80,9 +82,14 @@ def cmd_rtl(args) -> int:
     # first what the instructions alone say (milliseconds), then the simulator's exact cycles
     work.check_cycle_floor(work.of(program.decode_checked(bundle), bundle.config), max_cycles,
                            model=f"the RTL ({args.sim}, {bench_name} bench)", remedy="raise --max-cycles if it is really that long")
-    ref = simulate(bundle, max_cycles=max_cycles, race_check=False, max_work=args.max_work)
-    res = run_bundles([bundle], args.sim, top=args.top, budgets=[max_cycles], memory=memory, waves=args.vcd,
-                      bench=args.bench, progress=lambda line: print(line, file=sys.stderr))[0]
+    from vdla.progress import Heartbeat
+
+    with Heartbeat("vdla rtl", first=30.0, every=60.0) as beat:
+        beat.stage(f"simulating {bundle.insn_count} instructions (the reference cycles)")
+        ref = simulate(bundle, max_cycles=max_cycles, race_check=False, max_work=args.max_work)
+        beat.stage(f"running {bundle.insn_count} instructions on the RTL ({args.sim})")
+        res = run_bundles([bundle], args.sim, top=args.top, budgets=[max_cycles], memory=memory, waves=args.vcd,
+                          bench=args.bench, progress=beat.say)[0]
     if res.timeout:
         raise VdlaError(f"{args.file}: the RTL did not finish within {max_cycles} cycles (status {res.status:#x})")
     if res.error:

@@ -11,15 +11,18 @@ from vdla_hw.limits import DEFAULT_MAX_CYCLES, SIM_MAX_WORK, SIM_WORK_PER_S
 
 def cmd_sim(args) -> int:
     from vdla.outputs import Outputs
+    from vdla.progress import Heartbeat
     from vdla_hw.bundle import Bundle
     from vdla_hw.files import json_text
     from vdla_sim import simulate
 
     bundle = Bundle.load(args.file, config=args.config)
     with Outputs() as outputs:  # the image, the tensor and the trace appear together, at their exact paths
-        result = simulate(bundle, max_cycles=args.max_cycles, race_check=not args.no_race_check,
-                          trace_path=outputs.path(args.trace) if args.trace else None,
-                          max_work=args.max_work)
+        with Heartbeat("vdla sim", first=10.0, every=30.0) as beat:  # a small program ends before any line
+            beat.stage(f"simulating {bundle.insn_count} instructions ({bundle.config.name})")
+            result = simulate(bundle, max_cycles=args.max_cycles, race_check=not args.no_race_check,
+                              trace_path=outputs.path(args.trace) if args.trace else None,
+                              max_work=args.max_work)
         if args.image:
             outputs.write(args.image, bundle.with_dram(result.dram).save)
         if args.tensor:
