@@ -1,7 +1,7 @@
 """The ``vdla`` command: a thin layer over the packages.
 
 Each subcommand lives in a ``cmd_*`` function registered in :func:`build_parser` (or in a
-module of :data:`EXTENSIONS` through its ``add_parser(sub)``). The contract every command gets
+module of :data:`vdla.commands.EXTENSIONS` through its ``add_parser(sub)``). The contract every command gets
 from this module and :mod:`vdla.argtypes`, and that new commands keep by using them:
 
 * **One line, exit status 2, for every user error.** A command raises
@@ -25,27 +25,30 @@ from this module and :mod:`vdla.argtypes`, and that new commands keep by using t
 
 Only the standard library is imported at module level: everything else loads inside
 :func:`main`'s handlers, so an interrupt or an error while importing is reported like any other.
+**Start-up imports only what the chosen command uses**: the other commands of
+:data:`vdla.commands.EXTENSIONS` are listed from that table (name and help, stub parsers) and
+their modules are not imported, so ``vdla --help`` and ``vdla config show`` stay well under
+half a second (``python -X importtime -m vdla --help`` shows what loads; a test holds them to
+importing no command module).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+from collections.abc import Iterable
 import os
 import signal
 import sys
 from pathlib import Path
 
-from vdla import interrupts
+from vdla import commands, interrupts
 from vdla.argtypes import ArgumentParser, int_range, output_file, quiet_broken_pipe
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL_ERROR = 1
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 EXIT_INTERRUPTED = interrupts.EXIT_INTERRUPTED
-# Modules that each add subcommands through ``add_parser(subparsers)``; one per package area.
-EXTENSIONS = ("vdla.cmd_sim", "vdla.cmd_compile", "vdla.cmd_run", "vdla.cmd_hw", "vdla.cmd_deploy", "vdla.cmd_sweep",
-              "vdla.cmd_cache")
 
 
 def _print_json(data) -> None:
@@ -164,7 +167,10 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
-def build_parser() -> ArgumentParser:
+def build_parser(modules: Iterable[str] | None = None) -> ArgumentParser:
+    """The ``vdla`` parser. ``modules`` (of :data:`vdla.commands.EXTENSIONS`) add their real
+    subcommands; every other command of the table is a stub with its help that parses nothing
+    (:func:`_main` re-parses a line that reaches one). None: every module (tests, docs)."""
     from vdla_hw.limits import DEFAULT_MAX_CYCLES, REFERENCE_MAX_UOPS, REFERENCE_UOPS_PER_S
 
     parser = ArgumentParser(prog="vdla", description="VDLA co-design simulator")
@@ -205,8 +211,15 @@ def build_parser() -> ArgumentParser:
                      f"and per DRAM row moved) than this (default {REFERENCE_MAX_UOPS:,}: about "
                      f"{round(REFERENCE_MAX_UOPS / REFERENCE_UOPS_PER_S / 60)} min at {REFERENCE_UOPS_PER_S:,} per second)")
     exe.set_defaults(func=cmd_exec)
-    for name in EXTENSIONS:
-        importlib.import_module(name).add_parser(sub)
+    modules = tuple(commands.EXTENSIONS) if modules is None else tuple(modules)
+    for module, names in commands.EXTENSIONS.items():
+        if module in modules:
+            importlib.import_module(module).add_parser(sub)
+        else:
+            for name in names:
+                stub = commands.add(sub, name, add_help=False)
+                stub.add_argument("_stub_words", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+                stub.set_defaults(func=None)
     return parser
 
 
@@ -229,7 +242,10 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     from vdla_hw.errors import VdlaError
 
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(commands.modules_for(words)).parse_args(words)
+    if args.func is None:  # a stub: the command word was not where modules_for looked
+        args = build_parser().parse_args(words)
     try:
         code = args.func(args)
         sys.stdout.flush()

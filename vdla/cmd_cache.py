@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 import sys
 
+from vdla import commands
+
 
 def _size(n: int) -> str:
     for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
@@ -50,7 +52,7 @@ def _kind(text: str) -> str:
 
 
 def add_parser(sub) -> None:
-    group = sub.add_parser("cache", help="the disk cache of built models, quantized graphs, schedules, analyses")
+    group = commands.add(sub, "cache")
     cache_sub = group.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
     info = cache_sub.add_parser("info", help="the cache folder, its size bound, entries and bytes per kind")
     info.add_argument("--json", action="store_true", help="machine-readable output")

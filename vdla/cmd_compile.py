@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 import time
 
+from vdla import commands
 from vdla.argtypes import int_range, output_file, seed
 from vdla_hw.errors import VdlaError
 
@@ -33,21 +34,26 @@ PROGRESS_AFTER_S = 2.0   # a compile this long (CPU-bound, a few seconds) starts
 
 
 class Progress:
-    """The compiler's progress messages as ``vdla compile: ...`` lines on stderr, from
-    :data:`PROGRESS_AFTER_S` seconds after the start (a quick compile prints none)."""
+    """The compiler's step messages: each becomes the heartbeat's current stage (repeated with
+    the time elapsed while it runs), and from :data:`PROGRESS_AFTER_S` seconds after the start
+    is also printed at once as a ``vdla compile: ...`` line (a quick compile prints none)."""
 
-    def __init__(self):
+    def __init__(self, beat):
+        self.beat = beat
         self.start = time.monotonic()
 
     def __call__(self, message: str) -> None:
         if time.monotonic() - self.start >= PROGRESS_AFTER_S:
-            print(f"vdla compile: {message}", file=sys.stderr, flush=True)
+            self.beat.say(f"vdla compile: {message}")
+        else:
+            self.beat.stage(message)
 
 
 def cmd_compile(args) -> int:
     from compiler.accel import compile_layer
     from compiler.layers import Conv2D, Dense
     from vdla.outputs import write_file
+    from vdla.progress import Heartbeat
 
     if args.op == "conv2d":
         layer = Conv2D(name=args.name or "conv2d", n=args.n, h=args.h, w=args.w, ic=args.ic, oc=args.oc, k=args.k,
@@ -62,8 +68,10 @@ def cmd_compile(args) -> int:
             raise VdlaError(f"--{missing[0]} is missing: give --input, --weight and --bias together, or none "
                             "for random tensors")
         tensors = {key: _load_npy(path, key) for key, path in given.items()}
-    bundle = compile_layer(layer, args.config, tensors=tensors, schedule=args.schedule, vthreads=args.vthreads,
-                           seed=args.seed, progress=Progress())
+    with Heartbeat("vdla compile", first=10.0, every=30.0) as beat:  # a big conv's search takes a while
+        beat.stage(f"compiling {layer.name} (schedule search, then the instruction stream)")
+        bundle = compile_layer(layer, args.config, tensors=tensors, schedule=args.schedule, vthreads=args.vthreads,
+                               seed=args.seed, progress=Progress(beat))
     write_file(args.output, bundle.save)
     print(f"wrote {args.output}: {layer.name} ({args.op}), schedule {bundle.meta['schedule']}, "
           f"{bundle.insn_count} instructions, {bundle.dram.size}-byte image, config {bundle.config.name}",
@@ -92,7 +100,7 @@ def _common(p, default_name: str) -> None:
 
 def add_parser(sub) -> None:
     """Add `vdla compile conv2d|dense` to the ``vdla`` argument parser."""
-    comp = sub.add_parser("compile", help="compile a quantized conv2d or dense layer into a bundle")
+    comp = commands.add(sub, "compile")
     ops = comp.add_subparsers(dest="op", required=True, metavar="OP")
     conv = ops.add_parser("conv2d", help="y = clip((conv(x, w) + b) >> shift, lo, 127), NCHW int8")
     for key, meaning in (("h", "input height"), ("w", "input width"), ("k", "kernel size (square)")):

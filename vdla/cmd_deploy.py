@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
+from vdla import commands
 from vdla.argtypes import float_range, host_port, int_range, output_dir, port
 from vdla.cmd_run import resolution_arg
 from vdla_hw.errors import VdlaError
@@ -46,12 +47,16 @@ def cmd_deploy(args) -> int:
     from compiler.network import PartitionOptions
     from driver import auth
     from vdla.deploy import deploy
+    from vdla.progress import Heartbeat
 
     key = auth.load_key(args.key_file or auth.default_key_file())  # before minutes of compiling
     options = PartitionOptions(stem_on_vdla=args.stem_on_vdla, add_on_vdla=args.add_on_vdla,
                                fc_on_vdla=args.fc_on_vdla)
-    report = deploy(args.model, args.board, key=key, config=args.config, resolution=args.resolution, options=options,
-                    vthreads=args.vthreads, arm_library=not args.no_arm_library, timeout_s=args.timeout)
+    # its stages (compile, package, send, wait for the board) repeated with the time elapsed
+    with Heartbeat("vdla deploy", first=30.0, every=30.0) as beat:
+        report = deploy(args.model, args.board, key=key, config=args.config, resolution=args.resolution,
+                        options=options, vthreads=args.vthreads, arm_library=not args.no_arm_library,
+                        timeout_s=args.timeout, progress=beat.say)
     report.pop("output")
     if args.json:
         print(json_text(report, indent=2))
@@ -117,7 +122,7 @@ KEY_HELP = "the shared key file (default $XDG_CONFIG_HOME/vdla/serve.key, i.e. ~
 
 
 def add_parser(sub) -> None:
-    s = sub.add_parser("serve", help="run packaged networks for `vdla deploy` (on the board or anywhere)")
+    s = commands.add(sub, "serve")
     s.add_argument("--backend", choices=["sim", "rtl", "pynq"], default="sim", help="device backend")
     s.add_argument("--config", default=None, help="device configuration: preset or JSON file (default osdi18)")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0 on the board)")
@@ -139,7 +144,7 @@ def add_parser(sub) -> None:
                    "and reported (default 600)")
     s.set_defaults(func=cmd_serve)
 
-    d = sub.add_parser("deploy", help="compile, package and run a network on a `vdla serve` board")
+    d = commands.add(sub, "deploy")
     d.add_argument("model", help="resnet18, resnet34 or a float ONNX file")
     d.add_argument("--board", type=host_port, required=True, metavar="HOST:PORT", help="where `vdla serve` listens")
     d.add_argument("--key-file", default=None, help=KEY_HELP + "; a copy of the server's")

@@ -7,6 +7,7 @@ import hashlib
 import sys
 from pathlib import Path
 
+from vdla import commands
 from vdla.argtypes import float_range, int_range, output_dir, output_file
 from vdla.cmd_sim import add_max_work
 from vdla_hw.limits import RTL_CYCLES_PER_S, RTL_MAX_CYCLES
@@ -38,11 +39,13 @@ def cmd_hw_verilog(args) -> int:
 def cmd_hw_synth(args) -> int:
     from vdla_hw.config import load_config
     from vdla_hw.files import json_text
-    from vdla_hw.rtl.fmax import describe, estimate_fmax, progress_to_stderr
+    from vdla.progress import Heartbeat
+    from vdla_hw.rtl.fmax import describe, estimate_fmax
 
     config = load_config(args.config)
-    res = estimate_fmax(config, args.top, keep=args.keep, use_cache=not args.no_cache,
-                        progress=progress_to_stderr)
+    # a synthesis takes 3 to 27 minutes: its stage and the time elapsed every minute (a cache hit: nothing)
+    with Heartbeat("vdla hw synth", first=30.0, every=60.0) as beat:
+        res = estimate_fmax(config, args.top, keep=args.keep, use_cache=not args.no_cache, progress=beat.say)
     if args.json:
         print(json_text(res, indent=2))
         return 0
@@ -79,9 +82,14 @@ def cmd_rtl(args) -> int:
     # first what the instructions alone say (milliseconds), then the simulator's exact cycles
     work.check_cycle_floor(work.of(program.decode_checked(bundle), bundle.config), max_cycles,
                            model=f"the RTL ({args.sim}, {bench_name} bench)", remedy="raise --max-cycles if it is really that long")
-    ref = simulate(bundle, max_cycles=max_cycles, race_check=False, max_work=args.max_work)
-    res = run_bundles([bundle], args.sim, top=args.top, budgets=[max_cycles], memory=memory, waves=args.vcd,
-                      bench=args.bench, progress=lambda line: print(line, file=sys.stderr))[0]
+    from vdla.progress import Heartbeat
+
+    with Heartbeat("vdla rtl", first=30.0, every=60.0) as beat:
+        beat.stage(f"simulating {bundle.insn_count} instructions (the reference cycles)")
+        ref = simulate(bundle, max_cycles=max_cycles, race_check=False, max_work=args.max_work)
+        beat.stage(f"running {bundle.insn_count} instructions on the RTL ({args.sim})")
+        res = run_bundles([bundle], args.sim, top=args.top, budgets=[max_cycles], memory=memory, waves=args.vcd,
+                          bench=args.bench, progress=beat.say)[0]
     if res.timeout:
         raise VdlaError(f"{args.file}: the RTL did not finish within {max_cycles} cycles (status {res.status:#x})")
     if res.error:
@@ -146,7 +154,7 @@ def cmd_rtl(args) -> int:
 
 def add_parser(sub) -> None:
     """Add this module's subcommands to the ``vdla`` argument parser."""
-    hw = sub.add_parser("hw", help="the accelerator's RTL: Verilog and synthesis")
+    hw = commands.add(sub, "hw")
     hw_sub = hw.add_subparsers(dest="hw_command", required=True, metavar="ACTION")
     ver = hw_sub.add_parser("verilog", help="write the Verilog of a configuration")
     ver.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
@@ -165,7 +173,7 @@ def add_parser(sub) -> None:
     syn.add_argument("--no-cache", action="store_true", help="synthesise even if a cached result exists")
     syn.set_defaults(func=cmd_hw_synth)
 
-    rtl = sub.add_parser("rtl", help="run a bundle on the RTL (cocotb, Icarus or Verilator)")
+    rtl = commands.add(sub, "rtl")
     rtl.add_argument("file", help="program bundle (.npz)")
     rtl.add_argument("--config", default=None, help="require this configuration (preset or JSON file)")
     rtl.add_argument("--sim", choices=("icarus", "verilator"), default="icarus", help="HDL simulator")

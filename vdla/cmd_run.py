@@ -7,9 +7,8 @@ import io
 import sys
 from pathlib import Path
 
-from compiler.quantize.calibrate import METHODS
+from vdla import commands
 from vdla.argtypes import int_range, output_dir, output_file, seed
-from vdla.inputs import IMAGENET, input_shape_arg, normalize_arg
 from vdla_hw.errors import VdlaError
 
 
@@ -38,11 +37,15 @@ def csv_text(rows: list[dict], fields: list[str] | None = None) -> str:
     return buf.getvalue()
 
 
-def write_outputs(report, out_dir: Path, outputs=None, progress=_progress) -> list[Path]:
+def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timings=None) -> list[Path]:
     """The per-layer CSV, the summary JSON and the four figures of the study into ``out_dir``,
     as one set (:func:`study_files`: files of an earlier run it does not write again are
     removed). Staged in ``outputs`` (a :class:`vdla.outputs.Outputs`) for the caller's commit,
-    or, without one, put in place before returning. Returns the destinations."""
+    or, without one, put in place before returning. Returns the destinations. ``timings`` (a
+    dict), if given, receives the wall seconds of the roofline's variants without latency hiding
+    (``roofline_variants``) and of drawing the figures (``figures``)."""
+    import time
+
     from vdla import plots
     from vdla.network import roofline_without_latency_hiding
     from vdla.outputs import Outputs
@@ -50,7 +53,7 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress) -> li
 
     if outputs is None:
         with Outputs() as own:
-            write_outputs(report, out_dir, own, progress)
+            write_outputs(report, out_dir, own, progress, timings)
             return own.commit()
     outputs.supersede(study_files(out_dir))
     from compiler.network.report import layer_row
@@ -61,14 +64,22 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress) -> li
     summary = report.as_dict()
     del summary["layers"]
     written.append(outputs.write(out_dir / TABLES[1], json_text(summary, indent=2)))
+    timings = {} if timings is None else timings
+    convs = [r for r in report.records if r.placement == "vdla" and r.op == "conv"]
+    start = time.perf_counter()
+    variants = roofline_without_latency_hiding(report, progress) if convs else {}
+    timings["roofline_variants"] = time.perf_counter() - start
+    progress(f"drawing the figures into {out_dir}")
+    start = time.perf_counter()
     written += plots.fig21_breakdown(report, out_dir, outputs)
     written += plots.layer_speedup(report, out_dir, outputs)
-    convs = [r for r in report.records if r.placement == "vdla" and r.op == "conv"]
     if convs:  # the roofline and the timeline are about offloaded convolutions
         config = convs[0].extra["run"].config
-        written += plots.roofline(report, roofline_without_latency_hiding(report, progress), out_dir, config, outputs)
+        written += plots.roofline(report, variants, out_dir, config, outputs)
         # The timeline shows the conv that keeps the GEMM core busiest: load/compute overlap at its best.
         written += plots.timeline(report, max(convs, key=lambda r: r.utilization).name, out_dir, outputs)
+    timings["figures"] = time.perf_counter() - start
+    progress(f"drew {len(written) - len(TABLES)} figure files ({timings['figures']:.1f} s)")
     return written
 
 
@@ -108,8 +119,8 @@ def cmd_run(args) -> int:
                         "quantized graph (a bug: please report it with this command line)")
     warn_clock_of(args.config)  # after the run, so that a user error stays the only stderr line
     with Outputs() as outputs:  # every file of the run appears at once, after the whole run
-        if plot_dir:
-            write_outputs(report, plot_dir, outputs)
+        if plot_dir:  # its phases join the run's (--json: wall_seconds)
+            write_outputs(report, plot_dir, outputs, timings=report.timings)
         if args.output:
             outputs.write(args.output, lambda fh: np.save(fh, report.output_float, allow_pickle=False))
         written = outputs.commit()
@@ -166,8 +177,10 @@ def resolution_arg():
 def add_parser(sub) -> None:
     from compiler.cpu_fallback.cost.baselines import baseline_names
     from compiler.cpu_fallback.cost.cpus import cpu_names
+    from compiler.quantize.calibrate import METHODS
+    from vdla.inputs import IMAGENET, input_shape_arg, normalize_arg
 
-    run = sub.add_parser("run", help="the offload study: import, quantize, partition and run a network")
+    run = commands.add(sub, "run")
     run.add_argument("model", help="resnet18, resnet34 or a float ONNX file (opset 13-21)")
     run.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
     run.add_argument("--target", default="sim", choices=["sim", "rtl", "pynq"],
@@ -208,7 +221,7 @@ def add_parser(sub) -> None:
                      help="write the network's final output, dequantized to float32, as .npy (to FILE, whatever its name)")
     run.set_defaults(func=cmd_run)
 
-    model = sub.add_parser("model", help="write a built-in model (deterministic random weights) as ONNX")
+    model = commands.add(sub, "model")
     model.add_argument("name", choices=["resnet18", "resnet34"])
     model.add_argument("--resolution", type=resolution_arg(), default=224, help="input size (multiple of 32)")
     model.add_argument("--seed", type=seed, default=0, help="seed of the random weights")

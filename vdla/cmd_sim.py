@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import sys
 
+from vdla import commands
 from vdla.argtypes import int_range, output_file
 from vdla_hw.limits import DEFAULT_MAX_CYCLES, SIM_MAX_WORK, SIM_WORK_PER_S
 
 
 def cmd_sim(args) -> int:
     from vdla.outputs import Outputs
+    from vdla.progress import Heartbeat
     from vdla_hw.bundle import Bundle
     from vdla_hw.files import json_text
     from vdla_sim import simulate
 
     bundle = Bundle.load(args.file, config=args.config)
     with Outputs() as outputs:  # the image, the tensor and the trace appear together, at their exact paths
-        result = simulate(bundle, max_cycles=args.max_cycles, race_check=not args.no_race_check,
-                          trace_path=outputs.path(args.trace) if args.trace else None,
-                          max_work=args.max_work)
+        with Heartbeat("vdla sim", first=10.0, every=30.0) as beat:  # a small program ends before any line
+            beat.stage(f"simulating {bundle.insn_count} instructions ({bundle.config.name})")
+            result = simulate(bundle, max_cycles=args.max_cycles, race_check=not args.no_race_check,
+                              trace_path=outputs.path(args.trace) if args.trace else None,
+                              max_work=args.max_work)
         if args.image:
             outputs.write(args.image, bundle.with_dram(result.dram).save)
         if args.tensor:
@@ -61,7 +65,7 @@ def add_max_work(parser) -> None:
 
 def add_parser(sub) -> None:
     """Add this module's subcommands to the ``vdla`` argument parser."""
-    sim = sub.add_parser("sim", help="run a bundle on the cycle-level simulator")
+    sim = commands.add(sub, "sim")
     sim.add_argument("file", help="program bundle (.npz)")
     sim.add_argument("--config", default=None, help="require this configuration (preset or JSON file)")
     sim.add_argument("-o", "--image", type=output_file, metavar="OUT.npz", help="write the final image as a bundle (.npz, key 'dram')")

@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+from vdla import commands
 from vdla.argtypes import host_port, int_range, output_dir
 from vdla.cmd_run import resolution_arg
 from vdla_hw.files import json_text
@@ -93,7 +94,7 @@ def cmd_sweep(args) -> int:
 
 
 def add_parser(sub) -> None:
-    sweep = sub.add_parser("sweep", help="co-design sweep: configurations x models on Ray, Pareto fronts")
+    sweep = commands.add(sub, "sweep")
     sweep.add_argument("space", help="SPACE.json: base preset, parameters to vary, search method (docs/dse.md)")
     sweep.add_argument("-o", "--output", required=True, metavar="DIR", type=output_dir,
                        help="directory for points.csv, pareto.csv, the figures and summary.json (re-runs resume)")

@@ -71,7 +71,7 @@ def test_an_interrupt_in_a_finaliser_is_not_lost(capsys, monkeypatch):
 
 def test_an_interrupt_while_the_command_loads_is_reported(capsys, monkeypatch):
     """An interrupt while the parser and the commands' modules are imported (before main's try)."""
-    def interrupted():
+    def interrupted(*modules):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "build_parser", interrupted)

@@ -39,7 +39,9 @@ def small_net(path):
 def test_every_figure_renders_for_a_network_that_is_not_resnet(capsys, tmp_path):
     model = small_net(tmp_path / "tiny.onnx")
     out = tmp_path / "plots"
-    assert main(["run", str(model), "--plots", str(out), "--placement", "all"]) == 0, capsys.readouterr().err
+    assert main(["run", str(model), "--plots", str(out), "--placement", "all", "--json"]) == 0, capsys.readouterr().err
+    timings = json.loads(capsys.readouterr().out)["wall_seconds"]
+    assert timings["figures"] > 0 and timings["roofline_variants"] > 0  # --plots's phases (benchmarks/main_job.py)
     for name in FIGURES:
         for ext in ("png", "pdf"):
             assert (out / f"{name}.{ext}").stat().st_size > 1000, name
@@ -85,3 +87,25 @@ def test_log_ticks_read_as_plain_numbers():
     plt.close(fig)
     assert "1" in labels and "100" in labels and not any("^" in t or "$" in t for t in labels)
     assert short_name("layer2.0.downsample.0") == "l2.0.ds" and short_name("layer1.1.conv2") == "l1.1.c2"
+
+
+def test_figures_are_drawn_without_pyplot_and_the_timeline_spans_are_rasterized(tmp_path):
+    """The study's figures use matplotlib's object API (no pyplot: its import and figure manager
+    cost start-up time), and the timeline's instruction spans are one image in the PDF."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    model = small_net(tmp_path / "tiny.onnx")
+    out = tmp_path / "plots"
+    code = ("import sys\nfrom vdla.cli import main\n"
+            f"assert main(['run', {str(model)!r}, '--plots', {str(out)!r}, '--placement', 'all']) == 0\n"
+            "print('matplotlib.pyplot' in sys.modules, 'matplotlib.backends.backend_agg' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-2:] == ["False", "True"], done.stdout
+    assert b"/Subtype /Image" in (out / "timeline.pdf").read_bytes()
+    assert b"/Subtype /Image" not in (out / "layer_speedup.pdf").read_bytes()  # vector where it is cheap

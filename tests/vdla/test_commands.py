@@ -1,0 +1,84 @@
+"""vdla/commands.py, the table of the cmd_* modules' commands, and the lazy start-up of
+vdla/cli.py built on it: the table agrees with what each module adds, a command's parser is the
+same whether the other modules are loaded or not, and `vdla --help` / `vdla config show` import
+none of the command modules (nor the compiler, the simulator or the driver)."""
+
+import argparse
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vdla import cli, commands
+from vdla.argtypes import ArgumentParser
+
+ROOT = Path(__file__).parents[2]
+
+
+def subparsers(parser) -> argparse._SubParsersAction:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+
+
+@pytest.mark.parametrize("module", list(commands.EXTENSIONS))
+def test_each_module_adds_exactly_its_commands_of_the_table(module):
+    parser = ArgumentParser(prog="vdla")
+    sub = parser.add_subparsers(dest="command")
+    loaded = commands.modules_for([next(iter(commands.EXTENSIONS[module]))])
+    assert module in loaded
+    for other in loaded:
+        importlib.import_module(other).add_parser(sub)
+    added = {a.dest: a.help for a in sub._choices_actions}
+    expected = {name: text for m in loaded for name, text in commands.EXTENSIONS[m].items()}
+    assert added == expected
+
+
+def help_of(parser, words):
+    for word in words:
+        parser = subparsers(parser).choices[word]
+    return parser.format_help()
+
+
+@pytest.mark.parametrize("words", [[name] for name in commands.MODULE_OF] + [["hw", "synth"], ["hw", "bitstream"],
+                                                                             ["compile", "conv2d"]])
+def test_a_command_parses_the_same_without_the_other_modules(words):
+    lazy = cli.build_parser(commands.modules_for(words))
+    assert help_of(lazy, words) == help_of(cli.build_parser(), words)
+
+
+def test_the_top_level_help_lists_every_command_without_loading_them():
+    assert cli.build_parser(()).format_help() == cli.build_parser().format_help()
+
+
+@pytest.mark.parametrize("argv, modules", [
+    ([], ()), (["--help"], ()), (["config", "show"], ()), (["bogus"], ()),
+    (["run", "resnet18", "--plots", "x"], ("vdla.cmd_run",)), (["--version", "sim", "a.npz"], ("vdla.cmd_sim",)),
+    (["hw", "synth"], ("vdla.cmd_hw", "vdla.cmd_deploy")), (["deploy", "--help"], ("vdla.cmd_hw", "vdla.cmd_deploy")),
+])
+def test_modules_for_reads_the_command_word(argv, modules):
+    assert commands.modules_for(argv) == modules
+
+
+def test_a_line_that_reaches_a_stub_is_parsed_again_with_every_module(monkeypatch, capsys):
+    """If modules_for ever misreads a line, the stub it reaches does not run: the whole parser does."""
+    monkeypatch.setattr(commands, "modules_for", lambda argv: ())
+    with pytest.raises(SystemExit) as err:
+        cli.main(["model", "resnet18", "-o", "x.onnx", "--resolution", "7"])
+    assert err.value.code == 2
+    assert "--resolution: 7 is outside" in capsys.readouterr().err
+
+
+HEAVY = ("vdla.cmd_", "compiler", "vdla_sim", "driver", "dse", "experiments", "matplotlib")
+
+
+@pytest.mark.parametrize("argv, numpy", [(["--help"], False), (["config", "show"], True)])
+def test_help_and_config_show_import_no_command_module(argv, numpy):
+    code = ("import sys\nfrom vdla.cli import main\ntry:\n    main(%r)\nexcept SystemExit:\n    pass\n"
+            "print(__import__('json').dumps(sorted(sys.modules)), file=sys.stderr)" % argv)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    loaded = json.loads(done.stderr.strip().splitlines()[-1])
+    assert not [m for m in loaded if m.startswith(HEAVY)], loaded
+    assert ("numpy" in loaded) == numpy  # config show needs vdla_hw.isa (numpy); the help needs nothing
