@@ -1,9 +1,12 @@
 """Shared pytest setup: hypothesis profiles (CI runs the same examples every time), and a fresh
-CPU cost-model cache per session (tests never read analyses an earlier run left behind)."""
+CPU cost-model cache per session (tests never read analyses an earlier run left behind), and
+`cache_folder`, an empty disk cache for one test."""
 
 import os
 import shutil
 import tempfile
+
+import pytest
 
 from hypothesis import HealthCheck, settings
 
@@ -21,3 +24,18 @@ def pytest_configure(config):
 
 def pytest_unconfigure(config):
     shutil.rmtree(getattr(config, "_vdla_cache", ""), ignore_errors=True)
+
+
+@pytest.fixture
+def cache_folder(tmp_path, monkeypatch):
+    """A fresh, empty disk cache for one test (``VDLA_CACHE_DIR``, not yet created), with the
+    cache on, the default size bound and :mod:`vdla_hw.cache`'s per-process counters reset."""
+    from vdla_hw import cache
+
+    path = tmp_path / "vdla-cache"
+    monkeypatch.setenv("VDLA_CACHE_DIR", str(path))
+    monkeypatch.delenv("VDLA_CACHE", raising=False)
+    monkeypatch.delenv("VDLA_CACHE_MAX_BYTES", raising=False)
+    monkeypatch.setattr(cache, "stats", {})
+    monkeypatch.setattr(cache, "_warned", set())
+    return path

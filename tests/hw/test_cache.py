@@ -15,14 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def folder(tmp_path, monkeypatch):
-    path = tmp_path / "vdla-cache"
-    monkeypatch.setenv("VDLA_CACHE_DIR", str(path))
-    monkeypatch.delenv("VDLA_CACHE", raising=False)
-    monkeypatch.delenv("VDLA_CACHE_MAX_BYTES", raising=False)
-    monkeypatch.setattr(cache, "stats", {})
-    monkeypatch.setattr(cache, "_warned", set())
-    return path
+def folder(cache_folder):
+    return cache_folder
 
 
 class Calls:

@@ -10,11 +10,8 @@ from vdla_hw import cache
 
 
 @pytest.fixture
-def filled(tmp_path, monkeypatch):
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("VDLA_CACHE_DIR", str(folder))
-    monkeypatch.delenv("VDLA_CACHE", raising=False)
-    monkeypatch.delenv("VDLA_CACHE_MAX_BYTES", raising=False)
+def filled(cache_folder):
+    folder = cache_folder
     for i in range(3):
         cache.cached("model", (i,), lambda: b"m" * 1000)
     cache.cached("qgraph", (0,), lambda: b"q" * 500)

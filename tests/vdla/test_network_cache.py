@@ -14,11 +14,8 @@ KINDS = ("model", "qgraph", "qreport", "reference")
 
 
 @pytest.fixture
-def fresh(tmp_path, monkeypatch):
-    """An empty cache folder and zeroed counters."""
-    monkeypatch.setenv("VDLA_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("VDLA_CACHE", raising=False)
-    monkeypatch.setattr(cache, "stats", {})
+def fresh(cache_folder, tmp_path):
+    """An empty cache folder and zeroed counters; the test's folder for its files."""
     return tmp_path
 
 
