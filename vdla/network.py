@@ -155,21 +155,30 @@ def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
     outputs = []
     for part in float_ref.batches(graph, tests.array):
         # both networks one batch at a time, side by side: a float value waits only until the
-        # quantized node that produces the same value has run
-        floats, pending = float_ref.iter_graph(graph, part, float_ref.eval_node), {}
+        # quantized node that produces the same value has run. The outputs are taken by name
+        # (a model whose output is its input, such as a lone Identity, has no node for it).
+        floats, pending, ends = float_ref.iter_graph(graph, part, float_ref.eval_node), {}, {}
+
+        def pull(done) -> None:  # run the float network until done()
+            while not done():
+                fname, fv = next(floats)
+                if fname == graph.output:
+                    ends["float"] = fv.astype(np.float64)
+                if fname in q_node:
+                    pending[fname] = fv
+
         for name, qv in float_ref.iter_graph(q, part, reference.eval_node):
+            if name == q.output:
+                ends["int8"] = q.dequantize(name, qv).astype(np.float64)
             node = q_node.get(name)
             if node is None:
                 continue
-            while name not in pending:
-                fname, fv = next(floats)
-                if fname in q_node:
-                    pending[fname] = fv
+            pull(lambda: name in pending)
             f = pending.pop(name).astype(np.float64)
             d = q.dequantize(name, qv).astype(np.float64)
             sums[node.name] += (((f - d) ** 2).sum(), (f ** 2).sum(), f.size)
-            if name == q.output:
-                outputs.append((f, d))
+        pull(lambda: "float" in ends)
+        outputs.append((ends["float"], ends["int8"]))
     errors = {name: float(np.sqrt(e / n) / max(np.sqrt(f2 / n), 1e-12)) for name, (e, f2, n) in sums.items()}
     want, got = (np.concatenate([o[i] for o in outputs]) for i in (0, 1))
     rms = float(np.sqrt(((got - want) ** 2).mean()))
