@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compiler.cpu_fallback.cost.analysis import cache_dir as cpu_cost_dir  # noqa: E402
+from vdla_hw import cache  # noqa: E402
 from dse.runner import SweepOptions, run_sweep  # noqa: E402
 from dse.space import load_space  # noqa: E402
 from dse.store import read_rows  # noqa: E402
@@ -50,7 +50,7 @@ def main() -> None:
         if not args.cache:  # empty but for the CPU-kernel analyses, which a sweep reuses as before
             cold = Path(tmp) / "cache"
             cold.mkdir(mode=0o700)
-            analyses = cpu_cost_dir()
+            analyses = cache.location() / "cpu-cost"  # the kind's folder of vdla_hw.cache
             if analyses.is_dir():
                 shutil.copytree(analyses, cold / analyses.name)
         os.environ["VDLA_CACHE_DIR"] = args.cache or str(cold)  # before the workers start
