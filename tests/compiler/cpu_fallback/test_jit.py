@@ -98,3 +98,59 @@ def test_import_does_no_llvm_work():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=False)
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def _conv_inputs(spec):
+    rng = np.random.default_rng(7)
+    return [rng.integers(-128, 128, a.shape).astype(a.dtype) for a in spec.args() if a.is_input]
+
+
+CACHED_SPEC = cf.Conv2dSpec(n=1, c=5, h=9, w=11, oc=6, kh=3, kw=3, stride=2, pad=1, shift=5)
+
+
+def test_object_code_comes_from_the_disk_cache_in_a_new_engine(cache_folder):
+    """A second engine (a later process) loads the object the first one compiled instead of
+    compiling again, and its kernel computes the same bytes."""
+    from vdla_hw import cache
+
+    inputs = _conv_inputs(CACHED_SPEC)
+    first = cf.HostJit().kernel(CACHED_SPEC)(*inputs)
+    assert cache.stats["cpu-kernel"]["miss"] == 1 and cache.stats["cpu-kernel"]["stored"] == 1
+    again = cf.HostJit().kernel(CACHED_SPEC)(*inputs)
+    assert cache.stats["cpu-kernel"]["hit"] == 1
+    np.testing.assert_array_equal(again, first)
+    uncached = cf.HostJit(cache=False).kernel(CACHED_SPEC)(*inputs)
+    np.testing.assert_array_equal(uncached, first)
+    assert cache.stats["cpu-kernel"]["hit"] == 1 and cache.stats["cpu-kernel"]["miss"] == 1
+
+
+def test_a_damaged_object_entry_is_compiled_again(cache_folder, capsys):
+    from vdla_hw import cache
+
+    inputs = _conv_inputs(CACHED_SPEC)
+    first = cf.HostJit().kernel(CACHED_SPEC)(*inputs)
+    (entry,) = (cache_folder / "cpu-kernel").glob("*.pkl")
+    data = bytearray(entry.read_bytes())
+    data[-40] ^= 0xFF  # a flipped byte inside the machine code
+    entry.write_bytes(bytes(data))
+    again = cf.HostJit().kernel(CACHED_SPEC)(*inputs)
+    np.testing.assert_array_equal(again, first)
+    assert cache.stats["cpu-kernel"]["bad"] == 1 and cache.stats["cpu-kernel"]["miss"] == 2
+    assert "fails its checksum" in capsys.readouterr().err
+
+
+def test_object_key_names_the_ir_tools_and_target():
+    from compiler.cpu_fallback import jit
+
+    host = cf.HostJit(cache=False)  # owns its target machine: kept alive while it is used
+    machine = host.target_machine
+    text = build_ir([CACHED_SPEC])
+    parts = jit.object_key_parts(text, machine)
+    assert text in parts and machine.triple in parts and jit.OPT_LEVEL in parts
+    import llvmlite
+    import llvmlite.binding as llvm
+    assert llvmlite.__version__ in parts and llvm.get_host_cpu_name() in parts
+    assert llvm.get_host_cpu_features().flatten() in parts
+    other = jit.object_key_parts(build_ir([cf.ReluSpec(size=3)]), machine)
+    from vdla_hw.cache import key_of
+    assert key_of(jit.CACHE_KIND, parts, jit.code_digest()) != key_of(jit.CACHE_KIND, other, jit.code_digest())
