@@ -4,7 +4,6 @@ through add_parser."""
 
 from __future__ import annotations
 
-import re
 import sys
 
 from vdla import commands
@@ -22,6 +21,9 @@ def cmd_cache_info(args) -> int:
     from vdla_hw.files import json_text, printable
 
     info = cache.info()
+    if args.kind is not None:  # only that kind's row; the totals become that kind's
+        row = info["kinds"].get(args.kind, {"entries": 0, "bytes": 0})
+        info.update(kinds={args.kind: row}, entries=row["entries"], bytes=row["bytes"])
     if args.json:
         print(json_text(info, indent=2))
         return 0
@@ -44,19 +46,27 @@ def cmd_cache_clear(args) -> int:
 
 
 def _kind(text: str) -> str:
+    """``--kind``: one of vdla_hw.cache.KINDS (a typo is refused, not a silent no-op)."""
     import argparse
 
-    if not re.fullmatch(r"[a-z][a-z0-9-]{0,31}", text):
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a cache kind (lowercase letters, digits, '-')")
-    return text
+    from vdla_hw import cache
+
+    try:
+        return cache.check_kind(text)
+    except cache.CacheError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def add_parser(sub) -> None:
+    from vdla_hw.cache import KINDS
+
+    kinds = f"only this kind ({', '.join(KINDS)})"
     group = commands.add(sub, "cache")
     cache_sub = group.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
     info = cache_sub.add_parser("info", help="the cache folder, its size bound, entries and bytes per kind")
     info.add_argument("--json", action="store_true", help="machine-readable output")
+    info.add_argument("--kind", type=_kind, default=None, help=kinds)
     info.set_defaults(func=cmd_cache_info)
     clear = cache_sub.add_parser("clear", help="delete the cache's entries (all, or of one kind)")
-    clear.add_argument("--kind", type=_kind, default=None, help="only this kind (see `vdla cache info`)")
+    clear.add_argument("--kind", type=_kind, default=None, help=kinds)
     clear.set_defaults(func=cmd_cache_clear)

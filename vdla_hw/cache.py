@@ -8,6 +8,9 @@ bytes), nested in tuples, lists and dicts. The caller names in ``parts`` everyth
 determines the result (a model file's bytes, a resolution, calibration images, options); a
 result is therefore never reused by other code or for other inputs (STYLE.md 16).
 
+The kinds are listed once, in :data:`KINDS`; ``cached`` and ``vdla cache clear/info --kind``
+refuse any other.
+
 Where: ``$VDLA_CACHE_DIR``, else ``$XDG_CACHE_HOME/vdla``, else ``~/.cache/vdla``; one folder per
 kind, one file per entry (``<kind>/<key>.pkl``). ``VDLA_CACHE=off`` disables the cache (every
 call computes). The folder is created private (0700); because entries are unpickled, a folder
@@ -54,6 +57,18 @@ CODE_PACKAGES = ("vdla", "vdla_hw", "vdla_sim", "compiler", "driver", "dse")
 DEFAULT_MAX_BYTES = 2 << 30
 STALE_TEMP_SECONDS = 3600        # a temporary file this old was left by a killed writer
 KIND_RE = re.compile(r"[a-z][a-z0-9-]{0,31}\Z")
+# Every kind of entry, one folder each: the one registry that `cached` and `vdla cache` check
+# (a new cache adds its kind here, with a line saying what it holds).
+KINDS = (
+    "model",       # a built or imported float graph (vdla.network)
+    "qgraph",      # a calibrated, quantized graph (vdla.network)
+    "qreport",     # the quantization report of a graph (vdla.network)
+    "reference",   # the reference forward pass of a quantized graph on one input (vdla.network)
+    "schedule",    # a schedule search's result (compiler.tensorize.search)
+    "layer",       # a compiled accelerator layer (compiler.accel)
+    "cpu-cost",    # a CPU kernel's cost analysis (compiler.cpu_fallback.cost.analysis)
+    "cpu-kernel",  # a CPU kernel's host object code (compiler.cpu_fallback.jit)
+)
 DIR_ENV, SWITCH_ENV, MAX_ENV = "VDLA_CACHE_DIR", "VDLA_CACHE", "VDLA_CACHE_MAX_BYTES"
 
 # per-process counts, by kind: "hit", "miss", "bad" (an untrusted entry), "stored", "evicted"
@@ -122,11 +137,18 @@ def _encode(part, h) -> None:
         raise TypeError(f"cache key: cannot hash a {type(part).__name__} (use JSON-able values, bytes or arrays)")
 
 
+def check_kind(kind: str) -> str:
+    """``kind`` if it is one of :data:`KINDS`, else a :class:`CacheError` (one line: the
+    user's ``vdla cache --kind`` or a caller's bug) listing the kinds."""
+    if kind not in KINDS:
+        raise CacheError(f"cache kind {kind[:40]!r}: unknown (the kinds are {', '.join(KINDS)})")
+    return kind
+
+
 def key_of(kind: str, parts: tuple, code: str | None = None) -> str:
-    """The entry key (sha256 hex) of ``kind`` and ``parts`` under today's code (``code``: see
-    :func:`cached`)."""
-    if not KIND_RE.match(kind):
-        raise ValueError(f"cache kind {kind!r}: lowercase letters, digits and '-', at most 32")
+    """The entry key (sha256 hex) of ``kind`` (one of :data:`KINDS`) and ``parts`` under
+    today's code (``code``: see :func:`cached`)."""
+    check_kind(kind)
     code = code_key() if code is None else f"narrow {code}"
     h = hashlib.sha256(f"vdla-cache format {FORMAT}\0{kind}\0{code}\0".encode())
     _encode(tuple(parts), h)
@@ -272,6 +294,7 @@ def entries(folder: Path):
     except OSError:
         return
     for kind in kinds:
+        # any kind-like folder, not only KINDS: an older version's kinds still take room
         if not kind.is_dir(follow_symlinks=False) or not KIND_RE.match(kind.name):
             continue
         try:
@@ -369,9 +392,10 @@ def info() -> dict:
 
 
 def clear(kind: str | None = None) -> tuple[int, int]:
-    """Delete every entry (of ``kind`` when given); returns (entries, bytes) deleted."""
-    if kind is not None and not KIND_RE.match(kind):
-        raise CacheError(f"cache kind {kind[:40]!r}: not a cache kind (lowercase letters, digits, '-')")
+    """Delete every entry (of ``kind``, one of :data:`KINDS`, when given); returns (entries,
+    bytes) deleted."""
+    if kind is not None:
+        check_kind(kind)
     path = location()
     if not os.path.lexists(path):
         return 0, 0

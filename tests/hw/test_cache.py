@@ -61,14 +61,14 @@ def test_kind_and_code_are_in_the_key(folder, monkeypatch):
 
 def test_arrays_are_keyed_by_dtype_shape_and_bytes():
     a = np.arange(6, dtype=np.int32)
-    keys = {cache.key_of("k", (x,)) for x in (a, a.astype(np.int64), a.reshape(2, 3), a + 1, a.tobytes())}
+    keys = {cache.key_of("model", (x,)) for x in (a, a.astype(np.int64), a.reshape(2, 3), a + 1, a.tobytes())}
     assert len(keys) == 5
-    assert cache.key_of("k", (a,)) == cache.key_of("k", (np.arange(6, dtype=np.int32),))
-    assert cache.key_of("k", (a.reshape(2, 3).T,)) == cache.key_of("k", (np.ascontiguousarray(a.reshape(2, 3).T),))
-    assert cache.key_of("k", ({"b": 1, "a": 2},)) == cache.key_of("k", ({"a": 2, "b": 1},))
+    assert cache.key_of("model", (a,)) == cache.key_of("model", (np.arange(6, dtype=np.int32),))
+    assert cache.key_of("model", (a.reshape(2, 3).T,)) == cache.key_of("model", (np.ascontiguousarray(a.reshape(2, 3).T),))
+    assert cache.key_of("model", ({"b": 1, "a": 2},)) == cache.key_of("model", ({"a": 2, "b": 1},))
     with pytest.raises(TypeError):
-        cache.key_of("k", (object(),))
-    with pytest.raises(ValueError):
+        cache.key_of("model", (object(),))
+    with pytest.raises(cache.CacheError):
         cache.key_of("Bad/kind", ())
 
 
@@ -148,11 +148,11 @@ def test_the_size_bound_evicts_least_recently_used(folder, monkeypatch):
 
 def test_an_entry_larger_than_the_bound_is_not_stored(folder, monkeypatch):
     monkeypatch.setenv("VDLA_CACHE_MAX_BYTES", "1000")
-    cache.cached("small", (), Calls(b"x" * 10))
+    cache.cached("model", (), Calls(b"x" * 10))
     compute = Calls(b"y" * 5000)
-    assert cache.cached("big", (), compute) == b"y" * 5000
-    assert cache.cached("big", (), compute) == b"y" * 5000 and compute.n == 2
-    assert set(cache.info()["kinds"]) == {"small"}
+    assert cache.cached("layer", (), compute) == b"y" * 5000
+    assert cache.cached("layer", (), compute) == b"y" * 5000 and compute.n == 2
+    assert set(cache.info()["kinds"]) == {"model"}
 
 
 def test_a_bad_bound_is_one_user_error(folder, monkeypatch):
@@ -227,3 +227,28 @@ def test_an_unpicklable_value_is_returned_and_said_once(folder, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot store a function" in err
     assert cache.info()["entries"] == 0
+
+
+def test_only_registered_kinds_are_cached(folder):
+    compute = Calls(1)
+    with pytest.raises(cache.CacheError, match="cache kind 'modle': unknown .*model"):
+        cache.cached("modle", (), compute)
+    assert compute.n == 0
+    with pytest.raises(cache.CacheError, match="unknown"):
+        cache.clear("nope")
+
+
+def test_every_kind_the_code_caches_is_registered():
+    """The kinds named at the call sites of ``cached``/``contains`` (a literal first argument,
+    or a ``CACHE_KIND`` constant) are all in KINDS, and every registered kind has a user."""
+    import re
+    from pathlib import Path
+
+    root = Path(cache.__file__).resolve().parents[1]
+    used = set()
+    for package in cache.CODE_PACKAGES:
+        for path in (root / package).rglob("*.py"):
+            text = path.read_text()
+            used |= set(re.findall(r"\b(?:cached|contains)\(\s*\"([^\"]+)\"", text))
+            used |= set(re.findall(r"^CACHE_KIND = \"([^\"]+)\"", text, re.M))
+    assert used == set(cache.KINDS)

@@ -48,6 +48,8 @@ def test_clear_one_kind_then_all(filled, capsys):
 
 @pytest.mark.parametrize("argv, env", [
     (("cache", "clear", "--kind", "../etc"), {}),
+    (("cache", "clear", "--kind", "nope"), {}),
+    (("cache", "info", "--kind", "nope"), {}),
     (("cache", "info"), {"VDLA_CACHE_MAX_BYTES": "lots"}),
     (("cache", "frobnicate"), {}),
 ])
@@ -69,3 +71,17 @@ def test_a_shared_folder_is_not_cleared(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("VDLA_CACHE_DIR", str(folder))
     code, _, err = run(capsys, "cache", "clear")
     assert code == 2 and "other users" in err and err.count("\n") == 1
+
+
+def test_an_unknown_kind_is_refused_before_anything_is_removed(filled, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["cache", "clear", "--kind", "modle"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "unknown" in err and "model" in err and err.count("\n") == 1
+    assert cache.info()["entries"] == 4
+
+
+def test_info_of_one_kind(filled, capsys):
+    code, out, _ = run(capsys, "cache", "info", "--kind", "qgraph", "--json")
+    info = json.loads(out)
+    assert code == 0 and info["kinds"] == {"qgraph": {"entries": 1, "bytes": info["bytes"]}} and info["entries"] == 1
