@@ -82,3 +82,43 @@ def test_help_and_config_show_import_no_command_module(argv, numpy):
     loaded = json.loads(done.stderr.strip().splitlines()[-1])
     assert not [m for m in loaded if m.startswith(HEAVY)], loaded
     assert ("numpy" in loaded) == numpy  # config show needs vdla_hw.isa (numpy); the help needs nothing
+
+
+# A process that runs ``vdla ARGV`` as its own command (main() with no argv) with an atexit
+# handler and an object whose finaliser runs only in the interpreter's teardown.
+QUICK = """
+import atexit, sys
+atexit.register(lambda: print("atexit ran", file=sys.stderr, flush=True))
+class Teardown:
+    def __del__(self):
+        print("teardown ran", file=sys.stderr, flush=True)
+keep = Teardown()
+sys.argv = ["vdla", *sys.argv[1:]]
+from vdla.cli import main
+sys.exit(main())
+"""
+
+
+def quick(tmp_path, *argv):
+    return subprocess.run([sys.executable, "-c", QUICK, *argv], capture_output=True, text=True, cwd=tmp_path,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT), "VDLA_CACHE": "off"})
+
+
+def test_quick_exit_commands_skip_the_teardown_but_not_atexit_or_their_outputs(tmp_path):
+    """`vdla compile` (a QUICK_EXIT command) ends without the interpreter's teardown; its atexit
+    handlers still run, its output file is whole and its stdout/stderr arrive."""
+    assert {"run", "compile", "sim"} <= commands.QUICK_EXIT
+    bundle = tmp_path / "c.npz"
+    done = quick(tmp_path, "compile", "conv2d", "--h=4", "--w=4", "--ic=16", "--oc=16", "--k=1", "-o", str(bundle))
+    assert done.returncode == 0, done.stderr
+    assert "atexit ran" in done.stderr and "teardown ran" not in done.stderr and "wrote" in done.stderr
+    sim = quick(tmp_path, "sim", str(bundle), "--json")
+    assert sim.returncode == 0 and json.loads(sim.stdout)["cycles"] > 0
+    assert "atexit ran" in sim.stderr and "teardown ran" not in sim.stderr
+
+
+def test_other_commands_and_errors_exit_the_ordinary_way(tmp_path):
+    shown = quick(tmp_path, "config", "show")
+    assert shown.returncode == 0 and "teardown ran" in shown.stderr and "atexit ran" in shown.stderr
+    failed = quick(tmp_path, "sim", str(tmp_path / "missing.npz"))
+    assert failed.returncode == 2 and failed.stderr.count("vdla: error") == 1 and "atexit ran" in failed.stderr
