@@ -35,6 +35,8 @@ class _State:
     lock = threading.Lock()
     active = False   # inside watched(): a lost interrupt may be raised again in the main thread
     lost = False     # an interrupt was swallowed by a finaliser and not raised again yet
+    signalled = False  # a SIGINT arrived inside watched() (even if its KeyboardInterrupt was turned
+                       # into another error: numpy's C import makes an ImportError of one)
 
 
 def _raise_again() -> None:
@@ -58,6 +60,16 @@ def _unraisable(previous):
     return hook
 
 
+def _on_sigint(signum, frame) -> None:
+    _State.signalled = True
+    signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt, as without this handler
+
+
+def signalled() -> bool:
+    """Whether a Ctrl-C (SIGINT) arrived while :func:`watched` was active."""
+    return _State.signalled
+
+
 def check() -> None:
     """Raise the interrupt now if one was lost (before a step that must not follow a Ctrl-C,
     such as putting a command's outputs in place)."""
@@ -74,7 +86,10 @@ def watched():
         return
     previous = sys.unraisablehook
     sys.unraisablehook = _unraisable(previous)
-    _State.active, _State.lost = True, False
+    handler = signal.getsignal(signal.SIGINT)
+    if handler is signal.default_int_handler:  # not an ignored SIGINT (a background job)
+        signal.signal(signal.SIGINT, _on_sigint)
+    _State.active, _State.lost, _State.signalled = True, False, False
     try:
         yield
     except KeyboardInterrupt:
@@ -84,6 +99,8 @@ def watched():
         with _State.lock:
             _State.active = False
         sys.unraisablehook = previous
+        if handler is signal.default_int_handler and signal.getsignal(signal.SIGINT) is _on_sigint:
+            signal.signal(signal.SIGINT, handler)
 
 
 def ignore() -> None:

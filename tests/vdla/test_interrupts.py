@@ -81,3 +81,29 @@ def test_an_interrupt_while_the_command_loads_is_reported(capsys, monkeypatch):
     monkeypatch.setattr(cli, "build_parser", interrupted)
     assert main(["regmap"]) == cli.EXIT_INTERRUPTED
     assert capsys.readouterr().err == "vdla: interrupted\n"
+
+
+# A Ctrl-C that lands while numpy's C extension imports `datetime`: numpy turns the
+# KeyboardInterrupt into an ImportError (it printed a traceback and exit status 1).
+CTRL_C_IN_NUMPY_IMPORT = """
+import os, signal, sys
+class SigintOnDatetime:
+    def find_spec(self, name, path=None, target=None):
+        if name == "datetime":
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, SigintOnDatetime())
+sys.argv = ["vdla", *sys.argv[1:]]
+from vdla.cli import main
+sys.exit(main())
+"""
+
+
+def test_ctrl_c_turned_into_an_import_error_still_ends_as_interrupted(tmp_path):
+    assert "datetime" not in subprocess.run([sys.executable, "-c", "import sys; print(sys.modules)"],
+                                            capture_output=True, text=True).stdout  # not imported at start-up
+    done = subprocess.run([sys.executable, "-c", CTRL_C_IN_NUMPY_IMPORT, "sim", str(tmp_path / "x.npz")], cwd=ROOT,
+                          capture_output=True, text=True, preexec_fn=_default_sigint,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == cli.EXIT_INTERRUPTED, done.stderr
+    assert done.stderr.strip() == "vdla: interrupted", done.stderr
