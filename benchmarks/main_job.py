@@ -13,6 +13,9 @@ Runs, each beside its target on the 2-core machine (issue 24):
 5. `output_sha256` under 1 and 2 BLAS threads (OPENBLAS/OMP/MKL_NUM_THREADS), disk cache off
    (``VDLA_CACHE=off``: a cached graph would hide a difference): equal or not, as one line
 
+Before the runs the project's packages are compiled to bytecode, as ``pip install`` does
+(benchmarks/bytecode.py): no result is cached by that, only the code's bytecode.
+
 The machine's load (1-minute average) is printed before and after: wall times on a loaded
 machine are not the machine's; CPU times much less so.
 
@@ -38,6 +41,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from bytecode import compile_bytecode
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {"cold": 10.0, "warm": 5.0, "warm, no plots": 3.0}
@@ -142,6 +147,7 @@ def main() -> int:
     if skip - {"memory", "threads"}:
         parser.error(f"--skip: unknown part(s) {', '.join(sorted(skip - {'memory', 'threads'}))}")
     print(f"main job benchmark: {sys.executable} -m vdla (code in {ROOT}); {load()}")
+    print(compile_bytecode())
     common = [args.model, "--resolution", str(args.resolution), "--config", args.config]
     with tempfile.TemporaryDirectory(prefix="vdla-bench-") as scratch:
         cache = Path(args.keep) if args.keep else Path(scratch) / "cache"
