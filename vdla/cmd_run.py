@@ -45,8 +45,9 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timin
     drawn by ``worker`` (a :class:`vdla.figure_worker.FigureWorker`, started before the run:
     the same bytes, drawn on the other core while the roofline's variants are computed here),
     or, without one, in this process. ``timings`` (a dict), if given, receives the wall seconds
-    of the roofline's variants without latency hiding (``roofline_variants``), of the figures
-    apart from those (``figures``) and, of that, the wait for the worker (``figures_wait``)."""
+    of the roofline's variants without latency hiding (``roofline_variants``) and of the
+    figures apart from those (``figures``: with a worker, the data sent, the wait for its
+    answer and the files staged: what --plots adds to the run besides the variants)."""
     import time
 
     from vdla import plots
@@ -88,9 +89,7 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timin
     if worker is not None:
         if late:
             worker.draw(late)
-        wait = time.perf_counter()
         files = worker.result()
-        timings["figures_wait"] = time.perf_counter() - wait
     else:
         files = {name: plots.render(name, data) for name, data in forked + here + late}
     for name in plots.FIGURES:

@@ -16,13 +16,18 @@
 
 Log axes read as plain numbers; legends sit outside the data. Each function writes
 ``OUT_DIR/NAME.png`` and ``.pdf`` (:data:`FIGURES`, :data:`FORMATS`); given ``outputs`` (a
-:class:`vdla.outputs.Outputs`), it stages them there for the caller's commit.
+:class:`vdla.outputs.Outputs`), it stages them there for the caller's commit. Each is two steps
+that can run in different processes: ``NAME_data(report, ...)`` takes from the report the plain
+values the figure shows (small to pickle: no simulator state), and :func:`render` draws them as
+``{ext: bytes}``; :func:`save` writes those. ``vdla run --plots`` renders in its figure worker
+(:mod:`vdla.figure_worker`), which gives the same bytes.
 
 Made for speed (the figures are part of the main job's time): matplotlib's object API without
 pyplot (no figure manager, no GUI backend), the tight bounding box computed once per figure for
-both formats (``bbox_inches="tight"`` measures every text again for each file), and the
-timeline's thousands of instruction spans rasterized in the PDF (an image at the PNG's
-resolution inside the vector figure; axes, labels and text stay vector).
+both formats (``bbox_inches="tight"`` measures every text again for each file), PNG written with
+zlib level 1, the timeline's zoom given only the instruction spans that start in view (the rest
+would be clipped away), and the timeline's thousands of instruction spans rasterized in the PDF
+(an image at the PNG's resolution inside the vector figure; axes, labels and text stay vector).
 """
 
 from __future__ import annotations
