@@ -122,20 +122,23 @@ class FigureWorker:
         return value
 
     def _died(self) -> FigureWorkerError:
-        status = self._proc.wait()
+        # its exit status without reaping it (WNOWAIT): until close() reaps it, its pid and so
+        # its process group id stay ours, and close() can still end a drawer left in the group
+        info = os.waitid(os.P_PID, self._proc.pid, os.WEXITED | os.WNOWAIT)
+        killed = info.si_code in (os.CLD_KILLED, os.CLD_DUMPED)
         self._stderr.seek(0)
         lines = self._stderr.read().decode(errors="replace").strip().splitlines()
-        why = f"signal {-status}" if status < 0 else f"status {status}"
-        return FigureWorkerError(f"the figure worker ended ({why}) before sending the figures"
-                                 + (f": {lines[-1]}" if lines else ""))
+        return FigureWorkerError(f"the figure worker ended ({'signal' if killed else 'status'} {info.si_status}) "
+                                 "before sending the figures" + (f": {lines[-1]}" if lines else ""))
 
     def close(self) -> None:
-        """End the worker and its drawer (their process group) and reap the worker; idempotent."""
+        """End the worker and its drawer (their process group: the worker is not reaped before
+        this, so the group id cannot belong to anyone else) and reap the worker; idempotent."""
         proc = self._proc
-        if proc.poll() is None:
+        if proc.returncode is None:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
+            except (ProcessLookupError, PermissionError):  # the whole group has ended already
                 pass
         for stream in (proc.stdin, proc.stdout):
             try:
@@ -176,6 +179,11 @@ def _drawn_in_child(jobs):
     if pid == 0:  # the drawer: draw, send, leave without running the parent's clean-up
         code = 0
         try:
+            # not the worker's pipes to the parent: should the worker die, the parent reads
+            # end-of-file at once instead of when this drawer is done
+            null = os.open(os.devnull, os.O_RDWR)
+            os.dup2(null, 0)
+            os.dup2(null, 1)
             os.close(read)
             with os.fdopen(write, "wb") as out:
                 send(out, _outcome(lambda: _draw_batch(jobs)))

@@ -25,12 +25,18 @@ TIMELINE = {"layer": "l1.0.c1", "cycles": 1000, "config_name": "osdi18", "utiliz
             "spans": {"load": [(0, 100), (300, 80)], "compute": [(100, 200), (390, 300)], "store": [(700, 50)]}}
 
 
-def _gone(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return True
-    return False
+def _gone(pgid: int, wait: float = 5.0) -> bool:
+    """No process left in group ``pgid`` within ``wait`` seconds (a killed drawer is a zombie
+    until init reaps it)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def test_the_worker_draws_the_bytes_this_process_draws(monkeypatch):
@@ -73,6 +79,24 @@ def test_leaving_early_ends_the_worker_and_its_drawer():
             worker.draw([("timeline", TIMELINE)], fork=True)
             pgid = worker._proc.pid
             raise KeyboardInterrupt
+    assert _gone(pgid)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads a process's children from Linux's /proc")
+def test_a_drawer_outliving_its_worker_is_ended_too():
+    """The worker killed alone (as the out-of-memory killer would) while its drawer draws: close
+    ends the drawer as well (the worker, not reaped yet, keeps the group id ours)."""
+    with FigureWorker() as worker:
+        worker.draw([("timeline", TIMELINE)] * 40, fork=True)  # well over 5 s of drawing
+        pgid = worker._proc.pid
+        deadline = time.monotonic() + 60
+        while not (drawers := _children(pgid)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert drawers, "the worker forked no drawer"
+        os.kill(pgid, signal.SIGKILL)
+        with pytest.raises(FigureWorkerError, match=r"ended \(signal 9\)"):
+            worker.result()
+        assert not _gone(pgid, wait=0)  # the drawer is still drawing
     assert _gone(pgid)
 
 
