@@ -2,7 +2,7 @@
 
 ``vdla run --plots`` starts :class:`FigureWorker` before its simulation: the child imports
 matplotlib and draws a small figure to PNG and PDF (fonts, text layout and both backends set
-up, about 1.5 s of CPU) on the machine's other core while the parent simulates. When the run
+up, about 1.2 s of CPU) on the machine's other core while the parent simulates. When the run
 is done the parent sends the figures' data (:func:`vdla.plots.render`'s plain values) in
 batches, each drawn either by a drawer the worker forks for it (warm too) or by the worker
 itself, so that two processes draw at once, and at the end receives every figure's bytes
