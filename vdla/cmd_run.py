@@ -37,13 +37,17 @@ def csv_text(rows: list[dict], fields: list[str] | None = None) -> str:
     return buf.getvalue()
 
 
-def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timings=None) -> list[Path]:
+def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timings=None, worker=None) -> list[Path]:
     """The per-layer CSV, the summary JSON and the four figures of the study into ``out_dir``,
     as one set (:func:`study_files`: files of an earlier run it does not write again are
     removed). Staged in ``outputs`` (a :class:`vdla.outputs.Outputs`) for the caller's commit,
-    or, without one, put in place before returning. Returns the destinations. ``timings`` (a
-    dict), if given, receives the wall seconds of the roofline's variants without latency hiding
-    (``roofline_variants``) and of drawing the figures (``figures``)."""
+    or, without one, put in place before returning. Returns the destinations. The figures are
+    drawn by ``worker`` (a :class:`vdla.figure_worker.FigureWorker`, started before the run:
+    the same bytes, drawn on the other core while the roofline's variants are computed here),
+    or, without one, in this process. ``timings`` (a dict), if given, receives the wall seconds
+    of the roofline's variants without latency hiding (``roofline_variants``) and of the
+    figures apart from those (``figures``: with a worker, the data sent, the wait for its
+    answer and the files staged: what --plots adds to the run besides the variants)."""
     import time
 
     from vdla import plots
@@ -53,7 +57,7 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timin
 
     if outputs is None:
         with Outputs() as own:
-            write_outputs(report, out_dir, own, progress, timings)
+            write_outputs(report, out_dir, own, progress, timings, worker)
             return own.commit()
     outputs.supersede(study_files(out_dir))
     from compiler.network.report import layer_row
@@ -66,19 +70,32 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timin
     written.append(outputs.write(out_dir / TABLES[1], json_text(summary, indent=2)))
     timings = {} if timings is None else timings
     convs = [r for r in report.records if r.placement == "vdla" and r.op == "conv"]
-    start = time.perf_counter()
-    variants = roofline_without_latency_hiding(report, progress) if convs else {}
-    timings["roofline_variants"] = time.perf_counter() - start
     progress(f"drawing the figures into {out_dir}")
     start = time.perf_counter()
-    written += plots.fig21_breakdown(report, out_dir, outputs)
-    written += plots.layer_speedup(report, out_dir, outputs)
+    # With a worker, two processes draw about 2 s each: a forked drawer the speedup and the
+    # timeline, the worker Fig. 21 while the variants are computed here, then the roofline.
+    forked = [("layer_speedup", plots.layer_speedup_data(report))]
     if convs:  # the roofline and the timeline are about offloaded convolutions
-        config = convs[0].extra["run"].config
-        written += plots.roofline(report, variants, out_dir, config, outputs)
         # The timeline shows the conv that keeps the GEMM core busiest: load/compute overlap at its best.
-        written += plots.timeline(report, max(convs, key=lambda r: r.utilization).name, out_dir, outputs)
-    timings["figures"] = time.perf_counter() - start
+        forked.append(("timeline", plots.timeline_data(report, max(convs, key=lambda r: r.utilization).name)))
+    here = [("fig21_breakdown", plots.fig21_data(report))]
+    if worker is not None:
+        worker.draw(forked, fork=True)
+        worker.draw(here)
+    variants_start = time.perf_counter()
+    variants = roofline_without_latency_hiding(report, progress) if convs else {}
+    timings["roofline_variants"] = time.perf_counter() - variants_start
+    late = [("roofline", plots.roofline_data(report, variants, convs[0].extra["run"].config))] if convs else []
+    if worker is not None:
+        if late:
+            worker.draw(late)
+        files = worker.result()
+    else:
+        files = {name: plots.render(name, data) for name, data in forked + here + late}
+    for name in plots.FIGURES:
+        if name in files:
+            written += plots.save(name, files[name], out_dir, outputs)
+    timings["figures"] = time.perf_counter() - start - timings["roofline_variants"]
     progress(f"drew {len(written) - len(TABLES)} figure files ({timings['figures']:.1f} s)")
     return written
 
@@ -92,13 +109,11 @@ def warn_clock_of(config_spec) -> None:
 
 
 def cmd_run(args) -> int:
-    import numpy as np
+    import contextlib
 
     from compiler.network import PartitionOptions
-    from compiler.network.report import table
-    from vdla.network import run_network
-    from vdla.outputs import Outputs, check_writable
-    from vdla_hw.files import json_text
+    from vdla.figure_worker import FigureWorker
+    from vdla.outputs import check_writable
 
     if args.plots and args.target != "sim":
         raise VdlaError(f"--plots needs --target sim (the timeline and roofline read the simulator's "
@@ -108,6 +123,21 @@ def cmd_run(args) -> int:
     options = PartitionOptions(stem_on_vdla=args.stem_on_vdla, add_on_vdla=args.add_on_vdla,
                                fc_on_vdla=args.fc_on_vdla)
     calibration = args.calibration if args.calibration is not None else 4
+    with contextlib.ExitStack() as stack:
+        # the figures' process, started now: matplotlib's set-up overlaps the run (vdla.figure_worker)
+        worker = stack.enter_context(FigureWorker()) if plot_dir else None
+        _run(args, options, calibration, plot_dir, worker)
+    return 0
+
+
+def _run(args, options, calibration, plot_dir, worker) -> None:
+    import numpy as np
+
+    from compiler.network.report import table
+    from vdla.network import run_network
+    from vdla.outputs import Outputs
+    from vdla_hw.files import json_text
+
     report = run_network(args.model, config=args.config, target=args.target, resolution=args.resolution,
                          options=options, vthreads=args.vthreads, progress=_progress, cpu=args.cpu,
                          cpu_baseline=args.cpu_baseline, cpu_threads=args.cpu_threads,
@@ -120,7 +150,7 @@ def cmd_run(args) -> int:
     warn_clock_of(args.config)  # after the run, so that a user error stays the only stderr line
     with Outputs() as outputs:  # every file of the run appears at once, after the whole run
         if plot_dir:  # its phases join the run's (--json: wall_seconds)
-            write_outputs(report, plot_dir, outputs, timings=report.timings)
+            write_outputs(report, plot_dir, outputs, timings=report.timings, worker=worker)
         if args.output:
             outputs.write(args.output, lambda fh: np.save(fh, report.output_float, allow_pickle=False))
         written = outputs.commit()
@@ -141,7 +171,6 @@ def cmd_run(args) -> int:
         print(f"wall time {t['total']:.1f} s (simulation {t['simulate']:.1f} s, compile {t['compile']:.1f} s)")
         for path in written:
             print(f"wrote {path}")
-    return 0
 
 
 def warn_slower(totals: dict) -> None:

@@ -16,13 +16,18 @@
 
 Log axes read as plain numbers; legends sit outside the data. Each function writes
 ``OUT_DIR/NAME.png`` and ``.pdf`` (:data:`FIGURES`, :data:`FORMATS`); given ``outputs`` (a
-:class:`vdla.outputs.Outputs`), it stages them there for the caller's commit.
+:class:`vdla.outputs.Outputs`), it stages them there for the caller's commit. Each is two steps
+that can run in different processes: ``NAME_data(report, ...)`` takes from the report the plain
+values the figure shows (small to pickle: no simulator state), and :func:`render` draws them as
+``{ext: bytes}``; :func:`save` writes those. ``vdla run --plots`` renders in its figure worker
+(:mod:`vdla.figure_worker`), which gives the same bytes.
 
 Made for speed (the figures are part of the main job's time): matplotlib's object API without
 pyplot (no figure manager, no GUI backend), the tight bounding box computed once per figure for
-both formats (``bbox_inches="tight"`` measures every text again for each file), and the
-timeline's thousands of instruction spans rasterized in the PDF (an image at the PNG's
-resolution inside the vector figure; axes, labels and text stay vector).
+both formats (``bbox_inches="tight"`` measures every text again for each file), PNG written with
+zlib level 1, the timeline's zoom given only the instruction spans that start in view (the rest
+would be clipped away), and the timeline's thousands of instruction spans rasterized in the PDF
+(an image at the PNG's resolution inside the vector figure; axes, labels and text stay vector).
 """
 
 from __future__ import annotations
@@ -58,17 +63,36 @@ def _figure(nrows: int = 1, ncols: int = 1, **kwargs):
     return fig, fig.subplots(nrows, ncols, **kwargs)
 
 
-def _save(fig, out_dir: Path, name: str, outputs=None) -> list[Path]:
-    """``out_dir/NAME.png`` and ``.pdf``, cropped to the figure's tight bounding box (measured once
-    on the Agg canvas, for both): staged in ``outputs`` (a :class:`vdla.outputs.Outputs`, put in
-    place by its commit) or, without one, each written whole on its own."""
+def _render(fig) -> dict[str, bytes]:
+    """The figure as the bytes of every :data:`FORMATS`, cropped to its tight bounding box
+    (measured once on the Agg canvas, for both formats)."""
+    import io
+
     import matplotlib
+
+    bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(matplotlib.rcParams["savefig.pad_inches"])
+    files = {}
+    for ext in FORMATS:
+        buf = io.BytesIO()
+        fig.savefig(buf, format=ext, dpi=DPI, bbox_inches=bbox, **SAVE_OPTIONS[ext])
+        files[ext] = buf.getvalue()
+    return files
+
+
+def render(name: str, data: dict) -> dict[str, bytes]:
+    """Figure ``name`` (:data:`FIGURES`) drawn from its data (``NAME_data``: plain values, which
+    pickle small, so that another process can draw it: :mod:`vdla.figure_worker`) as
+    ``{ext: bytes}`` for every :data:`FORMATS`."""
+    return _render(_DRAW[name](data))
+
+
+def save(name: str, files: dict[str, bytes], out_dir: Path, outputs=None) -> list[Path]:
+    """``out_dir/NAME.EXT`` for every rendered format: staged in ``outputs`` (a
+    :class:`vdla.outputs.Outputs`, put in place by its commit) or, without one, each written whole."""
     from vdla.outputs import write_file
 
     write = outputs.write if outputs is not None else write_file
-    bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(matplotlib.rcParams["savefig.pad_inches"])
-    return [write(out_dir / f"{name}.{ext}", lambda fh, ext=ext: fig.savefig(fh, format=ext, dpi=DPI, bbox_inches=bbox, **SAVE_OPTIONS[ext]))
-            for ext in FORMATS]
+    return [write(out_dir / f"{name}.{ext}", files[ext]) for ext in FORMATS]
 
 
 def plain_log_ticks(axis) -> None:
@@ -91,6 +115,10 @@ def short_name(name: str) -> str:
 
 
 def fig21_breakdown(report, out_dir: Path, outputs=None) -> list[Path]:
+    return save("fig21_breakdown", render("fig21_breakdown", fig21_data(report)), out_dir, outputs)
+
+
+def fig21_data(report) -> dict:
     ours = report.totals["categories"]
     cpu = (report.totals.get("cpu_model") or {}).get("name", "CPU")
     bars = [(f"CPU only\n(ours, {cpu})", ours["cpu_only"], False), ("CPU + VDLA\n(ours)", ours["cpu_plus_vdla"], False)]
@@ -99,6 +127,12 @@ def fig21_breakdown(report, out_dir: Path, outputs=None) -> list[Path]:
         theirs = paper.fig21()
         bars = [bars[0], ("CPU only\n(paper)", theirs["cpu_only"], True),
                 bars[1], ("CPU + VDLA\n(paper)", theirs["cpu_plus_vdla"], True)]
+    return {"bars": bars, "beside_paper": beside_paper, "name": Path(report.model).name,
+            "resolution": report.resolution, "config_name": report.config_name}
+
+
+def _draw_fig21(d: dict):
+    bars, beside_paper = d["bars"], d["beside_paper"]
     tallest = max(sum(v.get(c, 0.0) for c in CATEGORIES) for _, v, _ in bars)
     scale, unit = (1.0, "s") if tallest >= 1 else (1e3, "ms")  # a readable scale for small networks
     fig, ax = _figure(figsize=(8.5 if beside_paper else 6.5, 4.5))
@@ -113,34 +147,42 @@ def fig21_breakdown(report, out_dir: Path, outputs=None) -> list[Path]:
     ax.set_xticks(range(len(bars)), [b[0] for b in bars], fontsize=8)
     ax.set_ylabel(f"inference time ({unit})")
     ax.set_ylim(0, 1.12 * tallest * scale)
-    name = Path(report.model).name
+    name = d["name"]
     where = "beside TVM Fig. 21 (hatched; the paper's 'other' includes its host work)" if beside_paper else \
-        f"{name} at {report.resolution}x{report.resolution}: no paper measurement to compare"
-    ax.set_title(f"{name}: CPU only vs CPU + VDLA ({report.config_name})\n{where}", fontsize=9)
+        f"{name} at {d['resolution']}x{d['resolution']}: no paper measurement to compare"
+    ax.set_title(f"{name}: CPU only vs CPU + VDLA ({d['config_name']})\n{where}", fontsize=9)
     _legend_outside(ax, title="category")
-    return _save(fig, out_dir, "fig21_breakdown", outputs)
+    return fig
 
 
 def layer_speedup(report, out_dir: Path, outputs=None) -> list[Path]:
+    return save("layer_speedup", render("layer_speedup", layer_speedup_data(report)), out_dir, outputs)
+
+
+def layer_speedup_data(report) -> dict:
     rows = [r for r in report.records if r.placement == "vdla" and r.seconds]
-    fig, ax = _figure(figsize=(max(6.0, 0.35 * len(rows) + 3), 4.5))
-    x = np.arange(len(rows))
-    alone = [r.cpu_seconds / r.seconds for r in rows]
-    with_host = [r.cpu_seconds / (r.seconds + r.host_seconds) for r in rows]
-    ax.bar(x - 0.2, alone, 0.4, color=COLORS["conv"], label="CPU time / accelerator time")
-    ax.bar(x + 0.2, with_host, 0.4, color=COLORS["host"], label="CPU time / (accelerator + host) time")
     t = report.totals
-    ax.axhline(t["speedup"], color="black", linestyle="--", label=f"whole network {t['speedup']:.2f}x")
-    ax.axhline(t["amdahl_bound"], color="red", linestyle=":", label=f"Amdahl bound {t['amdahl_bound']:.2f}x")
+    return {"names": [short_name(r.name) for r in rows], "alone": [r.cpu_seconds / r.seconds for r in rows],
+            "with_host": [r.cpu_seconds / (r.seconds + r.host_seconds) for r in rows],
+            "speedup": t["speedup"], "amdahl_bound": t["amdahl_bound"], "name": Path(report.model).name,
+            "config_name": report.config_name}
+
+
+def _draw_layer_speedup(d: dict):
+    fig, ax = _figure(figsize=(max(6.0, 0.35 * len(d["names"]) + 3), 4.5))
+    x = np.arange(len(d["names"]))
+    ax.bar(x - 0.2, d["alone"], 0.4, color=COLORS["conv"], label="CPU time / accelerator time")
+    ax.bar(x + 0.2, d["with_host"], 0.4, color=COLORS["host"], label="CPU time / (accelerator + host) time")
+    ax.axhline(d["speedup"], color="black", linestyle="--", label=f"whole network {d['speedup']:.2f}x")
+    ax.axhline(d["amdahl_bound"], color="red", linestyle=":", label=f"Amdahl bound {d['amdahl_bound']:.2f}x")
     ax.axhline(1.0, color="grey", linewidth=0.6)
     ax.set_yscale("log")
     plain_log_ticks(ax.yaxis)
-    ax.set_xticks(x, [short_name(r.name) for r in rows], rotation=70, fontsize=7)
+    ax.set_xticks(x, d["names"], rotation=70, fontsize=7)
     ax.set_ylabel("speedup over the CPU (x, log scale)")
-    ax.set_title(f"{Path(report.model).name}: per-layer speedup and what Amdahl's law leaves ({report.config_name})",
-                 fontsize=9)
+    ax.set_title(f"{d['name']}: per-layer speedup and what Amdahl's law leaves ({d['config_name']})", fontsize=9)
     _legend_outside(ax)
-    return _save(fig, out_dir, "layer_speedup", outputs)
+    return fig
 
 
 def _roof(ax, peak: float, bw: float, label: str, span: tuple[float, float], color="black") -> None:
@@ -177,36 +219,46 @@ def _log_axes(ax) -> None:
 
 def roofline(report, points_no_lh: dict, out_dir: Path, config, outputs=None) -> list[Path]:
     """``points_no_lh``: layer name -> (ops per byte, GOPS, useful GOPS) without latency hiding."""
+    return save("roofline", render("roofline", roofline_data(report, points_no_lh, config)), out_dir, outputs)
+
+
+def roofline_data(report, points_no_lh: dict, config) -> dict:
     from compiler.network.report import useful_work
 
     with_paper = paper.is_fig21_setting(report.model, report.resolution)
-    fig, axes = _figure(1, 2 if with_paper else 1, figsize=(12 if with_paper else 7, 5), squeeze=False)
-    ax = axes[0, 0]
-    peak, bw = config.peak_ops_per_s / 1e9, config.mem_bytes_per_s / 1e9
     convs = [r for r in report.records if r.placement == "vdla" and r.op == "conv" and r.bytes]
     xs = [2 * r.macs / r.bytes for r in convs]
-    ys = [2 * r.macs / r.seconds / 1e9 for r in convs]
-    fig10 = paper.fig10() if with_paper else []
-    span = _span(xs, [p[0] for p in points_no_lh.values()], [peak / bw],
-                 [p["ops_per_byte"] for p in fig10], [paper.FIG10_ROOF["gops"] / paper.FIG10_ROOF["gbps"]] * bool(fig10))
-    _roof(ax, peak, bw, f"roof of {config.name}: {peak:.1f} GOPS, {bw:.2f} GB/s", span)
-    ax.scatter(xs, ys, color="#2b8cbe", label="latency hiding", zorder=3)
-    padded = [(x, useful_work(r)["useful_gops"]) for x, r in zip(xs, convs) if r.useful_macs != r.macs]
-    if padded:
-        ax.scatter([p[0] for p in padded], [p[1] for p in padded], marker="x", color="#2b8cbe",
-                   label="useful GOPS (padded lanes left out)", zorder=3)
     names = []
     for r in convs:
         layer = r.extra.get("layer")
         label = paper.fig10_label_of(layer) if layer is not None and with_paper else None
         names.append(label or short_name(r.name))
-    _label_points(ax, xs, ys, names, "#2b8cbe")
-    if points_no_lh:
-        ax.scatter([p[0] for p in points_no_lh.values()], [p[1] for p in points_no_lh.values()], facecolors="none",
+    return {"with_paper": with_paper, "config_name": config.name, "peak": config.peak_ops_per_s / 1e9,
+            "bw": config.mem_bytes_per_s / 1e9, "xs": xs, "ys": [2 * r.macs / r.seconds / 1e9 for r in convs],
+            "padded": [(x, useful_work(r)["useful_gops"]) for x, r in zip(xs, convs) if r.useful_macs != r.macs],
+            "names": names, "no_lh": [p[:2] for p in points_no_lh.values()],
+            "fig10": paper.fig10() if with_paper else [], "name": Path(report.model).name}
+
+
+def _draw_roofline(d: dict):
+    with_paper, peak, bw, xs, ys, fig10, no_lh = d["with_paper"], d["peak"], d["bw"], d["xs"], d["ys"], d["fig10"], d["no_lh"]
+    fig, axes = _figure(1, 2 if with_paper else 1, figsize=(12 if with_paper else 7, 5), squeeze=False)
+    ax = axes[0, 0]
+    span = _span(xs, [p[0] for p in no_lh], [peak / bw],
+                 [p["ops_per_byte"] for p in fig10], [paper.FIG10_ROOF["gops"] / paper.FIG10_ROOF["gbps"]] * bool(fig10))
+    _roof(ax, peak, bw, f"roof of {d['config_name']}: {peak:.1f} GOPS, {bw:.2f} GB/s", span)
+    ax.scatter(xs, ys, color="#2b8cbe", label="latency hiding", zorder=3)
+    padded = d["padded"]
+    if padded:
+        ax.scatter([p[0] for p in padded], [p[1] for p in padded], marker="x", color="#2b8cbe",
+                   label="useful GOPS (padded lanes left out)", zorder=3)
+    _label_points(ax, xs, ys, d["names"], "#2b8cbe")
+    if no_lh:
+        ax.scatter([p[0] for p in no_lh], [p[1] for p in no_lh], facecolors="none",
                    edgecolors="#2b8cbe", label="no latency hiding", zorder=3)
     _log_axes(ax)
     ax.set_ylabel("throughput (GOPS)")
-    ax.set_title(f"ours: {Path(report.model).name} convolutions on {config.name}", fontsize=9)
+    ax.set_title(f"ours: {d['name']} convolutions on {d['config_name']}", fontsize=9)
     ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.14), fontsize=7, ncol=2)
     if with_paper:
         right = axes[0, 1]
@@ -226,34 +278,54 @@ def roofline(report, points_no_lh: dict, out_dir: Path, config, outputs=None) ->
         for a in (ax, right):
             a.set_ylim(low, max(peak, roof["gops"]) * 1.6)
     fig.tight_layout()
-    return _save(fig, out_dir, "roofline", outputs)
+    return fig
 
 
 def timeline(report, layer: str, out_dir: Path, outputs=None) -> list[Path]:
     """Instruction spans per module of one offloaded layer, from its simulation: the whole layer
     and, below, a zoom on its first instructions so single loads, GEMMs and stores show."""
+    return save("timeline", render("timeline", timeline_data(report, layer)), out_dir, outputs)
+
+
+TIMELINE_MODULES = ("load", "compute", "store")
+
+
+def timeline_data(report, layer: str) -> dict:
     from compiler.network.report import useful_work
 
     record = next(r for r in report.records if r.name == layer)
     sim = record.extra["run"]
-    modules = ("load", "compute", "store")
     spans = {m: [(start, end - start) for name, start, end in (r for r in sim.retire if r)
-                 if name == m and end > start] for m in modules}
+                 if name == m and end > start] for m in TIMELINE_MODULES}
+    return {"layer": layer, "spans": spans, "cycles": sim.cycles, "config_name": report.config_name,
+            "utilization": record.utilization, "useful_utilization": useful_work(record)["useful_utilization"]}
+
+
+def _draw_timeline(d: dict):
+    spans, layer = d["spans"], d["layer"]
     compute_starts = sorted(start for start, _ in spans["compute"])
-    views = [(sim.cycles, "whole layer")]
+    views = [(d["cycles"], "whole layer")]
     if len(compute_starts) > ZOOM_INSNS:
         views.append((compute_starts[ZOOM_INSNS], f"first {ZOOM_INSNS} compute instructions"))
     fig, axes = _figure(len(views), 1, figsize=(10, 2.5 * len(views)), squeeze=False)
     colors = (COLORS["layer0"], COLORS["conv"], COLORS["other"])
     for ax, (hi, what) in zip(axes[:, 0], views):
-        for row, module in enumerate(modules):
-            ax.broken_barh(spans[module], (row - 0.35, 0.7), facecolors=colors[row], edgecolors="white", linewidth=0.3,
+        for row, module in enumerate(TIMELINE_MODULES):
+            # the spans that start in view: the others would be drawn only to be clipped away
+            shown = [span for span in spans[module] if span[0] <= hi]
+            ax.broken_barh(shown, (row - 0.35, 0.7), facecolors=colors[row], edgecolors="white", linewidth=0.3,
                            rasterized=True)
+        top = len(TIMELINE_MODULES) - 1 - 0.35 + 0.7  # the top of the last row, computed as broken_barh does
+        ax.update_datalim([(0, -0.35), (0, top)])  # every row's band, shown or not
         ax.set_xlim(0, hi)
-        ax.set_yticks(range(len(modules)), modules)
+        ax.set_yticks(range(len(TIMELINE_MODULES)), TIMELINE_MODULES)
         ax.set_xlabel(f"cycle ({what})")
-    axes[0, 0].set_title(f"{layer}: load / compute / store overlap ({report.config_name}, {sim.cycles:,} cycles, "
-                         f"GEMM utilisation {record.utilization * 100:.0f}%, of useful MACs "
-                         f"{useful_work(record)['useful_utilization'] * 100:.0f}%)", fontsize=9)
+    axes[0, 0].set_title(f"{layer}: load / compute / store overlap ({d['config_name']}, {d['cycles']:,} cycles, "
+                         f"GEMM utilisation {d['utilization'] * 100:.0f}%, of useful MACs "
+                         f"{d['useful_utilization'] * 100:.0f}%)", fontsize=9)
     fig.tight_layout()
-    return _save(fig, out_dir, "timeline", outputs)
+    return fig
+
+
+_DRAW = {"fig21_breakdown": _draw_fig21, "layer_speedup": _draw_layer_speedup, "roofline": _draw_roofline,
+         "timeline": _draw_timeline}

@@ -14,7 +14,8 @@ import pytest
 
 from tests.vdla.test_cli import EXAMPLE, run
 from tests.vdla.test_plots import FIGURES, small_net
-from vdla import cmd_run, outputs, plots
+from vdla import cmd_run, outputs
+from vdla.figure_worker import FigureWorker
 from vdla.cli import main
 from vdla.outputs import Outputs, check_writable, file_problem
 
@@ -157,9 +158,9 @@ def test_run_replaces_its_files_as_one_set(capsys, tmp_path, monkeypatch):
     (plot_dir / "notes.txt").write_text("the user's")   # not the run's: never touched
 
     def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt  # Ctrl-C while the last figure is drawn
+        raise KeyboardInterrupt  # Ctrl-C while the figures are drawn (by the figure worker)
 
-    monkeypatch.setattr(plots, "timeline", interrupted)
+    monkeypatch.setattr(FigureWorker, "result", interrupted)
     # --placement all: the tiny net's convs lose to the CPU, and the timeline is of an offloaded one
     assert main(["run", str(model), "--plots", str(plot_dir), "--output", str(out), "--placement", "all"]) == 130
     assert "vdla: interrupted" in capsys.readouterr().err
