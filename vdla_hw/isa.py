@@ -290,9 +290,24 @@ def decode_program(data: bytes, config: Config) -> list[Insn]:
     if first_bad >= 0:  # the one-instruction decoder names the error
         decode(data[16 * first_bad:16 * first_bad + 16], config, first_bad)
     out: list[Insn] = [None] * n  # type: ignore[list-item]
+    new = object.__new__
     for kind, (rows, names, cols) in columns.items():
-        for i, vals in zip(rows, zip(*cols)):
-            out[i] = Insn._decoded(kind, dict(zip(names, vals)))
+        # Insn._fill's derived attributes, per kind (every memory type is known here)
+        if kind in ("LOAD", "STORE"):
+            mems = [MEM_TYPES[m] for m in cols[names.index("memory_type")]]
+        else:
+            mems = ["uop"] * len(rows)  # memory_type 0 by default
+        if kind == "LOAD":
+            modules = ["load" if m in ("inp", "wgt") else "compute" for m in mems]
+        else:
+            modules = ["store" if kind == "STORE" else "compute"] * len(rows)
+        for i, vals, mem, module in zip(rows, zip(*cols), mems, modules):
+            fields = dict(zip(names, vals))
+            insn = new(Insn)
+            attrs = insn.__dict__
+            attrs.update(fields)
+            attrs["kind"], attrs["fields"], attrs["mem"], attrs["module"] = kind, fields, mem, module
+            out[i] = insn
     return out
 
 

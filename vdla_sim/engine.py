@@ -85,11 +85,17 @@ class Engine:
         self.mod_of = [self.mods[m] for m in self.module_of]
         self.mod_by_master = {mod.master: mod for mod in self.mods.values()}
         self.last = len(insns) - 1  # FINISH: decode_checked makes it the last and only one
-        # per instruction, in the hot loop's terms: queue numbers it pops and pushes, bytes moved
-        self.pops = [tuple(QUEUE_NUMBER[q] for q in isa.pops(insn)) for insn in insns]
-        self.pushes = [tuple(QUEUE_NUMBER[q] for q in isa.pushes(insn)) for insn in insns]
-        self.nbytes = [insn.y_size * insn.x_size * c.elem_bytes(insn.mem) if insn.kind in ("LOAD", "STORE") else 0
-                       for insn in insns]
+        # per instruction, in the hot loop's terms: queue numbers it pops and pushes
+        self.pops, self.pushes = [], []
+        queues: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        for insn in insns:
+            key = (insn.module, insn.pop_prev, insn.pop_next, insn.push_prev, insn.push_next)
+            both = queues.get(key)
+            if both is None:
+                both = queues[key] = (tuple(QUEUE_NUMBER[q] for q in isa.pops(insn)),
+                                      tuple(QUEUE_NUMBER[q] for q in isa.pushes(insn)))
+            self.pops.append(both[0])
+            self.pushes.append(both[1])
         self.consumer = [self.mods[TOKEN_ENDS[q][1]] for q in QUEUES]
         self.tok_push: dict[str, list[int]] = {q: [] for q in QUEUES}   # push cycles
         self.tok_pusher: dict[str, list[int]] = {q: [] for q in QUEUES}  # pushing instruction
