@@ -86,18 +86,22 @@ class Datapath:
         if not (x and y):  # a flag carrier moves nothing (program.moves_data)
             return
         mem = insn.mem
+        base = insn.sram_base
+        if not (insn.y_pad_top or insn.y_pad_bottom or insn.x_pad_left or insn.x_pad_right) \
+                and (y == 1 or insn.x_stride == x) and mem != "uop":  # one run of elements (the common case)
+            n = y * x
+            if self.races is not None and mem != "acc":
+                self.races.write_elems(mem, slice(base, base + n), index)
+            first = insn.dram_base
+            self.sram[mem][base:base + n] = self.views[mem][first:first + n]  # the same element shape
+            self.counters.load_bytes[mem] += n * self.elem_bytes[mem]
+            return
         rows = insn.y_pad_top + y + insn.y_pad_bottom   # program.footprint
         cols = insn.x_pad_left + x + insn.x_pad_right
         n = rows * cols
-        base = insn.sram_base
         if self.races is not None and mem in ("inp", "wgt"):
             self.races.write_elems(mem, slice(base, base + n), index)
         target = self.sram[mem][base:base + n]
-        if n == y * x and (y == 1 or insn.x_stride == x) and mem != "uop":  # one run of elements, no padding
-            first = insn.dram_base
-            target[...] = self.views[mem][first:first + n]  # the same element shape (uop: SRAM words)
-            self.counters.load_bytes[mem] += n * self.elem_bytes[mem]
-            return
         data = self._rows(mem, insn)
         if n != y * x:
             tile = target.reshape(rows, cols, *data.shape[2:])

@@ -52,6 +52,8 @@ class RaceTracker:
         self.by_seq[slot][seq] = index
 
     def _conflict(self, table: np.ndarray, elems, other: str, index: int, mem: str, writes: bool) -> None:
+        """Raise RaceError if an element of ``elems`` was last accessed (per ``table``) by an
+        instruction of module ``other`` that does not happen-before ``index``."""
         seen = table[elems]
         limit = self.vc[index][SLOT[other]]
         if seen.size <= SMALL:  # a few elements (a LOAD of a few weights): plain Python is cheaper
@@ -72,12 +74,16 @@ class RaceTracker:
 
     def write_elems(self, mem: str, elems, index: int) -> None:
         """``index`` writes elements ``elems`` (slice or index array) of shared SRAM ``mem``."""
-        writer, reader = SHARED[mem]
-        self._conflict(self.read[mem], elems, reader, index, mem, True)
+        table = self.read[mem]
+        if isinstance(elems, slice) and elems.stop - elems.start <= SMALL:  # the common LOAD: inline
+            seen = table[elems].tolist()
+            if seen and max(seen) > self.vc[index][SLOT[SHARED[mem][1]]]:
+                self._conflict(table, elems, SHARED[mem][1], index, mem, True)
+        else:
+            self._conflict(table, elems, SHARED[mem][1], index, mem, True)
         self.write[mem][elems] = self.seq[index]
 
     def read_elems(self, mem: str, elems, index: int) -> None:
         """``index`` reads elements ``elems`` of shared SRAM ``mem``."""
-        writer, reader = SHARED[mem]
-        self._conflict(self.write[mem], elems, writer, index, mem, False)
+        self._conflict(self.write[mem], elems, SHARED[mem][0], index, mem, False)
         self.read[mem][elems] = self.seq[index]
