@@ -110,6 +110,12 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return reps[order], rank[inverse]
 
 
+def take(sram: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``sram[index]`` for an integer index array: the elements gathered along the first axis
+    (``np.take``, several times faster than indexing for the SRAMs' multi-dimensional elements)."""
+    return np.take(sram, index, axis=0)
+
+
 def to_int32(products: np.ndarray) -> np.ndarray:
     """Exact integer float products as int32 modulo 2**32 (float64 ones may pass 2**31)."""
     if products.dtype == np.float32:  # |value| <= 2**24
@@ -223,9 +229,9 @@ class GemmPlan:
         if self.kind == "dense":
             np_, nr = self.shape
             nu, f = self.nu, self.ftype
-            x = inp[self.xi[0]].reshape(np_, nr, b, bi) if isinstance(self.xi, tuple) else inp[self.xi]
+            x = inp[self.xi[0]].reshape(np_, nr, b, bi) if isinstance(self.xi, tuple) else take(inp, self.xi)
             x = x.transpose(0, 2, 1, 3).reshape(np_ * b, nr * bi).astype(f)
-            w = wgt[self.wi].transpose(0, 3, 1, 2).reshape(nr * bi, nu * bo).astype(f)
+            w = take(wgt, self.wi).transpose(0, 3, 1, 2).reshape(nr * bi, nu * bo).astype(f)
             prod = serial_matmul(x, w).reshape(np_, b, nu, bo).transpose(0, 2, 1, 3).reshape(-1, b, bo)
             return to_int32(prod)
         if self.kind == "grouped":
@@ -233,18 +239,18 @@ class GemmPlan:
             at = 0
             for (accs, srcs, wgts), f in zip(self.groups, self.ftypes):
                 (g, n), k = accs.shape, srcs.shape[1]
-                x = inp[srcs]                                             # (n, K, B, BI)
+                x = take(inp, srcs)                                       # (n, K, B, BI)
                 if b > 1:
                     x = x.transpose(0, 2, 1, 3)
                 x = x.reshape(n * b, k * bi).astype(f)
-                w = wgt[wgts].transpose(1, 3, 0, 2).reshape(k * bi, g * bo).astype(f)  # (K*BI, G*BO)
+                w = take(wgt, wgts).transpose(1, 3, 0, 2).reshape(k * bi, g * bo).astype(f)  # (K*BI, G*BO)
                 prod = serial_matmul(x, w)
                 # into out in one pass: (n, B, G, BO) as (G, n, B, BO); float32 sums cast exactly
                 target = out[at:at + g * n].reshape(g, n, b, bo)
                 target[...] = (prod if f == np.float32 else to_int32(prod)).reshape(n, b, g, bo).transpose(2, 0, 1, 3)
                 at += g * n
             return out
-        x = inp[self.xi].astype(np.float32)                               # (E, B, BI)
-        w = wgt[self.wi].astype(np.float32)                               # (E, BO, BI)
+        x = take(inp, self.xi).astype(np.float32)                         # (E, B, BI)
+        w = take(wgt, self.wi).astype(np.float32)                         # (E, BO, BI)
         prod = to_int32(x @ w.transpose(0, 2, 1))                         # BI <= 64 terms: exact
         return np.add.reduceat(prod[self.order], self.starts, axis=0)     # int32: wraps modulo 2**32
