@@ -248,10 +248,14 @@ class Config:
 
     def depth(self, mem: str) -> int:
         """Elements the SRAM of ``mem`` holds; OUT mirrors ACC index for index."""
-        key = {"uop": "LOG_UOP_BUFF_SIZE", "inp": "LOG_INP_BUFF_SIZE", "wgt": "LOG_WGT_BUFF_SIZE",
-               "acc": "LOG_ACC_BUFF_SIZE", "out": "LOG_ACC_BUFF_SIZE"}[mem]
-        source = "acc" if mem == "out" else mem
-        return (1 << self.params[key]) // self.elem_bytes(source)
+        return self._depths[mem]
+
+    @functools.cached_property
+    def _depths(self) -> dict[str, int]:
+        keys = {"uop": "LOG_UOP_BUFF_SIZE", "inp": "LOG_INP_BUFF_SIZE", "wgt": "LOG_WGT_BUFF_SIZE",
+                "acc": "LOG_ACC_BUFF_SIZE", "out": "LOG_ACC_BUFF_SIZE"}
+        return {mem: (1 << self.params[key]) // self.elem_bytes("acc" if mem == "out" else mem)
+                for mem, key in keys.items()}
 
     def index_bits(self, mem: str) -> int:
         """Bits of an SRAM index of ``mem`` (log2 of its depth)."""

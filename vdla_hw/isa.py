@@ -12,6 +12,7 @@ An instruction is an :class:`Insn`: its kind and a value for every field of the 
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,22 +152,13 @@ class Insn:
         self._fill(kind, fields)
 
     def _fill(self, kind: str, fields: dict) -> None:
-        attrs = self.__dict__
-        attrs.update(fields)
-        attrs["kind"], attrs["fields"] = kind, fields
-        # derived once: read for every instruction on the simulator's paths
         memory_type = fields.get("memory_type", 0)
         known = isinstance(memory_type, (int, np.integer)) and 0 <= memory_type < len(MEM_TYPES)
-        mem = attrs["mem"] = MEM_TYPES[memory_type] if known else None
-        attrs["module"] = "store" if kind == "STORE" else \
-            "load" if kind == "LOAD" and mem in ("inp", "wgt") else "compute"
+        mem = MEM_TYPES[memory_type] if known else None
+        _adopt(self, _variant(kind, mem), fields)
 
-    @classmethod
-    def _decoded(cls, kind: str, fields: dict) -> Insn:
-        """An instruction of a known kind from a fresh field dict (the decoder's fast path)."""
-        insn = cls.__new__(cls)
-        insn._fill(kind, fields)
-        return insn
+    # the field values as given: the instance's own attributes are exactly these
+    fields = property(operator.attrgetter("__dict__"))
 
     def __setattr__(self, name, value):
         raise AttributeError("Insn is immutable; use replace()")
@@ -182,7 +174,8 @@ class Insn:
         if not isinstance(other, Insn) or other.kind != self.kind:
             return False
         names = set(self.fields) | set(other.fields)
-        return all(self.fields.get(n, 0) == other.fields.get(n, 0) for n in names)
+        mine, theirs = self.fields, other.fields
+        return all(mine.get(n, 0) == theirs.get(n, 0) for n in names)
 
     def __hash__(self):
         return hash((self.kind, tuple(sorted((k, v) for k, v in self.fields.items() if v))))
@@ -191,14 +184,35 @@ class Insn:
         body = ", ".join(f"{k}={v}" for k, v in self.fields.items() if v)
         return f"Insn({self.kind}{', ' if body else ''}{body})"
 
-    # ``mem``: memory type name of a LOAD or STORE ('uop', 'wgt', 'inp', 'acc', 'out'; None for
-    # a memory_type outside the ISA's); ``module``: the module that executes the instruction
-    # (fetch routes it to that module's queue). Both are set by _fill.
+    # ``kind``, ``mem`` (memory type name of a LOAD or STORE: 'uop', 'wgt', 'inp', 'acc', 'out';
+    # None for a memory_type outside the ISA's) and ``module`` (the module that executes the
+    # instruction: fetch routes it to that module's queue) are class attributes of the instance's
+    # class, one subclass of Insn per (kind, mem) made by _variant, so an instruction's own
+    # attributes are its fields alone, in one dict: decoding a stream builds one dict per
+    # instruction and nothing else.
 
 
 for _name in _ALL_FIELDS:  # the defaults every instruction reads for the fields it was not given
     setattr(Insn, _name, 0)
 del _name
+
+
+@functools.lru_cache(maxsize=None)
+def _variant(kind: str, mem: str | None) -> type:
+    """The subclass of Insn whose instances are ``kind`` instructions of memory type ``mem``."""
+    module = "store" if kind == "STORE" else "load" if kind == "LOAD" and mem in ("inp", "wgt") else "compute"
+    return type("Insn", (Insn,), {"__slots__": (), "__module__": __name__, "__qualname__": "Insn",
+                                  "kind": kind, "mem": mem, "module": module})
+
+
+_set = object.__setattr__
+
+
+def _adopt(insn: Insn, cls: type, fields: dict) -> None:
+    """Make ``insn`` an instance of ``cls`` whose attributes are ``fields`` (Insn is immutable
+    to everyone else)."""
+    _set(insn, "__class__", cls)
+    _set(insn, "__dict__", fields)
 
 
 def _rebuild_insn(kind: str, fields: dict) -> Insn:
@@ -210,14 +224,15 @@ def _rebuild_insn(kind: str, fields: dict) -> Insn:
 def encode(insn: Insn, config: Config, index: int | None = None) -> bytes:
     """16 little-endian bytes of ``insn``; a value that does not fit its field is an EncodingError."""
     fields = layout(insn.kind, config)
-    for name in insn.fields:
+    given = insn.fields
+    for name in given:
         if name not in fields:
             raise EncodingError(insn.kind, name, f"not a field of {insn.kind} (fields: {', '.join(list(fields)[1:])})", index)
     word = OPCODES[insn.kind]
     for name, f in fields.items():
         if name == "opcode":
             continue
-        value = insn.fields.get(name, 0)
+        value = given.get(name, 0)
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise EncodingError(insn.kind, name, f"value {value!r} is not an integer", index)
         if not f.low <= value <= f.high:
@@ -290,9 +305,16 @@ def decode_program(data: bytes, config: Config) -> list[Insn]:
     if first_bad >= 0:  # the one-instruction decoder names the error
         decode(data[16 * first_bad:16 * first_bad + 16], config, first_bad)
     out: list[Insn] = [None] * n  # type: ignore[list-item]
+    new = object.__new__
     for kind, (rows, names, cols) in columns.items():
-        for i, vals in zip(rows, zip(*cols)):
-            out[i] = Insn._decoded(kind, dict(zip(names, vals)))
+        if kind in ("LOAD", "STORE"):  # every memory type is known here
+            classes = {m: _variant(kind, MEM_TYPES[m]) for m in range(len(MEM_TYPES))}
+            variants = [classes[m] for m in cols[names.index("memory_type")]]
+        else:
+            variants = [_variant(kind, MEM_TYPES[0])] * len(rows)  # memory_type 0 by default
+        for i, vals, cls in zip(rows, zip(*cols), variants):
+            insn = out[i] = new(cls)
+            _set(insn, "__dict__", dict(zip(names, vals)))
     return out
 
 
@@ -321,7 +343,7 @@ def check_insn(insn: Insn, config: Config, index: int) -> None:
     Flags a module cannot use, memory types an instruction cannot address, padding where none
     is allowed, a 2-D UOP load, an empty uop range bound. Raises ProgramError naming the field.
     """
-    kind, module = insn.kind, insn.module
+    kind, module, given = insn.kind, insn.module, insn.fields
     if kind in ("LOAD", "STORE"):
         mem = insn.mem
         if kind == "STORE" and mem != "out":
@@ -331,7 +353,7 @@ def check_insn(insn: Insn, config: Config, index: int) -> None:
         pads = ("y_pad_top", "y_pad_bottom", "x_pad_left", "x_pad_right")
         if mem not in ("inp", "acc"):
             for pad in pads:
-                if insn.fields.get(pad, 0):
+                if given.get(pad, 0):
                     raise ProgramError(index, kind, pad, f"padding is allowed only for inp and acc, not {mem}")
         if mem == "uop" and insn.y_size > 1:
             raise ProgramError(index, kind, "y_size", f"uop loads are 1-D (y_size 1), got {insn.y_size}")
@@ -340,7 +362,7 @@ def check_insn(insn: Insn, config: Config, index: int) -> None:
     if kind in ("GEMM", "ALU") and insn.uop_end < insn.uop_bgn:
         raise ProgramError(index, kind, "uop_end", f"uop range {insn.uop_bgn}:{insn.uop_end} is reversed")
     for flag in FLAGS:
-        if insn.fields.get(flag, 0) and (module, flag) not in FLAG_QUEUE:
+        if given.get(flag, 0) and (module, flag) not in FLAG_QUEUE:
             raise ProgramError(index, kind, flag, f"the {module} module cannot use {flag}")
     if kind == "FINISH" and (insn.push_prev or insn.push_next):
         raise ProgramError(index, kind, "push_prev" if insn.push_prev else "push_next", "FINISH may pop but not push")
@@ -348,9 +370,11 @@ def check_insn(insn: Insn, config: Config, index: int) -> None:
 
 def pops(insn: Insn) -> list[str]:
     """Token queues this instruction pops before it starts."""
-    return [FLAG_QUEUE[(insn.module, f)] for f in ("pop_prev", "pop_next") if insn.fields.get(f, 0)]
+    given = insn.fields
+    return [FLAG_QUEUE[(insn.module, f)] for f in ("pop_prev", "pop_next") if given.get(f, 0)]
 
 
 def pushes(insn: Insn) -> list[str]:
     """Token queues this instruction pushes when it completes."""
-    return [FLAG_QUEUE[(insn.module, f)] for f in ("push_prev", "push_next") if insn.fields.get(f, 0)]
+    given = insn.fields
+    return [FLAG_QUEUE[(insn.module, f)] for f in ("push_prev", "push_next") if given.get(f, 0)]

@@ -52,10 +52,12 @@ def footprint(insn: isa.Insn) -> tuple[int, int]:
 
 def check_transfer(insn: isa.Insn, config: Config, dram_bytes: int, index: int) -> None:
     """A LOAD/STORE's SRAM footprint and DRAM rows must lie inside the SRAM and the image."""
-    if not moves_data(insn):
+    y, x = insn.y_size, insn.x_size
+    if not (x > 0 and y > 0):  # moves_data
         return
     mem = insn.mem
-    rows, cols = footprint(insn)
+    rows = insn.y_pad_top + y + insn.y_pad_bottom  # footprint, inlined: this runs for every transfer
+    cols = insn.x_pad_left + x + insn.x_pad_right
     depth = config.depth(mem)
     if insn.sram_base + rows * cols > depth:
         raise ProgramError(index, insn.kind, "sram_base", f"{mem} SRAM elements {insn.sram_base}.."

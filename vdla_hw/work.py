@@ -22,16 +22,16 @@ instruction at which the running total passes the bound.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from vdla_hw import isa, limits, timing
 from vdla_hw.config import Config
 from vdla_hw.errors import LimitError
 
 
-@dataclass(frozen=True)
-class Step:
-    """One instruction's share: its kind, micro-ops, DRAM rows moved, cycles on its module."""
+class Step(NamedTuple):
+    """One instruction's share: its kind, micro-ops, DRAM rows moved, cycles on its module (a
+    named tuple: a program has one per instruction, built before every run)."""
 
     kind: str
     uops: int
@@ -60,12 +60,14 @@ def of(insns: list[isa.Insn], config: Config, costs: list[tuple[int, int, int, i
     """The :class:`Work` of ``insns`` (decoded and range-checked by ``program.decode_checked``);
     ``costs``: their ``timing.exec_cost`` when the caller has them already."""
     steps, busy = [], {}
+    exec_cost, uop_count, append = timing.exec_cost, timing.uop_count, steps.append
     for k, insn in enumerate(insns):
-        uops = timing.uop_count(insn) if insn.kind in ("GEMM", "ALU") else 0
-        rows = insn.y_size if insn.kind in ("LOAD", "STORE") and insn.x_size > 0 else 0
-        cost = timing.exec_cost(config, insn) if costs is None else costs[k]
+        kind = insn.kind
+        uops = uop_count(insn) if kind == "GEMM" or kind == "ALU" else 0
+        rows = insn.y_size if (kind == "LOAD" or kind == "STORE") and insn.x_size > 0 else 0
+        cost = exec_cost(config, insn) if costs is None else costs[k]
         cycles = cost[0] + cost[1] + cost[2]
-        steps.append(Step(insn.kind, uops, rows, cycles))
+        append(Step(kind, uops, rows, cycles))
         busy[insn.module] = busy.get(insn.module, 0) + cycles
     return Work(tuple(steps), max(busy.values(), default=0))
 

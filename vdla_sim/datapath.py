@@ -26,7 +26,7 @@ from vdla_hw.config import Config
 from vdla_hw.limits import LOOP_CHUNK_BYTES
 from vdla_hw.semantics import Counters, Srams, alu_op
 from vdla_sim.errors import HazardError
-from vdla_sim.gemm import GemmPlan
+from vdla_sim.gemm import GemmPlan, as_slice
 from vdla_sim.races import RaceTracker
 
 _NONE = np.iinfo(np.int64).max
@@ -86,10 +86,19 @@ class Datapath:
         if not (x and y):  # a flag carrier moves nothing (program.moves_data)
             return
         mem = insn.mem
+        base = insn.sram_base
+        if not (insn.y_pad_top or insn.y_pad_bottom or insn.x_pad_left or insn.x_pad_right) \
+                and (y == 1 or insn.x_stride == x) and mem != "uop":  # one run of elements (the common case)
+            n = y * x
+            if self.races is not None and mem != "acc":
+                self.races.write_elems(mem, slice(base, base + n), index)
+            first = insn.dram_base
+            self.sram[mem][base:base + n] = self.views[mem][first:first + n]  # the same element shape
+            self.counters.load_bytes[mem] += n * self.elem_bytes[mem]
+            return
         rows = insn.y_pad_top + y + insn.y_pad_bottom   # program.footprint
         cols = insn.x_pad_left + x + insn.x_pad_right
         n = rows * cols
-        base = insn.sram_base
         if self.races is not None and mem in ("inp", "wgt"):
             self.races.write_elems(mem, slice(base, base + n), index)
         target = self.sram[mem][base:base + n]
@@ -162,33 +171,60 @@ class Datapath:
 
     def _plan(self, insn: isa.Insn, index: int) -> GemmPlan:
         """The GEMM's index arrays and matrix-product plan, cached per loop and uop contents."""
-        key = (self.uop_version, insn.reset, insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
+        key = ("GEMM", self.uop_version, insn.reset, insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
                insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in,
                insn.wgt_factor_out, insn.wgt_factor_in)
         plan = self.plans.get(key)
         if plan is None:
             uops = self._uops(insn, index)  # range errors are raised here (they repeat with the key)
-            n = timing.uop_count(insn)
-            if len(self.plans) > 512 or self.plan_uops + n > PLAN_CACHE_CHUNKS * self.chunk:
-                self.plans.clear()
-                self.plan_uops = 0
-            plan = self.plans[key] = GemmPlan(insn, uops, self.config)
-            self.plan_uops += n
+            plan = self._keep(key, timing.uop_count(insn), GemmPlan(insn, uops, self.config))
+        return plan
+
+    def _keep(self, key: tuple, n: int, plan):
+        """Cache ``plan`` of ``n`` uops under ``key``, the cache bounded to PLAN_CACHE_CHUNKS chunks."""
+        if len(self.plans) > 512 or self.plan_uops + n > PLAN_CACHE_CHUNKS * self.chunk:
+            self.plans.clear()
+            self.plan_uops = 0
+        self.plans[key] = plan
+        self.plan_uops += n
         return plan
 
     def alu(self, insn: isa.Insn, index: int) -> None:
-        uops = self._uops(insn, index)
         n = timing.uop_count(insn)
-        self.counters.alu_uops += n
-        if n == 0:
+        if n > self.chunk:
+            uops = self._uops(insn, index)
+            self.counters.alu_uops += n
+            for piece, piece_uops, _ in program.loop_chunks(insn, uops, self.chunk):  # in execution order
+                self._alu_apply(piece, self._alu_waves(piece, piece_uops), index)
             return
-        pieces = program.loop_chunks(insn, uops, self.chunk) if n > self.chunk else [(insn, uops, 0)]
-        for piece, piece_uops, _ in pieces:  # in execution order: the same as one sequential loop
-            self._alu_piece(piece, piece_uops, index)
+        key = ("ALU", self.uop_version, insn.reset, insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
+               insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in, insn.use_imm)
+        plan = self.plans.get(key)
+        if plan is None:
+            uops = self._uops(insn, index)  # range errors are raised here (they repeat with the key)
+            plan = self._keep(key, n, self._alu_waves(insn, uops) if n else None)
+        self.counters.alu_uops += n
+        if n:
+            self._alu_apply(insn, plan, index)
 
-    def _alu_piece(self, insn: isa.Insn, uops: np.ndarray, index: int) -> None:
+    def _alu_waves(self, insn: isa.Insn, uops: np.ndarray) -> tuple:
+        """(every dst in loop order, [(dst, src or None) per wave]) of an ALU loop (or piece), each
+        index an equal slice when it is an ascending range; src is None with an immediate."""
         n = timing.uop_count(insn)
         dst, src, _ = program.loop_indices(insn, uops)
+        size = 1
+        if not insn.reset:
+            for chunk in sorted({n, insn.iter_in * len(uops), len(uops)}, reverse=True):
+                if chunk > 1 and all(self._wave_ok(dst[k:k + chunk], None if insn.use_imm else src[k:k + chunk])
+                                     for k in range(0, n, chunk)):
+                    size = chunk
+                    break
+        waves = [(as_slice(dst[k:k + size]), None if insn.use_imm else as_slice(src[k:k + size]))
+                 for k in range(0, n, size)] if not insn.reset else []
+        return as_slice(dst), waves
+
+    def _alu_apply(self, insn: isa.Insn, plan: tuple, index: int) -> None:
+        dst, waves = plan
         if self.races is not None:
             self.races.write_elems("out", dst, index)
         if insn.reset:
@@ -197,16 +233,10 @@ class Datapath:
             return
         op = isa.ALU_OPS[insn.alu_opcode]
         acc = self.srams.acc
-        size = 1
-        for chunk in sorted({n, insn.iter_in * len(uops), len(uops)}, reverse=True):
-            if chunk > 1 and all(self._wave_ok(dst[k:k + chunk], None if insn.use_imm else src[k:k + chunk])
-                                 for k in range(0, n, chunk)):
-                size = chunk
-                break
-        for k in range(0, n, size):
-            d = dst[k:k + size]
-            operand = np.full_like(acc[d], insn.imm) if insn.use_imm else acc[src[k:k + size]]
-            self._write_acc(d, alu_op(op, acc[d], operand), index)
+        for d, s in waves:
+            target = acc[d]
+            operand = np.full_like(target, insn.imm) if s is None else acc[s]
+            self._write_acc(d, alu_op(op, target, operand), index)
 
     def _wave_ok(self, d: np.ndarray, s: np.ndarray | None) -> bool:
         """Vectorising this chunk equals running it in order: no accumulator written twice, and

@@ -18,7 +18,7 @@ from vdla_hw.bundle import Bundle
 from vdla_hw.errors import ProgramError
 from vdla_sim.datapath import Datapath, Tally
 from vdla_sim.errors import CycleLimitError, DeadlockError
-from vdla_sim.memory import MemoryPort, Request
+from vdla_sim.memory import MemoryPort
 from vdla_sim.races import RaceTracker
 
 EXEC_MODULES = ("load", "compute", "store")
@@ -26,6 +26,9 @@ EXEC_MODULES = ("load", "compute", "store")
 TOKEN_ENDS = {"l2c": ("load", "compute"), "c2l": ("compute", "load"),
               "c2s": ("compute", "store"), "s2c": ("store", "compute")}
 PUSH_FLAG = {(m, q): f for (m, f), q in isa.FLAG_QUEUE.items() if f.startswith("push")}
+QUEUES = tuple(TOKEN_ENDS)                       # a token queue's number: its index here
+QUEUE_NUMBER = {q: k for k, q in enumerate(QUEUES)}
+FETCH_MASTER = timing.ARBITRATION_ORDER.index("fetch")  # memory-port master numbers (MemoryPort.post)
 
 
 def check_work(program_work: work.Work, config, max_work: int | None = None) -> int:
@@ -38,15 +41,19 @@ def check_work(program_work: work.Work, config, max_work: int | None = None) -> 
 class _Module:
     """Run state and counters of one executing module."""
 
+    __slots__ = ("name", "master", "cmd", "pushed", "popped", "state", "waiting_on", "current", "t_take",
+                 "t_start", "t_req", "post", "busy", "stall_token", "stall_memory")
+
     def __init__(self, name: str, cmd: list[int]):
         self.name = name
+        self.master = timing.ARBITRATION_ORDER.index(name)  # its number at the memory port
         self.cmd = cmd                  # instruction indices routed to this module, in order
         self.pushed: list[int] = []     # cycle fetch pushed each entry
         self.popped: list[int] = []     # cycle the module took each entry
         self.state = "idle"             # idle | wait_cmd | wait_token | wait_start | wait_mem | busy | done
-        self.waiting_on = ""
+        self.waiting_on = -1            # the token queue (number) a wait_token module waits on
         self.current = -1
-        self.t_take = self.t_start = self.t_req = self.t_grant = 0
+        self.t_take = self.t_start = self.t_req = 0
         self.post = 0
         self.busy = self.stall_token = self.stall_memory = 0
 
@@ -74,14 +81,28 @@ class Engine:
             self.dram, self.races, self.datapath = None, None, Tally(c)
         self.port = MemoryPort(c, self.dram)
         self.module_of = [insn.module for insn in insns]
-        self.pops = [isa.pops(insn) for insn in insns]
-        self.pushes = [isa.pushes(insn) for insn in insns]
-        self.nbytes = [insn.y_size * insn.x_size * c.elem_bytes(insn.mem) if insn.kind in ("LOAD", "STORE") else 0
-                       for insn in insns]
         self.mods = {m: _Module(m, [i for i, mod in enumerate(self.module_of) if mod == m]) for m in EXEC_MODULES}
-        self.tok_push: dict[str, list[int]] = {q: [] for q in TOKEN_ENDS}   # push cycles
-        self.tok_pusher: dict[str, list[int]] = {q: [] for q in TOKEN_ENDS}  # pushing instruction
-        self.tok_pop: dict[str, list[int]] = {q: [] for q in TOKEN_ENDS}
+        self.mod_of = [self.mods[m] for m in self.module_of]
+        self.mod_by_master = {mod.master: mod for mod in self.mods.values()}
+        self.last = len(insns) - 1  # FINISH: decode_checked makes it the last and only one
+        # per instruction, in the hot loop's terms: queue numbers it pops and pushes
+        self.pops, self.pushes = [], []
+        queues: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        for insn in insns:
+            key = (insn.module, insn.pop_prev, insn.pop_next, insn.push_prev, insn.push_next)
+            both = queues.get(key)
+            if both is None:
+                both = queues[key] = (tuple(QUEUE_NUMBER[q] for q in isa.pops(insn)),
+                                      tuple(QUEUE_NUMBER[q] for q in isa.pushes(insn)))
+            self.pops.append(both[0])
+            self.pushes.append(both[1])
+        self.consumer = [self.mods[TOKEN_ENDS[q][1]] for q in QUEUES]
+        self.tok_push: dict[str, list[int]] = {q: [] for q in QUEUES}   # push cycles
+        self.tok_pusher: dict[str, list[int]] = {q: [] for q in QUEUES}  # pushing instruction
+        self.tok_pop: dict[str, list[int]] = {q: [] for q in QUEUES}
+        self.q_push = [self.tok_push[q] for q in QUEUES]  # the same lists, by queue number
+        self.q_pusher = [self.tok_pusher[q] for q in QUEUES]
+        self.q_pop = [self.tok_pop[q] for q in QUEUES]
         self.retire: list[tuple[str, int, int] | None] = [None] * len(insns)
         self.finish_cycle: int | None = None
         # fetch
@@ -92,6 +113,7 @@ class Engine:
         self.f_wait_queue = ""
         self.f_busy = self.f_stall_memory = self.f_stall_queue = 0
         self.f_bytes = 0
+        self.f_req = (0, 0, 0)  # (cycle, port cycles, bytes) of fetch's outstanding request
         self.f_spans: list[tuple[int, int, int, int]] = []  # (grant, end, first insn, count)
         self.heap: list = []
         self.seq = 0
@@ -99,33 +121,34 @@ class Engine:
         self.now = 0
 
     # --- scheduling -------------------------------------------------------------------------
-    def _at(self, t: int, action, *args) -> None:
+    # A heap entry: (cycle, phase, sequence number, action, argument); ``action(cycle, argument)``.
+    def _at(self, t: int, action, arg=None) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (t, 0, self.seq, action, args))
+        heapq.heappush(self.heap, (t, 0, self.seq, action, arg))
 
     def _arb_at(self, t: int) -> None:
         if t not in self.arb_scheduled:
             self.arb_scheduled.add(t)
             self.seq += 1
-            heapq.heappush(self.heap, (t, 1, self.seq, self._arbitrate, ()))
+            heapq.heappush(self.heap, (t, 1, self.seq, self._arbitrate, None))
 
     def run(self) -> None:
         self._at(0, self._fetch_request)
         for m in EXEC_MODULES:
             self._at(0, self._ready, self.mods[m])
-        heap, limit = self.heap, self.max_cycles
+        heap, limit, pop = self.heap, self.max_cycles, heapq.heappop
         while heap:
-            t, _, _, action, args = heapq.heappop(heap)
+            t, _, _, action, arg = pop(heap)
             if t > limit:
                 raise CycleLimitError(limit, self._where())
             self.now = t
-            action(t, *args)
+            action(t, arg)
         unfinished = [m for m in self.mods.values() if m.state != "done"]
         if unfinished or self.f_state != "done":
             raise DeadlockError(self.now, self._blocked())
 
     # --- fetch ------------------------------------------------------------------------------
-    def _fetch_request(self, t: int) -> None:
+    def _fetch_request(self, t: int, _=None) -> None:
         n = len(self.insns)
         if self.f_pos >= n:
             self.f_state = "done"
@@ -135,38 +158,40 @@ class Engine:
         cycles, beats = timing.fetch_cost(self.config, offset, count)
         self.f_end = self.f_pos + count
         self.f_state = "wait_mem"
-        self.port.request(Request(t, "fetch", cycles, beats=beats, bytes=count * self.config.insn_bytes))
+        self.f_req = (t, cycles, count * self.config.insn_bytes)
+        self.port.post(FETCH_MASTER, t, cycles, beats)
         self._arb_at(t)
 
-    def _fetch_route(self, t: int) -> None:
+    def _fetch_route(self, t: int, _=None) -> None:
         """Push instructions into their command queues, one per FETCH_CYCLES_PER_INSN, while the
         target queue has room. Runs ahead of the current cycle while room is certain (freed
         slots seen so far only grow)."""
-        depth, step = self.config.CMD_QUEUE_DEPTH, self.config.FETCH_CYCLES_PER_INSN
-        while self.f_pos < self.f_end:
-            mod = self.mods[self.module_of[self.f_pos]]
-            freed = bisect_right(mod.popped, t - self.ql)
+        depth, step, ql, mod_of = self.config.CMD_QUEUE_DEPTH, self.config.FETCH_CYCLES_PER_INSN, self.ql, self.mod_of
+        pos, end = self.f_pos, self.f_end
+        while pos < end:
+            mod = mod_of[pos]
+            popped = mod.popped
+            freed = bisect_right(popped, t - ql)
             if len(mod.pushed) - freed >= depth:
+                self.f_pos = pos
                 if t > self.now:
                     self.f_state = "wait_time"
-                    self._at(t, self._fetch_wake_time)
+                    self._at(t, self._fetch_route)
                 else:
                     self.f_state, self.f_block, self.f_wait_queue = "wait_queue", t, mod.name
-                    if freed < len(mod.popped):  # a slot already freed becomes visible later
-                        self._at(mod.popped[freed] + self.ql, self._fetch_wake_queue, mod.name)
+                    if freed < len(popped):  # a slot already freed becomes visible later
+                        self._at(popped[freed] + ql, self._fetch_wake_queue, mod.name)
                 return
             mod.pushed.append(t)
             self.f_busy += step
             if mod.state == "wait_cmd":
                 mod.state = "idle"
-                self._at(t + self.ql, self._ready, mod)
-            self.f_pos += 1
+                self._at(t + ql, self._ready, mod)
+            pos += 1
             t += step
+        self.f_pos = pos
         self.f_state = "wait_time"
         self._at(t, self._fetch_request)
-
-    def _fetch_wake_time(self, t: int) -> None:
-        self._fetch_route(t)
 
     def _fetch_wake_queue(self, t: int, name: str) -> None:
         if self.f_state == "wait_queue" and self.f_wait_queue == name:
@@ -176,7 +201,8 @@ class Engine:
     # --- load / compute / store -------------------------------------------------------------
     def _ready(self, t: int, mod: _Module) -> None:
         """The module is free at ``t``: take its next instruction when fetch has queued it."""
-        k = len(mod.popped)
+        popped = mod.popped
+        k = len(popped)
         if k >= len(mod.cmd):
             mod.state = "done"
             return
@@ -188,7 +214,7 @@ class Engine:
             mod.state = "idle"
             self._at(visible, self._ready, mod)
             return
-        mod.popped.append(t)
+        popped.append(t)
         if self.f_state == "wait_queue" and self.f_wait_queue == mod.name:
             self._at(t + self.ql, self._fetch_wake_queue, mod.name)
         mod.current = mod.cmd[k]
@@ -199,11 +225,14 @@ class Engine:
         """Wait until every token the current instruction pops is visible, then start."""
         start = t
         for q in self.pops[mod.current]:
-            k = len(self.tok_pop[q])
-            if k >= len(self.tok_push[q]):
+            pushed = self.q_push[q]
+            k = len(self.q_pop[q])
+            if k >= len(pushed):
                 mod.state, mod.waiting_on = "wait_token", q
                 return
-            start = max(start, self.tok_push[q][k] + self.ql)
+            visible = pushed[k] + self.ql
+            if visible > start:
+                start = visible
         if start > t:
             mod.state = "wait_start"
             self._at(start, self._start, mod)
@@ -212,11 +241,15 @@ class Engine:
 
     def _start(self, t: int, mod: _Module) -> None:
         index = mod.current
-        pushers = []
-        for q in self.pops[index]:
-            k = len(self.tok_pop[q])
-            self.tok_pop[q].append(t)
-            pushers.append(self.tok_pusher[q][k])
+        pops = self.pops[index]
+        if pops:
+            pushers = []
+            for q in pops:
+                popped = self.q_pop[q]
+                pushers.append(self.q_pusher[q][len(popped)])
+                popped.append(t)
+        else:
+            pushers = ()
         mod.stall_token += t - mod.t_take
         mod.t_start = t
         if self.races is not None:
@@ -228,53 +261,57 @@ class Engine:
         self.datapath.execute(self.insns[index], index)
         if port:
             mod.state, mod.post, mod.t_req = "wait_mem", post, t + pre
-            self.port.request(Request(t + pre, mod.name, port, tag=index, beats=beats, bytes=self.nbytes[index],
-                                      write=mod.name == "store"))
+            self.port.post(mod.master, t + pre, port, beats)
             self._arb_at(t + pre)
         else:
             mod.state = "busy"
             mod.busy += pre + post
             self._at(t + pre + post, self._end, mod)
 
-    def _arbitrate(self, t: int) -> None:
+    def _arbitrate(self, t: int, _=None) -> None:
         self.arb_scheduled.discard(t)
-        grant = self.port.grant(t)
-        if grant is not None:
-            req = grant.request
-            if req.master == "fetch":
-                self.f_stall_memory += t - req.cycle
-                self.f_busy += req.cycles
-                self.f_bytes += req.bytes
-                self.f_spans.append((t, grant.end, self.f_pos, self.f_end - self.f_pos))
-                self.f_state = "wait_data"
-                self._at(grant.end, self._fetch_route)
-            else:
-                mod = self.mods[req.master]
-                mod.stall_memory += t - req.cycle
-                mod.busy += (req.cycle - mod.t_start) + req.cycles + mod.post
-                mod.state = "busy"
-                self._at(grant.end + mod.post, self._end, mod)
-        nxt = self.port.next_decision()
-        if nxt is not None:
-            self._arb_at(nxt)
+        port = self.port
+        master = port.take(t)
+        if master == FETCH_MASTER:
+            cycle, cycles, nbytes = self.f_req
+            self.f_stall_memory += t - cycle
+            self.f_busy += cycles
+            self.f_bytes += nbytes
+            self.f_spans.append((t, port.free_at, self.f_pos, self.f_end - self.f_pos))
+            self.f_state = "wait_data"
+            self._at(port.free_at, self._fetch_route)
+        elif master >= 0:
+            mod = self.mod_by_master[master]
+            mod.stall_memory += t - mod.t_req
+            mod.busy += (mod.t_req - mod.t_start) + port.length[master] + mod.post
+            mod.state = "busy"
+            self._at(port.free_at + mod.post, self._end, mod)
+        if port.count:
+            nxt = port.next_decision()
+            if nxt not in self.arb_scheduled:
+                self._arb_at(nxt)
 
     def _end(self, t: int, mod: _Module) -> None:
         index = mod.current
         self.retire[index] = (mod.name, mod.t_start, t)
-        depth = self.config.TOKEN_QUEUE_DEPTH
-        for q in self.pushes[index]:
-            held = len(self.tok_push[q]) - bisect_left(self.tok_pop[q], t)
-            if held + 1 > depth:
-                raise ProgramError(index, self.insns[index].kind, PUSH_FLAG[(mod.name, q)],
-                                   f"pushes a token into the full {q} queue already holding {depth} tokens "
-                                   f"at cycle {t}: token_overflow")
-            self.tok_push[q].append(t)
-            self.tok_pusher[q].append(index)
-            consumer = self.mods[TOKEN_ENDS[q][1]]
-            if consumer.state == "wait_token" and consumer.waiting_on == q:
-                consumer.state = "wait_start"
-                self._at(t + self.ql, self._tokens, consumer)
-        if self.insns[index].kind == "FINISH":
+        pushes = self.pushes[index]
+        if pushes:
+            depth = self.config.TOKEN_QUEUE_DEPTH
+            for q in pushes:
+                pushed = self.q_push[q]
+                held = len(pushed) - bisect_left(self.q_pop[q], t)
+                if held + 1 > depth:
+                    name = QUEUES[q]
+                    raise ProgramError(index, self.insns[index].kind, PUSH_FLAG[(mod.name, name)],
+                                       f"pushes a token into the full {name} queue already holding {depth} "
+                                       f"tokens at cycle {t}: token_overflow")
+                pushed.append(t)
+                self.q_pusher[q].append(index)
+                consumer = self.consumer[q]
+                if consumer.state == "wait_token" and consumer.waiting_on == q:
+                    consumer.state = "wait_start"
+                    self._at(t + self.ql, self._tokens, consumer)
+        if index == self.last:
             self.finish_cycle = t
         self._ready(t, mod)
 
@@ -291,8 +328,9 @@ class Engine:
             out["fetch"] = "done" if self.f_state == "done" else self.f_state
         for m in self.mods.values():
             if m.state == "wait_token":
-                producer = TOKEN_ENDS[m.waiting_on][0]
-                out[m.name] = (f"{self._describe(m.current)} waits for a token in {m.waiting_on} "
+                queue = QUEUES[m.waiting_on]
+                producer = TOKEN_ENDS[queue][0]
+                out[m.name] = (f"{self._describe(m.current)} waits for a token in {queue} "
                                f"(from {producer})")
             elif m.state == "wait_cmd":
                 nxt = m.cmd[len(m.popped)]

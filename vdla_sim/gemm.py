@@ -31,6 +31,8 @@ each time the instruction runs. The first kind that applies:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from vdla_hw import isa, program, timing
@@ -68,6 +70,52 @@ def as_slice(index: np.ndarray) -> slice | np.ndarray:
     return index
 
 
+def distinct(index: np.ndarray) -> np.ndarray:
+    """``np.unique(index)`` of SRAM indices (non-negative integers), by a mask over their range
+    (no sort) when the range is not much wider than the array."""
+    if index.size == 0:
+        return np.unique(index)
+    lo, hi = int(index.min()), int(index.max())
+    if lo < 0 or hi - lo > 8 * index.size + (1 << 16):
+        return np.unique(index)
+    mask = np.zeros(hi - lo + 1, dtype=bool)
+    mask[index - lo] = True
+    return np.flatnonzero(mask).astype(np.int64) + lo
+
+
+@functools.lru_cache(maxsize=64)
+def _row_weights(k: int) -> np.ndarray:
+    return np.random.default_rng(k).integers(1, 1 << 62, size=k, dtype=np.int64)
+
+
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True)`` of a 2-D int64 array (patterns in
+    lexicographic order, and each row's pattern number), found by hashing each row to one int64
+    (a dot product wrapping modulo 2**64) and checked exactly: on any hash collision the rows
+    are sorted the slow way instead."""
+    n, k = rows.shape
+    if n == 0 or k == 0:
+        patterns, inverse = np.unique(rows, axis=0, return_inverse=True)
+        return patterns, inverse.reshape(-1)
+    keys = rows @ _row_weights(k)  # int64 arithmetic wraps: a hash, verified below
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    reps = rows[first]
+    inverse = inverse.reshape(-1)
+    if not np.array_equal(reps[inverse], rows):  # two patterns share a hash
+        patterns, inverse = np.unique(rows, axis=0, return_inverse=True)
+        return patterns, inverse.reshape(-1)
+    order = np.lexsort(reps.T[::-1])  # the first column most significant
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return reps[order], rank[inverse]
+
+
+def take(sram: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``sram[index]`` for an integer index array: the elements gathered along the first axis
+    (``np.take``, several times faster than indexing for the SRAMs' multi-dimensional elements)."""
+    return np.take(sram, index, axis=0)
+
+
 def to_int32(products: np.ndarray) -> np.ndarray:
     """Exact integer float products as int32 modulo 2**32 (float64 ones may pass 2**31)."""
     if products.dtype == np.float32:  # |value| <= 2**24
@@ -90,7 +138,7 @@ class GemmPlan:
         """``insn``/``uops``: the loop (or one piece of it, whose first uop is at position
         ``first`` of the whole loop, after the whole loop's last uops ``tail``)."""
         dst, src, wgt = program.loop_indices(insn, uops)
-        self.dst, self.src, self.wgt = (as_slice(np.unique(a)) for a in (dst, src, wgt))
+        self.dst, self.src, self.wgt = (as_slice(distinct(a)) for a in (dst, src, wgt))
         self.hazard = None
         self.tail = dst[-timing.GEMM_HAZARD_DISTANCE:].copy()
         if not insn.reset and dst.size:
@@ -130,7 +178,7 @@ class GemmPlan:
             if (dr == 0 or nr == 1) and (wp == 0 or np_ == 1):
                 kr, kp = np.arange(nr, dtype=np.int64), np.arange(np_, dtype=np.int64)
                 out = (d_u[None, :] + kp[:, None] * dp_).reshape(-1)
-                if np.unique(out).size != out.size:  # rows sharing an accumulator: not one product
+                if distinct(out).size != out.size:  # rows sharing an accumulator: not one product
                     return False
                 self.kind, self.shape, self.out = "dense", (np_, nr), out
                 self.xi = s_u[0] + kp[:, None] * sp + kr[None, :] * sr      # (Np, Nr)
@@ -151,7 +199,7 @@ class GemmPlan:
         for k in np.unique(counts):
             rows = starts[counts == k]
             pos = rows[:, None] + np.arange(k, dtype=np.int64)[None, :]
-            patterns, inverse = np.unique(sw[pos], axis=0, return_inverse=True)
+            patterns, inverse = unique_rows(sw[pos])
             if len(groups) + len(patterns) > MAX_GROUPS:
                 return False
             inverse = inverse.reshape(-1)
@@ -181,9 +229,9 @@ class GemmPlan:
         if self.kind == "dense":
             np_, nr = self.shape
             nu, f = self.nu, self.ftype
-            x = inp[self.xi[0]].reshape(np_, nr, b, bi) if isinstance(self.xi, tuple) else inp[self.xi]
+            x = inp[self.xi[0]].reshape(np_, nr, b, bi) if isinstance(self.xi, tuple) else take(inp, self.xi)
             x = x.transpose(0, 2, 1, 3).reshape(np_ * b, nr * bi).astype(f)
-            w = wgt[self.wi].transpose(0, 3, 1, 2).reshape(nr * bi, nu * bo).astype(f)
+            w = take(wgt, self.wi).transpose(0, 3, 1, 2).reshape(nr * bi, nu * bo).astype(f)
             prod = serial_matmul(x, w).reshape(np_, b, nu, bo).transpose(0, 2, 1, 3).reshape(-1, b, bo)
             return to_int32(prod)
         if self.kind == "grouped":
@@ -191,16 +239,18 @@ class GemmPlan:
             at = 0
             for (accs, srcs, wgts), f in zip(self.groups, self.ftypes):
                 (g, n), k = accs.shape, srcs.shape[1]
-                x = inp[srcs]                                             # (n, K, B, BI)
+                x = take(inp, srcs)                                       # (n, K, B, BI)
                 if b > 1:
                     x = x.transpose(0, 2, 1, 3)
                 x = x.reshape(n * b, k * bi).astype(f)
-                w = wgt[wgts].transpose(1, 3, 0, 2).reshape(k * bi, g * bo).astype(f)  # (K*BI, G*BO)
-                prod = to_int32(serial_matmul(x, w)).reshape(n, b, g, bo)
-                out[at:at + g * n] = prod.transpose(2, 0, 1, 3).reshape(g * n, b, bo)
+                w = take(wgt, wgts).transpose(1, 3, 0, 2).reshape(k * bi, g * bo).astype(f)  # (K*BI, G*BO)
+                prod = serial_matmul(x, w)
+                # into out in one pass: (n, B, G, BO) as (G, n, B, BO); float32 sums cast exactly
+                target = out[at:at + g * n].reshape(g, n, b, bo)
+                target[...] = (prod if f == np.float32 else to_int32(prod)).reshape(n, b, g, bo).transpose(2, 0, 1, 3)
                 at += g * n
             return out
-        x = inp[self.xi].astype(np.float32)                               # (E, B, BI)
-        w = wgt[self.wi].astype(np.float32)                               # (E, BO, BI)
+        x = take(inp, self.xi).astype(np.float32)                         # (E, B, BI)
+        w = take(wgt, self.wi).astype(np.float32)                         # (E, BO, BI)
         prod = to_int32(x @ w.transpose(0, 2, 1))                         # BI <= 64 terms: exact
         return np.add.reduceat(prod[self.order], self.starts, axis=0)     # int32: wraps modulo 2**32

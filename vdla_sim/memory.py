@@ -47,46 +47,82 @@ class Grant:
 
 
 class MemoryPort:
-    """Fixed-priority arbitration of whole transactions over one port, plus DRAM data access."""
+    """Fixed-priority arbitration of whole transactions over one port, plus DRAM data access.
+
+    Two faces over one state: :meth:`request` / :meth:`grant` with :class:`Request` objects,
+    and the engine's allocation-free :meth:`post` / :meth:`take` on master numbers (the index of
+    the master in ``ARBITRATION_ORDER``, 0 the highest priority)."""
 
     def __init__(self, config: Config, dram: np.ndarray | None = None):
         self.config = config
         self.dram = dram
         self.free_at = 0
-        self.pending: dict[str, Request] = {}
+        n = len(ARBITRATION_ORDER)
         self.priority = {m: i for i, m in enumerate(ARBITRATION_ORDER)}
+        self.waiting: list[int | None] = [None] * n  # request cycle per master, None: no request
+        self.length = [0] * n                         # port cycles of each waiting request
+        self.nbeats = [0] * n
+        self.requests: list[Request | None] = [None] * n
+        self.count = 0
         self.busy_cycles = 0
-        self.beats = {m: 0 for m in ARBITRATION_ORDER}
+        self.beat_counts = [0] * n
         self.grants: list[Grant] = []
         self.keep_grants = False
 
+    @property
+    def beats(self) -> dict[str, int]:
+        """Beats granted per master."""
+        return dict(zip(ARBITRATION_ORDER, self.beat_counts))
+
     # --- timing ---------------------------------------------------------------------------
+    def post(self, master: int, cycle: int, cycles: int, beats: int) -> None:
+        """Post master number ``master``'s request; a master has at most one outstanding request."""
+        if self.waiting[master] is not None:
+            raise VdlaError(f"memory port: {ARBITRATION_ORDER[master]} requested twice without a grant")
+        self.waiting[master] = cycle
+        self.length[master] = cycles
+        self.nbeats[master] = beats
+        self.count += 1
+
+    def take(self, cycle: int) -> int:
+        """:meth:`grant` on master numbers: the master granted at ``cycle`` (it holds the port
+        until ``free_at``), or -1."""
+        if cycle < self.free_at or not self.count:
+            return -1
+        waiting = self.waiting
+        for master, at in enumerate(waiting):
+            if at is not None and at <= cycle:
+                break
+        else:
+            return -1
+        waiting[master] = None
+        self.count -= 1
+        length = self.length[master]
+        self.free_at = cycle + length
+        self.busy_cycles += length
+        self.beat_counts[master] += self.nbeats[master]
+        return master
+
     def request(self, req: Request) -> None:
         """Post a request; a master has at most one outstanding request."""
-        if req.master in self.pending:
-            raise VdlaError(f"memory port: {req.master} requested twice without a grant")
-        self.pending[req.master] = req
+        master = self.priority[req.master]
+        self.post(master, req.cycle, req.cycles, req.beats)
+        self.requests[master] = req
 
     def next_decision(self) -> int | None:
         """Earliest cycle a grant can happen (None when nobody waits)."""
-        if not self.pending:
+        if not self.count:
             return None
-        return max(self.free_at, min(r.cycle for r in self.pending.values()))
+        return max(self.free_at, min(at for at in self.waiting if at is not None))
 
     def grant(self, cycle: int) -> Grant | None:
         """At ``cycle`` (all of its requests posted): grant the port if it is free and someone
         waits with a request made at or before ``cycle``; highest priority first."""
-        if cycle < self.free_at:
+        master = self.take(cycle)
+        if master < 0:
             return None
-        ready = [r for r in self.pending.values() if r.cycle <= cycle]
-        if not ready:
-            return None
-        req = min(ready, key=lambda r: self.priority[r.master])
-        del self.pending[req.master]
-        self.free_at = cycle + req.cycles
-        self.busy_cycles += req.cycles
-        self.beats[req.master] += req.beats
-        g = Grant(req, cycle)
+        g = Grant(self.requests[master], cycle)
+        self.requests[master] = None
         if self.keep_grants:
             self.grants.append(g)
         return g

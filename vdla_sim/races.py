@@ -21,6 +21,7 @@ from vdla_sim.errors import RaceError
 
 SLOT = {"load": 0, "compute": 1, "store": 2}
 # SRAM -> (writer module, reader module)
+SMALL = 16  # accesses of at most this many elements are checked without a numpy reduction
 SHARED = {"inp": ("load", "compute"), "wgt": ("load", "compute"), "out": ("compute", "store")}
 
 
@@ -40,39 +41,49 @@ class RaceTracker:
         """Instruction ``index`` of ``module`` starts after the instructions that pushed the
         tokens it popped (``pushers``) and after its module's previous instruction."""
         slot = SLOT[module]
-        vc = list(self.module_vc[slot])
-        for p in pushers:
-            vc = [max(a, b) for a, b in zip(vc, self.vc[p])]
-        self.seq_count[slot] += 1
-        vc[slot] = self.seq_count[slot]
-        vc = tuple(vc)
-        self.vc[index], self.seq[index] = vc, vc[slot]
+        a, b, c = self.module_vc[slot]
+        for p in pushers:  # the element-wise maximum with each pusher's clock
+            pa, pb, pc = self.vc[p]
+            a, b, c = (pa if pa > a else a), (pb if pb > b else b), (pc if pc > c else c)
+        seq = self.seq_count[slot] = self.seq_count[slot] + 1
+        vc = (seq, b, c) if slot == 0 else (a, seq, c) if slot == 1 else (a, b, seq)
+        self.vc[index], self.seq[index] = vc, seq
         self.module_vc[slot] = vc
-        self.by_seq[slot][vc[slot]] = index
+        self.by_seq[slot][seq] = index
 
     def _conflict(self, table: np.ndarray, elems, other: str, index: int, mem: str, writes: bool) -> None:
+        """Raise RaceError if an element of ``elems`` was last accessed (per ``table``) by an
+        instruction of module ``other`` that does not happen-before ``index``."""
         seen = table[elems]
         limit = self.vc[index][SLOT[other]]
-        if seen.size and int(seen.max()) > limit:
-            bad = int(np.flatnonzero(seen > limit)[0])
-            elem = (np.arange(table.size)[elems])[bad] if isinstance(elems, slice) else int(np.asarray(elems)[bad])
-            first = self.by_seq[SLOT[other]][int(seen[bad])]
-            writer, reader = (index, first) if writes else (first, index)
-            early, late = sorted((index, first))
-            kinds = self.insns
-            why = (f"{mem} element {elem} is written by {writer} ({kinds[writer].kind}) and read by {reader} "
-                   f"({kinds[reader].kind}); " + ("the read may see the old value (RAW)" if writer < reader
-                                                  else "the write may clobber it before the read (WAR)"))
-            raise RaceError(early, kinds[early].kind, late, kinds[late].kind, why)
+        if seen.size <= SMALL:  # a few elements (a LOAD of a few weights): plain Python is cheaper
+            if not seen.size or max(seen.tolist()) <= limit:
+                return
+        elif int(seen.max()) <= limit:
+            return
+        bad = int(np.flatnonzero(seen > limit)[0])
+        elem = (np.arange(table.size)[elems])[bad] if isinstance(elems, slice) else int(np.asarray(elems)[bad])
+        first = self.by_seq[SLOT[other]][int(seen[bad])]
+        writer, reader = (index, first) if writes else (first, index)
+        early, late = sorted((index, first))
+        kinds = self.insns
+        why = (f"{mem} element {elem} is written by {writer} ({kinds[writer].kind}) and read by {reader} "
+               f"({kinds[reader].kind}); " + ("the read may see the old value (RAW)" if writer < reader
+                                              else "the write may clobber it before the read (WAR)"))
+        raise RaceError(early, kinds[early].kind, late, kinds[late].kind, why)
 
     def write_elems(self, mem: str, elems, index: int) -> None:
         """``index`` writes elements ``elems`` (slice or index array) of shared SRAM ``mem``."""
-        writer, reader = SHARED[mem]
-        self._conflict(self.read[mem], elems, reader, index, mem, True)
+        table = self.read[mem]
+        if isinstance(elems, slice) and elems.stop - elems.start <= SMALL:  # the common LOAD: inline
+            seen = table[elems].tolist()
+            if seen and max(seen) > self.vc[index][SLOT[SHARED[mem][1]]]:
+                self._conflict(table, elems, SHARED[mem][1], index, mem, True)
+        else:
+            self._conflict(table, elems, SHARED[mem][1], index, mem, True)
         self.write[mem][elems] = self.seq[index]
 
     def read_elems(self, mem: str, elems, index: int) -> None:
         """``index`` reads elements ``elems`` of shared SRAM ``mem``."""
-        writer, reader = SHARED[mem]
-        self._conflict(self.write[mem], elems, writer, index, mem, False)
+        self._conflict(self.write[mem], elems, SHARED[mem][0], index, mem, False)
         self.read[mem][elems] = self.seq[index]

@@ -131,3 +131,28 @@ def test_longest_float32_sums_and_float64_beyond_are_exact(taps):
     want = reference(insn, uops, inp, wgt, acc)
     assert np.array_equal(got, want)
     assert int(want.reshape(-1)[0]) == int(wrap32(np.int64(INT32.max - 5 + taps * (127 * 127 + 15 * 2**14))))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 12), st.integers(1, 4), st.integers(0, 2**31))
+def test_unique_rows_equals_numpy_unique(n, k, values, seed):
+    rows = np.random.default_rng(seed).integers(0, values, size=(n, k)).astype(np.int64)
+    patterns, inverse = gemm.unique_rows(rows)
+    want, want_inverse = np.unique(rows, axis=0, return_inverse=True)
+    assert np.array_equal(patterns, want) and np.array_equal(inverse, want_inverse.reshape(-1))
+
+
+def test_unique_rows_survives_hash_collisions(monkeypatch):
+    """Every row hashing alike (zero weights) must still give numpy's exact answer."""
+    monkeypatch.setattr(gemm, "_row_weights", lambda k: np.zeros(k, dtype=np.int64))
+    rows = np.array([[3, 1], [0, 2], [3, 1], [0, 0]], dtype=np.int64)
+    patterns, inverse = gemm.unique_rows(rows)
+    assert patterns.tolist() == [[0, 0], [0, 2], [3, 1]] and inverse.tolist() == [2, 1, 2, 0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 1 << 20), max_size=60))
+def test_distinct_equals_numpy_unique(values):
+    index = np.asarray(values, dtype=np.int64)
+    got, want = gemm.distinct(index), np.unique(index)
+    assert np.array_equal(got, want) and got.dtype == want.dtype

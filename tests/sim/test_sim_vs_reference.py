@@ -84,3 +84,29 @@ def test_random_programs_under_other_timing_parameters(overrides):
     config = Config.from_preset("tiny", **overrides)
     for seed in range(25):
         assert_same(random_program(seed, config), f"seed {seed} with {overrides}")
+
+
+def test_cached_loop_plans_follow_uop_reloads_and_fields():
+    """The data path caches each GEMM/ALU loop's plan by its loop fields and the uop SRAM's
+    version: ALUs sharing a loop but not their uops (reloaded in between), their op or their
+    immediate must each compute their own result (here as the reference does)."""
+    text = """
+.config tiny
+.data a acc 8 random 1
+.data y out 8
+.uops u1 0,4,0
+.uops u2 4,0,0
+LOAD uop sram=0 dram=u1 x=1
+LOAD acc sram=0 dram=a x=8
+ALU add uop=0:1 iter=4x1 dst=1,0 src=1,0
+ALU add uop=0:1 iter=4x1 dst=1,0 src=1,0
+LOAD uop sram=0 dram=u2 x=1
+ALU add uop=0:1 iter=4x1 dst=1,0 src=1,0
+ALU shr uop=0:1 iter=4x1 dst=1,0 src=1,0 imm=1
+ALU shr uop=0:1 iter=4x1 dst=1,0 src=1,0 imm=2
+ALU max uop=0:1 iter=4x1 dst=1,0 src=1,0 imm=3 push_next
+STORE out sram=0 dram=y x=8 pop_prev push_prev
+FINISH pop_next
+"""
+    sim = assert_same(assemble(text, source="plans"), "cached loop plans")
+    assert sim.counters.alu_uops == 6 * 4
