@@ -21,7 +21,10 @@ import itertools
 from dataclasses import dataclass
 
 from compiler.layers import Conv2D
-from compiler.tensorize.schedule import ORDERS, Plan, Schedule, ScheduleError, depths, misfit, shape_set, shape_summary
+import numpy as np
+
+from compiler.tensorize.schedule import (BUFFER_SIZE_PARAMS, BUFFERS, ORDERS, Plan, Schedule, ScheduleError, depths,
+                                         gemm_field_highs, misfit, shape_set, shape_summary)
 from vdla_hw.config import Config
 
 REFINE = 6
@@ -199,25 +202,136 @@ def searched(layer: Conv2D, config: Config, *, vthreads=None, refine: int = REFI
 
 
 def _search(layer: Conv2D, config: Config, counts: tuple, refine: int, progress) -> Searched:
-    from compiler.tensorize.estimate import plan_estimate
-
     say = progress or (lambda message: None)
     say(f"schedule search: {layer.oh}x{layer.ow} outputs, {layer.ic} -> {layer.oc} channels, k={layer.k}: "
         "ranking candidates")
-    found = _ranked(layer, config, counts)
+    Plan(layer, config, Schedule(th=1, tw=1, toc=1, tic=1, tky=1))  # _ranked's probe: its error, if any
+    found, top = _table(layer, config, counts).best(config, refine)
     if not found:
         raise ScheduleError(layer.name, "schedule", f"no tiling fits the buffers of {config.name} "
                             f"with {'/'.join(map(str, counts))} virtual thread(s)")
     best, best_key = None, None
-    top = heapq.nsmallest(refine, found, key=lambda entry: entry[0])   # == sorted(...)[:refine]: stable
-    for index, (_, args) in enumerate(top):
-        say(f"schedule search: {len(found)} candidates, timing the best {len(top)}: {index + 1}/{len(top)}")
+    for index, args in enumerate(top):
+        say(f"schedule search: {found} candidates, timing the best {len(top)}: {index + 1}/{len(top)}")
         plan = Plan(layer, config, _schedule(args))
-        est, count = plan_estimate(plan)
-        key = (est.cycles, count)
+        key = _estimate(plan)
         if best_key is None or key < best_key:
             best, best_key = plan, key
     return Searched(best.schedule, best_key[0])
+
+
+# --- sharing across buffer sizes -----------------------------------------------------------------
+# The buffer sizes (BUFFER_SIZE_PARAMS) only decide which candidates fit: the tiling shapes, the
+# rough cycles and the pipeline estimate of a schedule never read them. So one table of every
+# tiling (both kernel-row splits) with its buffer needs and rough cycles serves all buffer sizes
+# of a layer and the other parameters (a sweep over buffer sizes builds it once), and estimates are
+# kept by schedule. ``_search`` through them gives exactly the answer of ``_ranked`` +
+# ``plan_estimate`` (tests/compiler/tensorize/test_search_shared.py).
+
+_TABLES: dict = {}      # (layer fields, parameters but the buffer sizes, thread counts) -> _Table
+_ESTIMATES: dict = {}   # (layer fields, schedule, parameters but the buffer sizes) -> (cycles, instructions)
+_MEMO_LIMIT = 4096      # entries of each before it is emptied (a long search over many networks)
+
+
+def _shared_key(layer: Conv2D, config: Config) -> tuple:
+    layer_part, params = schedule_key(layer, config)
+    return layer_part, tuple((p, v) for p, v in params if p not in BUFFER_SIZE_PARAMS)
+
+
+def _remember(memo: dict, key, value):
+    if len(memo) >= _MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+def _estimate(plan: Plan) -> tuple[int, int]:
+    """(pipeline-estimate cycles, instructions) of ``plan``, kept by schedule (see above)."""
+    from compiler.tensorize.estimate import plan_estimate
+
+    key = (_shared_key(plan.layer, plan.config), plan.schedule.text())
+    hit = _ESTIMATES.get(key)
+    if hit is None:
+        est, count = plan_estimate(plan)
+        hit = _remember(_ESTIMATES, key, (est.cycles, count))
+    return hit
+
+
+def _table(layer: Conv2D, config: Config, counts: tuple) -> "_Table":
+    key = (_shared_key(layer, config), counts)
+    table = _TABLES.get(key)
+    if table is None:
+        table = _remember(_TABLES, key, _Table(layer, config, counts))
+    return table
+
+
+class _Table:
+    """Every (th, tw, toc, tic, threads) tiling of a layer with, for each kernel-row split the
+    search may take (whole kernel, then one row), its buffer needs (``_quick_fit``'s and
+    ``misfit``'s), GEMM field values and rough cycles per loop order, in ``_ranked``'s order."""
+
+    def __init__(self, layer: Conv2D, config: Config, counts: tuple):
+        probe = Plan(layer, config, Schedule(th=1, tw=1, toc=1, tic=1, tky=1))
+        nb, oh, ow, ocb, icb, kk = probe.nb, probe.oh, probe.ow, probe.ocb, probe.icb, probe.kk
+        consts, shifts = _constants(config), layer.shift > 0
+        splits = (0, 1) if layer.k > 1 else (0,)
+        acc_vectors = 2 if layer.per_channel_shift else 1
+        tilings: dict = {}
+        args, quick, parts, fields, rough = [], [], [], [], []
+        for th, tw, toc, tic, t in itertools.product(tile_sizes(oh), tile_sizes(ow), tile_sizes(ocb),
+                                                     tile_sizes(icb), counts):
+            args.append((th, tw, toc, tic, t))
+            for tky in splits:
+                rows = tky or layer.k
+                in_rows = th if probe.row_step > 1 else (th - 1) * layer.stride + rows
+                cols = (tw - 1) * layer.stride + layer.k
+                quick.append((t * tic * in_rows * cols, t * toc * tic * rows * layer.k,
+                              t * toc * (acc_vectors + max(th * tw, 3))))
+                tiling = tilings.get((th, tw, rows))
+                if tiling is None:
+                    shapes = shape_set(layer, probe.row_step, rows, th, tw)
+                    kstep = rows * layer.k
+                    tiling = tilings[(th, tw, rows)] = (shapes[(th, tw)], kstep,
+                                                        shape_summary(shapes, kstep, probe.vectors), layer.k // rows)
+                full, kstep, (max_in, max_group, uops, big), n_ky = tiling
+                parts.append((tic * max_in * t, toc * tic * kstep * t, (toc * probe.vectors + toc * max_group) * t,
+                              uops * t))
+                fields.append((big.group, big.in_rows * big.in_cols, tic * kstep, kstep))
+                n_h, n_w, n_oc, n_ic = -(-oh // th), -(-ow // tw), -(-ocb // toc), -(-icb // tic)
+                rough.append([_rough(consts, shifts, full, nb, n_h, n_w, n_oc, n_ic * n_ky, oh, ow, ocb, icb, kk,
+                                     kstep, th, tw, toc, tic, t, order) for order in ORDERS])
+        n, m = len(args), len(splits)
+        self.splits, self.args = splits, args
+        self.quick = np.array(quick, dtype=np.int64).reshape(n, m, 3)
+        self.parts = np.array(parts, dtype=np.int64).reshape(n, m, 4)
+        self.fields = np.array(fields, dtype=np.int64).reshape(n, m, 4)
+        self.rough = np.array(rough, dtype=np.float64).reshape(n, m, len(ORDERS))
+
+    def best(self, config: Config, refine: int) -> tuple[int, list[tuple]]:
+        """(how many candidates fit ``config``, the args of the ``refine`` with the fewest rough
+        cycles, ties in ``_ranked``'s order): ``heapq.nsmallest(refine, _ranked(...))``."""
+        depth = depths(config)
+        n = len(self.args)
+        quick_depth = np.array([depth["inp"], depth["wgt"], depth["acc"]], dtype=np.int64)
+        fits_quick = (self.quick <= quick_depth).all(axis=2)              # (tilings, splits)
+        split = np.argmax(fits_quick, axis=1)                            # the first split that fits
+        rows = np.flatnonzero(fits_quick[np.arange(n), split])
+        split = split[rows]
+        parts, fields = self.parts[rows, split], self.fields[rows, split]
+        highs = gemm_field_highs(config)
+        field_high = np.array([highs[f][0] for f in ("dst_factor_out", "src_factor_in", "wgt_factor_out",
+                                                     "wgt_factor_in")], dtype=np.int64)
+        buffer_depth = np.array([depth[mem] for mem in BUFFERS], dtype=np.int64)
+        ok = (parts <= buffer_depth).all(axis=1) & (fields <= field_high).all(axis=1)
+        rows, split = rows[ok], split[ok]
+        rough = self.rough[rows, split].ravel()                          # (candidate, order), row-major
+        top = np.argsort(rough, kind="stable")[:refine]
+        out = []
+        for index in top:
+            row, order = divmod(int(index), len(ORDERS))
+            th, tw, toc, tic, t = self.args[rows[row]]
+            out.append((th, tw, toc, tic, t, ORDERS[order], self.splits[split[row]]))
+        return len(rough), out
 
 
 def best_schedule(layer: Conv2D, config: Config, *, vthreads=None, refine: int = REFINE) -> Plan:
