@@ -27,6 +27,7 @@ import dataclasses
 import functools
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -39,11 +40,13 @@ from compiler.quantize.qgraph import QGraph, QNode
 from compiler.tensorize.schedule import Schedule
 from dse import activity as act
 from dse.cache import DiskCache, Lru, digest
+from dse.cpu_share import analyse_shared
 from driver.device import RunResult
 from vdla_hw.config import Config
 
 REFERENCE_CLOCK_MHZ = 100.0
 _TIMINGS = Lru(4096)    # layer key -> layer timing (small dicts)
+_PRICED: set = set()    # what decides a run's CPU kernels, for each run of this process (their analyses are in memory)
 
 
 @functools.cache
@@ -211,8 +214,18 @@ def evaluate(q: QGraph, config: Config, knobs: dict, cache_dir=None, cpu: str = 
     x = np.zeros(q.shapes[q.input], dtype=np.float32)
     # workers=0: a sweep already runs points in parallel; each kernel is analysed once, then cached.
     model = CpuModel(cpu, workers=0)
-    result = TimingExecutor(q, placements, TimingDevice(config), programs=programs, vthreads=vthreads,
-                            cpu_model=model, runtime=RuntimeProfile(**run_profile(config))).run(x)
+    executor = TimingExecutor(q, placements, TimingDevice(config), programs=programs, vthreads=vthreads,
+                              cpu_model=model, runtime=RuntimeProfile(**run_profile(config)))
+    # The CPU kernels of a run depend on the network, where each op runs and the blocking; the
+    # first point of this process with those analyses them (shared with the other workers), the
+    # others find them in memory. (A wrong answer here would only cost time: the run analyses
+    # what it lacks.)
+    kernels = (q.name, q.output, tuple(p.target for p in placements.values()), config.batch, config.block_in,
+               config.block_out)
+    if kernels not in _PRICED:
+        analyse_shared(executor.kernel_specs(), model, Path(cache_dir) / "cpu-claims" if cache_dir else None)
+    result = executor.run(x)
+    _PRICED.add(kernels)
     total = act.empty()
     for r in result.records:
         if r.placement == "vdla":
