@@ -23,6 +23,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -35,6 +36,54 @@ from dse.store import read_rows  # noqa: E402
 from vdla.cmd_sweep import prepare_models  # noqa: E402
 
 SPACE = Path(__file__).resolve().parents[1] / "examples" / "sweep_resnet18.json"
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+class TreeCpu:
+    """CPU seconds (user + system) of this process and every process below it (Ray's workers,
+    raylet and GCS), sampled from /proc every ``period`` s: a process's last sample counts (one
+    that lives less than a period is missed; at most a period of each one's end is lost)."""
+
+    def __init__(self, period: float = 0.2):
+        self.period, self.seen, self.stop = period, {}, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _stats() -> dict[int, tuple[int, float]]:
+        out = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                out[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK)
+        return out
+
+    def sample(self) -> None:
+        stats, root = self._stats(), os.getpid()
+        below = {root}
+        for _ in range(8):  # parents before children, up to 8 levels deep
+            below |= {pid for pid, (ppid, _) in stats.items() if ppid in below}
+        for pid in below:
+            if pid != root:
+                self.seen[pid] = stats[pid][1]
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.period):
+            self.sample()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+    def seconds(self) -> float:
+        own = os.times()
+        return own.user + own.system + sum(self.seen.values())
 
 
 def main() -> None:
@@ -61,7 +110,8 @@ def main() -> None:
         start = time.perf_counter()
         models = prepare_models(["resnet18"], args.resolution)
         prepared = time.perf_counter()
-        summary = run_sweep(space, out, models, SweepOptions(workers=args.workers))
+        with TreeCpu() as cpu:
+            summary = run_sweep(space, out, models, SweepOptions(workers=args.workers))
         wall = time.perf_counter() - start
         _, rows = read_rows(out / "points.csv")
     ok = [r for r in rows if r["status"] == "ok"]
@@ -73,6 +123,7 @@ def main() -> None:
     print(f"  configurations       {len(rows)} ({len(ok)} ok, {summary['invalid']} invalid, {summary['failed']} failed)")
     print(f"  distinct cycle configurations (all but the clock): {len(cycle_configs)}")
     print(f"  wall time            {wall:.1f} s (model import and quantization {prepared - start:.1f} s)")
+    print(f"  CPU time             {cpu.seconds():.1f} s (this process and every Ray process it started)")
     print(f"  points/s             {len(rows) / wall:.3f} over the whole run; sweep alone {summary['points_per_s']:.3f}")
     print(f"  per-point evaluation (worker wall time): {len(fresh)} that compiled and simulated: median "
           f"{statistics.median(fresh) if fresh else 0:.2f} s; {len(shared)} that reused them: median "
