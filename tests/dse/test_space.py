@@ -83,3 +83,11 @@ def test_the_grid_source_gives_one_point_per_cycle_configuration_first():
     assert sorted(order) == sorted(grid) and source.total == 12
     assert order[:4] == [(3, 16, 100), (3, 17, 100), (4, 16, 100), (4, 17, 100)]
     assert order[4:] == [p for p in grid if p[2] != 100]
+
+
+def test_knob_values_are_the_dimensions_or_the_default():
+    from dse.space import knob_values
+
+    space = parse_space({"parameters": {"LOG_BLOCK": [3], "fc_on_vdla": [False, True]}})
+    assert knob_values(space, "fc_on_vdla") == {False, True}
+    assert knob_values(space, "add_on_vdla") == {False}
