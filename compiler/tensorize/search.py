@@ -113,6 +113,37 @@ def _rough(consts: tuple, shifts: bool, full, nb, n_tiles_h, n_tiles_w, n_tiles_
     return max(compute, memory) + 0.05 * min(compute, memory)
 
 
+def _rough_arrays(consts: tuple, shifts: bool, group, full_pixels, full_in_rows, full_in_cols, nb, n_tiles_h,
+                  n_tiles_w, n_tiles_oc, steps, oh, ow, ocb, icb, kk, kstep, th, tw, toc, tic, vthreads,
+                  order) -> np.ndarray:
+    """:func:`_rough` of many candidates at once (int64 and float64 arrays), bit for bit: the same
+    operations in the same order (integers exact, every float operation on the same operands;
+    tests/compiler/tensorize/test_search_shared.py compares it with ``_ranked``)."""
+    alu_per_uop, step_overhead, item_overhead, bpb, inp_bytes, wgt_bytes, out_bytes, latency = consts
+    n_sp = nb * n_tiles_h * n_tiles_w
+    items = n_sp * n_tiles_oc
+    pixels = nb * oh * ow
+    group_ratio = group / full_pixels
+    gemm = pixels * ocb * icb * kk * group_ratio
+    alu = pixels * ocb * (3 + shifts) * alu_per_uop
+    overhead = items * steps * step_overhead
+    overhead = overhead + items * item_overhead
+    compute = gemm + pixels * ocb * group_ratio + alu + overhead
+    share_inp = (steps == 1) & (order == "spatial") & (n_tiles_oc > vthreads)
+    share_wgt = (steps == 1) & (order == "oc") & (n_sp > vthreads)
+    inp_loads = n_sp * steps * np.where(share_inp, np.minimum(vthreads, n_tiles_oc), n_tiles_oc)
+    wgt_loads = n_tiles_oc * steps * np.where(share_wgt, np.minimum(vthreads, n_sp), n_sp)
+    inp_rows = inp_loads * tic * full_in_rows
+    inp_beats = inp_rows * -(-full_in_cols * inp_bytes // bpb)
+    wgt_beats = wgt_loads * toc * -(-tic * kstep * wgt_bytes // bpb)
+    out_rows = items * toc * np.where(tw == ow, 1, th)
+    out_beats = pixels * ocb * out_bytes / bpb
+    memory = (inp_beats + wgt_beats + out_beats
+              + (inp_rows + wgt_loads * toc + out_rows) * latency)
+    return np.where(vthreads == 1, compute + memory * 0.5,
+                    np.maximum(compute, memory) + 0.05 * np.minimum(compute, memory))
+
+
 def ranked(layer: Conv2D, config: Config, vthreads=DEFAULT_VTHREADS) -> list[tuple[float, Schedule]]:
     """(rough cycles, schedule) of every candidate, in :func:`candidates`' order, without building
     a :class:`Plan` per candidate: the same checks (:func:`misfit`) and :func:`_rough` on numbers
@@ -276,40 +307,51 @@ class _Table:
         consts, shifts = _constants(config), layer.shift > 0
         splits = (0, 1) if layer.k > 1 else (0,)
         acc_vectors = 2 if layer.per_channel_shift else 1
-        tilings: dict = {}
-        args, quick, parts, fields, rough = [], [], [], [], []
-        for th, tw, toc, tic, t in itertools.product(tile_sizes(oh), tile_sizes(ow), tile_sizes(ocb),
-                                                     tile_sizes(icb), counts):
-            args.append((th, tw, toc, tic, t))
-            for tky in splits:
-                rows = tky or layer.k
-                in_rows = th if probe.row_step > 1 else (th - 1) * layer.stride + rows
-                cols = (tw - 1) * layer.stride + layer.k
-                quick.append((t * tic * in_rows * cols, t * toc * tic * rows * layer.k,
-                              t * toc * (acc_vectors + max(th * tw, 3))))
-                tiling = tilings.get((th, tw, rows))
-                if tiling is None:
-                    shapes = shape_set(layer, probe.row_step, rows, th, tw)
-                    kstep = rows * layer.k
-                    tiling = tilings[(th, tw, rows)] = (shapes[(th, tw)], kstep,
-                                                        shape_summary(shapes, kstep, probe.vectors), layer.k // rows)
-                full, kstep, (max_in, max_group, uops, big), n_ky = tiling
-                parts.append((tic * max_in * t, toc * tic * kstep * t, (toc * probe.vectors + toc * max_group) * t,
-                              uops * t))
-                fields.append((big.group, big.in_rows * big.in_cols, tic * kstep, kstep))
-                n_h, n_w, n_oc, n_ic = -(-oh // th), -(-ow // tw), -(-ocb // toc), -(-icb // tic)
-                rough.append([_rough(consts, shifts, full, nb, n_h, n_w, n_oc, n_ic * n_ky, oh, ow, ocb, icb, kk,
-                                     kstep, th, tw, toc, tic, t, order) for order in ORDERS])
-        n, m = len(args), len(splits)
-        self.splits, self.args = splits, args
-        self.quick = np.array(quick, dtype=np.int64).reshape(n, m, 3)
-        self.parts = np.array(parts, dtype=np.int64).reshape(n, m, 4)
-        self.fields = np.array(fields, dtype=np.int64).reshape(n, m, 4)
-        self.rough = np.array(rough, dtype=np.float64).reshape(n, m, len(ORDERS))
+        sizes = [tile_sizes(oh), tile_sizes(ow), tile_sizes(ocb), tile_sizes(icb), counts]
+        # itertools.product's order (the last factor fastest) as flat arrays, with the indices of th, tw
+        index = [a.ravel() for a in np.meshgrid(*[np.arange(len(v)) for v in sizes], indexing="ij")]
+        th, tw, toc, tic, t = (np.asarray(v, dtype=np.int64)[i] for v, i in zip(sizes, index))
+        self.args = list(zip(*(a.tolist() for a in (th, tw, toc, tic, t))))
+        self.splits = splits
+        n_h, n_w, n_oc, n_ic = -(-oh // th), -(-ow // tw), -(-ocb // toc), -(-icb // tic)
+        quick, parts, fields, rough = [], [], [], []
+        for tky in splits:
+            rows = tky or layer.k
+            kstep = rows * layer.k
+            in_rows = th if probe.row_step > 1 else (th - 1) * layer.stride + rows
+            cols = (tw - 1) * layer.stride + layer.k
+            quick.append(np.stack([t * tic * in_rows * cols, t * toc * tic * rows * layer.k,
+                                   t * toc * (acc_vectors + np.maximum(th * tw, 3))], axis=-1))
+            # per (th, tw): the full tile's shape and what the buffer checks read of the tiling
+            shape = np.zeros((len(sizes[0]), len(sizes[1]), 9), dtype=np.int64)
+            for i, h in enumerate(sizes[0]):
+                for j, w in enumerate(sizes[1]):
+                    shapes = shape_set(layer, probe.row_step, rows, h, w)
+                    full = shapes[(h, w)]
+                    max_in, max_group, uops, big = shape_summary(shapes, kstep, probe.vectors)
+                    shape[i, j] = (full.group, full.pixels, full.in_rows, full.in_cols, max_in, max_group, uops,
+                                   big.group, big.in_rows * big.in_cols)
+            (group, pixels, full_rows, full_cols, max_in, max_group, uops, big_group,
+             big_in) = np.moveaxis(shape[index[0], index[1]], -1, 0)
+            parts.append(np.stack([tic * max_in * t, toc * tic * kstep * t, (toc * probe.vectors + toc * max_group) * t,
+                                   uops * t], axis=-1))
+            fields.append(np.stack([big_group, big_in, tic * kstep, np.full_like(tic, kstep)], axis=-1))
+            rough.append(np.stack([_rough_arrays(consts, shifts, group, pixels, full_rows, full_cols, nb, n_h, n_w,
+                                                 n_oc, n_ic * (layer.k // rows), oh, ow, ocb, icb, kk, kstep, th, tw,
+                                                 toc, tic, t, order) for order in ORDERS], axis=-1))
+        self.quick = np.stack(quick, axis=1)        # (tilings, splits, 3)
+        self.parts = np.stack(parts, axis=1)        # (tilings, splits, 4)
+        self.fields = np.stack(fields, axis=1)      # (tilings, splits, 4)
+        self.rough = np.stack(rough, axis=1)        # (tilings, splits, orders)
 
-    def best(self, config: Config, refine: int) -> tuple[int, list[tuple]]:
-        """(how many candidates fit ``config``, the args of the ``refine`` with the fewest rough
-        cycles, ties in ``_ranked``'s order): ``heapq.nsmallest(refine, _ranked(...))``."""
+    def ranked(self, config: Config) -> list[tuple[float, tuple]]:
+        """``_ranked(layer, config, counts)`` from the table (tests compare them)."""
+        rows, split, rough = self._fitting(config)
+        return [(float(rough[i]), self._args(rows, split, i)) for i in range(len(rough))]
+
+    def _fitting(self, config: Config):
+        """The tilings that fit ``config`` (and their split) and their candidates' rough cycles,
+        (tiling, order) flattened row-major: ``_ranked``'s order."""
         depth = depths(config)
         n = len(self.args)
         quick_depth = np.array([depth["inp"], depth["wgt"], depth["acc"]], dtype=np.int64)
@@ -324,14 +366,18 @@ class _Table:
         buffer_depth = np.array([depth[mem] for mem in BUFFERS], dtype=np.int64)
         ok = (parts <= buffer_depth).all(axis=1) & (fields <= field_high).all(axis=1)
         rows, split = rows[ok], split[ok]
-        rough = self.rough[rows, split].ravel()                          # (candidate, order), row-major
-        top = np.argsort(rough, kind="stable")[:refine]
-        out = []
-        for index in top:
-            row, order = divmod(int(index), len(ORDERS))
-            th, tw, toc, tic, t = self.args[rows[row]]
-            out.append((th, tw, toc, tic, t, ORDERS[order], self.splits[split[row]]))
-        return len(rough), out
+        return rows, split, self.rough[rows, split].ravel()
+
+    def _args(self, rows, split, index: int) -> tuple:
+        row, order = divmod(int(index), len(ORDERS))
+        th, tw, toc, tic, t = self.args[rows[row]]
+        return (th, tw, toc, tic, t, ORDERS[order], self.splits[split[row]])
+
+    def best(self, config: Config, refine: int) -> tuple[int, list[tuple]]:
+        """(how many candidates fit ``config``, the args of the ``refine`` with the fewest rough
+        cycles, ties in ``_ranked``'s order): ``heapq.nsmallest(refine, _ranked(...))``."""
+        rows, split, rough = self._fitting(config)
+        return len(rough), [self._args(rows, split, i) for i in np.argsort(rough, kind="stable")[:refine]]
 
 
 def best_schedule(layer: Conv2D, config: Config, *, vthreads=None, refine: int = REFINE) -> Plan:
