@@ -24,7 +24,7 @@ from compiler import layout
 from compiler.latency_hiding import hide_latency
 from compiler.layers import Conv2D, Dense, Layer, LayerError, layer_from_dict
 from compiler.tensorize.conv2d import plan_dram, thread_buffers, thread_segments
-from compiler.tensorize.schedule import Plan, Schedule, ScheduleError
+from compiler.tensorize.schedule import BUFFER_SIZE_PARAMS, Plan, Schedule, ScheduleError
 from compiler.tensorize.search import Searched, searched
 from vdla_hw.bundle import Bundle, BundleBuilder
 from vdla_hw.cache import cached
@@ -36,6 +36,17 @@ PIPELINE = ("check_layer", "check_tensors", "choose_plan", "pack", "plan_dram", 
 TENSORS = ("input", "weight", "bias")
 DTYPES = {"input": np.int8, "weight": np.int8, "bias": np.int32, "shift": np.int32}
 BIAS_RANGE = 1 << 12
+# Configuration parameters a layer's program does not read once its schedule is fixed: the buffer
+# sizes. SRAM slices, micro-op tables and every instruction field value come from the schedule
+# (compiler.tensorize.schedule.Plan sizes them), never from the buffers' depths; the sizes only
+# set the encoding's field widths and positions and decide whether the schedule fits, which
+# ``Plan`` checks for the configuration at hand (every field value is bounded by what it checks:
+# a slice index by the depth, a loop factor by the GEMM fields of ``misfit``). So two
+# configurations that differ only here, given the same schedule, get programs that decode to the
+# same instructions and micro-ops over the same DRAM image: the same cycles and byte counts
+# (tests/compiler/test_accel_program_params.py). The clock is not read either (every timing
+# parameter is in cycles).
+SCHEDULED_UNREAD_PARAMS = BUFFER_SIZE_PARAMS | {"CLOCK_MHZ"}
 
 
 def random_tensors(layer: Layer, seed: int = 0) -> dict[str, np.ndarray]:
@@ -110,11 +121,19 @@ def pack(plan: Plan, tensors: dict) -> dict[str, np.ndarray]:
             **({"shift": layout.pack_bias(tensors["shift"], c.batch, c.block_out)} if "shift" in tensors else {})}
 
 
+def program_params(config: Config) -> dict:
+    """The parameters of ``config`` a layer's program reads once its schedule is fixed (all but
+    :data:`SCHEDULED_UNREAD_PARAMS`)."""
+    return {k: v for k, v in config.params.items() if k not in SCHEDULED_UNREAD_PARAMS}
+
+
 def compile_layer(layer: Layer, config: Config | str | None = None, *, tensors: dict | None = None,
                   schedule: Schedule | str | None = None, vthreads: int | None = None, seed: int = 0,
-                  progress=None) -> Bundle:
+                  progress=None, store: bool = True) -> Bundle:
     """A bundle computing ``layer`` on the accelerator; its output lands in the symbol ``out``.
-    ``progress(message)``, if given, hears of the search's and the encoding's steps."""
+    ``progress(message)``, if given, hears of the search's and the encoding's steps. ``store``
+    False: the bundle is neither looked up in nor written to the disk cache (a caller that keeps
+    only what it needs of a bundle of random tensors, e.g. a sweep's layer timing)."""
     config = load_config(config)
     if not isinstance(layer, (Conv2D, Dense)):
         raise VdlaError(f"cannot compile {type(layer).__name__} onto the accelerator (conv2d and dense only)")
@@ -128,6 +147,8 @@ def compile_layer(layer: Layer, config: Config | str | None = None, *, tensors: 
     parts = (layer.describe(), config.name, dict(config.params), dict(config.sources),
              {k: tensors[k] for k in sorted(tensors)},
              schedule.text() if schedule is not None else None, vthreads)
+    if not store:
+        return _compile(layer, config, tensors, schedule, vthreads, progress)
     return cached("layer", parts, lambda: _compile(layer, config, tensors, schedule, vthreads, progress))
 
 

@@ -27,22 +27,26 @@ import dataclasses
 import functools
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 
-from compiler.accel import compile_layer
+from compiler.accel import compile_layer, program_params, searched_layer
 from compiler.network import PartitionOptions, partition
 from compiler.network.executor import Executor, compile_vdla_add
 from compiler.network.vdla_ops import Part, vdla_parts
 from compiler.network.report import summarise
 from compiler.quantize.qgraph import QGraph, QNode
+from compiler.tensorize.schedule import Schedule
 from dse import activity as act
 from dse.cache import DiskCache, Lru, digest
+from dse.cpu_share import analyse_shared
 from driver.device import RunResult
 from vdla_hw.config import Config
 
 REFERENCE_CLOCK_MHZ = 100.0
 _TIMINGS = Lru(4096)    # layer key -> layer timing (small dicts)
+_PRICED: set = set()    # what decides a run's CPU kernels, for each run of this process (their analyses are in memory)
 
 
 @functools.cache
@@ -77,24 +81,38 @@ def _random_int8(shape, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(-128, 128, shape, dtype=np.int8)
 
 
-def compile_op(node: QNode, q: QGraph, config: Config, vthreads: int | None, part: Part | None = None):
-    """The program of accelerator op ``node`` (its ``part``) on ``config``, compiled with random tensors."""
+def layer_schedule(part: Part, config: Config, vthreads: int | None) -> Schedule:
+    """The schedule the compiler gives GEMM layer ``part`` on ``config`` (the search's, memoised
+    by ``schedule_key``), after the same layer check ``compile_layer`` makes first."""
+    layer = _layer_of(part)
+    layer.check(config)
+    return searched_layer(layer.as_conv2d(), config, vthreads).schedule
+
+
+def compile_op(node: QNode, q: QGraph, config: Config, vthreads: int | None, part: Part | None = None,
+               schedule: Schedule | None = None):
+    """The program of accelerator op ``node`` (its ``part``, with ``schedule``: the search's when
+    None) on ``config``, compiled with random tensors."""
     if node.op == "add":
         shape = q.shapes[node.inputs[0]]
         return compile_vdla_add(node, [_random_int8(shape, 1), _random_int8(shape, 2)], config)
-    return compile_layer(_layer_of(part), config, vthreads=vthreads)
+    # not stored in the user's cache: a bundle of random tensors is needed only for its timing
+    return compile_layer(_layer_of(part), config, vthreads=vthreads, schedule=schedule, store=False)
 
 
-def layer_key(node: QNode, q: QGraph, config: Config, vthreads: int | None, part: Part | None = None) -> str:
-    """What a layer timing depends on: the op's shapes and attributes (not its weights), the
-    configuration's parameters and the virtual threads (plus the code, see dse.cache)."""
+def layer_key(node: QNode, q: QGraph, config: Config, vthreads: int | None, part: Part | None = None,
+              schedule: Schedule | None = None) -> str:
+    """What a layer timing depends on (plus the code, see dse.cache). An ALU add: its shapes and
+    attributes, the configuration's parameters and the virtual threads. A GEMM layer: its shapes
+    and attributes (not its weights), its ``schedule`` and the parameters its program reads given
+    the schedule (``compiler.accel.program_params``: not the buffer sizes), so configurations
+    whose searches agree on a layer's schedule share its program and its simulation."""
     if node.op == "add":
         a = node.attrs
         what = ["add", list(q.shapes[node.inputs[0]]), a["a_shift"], a["b_shift"], a["shift"], a["offset"], a["lo"],
                 a["hi"]]
-    else:
-        what = _layer_of(part).describe()
-    return digest(what, dict(config.params), vthreads)
+        return digest(what, dict(config.params), vthreads)
+    return digest("gemm", _layer_of(part).describe(), schedule.text(), program_params(config))
 
 
 def layer_timing(node: QNode, q: QGraph, config: Config, vthreads: int | None, disk: DiskCache,
@@ -103,11 +121,14 @@ def layer_timing(node: QNode, q: QGraph, config: Config, vthreads: int | None, d
     from the caches or compiled and simulated now."""
     import vdla_sim
 
-    key = layer_key(node, q, config, vthreads, part)
+    start = time.perf_counter()
+    schedule = None if part is None else layer_schedule(part, config, vthreads)
+    stats["search_s"] += time.perf_counter() - start
+    key = layer_key(node, q, config, vthreads, part, schedule)
     timing = _TIMINGS.get(key) or disk.get("layers", key)
     if timing is None:
         start = time.perf_counter()
-        bundle = compile_op(node, q, config, vthreads, part)
+        bundle = compile_op(node, q, config, vthreads, part, schedule)
         compiled = time.perf_counter()
         sim = vdla_sim.simulate(bundle, race_check=False, **_timing_only())
         stats["compile_s"] += compiled - start
@@ -185,7 +206,7 @@ def evaluate(q: QGraph, config: Config, knobs: dict, cache_dir=None, cpu: str = 
     vthreads = None if knobs["vthreads"] == "search" else int(knobs["vthreads"])
     placements = partition(q, config, options)
     cycles = cycle_config(config)
-    stats = {"compile_s": 0.0, "simulate_s": 0.0, "programs_simulated": 0, "programs_reused": 0}
+    stats = {"search_s": 0.0, "compile_s": 0.0, "simulate_s": 0.0, "programs_simulated": 0, "programs_reused": 0}
     programs = {node.name if part is None else part.key:
                 TimedProgram(layer_timing(node, q, cycles, vthreads, disk, stats, part))
                 for node in q.nodes if placements[node.name].target == "vdla" for part in programs_of(node, q)}
@@ -193,8 +214,18 @@ def evaluate(q: QGraph, config: Config, knobs: dict, cache_dir=None, cpu: str = 
     x = np.zeros(q.shapes[q.input], dtype=np.float32)
     # workers=0: a sweep already runs points in parallel; each kernel is analysed once, then cached.
     model = CpuModel(cpu, workers=0)
-    result = TimingExecutor(q, placements, TimingDevice(config), programs=programs, vthreads=vthreads,
-                            cpu_model=model, runtime=RuntimeProfile(**run_profile(config))).run(x)
+    executor = TimingExecutor(q, placements, TimingDevice(config), programs=programs, vthreads=vthreads,
+                              cpu_model=model, runtime=RuntimeProfile(**run_profile(config)))
+    # The CPU kernels of a run depend on the network, where each op runs and the blocking; the
+    # first point of this process with those analyses them (shared with the other workers), the
+    # others find them in memory. (A wrong answer here would only cost time: the run analyses
+    # what it lacks.)
+    kernels = (q.name, q.output, tuple(p.target for p in placements.values()), config.batch, config.block_in,
+               config.block_out)
+    if kernels not in _PRICED:
+        analyse_shared(executor.kernel_specs(), model, Path(cache_dir) / "cpu-claims" if cache_dir else None)
+    result = executor.run(x)
+    _PRICED.add(kernels)
     total = act.empty()
     for r in result.records:
         if r.placement == "vdla":

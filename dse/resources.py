@@ -92,6 +92,21 @@ def features(config: Config) -> dict:
             "lutram_bits": lutram, "bram36": bram}
 
 
+def _verilog_key(source: str, compute) -> str:
+    """``compute()`` (dse.synth.rtl_verilog_key: generating the Verilog, seconds) kept in the
+    user's disk cache (vdla_hw.cache, kind ``rtl-check``), so only the first sweep after an RTL
+    change pays for it, not every new DIR. Its code key is ``source``, the generator key (every
+    vdla_hw source, which holds the RTL and its timing, and the tools' versions), with the hash of
+    dse/synth.py, which names the reference configuration and top."""
+    import hashlib
+
+    from dse import synth
+    from vdla_hw.cache import cached
+
+    code = hashlib.sha256(source.encode() + Path(synth.__file__).read_bytes()).hexdigest()[:16]
+    return cached("rtl-check", (source,), compute, code=code)
+
+
 def calibration_config(point: dict) -> Config:
     overrides = dict(point["overrides"])
     return Config.from_preset(overrides.pop("preset", "osdi18"), **overrides)
@@ -114,7 +129,7 @@ class ResourceModel:
         if source == self.rtl_key:
             return False
         stored = cache.get("rtl", source) if cache is not None else None
-        verilog = stored["verilog_key"] if stored else rtl_verilog_key()
+        verilog = stored["verilog_key"] if stored else _verilog_key(source, rtl_verilog_key)
         if cache is not None and not stored:
             cache.put("rtl", source, {"verilog_key": verilog})
         return verilog != self.data.get("verilog_key")

@@ -114,10 +114,17 @@ def make_item(space: Space, point: Point, model: Model) -> Item:
 
 
 class GridSource:
-    """Every point of the grid, for every model."""
+    """Every point of the grid, for every model: first one point of each distinct cycle
+    configuration (those that compile and simulate, the long ones), then the others (which reuse
+    their programs, a tenth of the time each: they fill the workers' ends evenly), each group in
+    grid order."""
 
     def __init__(self, space: Space, models: list[Model]):
-        self.queue = [make_item(space, Point.of(a, m.name), m) for m in models for a in space.grid()]
+        items = [make_item(space, Point.of(a, m.name), m) for m in models for a in space.grid()]
+        seen: set[str] = set()
+        first = [item for item in items if item.cycle_key not in seen and not seen.add(item.cycle_key)]
+        chosen = {id(item) for item in first}
+        self.queue = first + [item for item in items if id(item) not in chosen]
         self.total = len(self.queue)
         self.resumed = 0  # points the source already accounted for (a search seeded from the store)
 

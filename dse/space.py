@@ -259,6 +259,14 @@ class Point:
         return {**dict(self.params), **{k: v for k, v in self.knobs}}
 
 
+def knob_values(space: Space, knob: str) -> set:
+    """The values knob ``knob`` takes in ``space``: its dimension's, else its default."""
+    for d in space.dimensions:
+        if d.name == knob:
+            return set(d.values)
+    return {KNOB_DEFAULTS[knob]}
+
+
 def point_config(base: dict, point: Point) -> Config:
     """The point's configuration; raises the configuration's own ConfigError when invalid."""
     overrides = {k: v for k, v in base.items() if k != "preset"}

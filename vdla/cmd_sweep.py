@@ -12,8 +12,10 @@ from vdla.cmd_run import resolution_arg
 from vdla_hw.files import json_text
 
 
-def prepare_models(names: list[str], resolution: int) -> list:
-    """Import and quantize each model once, as ``vdla run`` does; keyed by the quantized graph's hash."""
+def prepare_models(names: list[str], resolution: int, int8_logits: bool = True) -> list:
+    """Import and quantize each model once, as ``vdla run`` does; keyed by the quantized graph's hash.
+    ``int8_logits``: also the variant with int8 logits, which points with the classifier on VDLA
+    run (a second quantization: left out for a space without such points)."""
     from dse.runner import Model, qgraph_hash
     from vdla.network import built_model, quantize_model
 
@@ -24,7 +26,8 @@ def prepare_models(names: list[str], resolution: int) -> list:
         # power-of-two adds, so that the add_on_vdla knob can put them on the ALU (a sweep measures
         # time; the CPU add's time hardly depends on its multipliers)
         q = quantize_model(graph, name, add_scales=False)
-        models.append(Model(name, q, qgraph_hash(q), quantize_model(graph, name, wide_output=False, add_scales=False)))
+        narrow = quantize_model(graph, name, wide_output=False, add_scales=False) if int8_logits else None
+        models.append(Model(name, q, qgraph_hash(q), narrow))
         print(f"sweep: {name} imported and quantized ({time.perf_counter() - start:.1f} s)", file=sys.stderr)
     return models
 
@@ -60,7 +63,7 @@ def cmd_sweep(args) -> int:
     from dse import parts
     from dse.lock import sweep_lock
     from dse.runner import SweepOptions, check_reachable, run_sweep
-    from dse.space import load_space
+    from dse.space import knob_values, load_space
     from dse.store import read_rows
     from vdla_hw.files import json_text
 
@@ -78,7 +81,8 @@ def cmd_sweep(args) -> int:
         if args.address:
             check_reachable(args.address)
         read_rows(out / "points.csv")
-        models = prepare_models(args.models or list(space.models), args.resolution or space.resolution)
+        models = prepare_models(args.models or list(space.models), args.resolution or space.resolution,
+                                int8_logits=True in knob_values(space, "fc_on_vdla"))
         options = SweepOptions(address=args.address, workers=args.workers, synth=args.synth,
                                energy_table=args.energy_table, part=args.part)
         summary = run_sweep(space, out, models, options)

@@ -32,6 +32,11 @@ from vdla_hw.config import Config
 
 ORDERS = ("spatial", "oc")
 BUFFERS = ("inp", "wgt", "acc", "uop")
+# The parameters that size the on-chip buffers. A plan reads them only to check that its slices fit
+# (``misfit``: the depths and, through the index widths, the GEMM fields); its sizes, tile shapes,
+# instructions and estimates come from the schedule. compiler.tensorize.search and compiler.accel
+# share work across configurations that differ only in these.
+BUFFER_SIZE_PARAMS = frozenset({"LOG_UOP_BUFF_SIZE", "LOG_INP_BUFF_SIZE", "LOG_WGT_BUFF_SIZE", "LOG_ACC_BUFF_SIZE"})
 # a GEMM uop may not write an accumulator written by any of the previous GEMM_HAZARD_DISTANCE uops
 # (the timing contract's rule), so a tile cycles through at least one more accumulator than that
 HAZARD_DISTINCT = timing.GEMM_HAZARD_DISTANCE + 1

@@ -21,7 +21,10 @@ import itertools
 from dataclasses import dataclass
 
 from compiler.layers import Conv2D
-from compiler.tensorize.schedule import ORDERS, Plan, Schedule, ScheduleError, depths, misfit, shape_set, shape_summary
+import numpy as np
+
+from compiler.tensorize.schedule import (BUFFER_SIZE_PARAMS, BUFFERS, ORDERS, Plan, Schedule, ScheduleError, depths,
+                                         gemm_field_highs, misfit, shape_set, shape_summary)
 from vdla_hw.config import Config
 
 REFINE = 6
@@ -108,6 +111,37 @@ def _rough(consts: tuple, shifts: bool, full, nb, n_tiles_h, n_tiles_w, n_tiles_
     if vthreads == 1:
         return compute + memory * 0.5
     return max(compute, memory) + 0.05 * min(compute, memory)
+
+
+def _rough_arrays(consts: tuple, shifts: bool, group, full_pixels, full_in_rows, full_in_cols, nb, n_tiles_h,
+                  n_tiles_w, n_tiles_oc, steps, oh, ow, ocb, icb, kk, kstep, th, tw, toc, tic, vthreads,
+                  order) -> np.ndarray:
+    """:func:`_rough` of many candidates at once (int64 and float64 arrays), bit for bit: the same
+    operations in the same order (integers exact, every float operation on the same operands;
+    tests/compiler/tensorize/test_search_shared.py compares it with ``_ranked``)."""
+    alu_per_uop, step_overhead, item_overhead, bpb, inp_bytes, wgt_bytes, out_bytes, latency = consts
+    n_sp = nb * n_tiles_h * n_tiles_w
+    items = n_sp * n_tiles_oc
+    pixels = nb * oh * ow
+    group_ratio = group / full_pixels
+    gemm = pixels * ocb * icb * kk * group_ratio
+    alu = pixels * ocb * (3 + shifts) * alu_per_uop
+    overhead = items * steps * step_overhead
+    overhead = overhead + items * item_overhead
+    compute = gemm + pixels * ocb * group_ratio + alu + overhead
+    share_inp = (steps == 1) & (order == "spatial") & (n_tiles_oc > vthreads)
+    share_wgt = (steps == 1) & (order == "oc") & (n_sp > vthreads)
+    inp_loads = n_sp * steps * np.where(share_inp, np.minimum(vthreads, n_tiles_oc), n_tiles_oc)
+    wgt_loads = n_tiles_oc * steps * np.where(share_wgt, np.minimum(vthreads, n_sp), n_sp)
+    inp_rows = inp_loads * tic * full_in_rows
+    inp_beats = inp_rows * -(-full_in_cols * inp_bytes // bpb)
+    wgt_beats = wgt_loads * toc * -(-tic * kstep * wgt_bytes // bpb)
+    out_rows = items * toc * np.where(tw == ow, 1, th)
+    out_beats = pixels * ocb * out_bytes / bpb
+    memory = (inp_beats + wgt_beats + out_beats
+              + (inp_rows + wgt_loads * toc + out_rows) * latency)
+    return np.where(vthreads == 1, compute + memory * 0.5,
+                    np.maximum(compute, memory) + 0.05 * np.minimum(compute, memory))
 
 
 def ranked(layer: Conv2D, config: Config, vthreads=DEFAULT_VTHREADS) -> list[tuple[float, Schedule]]:
@@ -199,25 +233,151 @@ def searched(layer: Conv2D, config: Config, *, vthreads=None, refine: int = REFI
 
 
 def _search(layer: Conv2D, config: Config, counts: tuple, refine: int, progress) -> Searched:
-    from compiler.tensorize.estimate import plan_estimate
-
     say = progress or (lambda message: None)
     say(f"schedule search: {layer.oh}x{layer.ow} outputs, {layer.ic} -> {layer.oc} channels, k={layer.k}: "
         "ranking candidates")
-    found = _ranked(layer, config, counts)
+    Plan(layer, config, Schedule(th=1, tw=1, toc=1, tic=1, tky=1))  # _ranked's probe: its error, if any
+    found, top = _table(layer, config, counts).best(config, refine)
     if not found:
         raise ScheduleError(layer.name, "schedule", f"no tiling fits the buffers of {config.name} "
                             f"with {'/'.join(map(str, counts))} virtual thread(s)")
     best, best_key = None, None
-    top = heapq.nsmallest(refine, found, key=lambda entry: entry[0])   # == sorted(...)[:refine]: stable
-    for index, (_, args) in enumerate(top):
-        say(f"schedule search: {len(found)} candidates, timing the best {len(top)}: {index + 1}/{len(top)}")
+    for index, args in enumerate(top):
+        say(f"schedule search: {found} candidates, timing the best {len(top)}: {index + 1}/{len(top)}")
         plan = Plan(layer, config, _schedule(args))
-        est, count = plan_estimate(plan)
-        key = (est.cycles, count)
+        key = _estimate(plan)
         if best_key is None or key < best_key:
             best, best_key = plan, key
     return Searched(best.schedule, best_key[0])
+
+
+# --- sharing across buffer sizes -----------------------------------------------------------------
+# The buffer sizes (BUFFER_SIZE_PARAMS) only decide which candidates fit: the tiling shapes, the
+# rough cycles and the pipeline estimate of a schedule never read them. So one table of every
+# tiling (both kernel-row splits) with its buffer needs and rough cycles serves all buffer sizes
+# of a layer and the other parameters (a sweep over buffer sizes builds it once), and estimates are
+# kept by schedule. ``_search`` through them gives exactly the answer of ``_ranked`` +
+# ``plan_estimate`` (tests/compiler/tensorize/test_search_shared.py).
+
+_TABLES: dict = {}      # (layer fields, parameters but the buffer sizes, thread counts) -> _Table
+_ESTIMATES: dict = {}   # (layer fields, schedule, parameters but the buffer sizes) -> (cycles, instructions)
+_MEMO_LIMIT = 4096      # entries of each before it is emptied (a long search over many networks)
+
+
+def _shared_key(layer: Conv2D, config: Config) -> tuple:
+    layer_part, params = schedule_key(layer, config)
+    return layer_part, tuple((p, v) for p, v in params if p not in BUFFER_SIZE_PARAMS)
+
+
+def _remember(memo: dict, key, value):
+    if len(memo) >= _MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+def _estimate(plan: Plan) -> tuple[int, int]:
+    """(pipeline-estimate cycles, instructions) of ``plan``, kept by schedule (see above)."""
+    from compiler.tensorize.estimate import plan_estimate
+
+    key = (_shared_key(plan.layer, plan.config), plan.schedule.text())
+    hit = _ESTIMATES.get(key)
+    if hit is None:
+        est, count = plan_estimate(plan)
+        hit = _remember(_ESTIMATES, key, (est.cycles, count))
+    return hit
+
+
+def _table(layer: Conv2D, config: Config, counts: tuple) -> "_Table":
+    key = (_shared_key(layer, config), counts)
+    table = _TABLES.get(key)
+    if table is None:
+        table = _remember(_TABLES, key, _Table(layer, config, counts))
+    return table
+
+
+class _Table:
+    """Every (th, tw, toc, tic, threads) tiling of a layer with, for each kernel-row split the
+    search may take (whole kernel, then one row), its buffer needs (``_quick_fit``'s and
+    ``misfit``'s), GEMM field values and rough cycles per loop order, in ``_ranked``'s order."""
+
+    def __init__(self, layer: Conv2D, config: Config, counts: tuple):
+        probe = Plan(layer, config, Schedule(th=1, tw=1, toc=1, tic=1, tky=1))
+        nb, oh, ow, ocb, icb, kk = probe.nb, probe.oh, probe.ow, probe.ocb, probe.icb, probe.kk
+        consts, shifts = _constants(config), layer.shift > 0
+        splits = (0, 1) if layer.k > 1 else (0,)
+        acc_vectors = 2 if layer.per_channel_shift else 1
+        sizes = [tile_sizes(oh), tile_sizes(ow), tile_sizes(ocb), tile_sizes(icb), counts]
+        # itertools.product's order (the last factor fastest) as flat arrays, with the indices of th, tw
+        index = [a.ravel() for a in np.meshgrid(*[np.arange(len(v)) for v in sizes], indexing="ij")]
+        th, tw, toc, tic, t = (np.asarray(v, dtype=np.int64)[i] for v, i in zip(sizes, index))
+        self.args = list(zip(*(a.tolist() for a in (th, tw, toc, tic, t))))
+        self.splits = splits
+        n_h, n_w, n_oc, n_ic = -(-oh // th), -(-ow // tw), -(-ocb // toc), -(-icb // tic)
+        quick, parts, fields, rough = [], [], [], []
+        for tky in splits:
+            rows = tky or layer.k
+            kstep = rows * layer.k
+            in_rows = th if probe.row_step > 1 else (th - 1) * layer.stride + rows
+            cols = (tw - 1) * layer.stride + layer.k
+            quick.append(np.stack([t * tic * in_rows * cols, t * toc * tic * rows * layer.k,
+                                   t * toc * (acc_vectors + np.maximum(th * tw, 3))], axis=-1))
+            # per (th, tw): the full tile's shape and what the buffer checks read of the tiling
+            shape = np.zeros((len(sizes[0]), len(sizes[1]), 9), dtype=np.int64)
+            for i, h in enumerate(sizes[0]):
+                for j, w in enumerate(sizes[1]):
+                    shapes = shape_set(layer, probe.row_step, rows, h, w)
+                    full = shapes[(h, w)]
+                    max_in, max_group, uops, big = shape_summary(shapes, kstep, probe.vectors)
+                    shape[i, j] = (full.group, full.pixels, full.in_rows, full.in_cols, max_in, max_group, uops,
+                                   big.group, big.in_rows * big.in_cols)
+            (group, pixels, full_rows, full_cols, max_in, max_group, uops, big_group,
+             big_in) = np.moveaxis(shape[index[0], index[1]], -1, 0)
+            parts.append(np.stack([tic * max_in * t, toc * tic * kstep * t, (toc * probe.vectors + toc * max_group) * t,
+                                   uops * t], axis=-1))
+            fields.append(np.stack([big_group, big_in, tic * kstep, np.full_like(tic, kstep)], axis=-1))
+            rough.append(np.stack([_rough_arrays(consts, shifts, group, pixels, full_rows, full_cols, nb, n_h, n_w,
+                                                 n_oc, n_ic * (layer.k // rows), oh, ow, ocb, icb, kk, kstep, th, tw,
+                                                 toc, tic, t, order) for order in ORDERS], axis=-1))
+        self.quick = np.stack(quick, axis=1)        # (tilings, splits, 3)
+        self.parts = np.stack(parts, axis=1)        # (tilings, splits, 4)
+        self.fields = np.stack(fields, axis=1)      # (tilings, splits, 4)
+        self.rough = np.stack(rough, axis=1)        # (tilings, splits, orders)
+
+    def ranked(self, config: Config) -> list[tuple[float, tuple]]:
+        """``_ranked(layer, config, counts)`` from the table (tests compare them)."""
+        rows, split, rough = self._fitting(config)
+        return [(float(rough[i]), self._args(rows, split, i)) for i in range(len(rough))]
+
+    def _fitting(self, config: Config):
+        """The tilings that fit ``config`` (and their split) and their candidates' rough cycles,
+        (tiling, order) flattened row-major: ``_ranked``'s order."""
+        depth = depths(config)
+        n = len(self.args)
+        quick_depth = np.array([depth["inp"], depth["wgt"], depth["acc"]], dtype=np.int64)
+        fits_quick = (self.quick <= quick_depth).all(axis=2)              # (tilings, splits)
+        split = np.argmax(fits_quick, axis=1)                            # the first split that fits
+        rows = np.flatnonzero(fits_quick[np.arange(n), split])
+        split = split[rows]
+        parts, fields = self.parts[rows, split], self.fields[rows, split]
+        highs = gemm_field_highs(config)
+        field_high = np.array([highs[f][0] for f in ("dst_factor_out", "src_factor_in", "wgt_factor_out",
+                                                     "wgt_factor_in")], dtype=np.int64)
+        buffer_depth = np.array([depth[mem] for mem in BUFFERS], dtype=np.int64)
+        ok = (parts <= buffer_depth).all(axis=1) & (fields <= field_high).all(axis=1)
+        rows, split = rows[ok], split[ok]
+        return rows, split, self.rough[rows, split].ravel()
+
+    def _args(self, rows, split, index: int) -> tuple:
+        row, order = divmod(int(index), len(ORDERS))
+        th, tw, toc, tic, t = self.args[rows[row]]
+        return (th, tw, toc, tic, t, ORDERS[order], self.splits[split[row]])
+
+    def best(self, config: Config, refine: int) -> tuple[int, list[tuple]]:
+        """(how many candidates fit ``config``, the args of the ``refine`` with the fewest rough
+        cycles, ties in ``_ranked``'s order): ``heapq.nsmallest(refine, _ranked(...))``."""
+        rows, split, rough = self._fitting(config)
+        return len(rough), [self._args(rows, split, i) for i in np.argsort(rough, kind="stable")[:refine]]
 
 
 def best_schedule(layer: Conv2D, config: Config, *, vthreads=None, refine: int = REFINE) -> Plan:

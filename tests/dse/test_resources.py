@@ -46,6 +46,21 @@ def test_staleness_follows_the_rtl(tmp_path):
     assert "STALE" in model.basis(True) and "STALE" not in model.basis(False)
 
 
+def test_the_rtl_check_is_made_once_per_rtl_not_per_sweep_directory(tmp_path, cache_folder, monkeypatch):
+    """A new sweep DIR finds the Verilog key in the user's cache (vdla_hw.cache, kind rtl-check)
+    instead of generating the Verilog again; with that cache off it is generated again."""
+    import dse.synth
+
+    made = []
+    monkeypatch.setattr(dse.synth, "rtl_verilog_key", lambda: made.append(1) or "0123456789abcdef")
+    model = load_model()
+    model.rtl_key = "0" * 16  # the sources differ from the calibration's
+    assert model.is_stale(DiskCache(tmp_path / "one")) and len(made) == 1
+    assert model.is_stale(DiskCache(tmp_path / "two")) and len(made) == 1
+    monkeypatch.setenv("VDLA_CACHE", "off")
+    assert model.is_stale(DiskCache(tmp_path / "three")) and len(made) == 2
+
+
 def test_configurations_the_rtl_refuses_have_no_resources():
     with pytest.raises(ConfigError, match="not supported by the RTL"):
         load_model().predict(Config.from_preset("osdi18", MEM_MAX_BURST=32))  # HP0 is AXI3: 16 beats at most

@@ -65,3 +65,29 @@ def test_an_invalid_combination_raises_the_configurations_own_error():
     space = parse_space({"parameters": {"LOG_BLOCK": [3], "LOG_ACC_BUFF_SIZE": [17]}})
     with pytest.raises(ConfigError, match="micro-op needs 33 bits"):
         point_config(space.base, Point.of(space.grid()[0], "resnet18"))
+
+
+def test_the_grid_source_gives_one_point_per_cycle_configuration_first():
+    """dse.runner.GridSource: the points that compile (one per configuration but the clock) come
+    first, in grid order, then the clock variants that reuse their programs; every point once."""
+    from dse.runner import GridSource, Model
+
+    space = parse_space({"parameters": {"LOG_BLOCK": [3, 4], "LOG_ACC_BUFF_SIZE": [16, 17],
+                                        "CLOCK_MHZ": [100, 150, 200]}})
+    source = GridSource(space, [Model("m", None, "hash")])
+    order = []
+    while (item := source.next(set())) is not None:
+        params = dict(item.point.params)
+        order.append((params["LOG_BLOCK"], params["LOG_ACC_BUFF_SIZE"], params["CLOCK_MHZ"]))
+    grid = [(b, a, c) for b in (3, 4) for a in (16, 17) for c in (100, 150, 200)]
+    assert sorted(order) == sorted(grid) and source.total == 12
+    assert order[:4] == [(3, 16, 100), (3, 17, 100), (4, 16, 100), (4, 17, 100)]
+    assert order[4:] == [p for p in grid if p[2] != 100]
+
+
+def test_knob_values_are_the_dimensions_or_the_default():
+    from dse.space import knob_values
+
+    space = parse_space({"parameters": {"LOG_BLOCK": [3], "fc_on_vdla": [False, True]}})
+    assert knob_values(space, "fc_on_vdla") == {False, True}
+    assert knob_values(space, "add_on_vdla") == {False}
