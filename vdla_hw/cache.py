@@ -68,6 +68,7 @@ KINDS = (
     "layer",       # a compiled accelerator layer (compiler.accel)
     "cpu-cost",    # a CPU kernel's cost analysis (compiler.cpu_fallback.cost.analysis)
     "cpu-kernel",  # a CPU kernel's host object code (compiler.cpu_fallback.jit)
+    "rtl-check",   # the generated Verilog's key for the resource model's staleness check (dse.resources)
 )
 DIR_ENV, SWITCH_ENV, MAX_ENV = "VDLA_CACHE_DIR", "VDLA_CACHE", "VDLA_CACHE_MAX_BYTES"
 
