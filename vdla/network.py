@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.frontend import from_model, load_onnx
+from compiler.frontend import load_onnx
 from compiler.frontend import float_ref
 from compiler.frontend.graph import Graph, ModelError
 from compiler.network import PartitionOptions, execute, partition
@@ -49,12 +49,12 @@ def load_model(model: str, resolution: int = 224, input_shape: tuple[int, ...] |
     if model in BUILTIN:
         if input_shape is not None:
             raise ModelError(model, "--input-shape is for ONNX files; the built-in models take --resolution")
-        from compiler.frontend.resnet import build_resnet
+        from compiler.frontend.resnet import resnet_graph
 
         if not 32 <= resolution <= RESNET_MAX_RESOLUTION:
             raise ModelError(model, f"resolution {resolution} is outside 32..{RESNET_MAX_RESOLUTION} (the stem's "
                              f"output must fit {mib(MAX_TENSOR_BYTES)} as float32; vdla_hw/limits.py)")
-        return check_sizes(from_model(build_resnet(BUILTIN[model], resolution), model), model)
+        return check_sizes(resnet_graph(BUILTIN[model], resolution), model)  # = from_model(build_resnet(...))
     path = Path(model)
     if path.suffix.lower() != ".onnx" and not path.exists():
         raise ModelError(model, f"not a built-in model ({', '.join(BUILTIN)}) nor an ONNX file")
@@ -108,8 +108,22 @@ def built_model(model: str, resolution: int = 224, input_shape: tuple[int, ...] 
 
 
 def content_digest(value) -> str:
-    """sha256 of a graph's (or any picklable value's) pickle: a cache key part naming its content."""
-    return hashlib.sha256(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+    """sha256 of a graph's (or any picklable value's) pickle: a cache key part naming its content.
+    The pickle is written without its memo (``Pickler.fast``: a value referenced twice is written
+    twice), so equal values give equal digests however their objects are shared (a graph built in
+    memory, imported from ONNX or read back from the cache); streamed into the hash, no copy."""
+    h = hashlib.sha256()
+    pickler = pickle.Pickler(_HashWriter(h), protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.fast = True
+    pickler.dump(value)
+    return h.hexdigest()
+
+
+class _HashWriter:
+    """A file-like ``write`` that feeds a hash."""
+
+    def __init__(self, h):
+        self.write = h.update
 
 
 def quantized(graph: Graph, calibration: np.ndarray, graph_digest: str | None = None, **options) -> QGraph:

@@ -68,6 +68,14 @@ def test_the_model_is_keyed_by_file_content_and_input_shape(fresh):
     assert counts("model")["miss"] == 3
 
 
+def test_the_content_digest_does_not_depend_on_object_sharing():
+    name = "".join(["la", "yer"])  # equal to "layer", another object
+    shared, apart = ("layer", "layer"), ("layer", name)
+    assert shared[1] is shared[0] and apart[1] is not apart[0]
+    assert network.content_digest(shared) == network.content_digest(apart)
+    assert network.content_digest(shared) != network.content_digest(("layer", "layer2"))
+
+
 def test_a_built_in_model_is_keyed_by_resolution():
     assert network.model_source("resnet18") == network.model_source("resnet18")
     assert network.model_source("resnet18") != network.model_source("resnet34")
