@@ -18,6 +18,8 @@ once. So the float model gives the same bits on any machine, BLAS thread count a
 and the model build and calibration that read it decide the same scales (docs/onnx.md,
 "Determinism"). The price is the grid's rounding: about 2**-21 of each tensor's peak, measured
 within 5e-5 of onnxruntime's float32 (relative to the output's peak) on the built-in ResNets.
+Since the thread count cannot change a result, the products run with OpenBLAS on one thread,
+which is faster on these shapes (``compiler.frontend.blas``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import math
 
 import numpy as np
 
+from compiler.frontend.blas import one_thread
 from compiler.frontend.graph import Graph, Node, conv_out
 
 EXACT_BITS = 53  # float64's significand: integers up to 2**53 are exact
@@ -101,6 +104,7 @@ def _taps_product(x: np.ndarray, w: np.ndarray, stride, pad, groups: int, fill, 
     return prod.reshape(o, m, oh, ow).transpose(1, 0, 2, 3)
 
 
+@one_thread()
 def conv_taps(x: np.ndarray, weight: np.ndarray, stride=1, pad=0, groups: int = 1, fill=0.0,
               dtype=np.float64) -> np.ndarray:
     """(N, O, OH, OW) sum over taps and input channels of a grouped convolution (no bias), the
@@ -136,6 +140,7 @@ def on_grid(a: np.ndarray, bits: int, dtype=np.float64) -> tuple[np.ndarray, np.
     return np.rint(ints, out=ints), exps
 
 
+@one_thread()
 def conv2d(x, weight, bias, stride=1, pad=0, groups: int = 1) -> np.ndarray:
     """float32 convolution, the same bits on every machine: ``x`` (per sample) and ``weight`` (per
     output channel) rounded onto their grids (:func:`on_grid`), summed exactly by ``conv_taps``,
@@ -157,6 +162,7 @@ def conv2d(x, weight, bias, stride=1, pad=0, groups: int = 1) -> np.ndarray:
     return out
 
 
+@one_thread()
 def exact_dense(x, weight) -> np.ndarray:
     """float64 (N, M) product of (N, K) ``x`` and (M, K) ``weight`` on their grids, summed exactly."""
     bx, bw = grid_bits(weight.shape[1])
