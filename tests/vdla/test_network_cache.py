@@ -45,6 +45,24 @@ def test_a_second_run_hits_every_cache_and_gives_the_same_report(fresh):
     assert second == first and second["bit_exact"]
 
 
+def test_the_report_is_computed_beside_the_run_only_on_a_miss(fresh, monkeypatch):
+    from vdla import beside
+
+    forks = []
+    real = beside.Beside._fork
+    monkeypatch.setattr(beside.Beside, "_fork", lambda self: (forks.append(1), real(self)))
+    path = onnx_file(fresh)
+    first = network.run_network(path, placement="all").as_dict()
+    assert forks == [1] and counts("qreport") == {"miss": 1, "stored": 1}
+    network.run_network(path, placement="all")
+    assert forks == [1] and counts("qreport")["hit"] == 1  # a hit: no child
+    monkeypatch.setenv(beside.SWITCH_ENV, "off")
+    monkeypatch.setenv("VDLA_CACHE", "off")
+    inline = network.run_network(path, placement="all").as_dict()
+    assert forks == [1]
+    assert inline["quantization"] == first["quantization"]
+
+
 def test_off_gives_the_same_report_without_entries(fresh, monkeypatch):
     path = onnx_file(fresh)
     on = network.run_network(path, placement="all").as_dict()
