@@ -36,10 +36,14 @@ def available() -> bool:
 
 
 class Beside(Generic[T]):
-    def __init__(self, compute: Callable[[], T], fork: bool = True):
+    def __init__(self, compute: Callable[[], T], fork: bool = True, fallback: Callable[[], T] | None = None):
         """``fork``: start the child (False: ``compute()`` runs in :meth:`result`, as for a value
-        the caller expects to find at hand, such as a cache hit)."""
+        the caller expects to find at hand, such as a cache hit). ``fallback``: what
+        :meth:`result` computes in the parent when there is no child's value (no child, or it
+        gave nothing): default ``compute``; for a child that also does optional work, which the
+        parent need not do itself."""
         self.compute = compute
+        self.fallback = fallback or compute
         self.pid: int | None = None
         self.read_fd: int | None = None
         self.forked = False
@@ -76,7 +80,7 @@ class Beside(Generic[T]):
                 ok = False
             if ok:
                 return value
-        return self.compute()
+        return self.fallback()
 
     def cancel(self) -> None:
         """Kill the child (if it still runs) and reap it."""

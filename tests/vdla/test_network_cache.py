@@ -63,6 +63,22 @@ def test_the_report_is_computed_beside_the_run_only_on_a_miss(fresh, monkeypatch
     assert inline["quantization"] == first["quantization"]
 
 
+def test_the_roofline_runs_are_done_beside_with_the_report(fresh, monkeypatch):
+    from vdla import beside
+
+    path = onnx_file(fresh)
+    report = network.run_network(path, placement="all", roofline=True)
+    offloaded = [r.name for r in report.records if r.placement == "vdla" and r.op == "conv"]
+    assert offloaded and sorted(report.one_thread_timing) == sorted(offloaded)
+    besides = network.roofline_without_latency_hiding(report)
+    report.one_thread_timing = {}
+    assert network.roofline_without_latency_hiding(report) == besides
+    monkeypatch.setenv(beside.SWITCH_ENV, "off")
+    monkeypatch.setenv("VDLA_CACHE", "off")  # no child: the runs are left to the roofline
+    assert network.run_network(path, placement="all", roofline=True).one_thread_timing == {}
+    assert not network.run_network(path, placement="all").one_thread_timing
+
+
 def test_off_gives_the_same_report_without_entries(fresh, monkeypatch):
     path = onnx_file(fresh)
     on = network.run_network(path, placement="all").as_dict()
