@@ -153,7 +153,7 @@ def report_beside(graph: Graph, q: QGraph, tests: Inputs, graph_digest: str | No
 
     parts = (graph_digest or content_digest(graph), content_digest(q), tests.array, tests.source, list(tests.names))
 
-    def work():
+    def work():  # in the child only
         report = quantization_report(graph, q, tests)
         try:
             timing = one_thread_timing(layers, config) if layers else {}

@@ -83,7 +83,8 @@ def _conv_out(x: np.ndarray, kernel, stride, pad) -> tuple[int, int]:
 
 def _taps_product(x: np.ndarray, w: np.ndarray, stride, pad, groups: int, fill, dtype, gemm=None) -> np.ndarray:
     """conv_taps of one chunk of samples (``w`` already in ``gemm``, the products' type; the
-    patches are gathered in ``dtype`` first, where they are exact: fewer bytes to move)."""
+    input is padded in ``dtype``, where it is exact, and its patches gathered straight into
+    ``gemm``: one pass, fewer bytes than gathering in ``dtype`` and converting)."""
     gemm = gemm or dtype
     o, cg, kh, kw = w.shape
     g, m, c = int(groups), x.shape[0], x.shape[1]
@@ -96,10 +97,10 @@ def _taps_product(x: np.ndarray, w: np.ndarray, stride, pad, groups: int, fill, 
             acc += w[:, 0, t // kw, t % kw][None, :, None, None] * view
         return acc
     # patches (C, kh*kw, samples, OH, OW): channel-major, then tap, as the weights' (cg, kh, kw)
-    cols = np.empty((c, kh * kw, m, oh, ow), dtype)
+    cols = np.empty((c, kh * kw, m, oh, ow), gemm)
     for t, view in enumerate(taps):
         cols[:, t] = view.transpose(1, 0, 2, 3)
-    cols = cols.reshape(g, cg * kh * kw, m * oh * ow).astype(gemm, copy=False)
+    cols = cols.reshape(g, cg * kh * kw, m * oh * ow)
     prod = np.matmul(w.reshape(g, og, cg * kh * kw), cols)
     return prod.reshape(o, m, oh, ow).transpose(1, 0, 2, 3)
 
