@@ -210,3 +210,13 @@ def test_the_quantized_graph_is_the_same_object_under_any_string_hashing():
         assert done.returncode == 0, done.stderr[-2000:]
         digests.add(done.stdout.strip())
     assert len(digests) == 1
+
+
+def test_fracs_for_is_frac_for_of_every_value():
+    tiny = np.nextafter(0.0, 1.0)  # 127 / tiny overflows to inf: frac_for's 2**1024 case
+    values = np.concatenate([[0.0, tiny, 1e-300, 2.0 ** -30, 127.0, 127.5, 128.0, 1.0, 0.5, 3e38, 1e300],
+                             np.abs(np.random.default_rng(0).standard_normal(2000)) * 10.0 ** np.arange(-20, 20, 0.02)])
+    for top in (127, 255):
+        assert calibrate.fracs_for(values, top).tolist() == [calibrate.frac_for(float(v), top) for v in values]
+    with pytest.raises(ValueError):
+        calibrate.fracs_for(np.array([1.0, np.inf]))
