@@ -142,7 +142,8 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
                          options=options, vthreads=args.vthreads, progress=_progress, cpu=args.cpu,
                          cpu_baseline=args.cpu_baseline, cpu_threads=args.cpu_threads,
                          input_shape=args.input_shape, calibration=calibration, method=args.calibration_method,
-                         normalize=args.normalize, images=args.images, x=args.input, placement=args.placement)
+                         normalize=args.normalize, images=args.images, x=args.input, placement=args.placement,
+                         roofline=plot_dir is not None)
     warn_slower(report.totals)
     if not report.bit_exact:
         raise VdlaError(f"{args.model}: the executed network's output differs from the numpy reference of the "

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.frontend import from_model, load_onnx
+from compiler.frontend import load_onnx
 from compiler.frontend import float_ref
 from compiler.frontend.graph import Graph, ModelError
 from compiler.network import PartitionOptions, execute, partition
@@ -49,12 +49,12 @@ def load_model(model: str, resolution: int = 224, input_shape: tuple[int, ...] |
     if model in BUILTIN:
         if input_shape is not None:
             raise ModelError(model, "--input-shape is for ONNX files; the built-in models take --resolution")
-        from compiler.frontend.resnet import build_resnet
+        from compiler.frontend.resnet import resnet_graph
 
         if not 32 <= resolution <= RESNET_MAX_RESOLUTION:
             raise ModelError(model, f"resolution {resolution} is outside 32..{RESNET_MAX_RESOLUTION} (the stem's "
                              f"output must fit {mib(MAX_TENSOR_BYTES)} as float32; vdla_hw/limits.py)")
-        return check_sizes(from_model(build_resnet(BUILTIN[model], resolution), model), model)
+        return check_sizes(resnet_graph(BUILTIN[model], resolution), model)  # = from_model(build_resnet(...))
     path = Path(model)
     if path.suffix.lower() != ".onnx" and not path.exists():
         raise ModelError(model, f"not a built-in model ({', '.join(BUILTIN)}) nor an ONNX file")
@@ -108,8 +108,22 @@ def built_model(model: str, resolution: int = 224, input_shape: tuple[int, ...] 
 
 
 def content_digest(value) -> str:
-    """sha256 of a graph's (or any picklable value's) pickle: a cache key part naming its content."""
-    return hashlib.sha256(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+    """sha256 of a graph's (or any picklable value's) pickle: a cache key part naming its content.
+    The pickle is written without its memo (``Pickler.fast``: a value referenced twice is written
+    twice), so equal values give equal digests however their objects are shared (a graph built in
+    memory, imported from ONNX or read back from the cache); streamed into the hash, no copy."""
+    h = hashlib.sha256()
+    pickler = pickle.Pickler(_HashWriter(h), protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.fast = True
+    pickler.dump(value)
+    return h.hexdigest()
+
+
+class _HashWriter:
+    """A file-like ``write`` that feeds a hash."""
+
+    def __init__(self, h):
+        self.write = h.update
 
 
 def quantized(graph: Graph, calibration: np.ndarray, graph_digest: str | None = None, **options) -> QGraph:
@@ -122,8 +136,82 @@ def quantized(graph: Graph, calibration: np.ndarray, graph_digest: str | None = 
 def cached_quantization_report(graph: Graph, q: QGraph, tests: Inputs, graph_digest: str | None = None) -> dict:
     """:func:`quantization_report` through the disk cache (kind ``qreport``: a pure function of
     the two graphs and the test inputs with their source and names)."""
+    return report_beside(graph, q, tests, graph_digest, fork=False).result()
+
+
+def report_beside(graph: Graph, q: QGraph, tests: Inputs, graph_digest: str | None = None,
+                  fork: bool = True, layers: dict | None = None, config=None) -> "_Report":
+    """:func:`cached_quantization_report` started now and collected by ``.result()``: unless the
+    cache holds it, it is computed in a child process (``vdla.beside``) while the caller goes on
+    (``vdla run``: the simulation), on the second core; ``.cancel()`` stops it. The value is the
+    same either way (the report is deterministic); this process stores it in the cache.
+    ``fork=False``: computed (or read) when collected, here. With ``layers`` (conv name ->
+    compiler layer) and their ``config``, the child then also runs :func:`one_thread_timing`
+    (``.timing()``: its answer, or {} if it gave none; the roofline computes what is missing)."""
+    from vdla import beside
+    from vdla_hw import cache
+
     parts = (graph_digest or content_digest(graph), content_digest(q), tests.array, tests.source, list(tests.names))
-    return cached("qreport", parts, lambda: quantization_report(graph, q, tests))
+
+    def work():  # in the child only
+        report = quantization_report(graph, q, tests)
+        try:
+            timing = one_thread_timing(layers, config) if layers else {}
+        except Exception:  # noqa: BLE001 (the roofline computes it again, and reports any error)
+            timing = {}
+        return report, timing
+
+    job = beside.Beside(work, fork=fork and not cache.contains("qreport", parts),
+                        fallback=lambda: (quantization_report(graph, q, tests), {}))
+    return _Report(job, parts)
+
+
+class _Report:
+    """A quantization report being computed: its value from the cache or the job, stored."""
+
+    def __init__(self, job, parts):
+        self.job, self.parts, self._timing = job, parts, {}
+
+    def result(self) -> dict:
+        def compute():
+            report, self._timing = self.job.result()
+            return report
+
+        return cached("qreport", self.parts, compute)
+
+    def timing(self) -> dict:
+        return self._timing
+
+    def cancel(self) -> None:
+        self.job.cancel()
+
+
+def _config_key(config) -> tuple:
+    return (config.name, sorted(config.params.items()), sorted(config.sources.items()))
+
+
+def offloaded_convs(q: QGraph, placements: dict) -> dict:
+    """conv name -> the compiler layer the executor runs for each conv placed on the accelerator
+    (its first part: ``compiler.network.vdla_ops.vdla_parts``, as ``record.extra["layer"]``)."""
+    from compiler.network.vdla_ops import vdla_parts
+
+    return {node.name: vdla_parts(node, q.shapes[node.inputs[0]])[0].layer for node in q.nodes
+            if node.op == "conv" and node.name in placements and placements[node.name].target == "vdla"}
+
+
+def one_thread_timing(layers: dict, config) -> dict:
+    """conv name -> (layer, configuration key, (macs, DRAM bytes but instructions, seconds)) of
+    each layer compiled with one thread (no latency hiding) and run on the simulator's
+    timing-only mode: what :func:`roofline_without_latency_hiding` plots."""
+    import vdla_sim
+    from compiler.accel import compile_layer
+
+    out = {}
+    for name, layer in layers.items():
+        sim = vdla_sim.simulate(compile_layer(layer, config, vthreads=1), data=False)
+        out[name] = (layer, _config_key(config),
+                     (sim.macs, sum(v for k, v in sim.bytes.items() if k != "insn"), sim.seconds))
+    return out
 
 
 def check_sizes(graph: Graph, model: str) -> Graph:
@@ -210,6 +298,9 @@ class NetworkReport:
     resolution: int = 0   # input height of the network
     input: dict = field(default_factory=dict)
     output_float: np.ndarray | None = None  # the output dequantized (float32)
+    # conv name -> (layer, configuration key, timing-only run without latency hiding), computed
+    # beside the run (run_network); roofline_without_latency_hiding uses the entries that match
+    one_thread_timing: dict = field(default_factory=dict, repr=False)
 
     @property
     def output_sha256(self) -> str:
@@ -277,14 +368,16 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
                 calibration: int | str = 4, test_inputs: int = 4, progress=None, cpu: str = DEFAULT_CPU,
                 input_shape: tuple[int, ...] | None = None, method: str = "mse", normalize=IMAGENET,
                 images: str | None = None, x: str | None = None, cpu_baseline: str = "int8",
-                cpu_threads: int = 1, placement: str = "cost") -> NetworkReport:
+                cpu_threads: int = 1, placement: str = "cost", roofline: bool = False) -> NetworkReport:
     """Import, quantize, partition and run ``model`` once on ``target``; check it bit for bit.
     ``cpu`` names the CPU whose modelled times the report gives (``cost.cpu_names()``), priced
     by the kernels of ``cpu_baseline`` (``cost.baseline_names()``: int8, fp32) on ``cpu_threads``
     cores (1 or 2; the functional path stays int8 either way). The
     executed input is ``x`` (a .npy/.npz or image file), else the first test input.
     ``placement``: ``"cost"`` (default: each op where the whole network is faster) or ``"all"``
-    (every op the accelerator can run goes there)."""
+    (every op the accelerator can run goes there). ``roofline``: the caller will ask for
+    :func:`roofline_without_latency_hiding` (its runs are then done beside this one, with the
+    quantization report, when that is computed)."""
     from compiler.cpu_fallback.cost import CpuModel
 
     say = progress or (lambda message: None)
@@ -297,8 +390,38 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
                 test_inputs=test_inputs, progress=progress, input_shape=input_shape, method=method,
                 normalize=normalize, images=images, placement=placement, cpu_model=cpu_model, vthreads=vthreads)
     graph, q, tests, placements, config = p.graph, p.q, p.test_set, p.placements, p.config
-    quant = cached_quantization_report(graph, q, tests, p.graph_digest)
+    # beside the run, on the second core: the quantization report, then the roofline's timing
+    report = report_beside(graph, q, tests, p.graph_digest, layers=offloaded_convs(q, placements) if roofline else None,
+                           config=config)
+    try:
+        result, want, run_input = _execute(p, model, x, normalize, target, say, vthreads, cpu_model, clock)
+    except BaseException:
+        report.cancel()
+        raise
+    waited = time.perf_counter()
+    quant = report.result()
+    clock["report"] = time.perf_counter() - waited
     quant["calibration"] = {**p.calibration.describe(), "method": method}
+    bit_exact = bool(np.array_equal(result.output, want))
+    timings = {"import": clock["import"] - clock["start"], "quantize": clock["quantize"] - clock["import"],
+               "execute": clock["execute"] - clock["quantize"], "simulate": result.sim_wall_seconds,
+               "compile": result.compile_wall_seconds, "cpu_kernels": result.cpu_wall_seconds,
+               "cpu_model": result.model_wall_seconds,
+               "reference_check": clock["check"] - clock["execute"], "quantization_report": clock["report"],
+               "total": time.perf_counter() - clock["start"]}
+    shape = graph.shapes[graph.input]
+    totals = {**summarise(result.records, cpu_model.describe(), result.bytes_moved), "placement": placement}
+    return NetworkReport(model, config.name, config.fingerprint, target, result.records, totals, quant, bit_exact,
+                         result.output, timings,
+                         resolution=int(shape[2]) if len(shape) == 4 else 0, input=run_input.describe(),
+                         output_float=q.dequantize_output(result.output), one_thread_timing=report.timing())
+
+
+def _execute(p: Prepared, model, x, normalize, target, say, vthreads, cpu_model, clock: dict):
+    """The run of :func:`run_network` after the preparation: (executor result, the reference's
+    output, the executed input); ``clock`` gets the ends of ``import``, ``quantize`` (with the
+    placement), ``execute`` and ``check`` (the reference)."""
+    graph, q, tests, placements, config = p.graph, p.q, p.test_set, p.placements, p.config
     batch = graph.shapes[graph.input][0]
     run_input = load_inputs(x, graph.shapes[graph.input], normalize) if x else \
         Inputs(tests.array[:batch], tests.source + " (the first)", tests.names[:batch])
@@ -313,37 +436,28 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
                      runtime=board_runtime(config))
     clock["execute"] = time.perf_counter()
     want = cached("reference", (content_digest(q), run_input.array), lambda: reference.forward(q, run_input.array))
-    bit_exact = bool(np.array_equal(result.output, want))
     clock["check"] = time.perf_counter()
-    timings = {"import": clock["import"] - clock["start"], "quantize": clock["quantize"] - clock["import"],
-               "execute": clock["execute"] - clock["quantize"], "simulate": result.sim_wall_seconds,
-               "compile": result.compile_wall_seconds, "cpu_kernels": result.cpu_wall_seconds,
-               "cpu_model": result.model_wall_seconds,
-               "reference_check": clock["check"] - clock["execute"], "total": clock["check"] - clock["start"]}
-    shape = graph.shapes[graph.input]
-    totals = {**summarise(result.records, cpu_model.describe(), result.bytes_moved), "placement": placement}
-    return NetworkReport(model, config.name, config.fingerprint, target, result.records, totals, quant, bit_exact,
-                         result.output, timings,
-                         resolution=int(shape[2]) if len(shape) == 4 else 0, input=run_input.describe(),
-                         output_float=q.dequantize_output(result.output))
+    return result, want, run_input
 
 
 def roofline_without_latency_hiding(report: NetworkReport, progress=None) -> dict[str, tuple[float, float]]:
     """(ops per DRAM byte, GOPS, useful GOPS) of every offloaded conv recompiled with one thread (no
     latency hiding), run on the simulator's timing-only mode (timing does not depend on values:
     the same cycles and bytes as a data run, no tensor computed); ops count every GEMM lane
-    (``macs``), useful GOPS the unpadded layer's (``useful_macs``)."""
-    import vdla_sim
-    from compiler.accel import compile_layer
-
+    (``macs``), useful GOPS the unpadded layer's (``useful_macs``). Runs that ``run_network``
+    computed beside the main one (``report.one_thread_timing``, for the same layer and
+    configuration) are not repeated."""
     say = progress or (lambda message: None)
     points = {}
     for r in report.records:
         if r.placement != "vdla" or r.op != "conv":
             continue
-        layer = r.extra["layer"]
-        sim = vdla_sim.simulate(compile_layer(layer, r.extra["run"].config, vthreads=1), data=False)
-        moved = sum(v for k, v in sim.bytes.items() if k != "insn")
-        points[r.name] = (2 * sim.macs / moved, 2 * sim.macs / sim.seconds / 1e9, 2 * r.useful_macs / sim.seconds / 1e9)
+        layer, config = r.extra["layer"], r.extra["run"].config
+        known = getattr(report, "one_thread_timing", {}).get(r.name)  # computed beside the run, for this layer and config?
+        if known is not None and known[0] == layer and known[1] == _config_key(config):
+            macs, moved, seconds = known[2]
+        else:
+            macs, moved, seconds = one_thread_timing({r.name: layer}, config)[r.name][2]
+        points[r.name] = (2 * macs / moved, 2 * macs / seconds / 1e9, 2 * r.useful_macs / seconds / 1e9)
         say(f"roofline without latency hiding: {r.name} {points[r.name][1]:.1f} GOPS")
     return points

@@ -18,6 +18,8 @@ once. So the float model gives the same bits on any machine, BLAS thread count a
 and the model build and calibration that read it decide the same scales (docs/onnx.md,
 "Determinism"). The price is the grid's rounding: about 2**-21 of each tensor's peak, measured
 within 5e-5 of onnxruntime's float32 (relative to the output's peak) on the built-in ResNets.
+Since the thread count cannot change a result, the products run with OpenBLAS on one thread,
+which is faster on these shapes (``compiler.frontend.blas``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import math
 
 import numpy as np
 
+from compiler.frontend.blas import one_thread
 from compiler.frontend.graph import Graph, Node, conv_out
 
 EXACT_BITS = 53  # float64's significand: integers up to 2**53 are exact
@@ -80,7 +83,8 @@ def _conv_out(x: np.ndarray, kernel, stride, pad) -> tuple[int, int]:
 
 def _taps_product(x: np.ndarray, w: np.ndarray, stride, pad, groups: int, fill, dtype, gemm=None) -> np.ndarray:
     """conv_taps of one chunk of samples (``w`` already in ``gemm``, the products' type; the
-    patches are gathered in ``dtype`` first, where they are exact: fewer bytes to move)."""
+    input is padded in ``dtype``, where it is exact, and its patches gathered straight into
+    ``gemm``: one pass, fewer bytes than gathering in ``dtype`` and converting)."""
     gemm = gemm or dtype
     o, cg, kh, kw = w.shape
     g, m, c = int(groups), x.shape[0], x.shape[1]
@@ -93,14 +97,15 @@ def _taps_product(x: np.ndarray, w: np.ndarray, stride, pad, groups: int, fill, 
             acc += w[:, 0, t // kw, t % kw][None, :, None, None] * view
         return acc
     # patches (C, kh*kw, samples, OH, OW): channel-major, then tap, as the weights' (cg, kh, kw)
-    cols = np.empty((c, kh * kw, m, oh, ow), dtype)
+    cols = np.empty((c, kh * kw, m, oh, ow), gemm)
     for t, view in enumerate(taps):
         cols[:, t] = view.transpose(1, 0, 2, 3)
-    cols = cols.reshape(g, cg * kh * kw, m * oh * ow).astype(gemm, copy=False)
+    cols = cols.reshape(g, cg * kh * kw, m * oh * ow)
     prod = np.matmul(w.reshape(g, og, cg * kh * kw), cols)
     return prod.reshape(o, m, oh, ow).transpose(1, 0, 2, 3)
 
 
+@one_thread()
 def conv_taps(x: np.ndarray, weight: np.ndarray, stride=1, pad=0, groups: int = 1, fill=0.0,
               dtype=np.float64) -> np.ndarray:
     """(N, O, OH, OW) sum over taps and input channels of a grouped convolution (no bias), the
@@ -136,6 +141,7 @@ def on_grid(a: np.ndarray, bits: int, dtype=np.float64) -> tuple[np.ndarray, np.
     return np.rint(ints, out=ints), exps
 
 
+@one_thread()
 def conv2d(x, weight, bias, stride=1, pad=0, groups: int = 1) -> np.ndarray:
     """float32 convolution, the same bits on every machine: ``x`` (per sample) and ``weight`` (per
     output channel) rounded onto their grids (:func:`on_grid`), summed exactly by ``conv_taps``,
@@ -157,6 +163,7 @@ def conv2d(x, weight, bias, stride=1, pad=0, groups: int = 1) -> np.ndarray:
     return out
 
 
+@one_thread()
 def exact_dense(x, weight) -> np.ndarray:
     """float64 (N, M) product of (N, K) ``x`` and (M, K) ``weight`` on their grids, summed exactly."""
     bx, bw = grid_bits(weight.shape[1])

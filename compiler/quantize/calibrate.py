@@ -51,6 +51,19 @@ def frac_for(maxabs: float, top: int = 127) -> int:
     return int(np.clip(floor_log2(top / maxabs), FRAC_MIN, FRAC_MAX))
 
 
+def fracs_for(maxabs: np.ndarray, top: int = 127) -> np.ndarray:
+    """:func:`frac_for` of every value of ``maxabs`` (int64), vectorised: the same IEEE division
+    and binary exponent (``frexp``) per value."""
+    peaks = np.asarray(maxabs, dtype=np.float64)
+    if not np.all(np.isfinite(peaks)):
+        raise ValueError("non-finite calibration value")
+    positive = peaks > 0
+    with np.errstate(divide="ignore", over="ignore"):
+        ratio = top / np.where(positive, peaks, 1.0)
+    exponent = np.where(np.isfinite(ratio), np.frexp(ratio)[1].astype(np.int64) - 1, 1024)  # floor_log2
+    return np.where(positive, np.clip(exponent, FRAC_MIN, FRAC_MAX), 7).astype(np.int64)
+
+
 @functools.lru_cache(maxsize=64)
 def sample_index(size: int) -> np.ndarray | None:
     """The flat indices (read-only) of the values a scale is chosen on, of a tensor of ``size``
@@ -173,7 +186,7 @@ def weight_fracs(w: np.ndarray, per_channel_ok: bool) -> np.ndarray:
         return fracs
     rows = w.reshape(w.shape[0], -1).astype(np.float64)
     peaks = np.abs(rows).max(axis=1)
-    low = np.array([frac_for(float(p)) for p in peaks], dtype=np.int64)
+    low = fracs_for(peaks)
     candidates = [np.minimum(low + k, FRAC_MAX) for k in range(SEARCH_BITS + 1)]
     errors = np.stack([_row_errors(rows, c) for c in candidates])  # (candidates, channels)
     channel = np.stack(candidates)[errors.argmin(axis=0), np.arange(len(rows))]

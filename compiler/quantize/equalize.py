@@ -88,7 +88,8 @@ def equalize(graph: Graph, values: dict, through_adds: bool = False, method: str
         for layer in layers:
             if layer.op != "add":
                 layer.attrs["weight"] = (layer.attrs["weight"] / s).astype(np.float32)
-        for name in {node.output, out, *scaled}:
+        for name in dict.fromkeys((node.output, out, *scaled)):  # in a fixed order (not a set's, which
+            # changes with the process's string hashing): the quantized graph pickles the same everywhere
             scales[name] = s
             values[name] = values[name] * np.float32(s)
     return graph, scales

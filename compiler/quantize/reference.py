@@ -3,8 +3,8 @@
 This is the project's one numpy reference of quantized arithmetic: the accelerator compiler,
 the LLVM CPU kernels and the whole network are tested against these functions, bit for bit.
 Accumulation is exact (int8 products summed in float32 via ``float_ref.conv_taps`` while the
-sums stay below 2**24, else in float64, exact below 2**53: the same result in any summation
-order) and wraps to int32 once, with the bias, as the hardware's accumulator does; then
+sums stay below 2**24, larger convs in float32 slices of their input channels whose integer sums
+are added, grouped ones in float64, exact below 2**53: the same result in any summation order) and wraps to int32 once, with the bias, as the hardware's accumulator does; then
 ``requantize`` floors by the shift and clips.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.frontend.float_ref import conv_taps, pair, quad, run_graph, windows
+from compiler.frontend.float_ref import _conv_out, conv_taps, pair, quad, run_graph, windows
 from compiler.quantize.qgraph import QGraph, QNode
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -59,20 +59,41 @@ def dequantize(q, frac: int) -> np.ndarray:
     return np.asarray(q).astype(np.float32) * np.float32(2.0 ** -frac)
 
 
+def _peak(a) -> int:
+    return max(int(np.max(a)), -int(np.min(a))) if np.size(a) else 0
+
+
 def exact_dtype(x, weight, fill: int = 0):
     """float32 where every partial sum of a convolution of integer ``x`` (padding ``fill``) with
     ``weight`` is an exact float32 integer (terms * max|x| * max|w| <= 2**24: int8 layers up to
     1024 products), else float64 (exact below 2**53)."""
-    peak = lambda a: max(int(np.max(a)), -int(np.min(a))) if np.size(a) else 0  # noqa: E731
     terms = int(np.prod(np.shape(weight)[1:]))
-    return np.float32 if terms * max(peak(x), abs(int(fill))) * peak(weight) <= 1 << 24 else np.float64
+    return np.float32 if terms * max(_peak(x), abs(int(fill))) * _peak(weight) <= 1 << 24 else np.float64
+
+
+def float32_channels(x, weight, fill: int = 0) -> int:
+    """The most input channels whose convolution sums stay exact in float32 (the bound of
+    :func:`exact_dtype` over kh * kw products per channel); 0 if not even one."""
+    per_channel = int(np.prod(np.shape(weight)[2:])) * max(_peak(x), abs(int(fill)), 1) * max(_peak(weight), 1)
+    return (1 << 24) // per_channel
 
 
 def conv2d_acc(x, weight, bias, stride=1, pad=0, groups: int = 1, pad_value: int = 0) -> np.ndarray:
     """wrap32(bias + sum of int8 products) of a grouped NCHW conv whose padding holds
-    ``pad_value``, as int64 in int32's range."""
+    ``pad_value``, as int64 in int32's range. Where the whole sum would not be exact in float32,
+    an ungrouped conv sums slices of its input channels that are (float32 products, twice as fast
+    as float64) and adds the slices' integers: the same exact sum."""
+    stride, pad = pair(stride), quad(pad)
     dtype = exact_dtype(x, weight, pad_value)
-    acc = np.rint(conv_taps(x, weight, pair(stride), quad(pad), groups, fill=pad_value, dtype=dtype)).astype(np.int64)
+    step = float32_channels(x, weight, pad_value) if dtype is np.float64 and groups == 1 else 0
+    if step:
+        acc = np.zeros((x.shape[0], weight.shape[0]) + _conv_out(x, weight.shape[2:], stride, pad), np.int64)
+        step = -(-weight.shape[1] // -(-weight.shape[1] // step))  # equal slices, as few as fit
+        for c in range(0, weight.shape[1], step):
+            acc += np.rint(conv_taps(x[:, c:c + step], weight[:, c:c + step], stride, pad, 1, fill=pad_value,
+                                     dtype=np.float32)).astype(np.int64)
+    else:
+        acc = np.rint(conv_taps(x, weight, stride, pad, groups, fill=pad_value, dtype=dtype)).astype(np.int64)
     return wrap32(acc + np.asarray(bias, dtype=np.int64)[None, :, None, None])
 
 

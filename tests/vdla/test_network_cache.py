@@ -45,6 +45,40 @@ def test_a_second_run_hits_every_cache_and_gives_the_same_report(fresh):
     assert second == first and second["bit_exact"]
 
 
+def test_the_report_is_computed_beside_the_run_only_on_a_miss(fresh, monkeypatch):
+    from vdla import beside
+
+    forks = []
+    real = beside.Beside._fork
+    monkeypatch.setattr(beside.Beside, "_fork", lambda self: (forks.append(1), real(self)))
+    path = onnx_file(fresh)
+    first = network.run_network(path, placement="all").as_dict()
+    assert forks == [1] and counts("qreport") == {"miss": 1, "stored": 1}
+    network.run_network(path, placement="all")
+    assert forks == [1] and counts("qreport")["hit"] == 1  # a hit: no child
+    monkeypatch.setenv(beside.SWITCH_ENV, "off")
+    monkeypatch.setenv("VDLA_CACHE", "off")
+    inline = network.run_network(path, placement="all").as_dict()
+    assert forks == [1]
+    assert inline["quantization"] == first["quantization"]
+
+
+def test_the_roofline_runs_are_done_beside_with_the_report(fresh, monkeypatch):
+    from vdla import beside
+
+    path = onnx_file(fresh)
+    report = network.run_network(path, placement="all", roofline=True)
+    offloaded = [r.name for r in report.records if r.placement == "vdla" and r.op == "conv"]
+    assert offloaded and sorted(report.one_thread_timing) == sorted(offloaded)
+    besides = network.roofline_without_latency_hiding(report)
+    report.one_thread_timing = {}
+    assert network.roofline_without_latency_hiding(report) == besides
+    monkeypatch.setenv(beside.SWITCH_ENV, "off")
+    monkeypatch.setenv("VDLA_CACHE", "off")  # no child: the runs are left to the roofline
+    assert network.run_network(path, placement="all", roofline=True).one_thread_timing == {}
+    assert not network.run_network(path, placement="all").one_thread_timing
+
+
 def test_off_gives_the_same_report_without_entries(fresh, monkeypatch):
     path = onnx_file(fresh)
     on = network.run_network(path, placement="all").as_dict()
@@ -66,6 +100,14 @@ def test_the_model_is_keyed_by_file_content_and_input_shape(fresh):
     assert network.content_digest(changed) != network.content_digest(a)
     network.built_model(onnx_file(fresh, "a.onnx"), input_shape=(1, 3, 16, 16))
     assert counts("model")["miss"] == 3
+
+
+def test_the_content_digest_does_not_depend_on_object_sharing():
+    name = "".join(["la", "yer"])  # equal to "layer", another object
+    shared, apart = ("layer", "layer"), ("layer", name)
+    assert shared[1] is shared[0] and apart[1] is not apart[0]
+    assert network.content_digest(shared) == network.content_digest(apart)
+    assert network.content_digest(shared) != network.content_digest(("layer", "layer2"))
 
 
 def test_a_built_in_model_is_keyed_by_resolution():

@@ -7,9 +7,9 @@ import numpy as np
 import onnx
 import pytest
 
-from compiler.frontend import load_onnx
+from compiler.frontend import from_model, load_onnx
 from compiler.frontend.graph import ModelError
-from compiler.frontend.resnet import build_resnet
+from compiler.frontend.resnet import build_resnet, resnet_graph
 
 TABLE = Path(__file__).parents[3] / "compiler" / "data" / "resnet18_layers.csv"
 
@@ -52,7 +52,39 @@ def test_weights_are_deterministic():
     assert build_resnet(18, 32, seed=6).SerializeToString() != a.SerializeToString()
 
 
+def same(a, b, where="graph"):
+    """``a`` and ``b`` equal value for value: types, dict key order, array dtypes, shapes and bits."""
+    assert type(a) is type(b), where
+    if isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.flags.c_contiguous == b.flags.c_contiguous, where
+        assert a.tobytes() == b.tobytes(), where
+    elif isinstance(a, dict):
+        assert list(a) == list(b), where
+        for key in a:
+            same(a[key], b[key], f"{where}/{key}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, f"{where}[{i}]")
+    elif hasattr(a, "__dict__"):
+        same(vars(a), vars(b), where)
+    else:
+        assert a == b, where
+
+
+@pytest.mark.parametrize("depth,resolution,seed", [(18, 32, 0), (18, 64, 5), (34, 32, 0)])
+def test_the_graph_built_without_onnx_is_the_imported_one(depth, resolution, seed):
+    from vdla.network import content_digest
+
+    direct = resnet_graph(depth, resolution, seed, calib_batch=2)
+    imported = from_model(build_resnet(depth, resolution, seed, calib_batch=2), f"resnet{depth}")
+    same(direct, imported)
+    assert content_digest(direct) == content_digest(imported)
+
+
 @pytest.mark.parametrize("depth,resolution", [(50, 224), (18, 100), (18, 16)])
 def test_bad_builder_arguments(depth, resolution):
     with pytest.raises(ModelError):
         build_resnet(depth, resolution)
+    with pytest.raises(ModelError):
+        resnet_graph(depth, resolution)

@@ -1,5 +1,10 @@
 """Quantization: power-of-two scales, shifts in range, error against the float model."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -184,3 +189,34 @@ def test_exact_logarithms(x):
     f, c = floor_log2(x), ceil_log2(x)
     assert Fraction(2) ** f <= Fraction(x) < Fraction(2) ** (f + 1)
     assert Fraction(2) ** (c - 1) < Fraction(x) <= Fraction(2) ** c
+
+
+QGRAPH_DIGEST = """
+from compiler.frontend.resnet import resnet_graph
+from vdla.network import content_digest, quantize_model
+print(content_digest(quantize_model(resnet_graph(18, 32, calib_batch=2), "resnet18")))
+"""
+
+
+def test_the_quantized_graph_is_the_same_object_under_any_string_hashing():
+    """Cache keys name the quantized graph by its pickle: no set order (which follows the string
+    hash seed of the process) may reach it."""
+    root = Path(__file__).resolve().parents[3]
+    digests = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root), "VDLA_CACHE": "off"}
+        done = subprocess.run([sys.executable, "-c", QGRAPH_DIGEST], cwd=root, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        digests.add(done.stdout.strip())
+    assert len(digests) == 1
+
+
+def test_fracs_for_is_frac_for_of_every_value():
+    tiny = np.nextafter(0.0, 1.0)  # 127 / tiny overflows to inf: frac_for's 2**1024 case
+    values = np.concatenate([[0.0, tiny, 1e-300, 2.0 ** -30, 127.0, 127.5, 128.0, 1.0, 0.5, 3e38, 1e300],
+                             np.abs(np.random.default_rng(0).standard_normal(2000)) * 10.0 ** np.arange(-20, 20, 0.02)])
+    for top in (127, 255):
+        assert calibrate.fracs_for(values, top).tolist() == [calibrate.frac_for(float(v), top) for v in values]
+    with pytest.raises(ValueError):
+        calibrate.fracs_for(np.array([1.0, np.inf]))
