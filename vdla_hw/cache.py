@@ -147,9 +147,9 @@ def check_kind(kind: str) -> str:
 
 
 def key_of(kind: str, parts: tuple, code: str | None = None) -> str:
-    """The entry key (sha256 hex) of ``kind`` (one of :data:`KINDS`) and ``parts`` under
-    today's code (``code``: see :func:`cached`)."""
-    check_kind(kind)
+    """The sha256 hex of ``kind`` and ``parts`` under today's code (``code``: see :func:`cached`):
+    an entry's key when ``kind`` is one of :data:`KINDS` (:func:`cached` and :func:`contains`
+    check that); any other label makes a key for a store of its own (dse.cache's sweep entries)."""
     code = code_key() if code is None else f"narrow {code}"
     h = hashlib.sha256(f"vdla-cache format {FORMAT}\0{kind}\0{code}\0".encode())
     _encode(tuple(parts), h)
@@ -368,7 +368,7 @@ def contains(kind: str, parts: tuple, *, code: str | None = None) -> bool:
     """Whether an entry exists for these arguments of :func:`cached` (not checked: a damaged
     one is found when read)."""
     folder = root(create=False)
-    return folder is not None and entry_path(folder, kind, key_of(kind, parts, code)).is_file()
+    return folder is not None and entry_path(folder, kind, key_of(check_kind(kind), parts, code)).is_file()
 
 
 def info() -> dict:

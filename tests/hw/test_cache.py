@@ -69,7 +69,11 @@ def test_arrays_are_keyed_by_dtype_shape_and_bytes():
     with pytest.raises(TypeError):
         cache.key_of("model", (object(),))
     with pytest.raises(cache.CacheError):
-        cache.key_of("Bad/kind", ())
+        cache.cached("Bad/kind", (), lambda: 1)
+    with pytest.raises(cache.CacheError):
+        cache.contains("Bad/kind", ())
+    # key_of is a hash of any label: dse.cache keys its own store's entries with kind "sweep"
+    assert cache.key_of("sweep", (1,)) != cache.key_of("model", (1,))
 
 
 def test_code_key_covers_every_package_source():
