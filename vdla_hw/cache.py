@@ -350,7 +350,7 @@ def cached(kind: str, parts: tuple, compute: Callable[[], T], *, code: str | Non
     the code the value depends on, instead of :func:`code_key` (the whole project), for a
     value that is expensive and whose caller hashes every source it comes from (the CPU-kernel
     analyses); the caller answers for it."""
-    key = key_of(kind, parts, code)
+    key = key_of(check_kind(kind), parts, code)
     folder = root()
     if folder is not None:
         hit, value = read_entry(entry_path(folder, kind, key), kind, key)
