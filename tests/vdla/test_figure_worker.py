@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.vdla.test_plots import small_net
-from vdla import cli, plots
+from tests.vdla.test_interrupts import interrupt
+from vdla import plots
 from vdla.cli import main
 from vdla.figure_worker import FigureWorker, FigureWorkerError
 
@@ -124,19 +125,15 @@ def test_ctrl_c_with_plots_ends_with_130_and_leaves_no_worker(tmp_path):
                              str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "VDLA_CACHE": "off", "PYTHONPATH": str(ROOT)},
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
+    workers = []
+
+    def ready():
         deadline = time.monotonic() + 60
-        while not (workers := _children(proc.pid)) and proc.poll() is None and time.monotonic() < deadline:
+        while not workers and proc.poll() is None and time.monotonic() < deadline:
+            workers.extend(_children(proc.pid))
             time.sleep(0.02)
         assert workers, "no figure worker was started"
         time.sleep(0.5)
-        assert proc.poll() is None, "the run ended before the interrupt"
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == cli.EXIT_INTERRUPTED, err
-    assert err.rstrip("\n").splitlines()[-1] == "vdla: interrupted" and "Traceback" not in err, err
+
+    interrupt(proc, ready)
     assert all(_gone(pid) for pid in workers)

@@ -26,6 +26,25 @@ LAUNCH = ("import runpy, sys; sys.argv = ['vdla', *sys.argv[1:]]; print(%r, flus
 DELAYS = (0.05, 0.15, 0.3, 0.6, 1.2, 2.5)
 
 
+def interrupt(proc, ready) -> str:
+    """Ctrl-C to ``proc`` once ``ready()`` has returned (it waits for the moment), then its
+    stderr, checked: exit status 130, the last line ``vdla: interrupted``, no traceback. ``proc``
+    is killed if it is still running on any way out."""
+    try:
+        ready()
+        assert proc.poll() is None, "the run ended before the interrupt: it must take longer than the delays"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == cli.EXIT_INTERRUPTED, err
+    assert err.rstrip("\n").splitlines()[-1] == "vdla: interrupted", err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    return err
+
+
 def _default_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # an ignored SIGINT (a background job) is inherited
 
@@ -38,19 +57,12 @@ def test_ctrl_c_at_any_moment_ends_with_one_line_and_130(delay):
     proc = subprocess.Popen([sys.executable, "-c", LAUNCH, "run", "resnet18", "--resolution", "32"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint,
                             env={**os.environ, "VDLA_CACHE": "off"})
-    try:
+
+    def ready():
         assert proc.stdout.readline().strip() == MARKER
         time.sleep(delay)
-        assert proc.poll() is None, "the run ended before the interrupt: it must take longer than the delays"
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == cli.EXIT_INTERRUPTED, err
-    assert err.rstrip("\n").splitlines()[-1] == "vdla: interrupted", err
-    assert "Traceback" not in err and "Exception ignored" not in err, err
+
+    interrupt(proc, ready)
 
 
 class _RaisesInFinaliser:
