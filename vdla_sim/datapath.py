@@ -36,8 +36,10 @@ PLAN_CACHE_CHUNKS = 8
 class Datapath:
     """SRAMs, the DRAM image and counters; :meth:`execute` applies one instruction."""
 
-    def __init__(self, config: Config, dram: np.ndarray, races: RaceTracker | None = None):
+    def __init__(self, config: Config, dram: np.ndarray, races: RaceTracker | None, runs):
+        """``runs``: per instruction, ``prepared.load_run`` of it (the LOADs copied as one run)."""
         self.config = config
+        self.runs = runs
         self.dram = dram
         self.srams = Srams(config)
         self.counters = Counters()
@@ -56,6 +58,10 @@ class Datapath:
             self.views[mem] = usable.view(config.elem_dtype(mem)).reshape(-1, *config.elem_shape(mem))
         self.mark = np.full(config.depth("acc"), _NONE, dtype=np.int64)
         self.sram = {mem: self.srams.of(mem) for mem in isa.MEM_TYPES}
+        self.flat = {}  # the bytes of each SRAM a run may target (C-contiguous: a view)
+        for mem in ("inp", "wgt", "acc"):
+            assert self.sram[mem].dtype == self.views[mem].dtype, mem
+            self.flat[mem] = self.sram[mem].reshape(-1).view(np.uint8)
 
     def execute(self, insn: isa.Insn, index: int) -> None:
         self.counters.insns[insn.kind] += 1
@@ -82,20 +88,21 @@ class Datapath:
             view, shape=(y, x, *view.shape[1:]), strides=(stride * view.strides[0], *view.strides))
 
     def load(self, insn: isa.Insn, index: int) -> None:
+        run = self.runs[index]
+        if run is not None:  # one contiguous run without padding (the common case): a byte copy
+            mem, base, n, lo, first = run
+            if self.races is not None and mem != "acc":
+                self.races.write_run(mem, base, base + n, index)
+            nbytes = n * self.elem_bytes[mem]
+            # the bytes of elements first.. of the image (self.views) into those of base.. (same dtype)
+            self.flat[mem][lo:lo + nbytes] = self.dram[first:first + nbytes]
+            self.counters.load_bytes[mem] += nbytes
+            return
         y, x = insn.y_size, insn.x_size
         if not (x and y):  # a flag carrier moves nothing (program.moves_data)
             return
         mem = insn.mem
         base = insn.sram_base
-        if not (insn.y_pad_top or insn.y_pad_bottom or insn.x_pad_left or insn.x_pad_right) \
-                and (y == 1 or insn.x_stride == x) and mem != "uop":  # one run of elements (the common case)
-            n = y * x
-            if self.races is not None and mem != "acc":
-                self.races.write_elems(mem, slice(base, base + n), index)
-            first = insn.dram_base
-            self.sram[mem][base:base + n] = self.views[mem][first:first + n]  # the same element shape
-            self.counters.load_bytes[mem] += n * self.elem_bytes[mem]
-            return
         rows = insn.y_pad_top + y + insn.y_pad_bottom   # program.footprint
         cols = insn.x_pad_left + x + insn.x_pad_right
         n = rows * cols

@@ -78,7 +78,7 @@ class Engine:
         if data:
             self.dram = bundle.dram.copy()
             self.races = RaceTracker(c, insns) if race_check else None
-            self.datapath: Datapath | Tally = Datapath(c, self.dram, self.races)
+            self.datapath: Datapath | Tally = Datapath(c, self.dram, self.races, prep.runs)
         else:
             self.dram, self.races, self.datapath = None, None, Tally(c)
         self.port = MemoryPort(c, self.dram)

@@ -31,9 +31,10 @@ class Prepared:
     ``work.Work``; ``sim_units``: the simulator work of the whole program (``check_work``'s
     total, counted once); ``mac_uops``: uops of its non-reset GEMMs; ``cmd``: module -> the instruction indices routed to it;
     ``module_of``: each instruction's module; ``pops`` / ``pushes``: the token queue numbers
-    (``isa.TOKEN_QUEUES``) each instruction pops / pushes."""
+    (``isa.TOKEN_QUEUES``) each instruction pops / pushes; ``runs``: :func:`load_run` of each
+    instruction."""
 
-    __slots__ = ("insns", "costs", "work", "sim_units", "mac_uops", "cmd", "module_of", "pops", "pushes")
+    __slots__ = ("insns", "costs", "work", "sim_units", "mac_uops", "cmd", "module_of", "pops", "pushes", "runs")
 
     def __init__(self, insns: list[isa.Insn], config: Config):
         self.insns = insns
@@ -54,6 +55,22 @@ class Prepared:
             pops.append(both[0])
             pushes.append(both[1])
         self.pops, self.pushes = tuple(pops), tuple(pushes)
+        self.runs = tuple(load_run(insn, config) for insn in insns)
+
+
+def load_run(insn: isa.Insn, config: Config) -> tuple[str, int, int, int, int] | None:
+    """A LOAD that copies one contiguous run of DRAM elements into consecutive SRAM elements
+    (no padding, one row or rows without gaps; not into the uop SRAM, whose LOAD also decodes
+    the uops) as (mem, first SRAM element, elements, first SRAM byte, first DRAM byte); None for
+    any other instruction. Most LOADs of a convolution (its weights) are such runs."""
+    if insn.kind != "LOAD" or insn.mem in ("uop", None):
+        return None
+    y, x = insn.y_size, insn.x_size
+    if not (x and y) or insn.y_pad_top or insn.y_pad_bottom or insn.x_pad_left or insn.x_pad_right \
+            or not (y == 1 or insn.x_stride == x):
+        return None
+    size = config.elem_bytes(insn.mem)
+    return insn.mem, insn.sram_base, y * x, insn.sram_base * size, insn.dram_base * size
 
 
 class _Memo:

@@ -60,3 +60,19 @@ def test_a_pickled_bundle_carries_no_simulator_state():
     assert len(pickle.dumps(bundle)) < size + 200  # an empty memo, not the decoded program
     copy = pickle.loads(pickle.dumps(bundle))
     assert simulate(copy).cycles == simulate(bundle).cycles
+
+
+def test_loads_copied_as_runs_equal_the_element_copies(monkeypatch):
+    """The byte copy of prepared.load_run (most of a convolution's LOADs) vs the general LOAD path."""
+    from compiler.accel import compile_layer
+    from compiler.layers import Conv2D
+
+    conv = Conv2D(name="c", h=7, w=7, ic=32, oc=32, k=3, pad=1, shift=6, relu=True)
+    make = [lambda: compile_layer(conv, "osdi18"), lambda: compile_layer(conv, "tiny", vthreads=2)]
+    make += [lambda seed=seed: random_program(seed, ("osdi18", "tiny", "vta-pynq")[seed % 3]) for seed in range(9)]
+    fast = [simulate(m()) for m in make]
+    assert sum(run is not None for m in make for run in prepared.prepare(m()).runs) > 50
+    monkeypatch.setattr(prepared, "load_run", lambda insn, config: None)
+    for m, want in zip(make, fast):
+        got = simulate(m())
+        assert (got.cycles, got.retire, got.as_dict()) == (want.cycles, want.retire, want.as_dict())
