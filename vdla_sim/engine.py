@@ -75,6 +75,7 @@ class Engine:
             check_work(prep.work, c, max_work)  # raises, naming the instruction that passes the bound
         self.max_cycles = limits.DEFAULT_MAX_CYCLES if max_cycles is None else int(max_cycles)
         self.ql = c.QUEUE_LATENCY
+        self.cmd_depth, self.fetch_step = c.CMD_QUEUE_DEPTH, c.FETCH_CYCLES_PER_INSN
         if data:
             self.dram = bundle.dram.copy()
             self.races = RaceTracker(c, insns) if race_check else None
@@ -85,7 +86,9 @@ class Engine:
         self.module_of = prep.module_of
         self.mods = {m: _Module(m, prep.cmd[m]) for m in EXEC_MODULES}
         self.mod_of = [self.mods[m] for m in self.module_of]
-        self.mod_by_master = {mod.master: mod for mod in self.mods.values()}
+        self.mod_by_master = [None] * len(timing.ARBITRATION_ORDER)  # port master number -> module
+        for mod in self.mods.values():
+            self.mod_by_master[mod.master] = mod
         self.last = len(insns) - 1  # FINISH: decode_checked makes it the last and only one
         # per instruction, in the hot loop's terms: queue numbers it pops and pushes
         self.pops, self.pushes = prep.pops, prep.pushes
@@ -159,7 +162,7 @@ class Engine:
         """Push instructions into their command queues, one per FETCH_CYCLES_PER_INSN, while the
         target queue has room. Runs ahead of the current cycle while room is certain (freed
         slots seen so far only grow)."""
-        depth, step, ql, mod_of = self.config.CMD_QUEUE_DEPTH, self.config.FETCH_CYCLES_PER_INSN, self.ql, self.mod_of
+        depth, step, ql, mod_of = self.cmd_depth, self.fetch_step, self.ql, self.mod_of
         pos, end = self.f_pos, self.f_end
         while pos < end:
             mod = mod_of[pos]
@@ -210,9 +213,12 @@ class Engine:
         popped.append(t)
         if self.f_state == "wait_queue" and self.f_wait_queue == mod.name:
             self._at(t + self.ql, self._fetch_wake_queue, mod.name)
-        mod.current = mod.cmd[k]
+        mod.current = index = mod.cmd[k]
         mod.t_take = t
-        self._tokens(t, mod)
+        if self.pops[index]:
+            self._tokens(t, mod)
+        else:  # nothing to pop: _tokens would start it now
+            self._start(t, mod)
 
     def _tokens(self, t: int, mod: _Module) -> None:
         """Wait until every token the current instruction pops is visible, then start."""
