@@ -79,7 +79,7 @@ class Engine:
         if data:
             self.dram = bundle.dram.copy()
             self.races = RaceTracker(c, insns) if race_check else None
-            self.datapath: Datapath | Tally = Datapath(c, self.dram, self.races, prep.runs)
+            self.datapath: Datapath | Tally = Datapath(c, self.dram, self.races, prep.runs, prep.plans)
         else:
             self.dram, self.races, self.datapath = None, None, Tally(c)
         self.port = MemoryPort(c, self.dram)

@@ -10,7 +10,9 @@ times (benchmarks, the timing-only run next to the data run) decodes and checks 
 are not memoized: a bad program raises on every call, as before.
 
 Everything here is read-only after it is built (``Insn`` is immutable, the tables are tuples),
-so runs sharing it cannot affect each other.
+so runs sharing it cannot affect each other, except ``plans``: a cache of pure values (GEMM
+plans and ALU waves keyed by loop fields and uop contents), so a run finds there what it would
+have computed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 from vdla_hw import isa, program, timing, work
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
+from vdla_sim.datapath import PlanCache
 
 EXEC_MODULES = isa.MODULES[1:]                  # load, compute, store (fetch routes)
 QUEUE_NUMBER = {q: k for k, q in enumerate(isa.TOKEN_QUEUES)}  # a token queue's number
@@ -32,9 +35,9 @@ class Prepared:
     total, counted once); ``mac_uops``: uops of its non-reset GEMMs; ``cmd``: module -> the instruction indices routed to it;
     ``module_of``: each instruction's module; ``pops`` / ``pushes``: the token queue numbers
     (``isa.TOKEN_QUEUES``) each instruction pops / pushes; ``runs``: :func:`load_run` of each
-    instruction."""
+    instruction; ``plans``: the loop plans of its data runs (``datapath.PlanCache``)."""
 
-    __slots__ = ("insns", "costs", "work", "sim_units", "mac_uops", "cmd", "module_of", "pops", "pushes", "runs")
+    __slots__ = ("insns", "costs", "work", "sim_units", "mac_uops", "cmd", "module_of", "pops", "pushes", "runs", "plans")
 
     def __init__(self, insns: list[isa.Insn], config: Config):
         self.insns = insns
@@ -56,6 +59,7 @@ class Prepared:
             pushes.append(both[1])
         self.pops, self.pushes = tuple(pops), tuple(pushes)
         self.runs = tuple(load_run(insn, config) for insn in insns)
+        self.plans = PlanCache(config)
 
 
 def load_run(insn: isa.Insn, config: Config) -> tuple[str, int, int, int, int] | None:

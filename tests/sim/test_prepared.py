@@ -76,3 +76,33 @@ def test_loads_copied_as_runs_equal_the_element_copies(monkeypatch):
     for m, want in zip(make, fast):
         got = simulate(m())
         assert (got.cycles, got.retire, got.as_dict()) == (want.cycles, want.retire, want.as_dict())
+
+
+def outcome(bundle):
+    try:
+        result = simulate(bundle)
+    except Exception as err:  # noqa: BLE001 (the same error either way is what is compared)
+        return repr(err)
+    return result.cycles, result.retire, result.as_dict()
+
+
+def test_loop_plans_are_reused_across_runs_and_follow_the_uops_in_the_image(monkeypatch):
+    from vdla_sim import gemm
+
+    bundles = [random_program(seed, ("osdi18", "tiny", "vta-pynq")[seed % 3], threads=2) for seed in range(12)]
+    first = [outcome(b) for b in bundles]
+    built = []
+    original = gemm.GemmPlan.__init__
+    monkeypatch.setattr(gemm.GemmPlan, "__init__", lambda self, *a, **k: built.append(1) or original(self, *a, **k))
+    assert [outcome(b) for b in bundles] == first and built == []
+    changed = 0
+    for bundle, before in zip(bundles, first):
+        for sym in bundle.symbols.values():  # new uop contents, the same instruction bytes
+            if sym.mem == "uop":
+                lo, hi = sym.byte_range(bundle.config)
+                words = bundle.dram[lo:hi].view(np.uint32)
+                words[:] = words[::-1]
+        after = outcome(bundle)
+        assert after == outcome(pickle.loads(pickle.dumps(bundle)))  # as a bundle never run
+        changed += after != before
+    assert changed
