@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vdla_hw import timing
 from vdla_hw.bundle import Bundle
 from vdla_sim.engine import EXEC_MODULES, Engine
 from vdla_sim.errors import CycleLimitError, DeadlockError, HazardError, RaceError, SimError
@@ -65,9 +64,8 @@ def _result(engine: Engine) -> SimResult:
     nbytes = dict(counters.load_bytes)
     nbytes["out"] = counters.store_bytes
     nbytes["insn"] = engine.f_bytes
-    mac_uops = sum(timing.uop_count(i) for i in engine.insns if i.kind == "GEMM" and not i.reset)
     tokens_left = {q: len(engine.tok_push[q]) - len(engine.tok_pop[q]) for q in engine.tok_push}
     return SimResult(config=config, dram=engine.dram, cycles=cycles, busy=busy, stall=stall,
                      queue_occupancy=occ, bytes=nbytes, counters=counters, retire=list(engine.retire),
                      tokens_left=tokens_left, last_retire=last, port_busy=engine.port.busy_cycles,
-                     gemm_mac_uops=mac_uops)
+                     gemm_mac_uops=engine.prepared.mac_uops)

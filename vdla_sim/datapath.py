@@ -33,11 +33,43 @@ _NONE = np.iinfo(np.int64).max
 PLAN_CACHE_CHUNKS = 8
 
 
+def loop_chunk(config: Config) -> int:
+    """Uops per loop piece: int64 products of BATCH x BLOCK_OUT (or gathers of BATCH x BLOCK_IN) per uop."""
+    return max(1, LOOP_CHUNK_BYTES // (8 * config.batch * max(config.block_in, config.block_out)))
+
+
+class PlanCache:
+    """GEMM plans and ALU waves keyed by their loop fields and the contents of their uop rows
+    (pure functions of those and the configuration, so one cache serves every run of a program:
+    ``prepared.Prepared.plans``), holding plans of at most ``limit`` uops (cleared when full)."""
+
+    def __init__(self, config: Config):
+        self.plans: dict = {}
+        self.uops = 0
+        self.limit = PLAN_CACHE_CHUNKS * loop_chunk(config)
+
+    def get(self, key: tuple):
+        return self.plans.get(key)
+
+    def keep(self, key: tuple, n: int, plan):
+        """Cache ``plan`` of ``n`` uops under ``key``; returns it."""
+        if len(self.plans) > 512 or self.uops + n > self.limit:
+            self.plans.clear()
+            self.uops = 0
+        self.plans[key] = plan
+        self.uops += n
+        return plan
+
+
 class Datapath:
     """SRAMs, the DRAM image and counters; :meth:`execute` applies one instruction."""
 
-    def __init__(self, config: Config, dram: np.ndarray, races: RaceTracker | None = None):
+    def __init__(self, config: Config, dram: np.ndarray, races: RaceTracker | None, runs,
+                 plans: PlanCache | None = None):
+        """``runs``: per instruction, ``prepared.load_run`` of it (the LOADs copied as one run);
+        ``plans``: a cache of loop plans to share (default: a new one)."""
         self.config = config
+        self.runs = runs
         self.dram = dram
         self.srams = Srams(config)
         self.counters = Counters()
@@ -45,17 +77,18 @@ class Datapath:
         self.views, self.elem_bytes = {}, {}
         # decoded (dst, src, wgt) of every uop SRAM word, kept in step with srams.uop by LOAD uop
         self.uop_table = np.zeros((config.depth("uop"), 3), dtype=np.int64)
-        self.uop_version = 0
-        self.plans: dict = {}
-        # uops per loop piece: int64 products of BATCH x BLOCK_OUT (or gathers of BATCH x BLOCK_IN) per uop
-        self.chunk = max(1, LOOP_CHUNK_BYTES // (8 * config.batch * max(config.block_in, config.block_out)))
-        self.plan_uops = 0  # uops held by the cached plans, at most PLAN_CACHE_CHUNKS chunks
+        self.plans = PlanCache(config) if plans is None else plans
+        self.chunk = loop_chunk(config)
         for mem in ("uop", "wgt", "inp", "acc", "out"):
             size = self.elem_bytes[mem] = config.elem_bytes(mem)
             usable = dram[: dram.size // size * size]
             self.views[mem] = usable.view(config.elem_dtype(mem)).reshape(-1, *config.elem_shape(mem))
         self.mark = np.full(config.depth("acc"), _NONE, dtype=np.int64)
         self.sram = {mem: self.srams.of(mem) for mem in isa.MEM_TYPES}
+        self.flat = {}  # the bytes of each SRAM a run may target (C-contiguous: a view)
+        for mem in ("inp", "wgt", "acc"):
+            assert self.sram[mem].dtype == self.views[mem].dtype, mem
+            self.flat[mem] = self.sram[mem].reshape(-1).view(np.uint8)
 
     def execute(self, insn: isa.Insn, index: int) -> None:
         self.counters.insns[insn.kind] += 1
@@ -82,20 +115,21 @@ class Datapath:
             view, shape=(y, x, *view.shape[1:]), strides=(stride * view.strides[0], *view.strides))
 
     def load(self, insn: isa.Insn, index: int) -> None:
+        run = self.runs[index]
+        if run is not None:  # one contiguous run without padding (the common case): a byte copy
+            mem, base, n, lo, first = run
+            if self.races is not None and mem != "acc":
+                self.races.write_run(mem, base, base + n, index)
+            nbytes = n * self.elem_bytes[mem]
+            # the bytes of elements first.. of the image (self.views) into those of base.. (same dtype)
+            self.flat[mem][lo:lo + nbytes] = self.dram[first:first + nbytes]
+            self.counters.load_bytes[mem] += nbytes
+            return
         y, x = insn.y_size, insn.x_size
         if not (x and y):  # a flag carrier moves nothing (program.moves_data)
             return
         mem = insn.mem
         base = insn.sram_base
-        if not (insn.y_pad_top or insn.y_pad_bottom or insn.x_pad_left or insn.x_pad_right) \
-                and (y == 1 or insn.x_stride == x) and mem != "uop":  # one run of elements (the common case)
-            n = y * x
-            if self.races is not None and mem != "acc":
-                self.races.write_elems(mem, slice(base, base + n), index)
-            first = insn.dram_base
-            self.sram[mem][base:base + n] = self.views[mem][first:first + n]  # the same element shape
-            self.counters.load_bytes[mem] += n * self.elem_bytes[mem]
-            return
         rows = insn.y_pad_top + y + insn.y_pad_bottom   # program.footprint
         cols = insn.x_pad_left + x + insn.x_pad_right
         n = rows * cols
@@ -111,7 +145,6 @@ class Datapath:
             target.reshape(y, x, *data.shape[2:])[...] = data
         if mem == "uop":
             self.uop_table[base:base + n] = isa.decode_uops(target, self.config)
-            self.uop_version += 1
         self.counters.load_bytes[mem] += y * x * self.elem_bytes[mem]
 
     def store(self, insn: isa.Insn, index: int) -> None:
@@ -171,22 +204,13 @@ class Datapath:
 
     def _plan(self, insn: isa.Insn, index: int) -> GemmPlan:
         """The GEMM's index arrays and matrix-product plan, cached per loop and uop contents."""
-        key = ("GEMM", self.uop_version, insn.reset, insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
+        key = ("GEMM", self.uop_table[insn.uop_bgn:insn.uop_end].tobytes(), insn.reset, insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
                insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in,
                insn.wgt_factor_out, insn.wgt_factor_in)
         plan = self.plans.get(key)
         if plan is None:
             uops = self._uops(insn, index)  # range errors are raised here (they repeat with the key)
-            plan = self._keep(key, timing.uop_count(insn), GemmPlan(insn, uops, self.config))
-        return plan
-
-    def _keep(self, key: tuple, n: int, plan):
-        """Cache ``plan`` of ``n`` uops under ``key``, the cache bounded to PLAN_CACHE_CHUNKS chunks."""
-        if len(self.plans) > 512 or self.plan_uops + n > PLAN_CACHE_CHUNKS * self.chunk:
-            self.plans.clear()
-            self.plan_uops = 0
-        self.plans[key] = plan
-        self.plan_uops += n
+            plan = self.plans.keep(key, timing.uop_count(insn), GemmPlan(insn, uops, self.config))
         return plan
 
     def alu(self, insn: isa.Insn, index: int) -> None:
@@ -197,12 +221,12 @@ class Datapath:
             for piece, piece_uops, _ in program.loop_chunks(insn, uops, self.chunk):  # in execution order
                 self._alu_apply(piece, self._alu_waves(piece, piece_uops), index)
             return
-        key = ("ALU", self.uop_version, insn.reset, insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
+        key = ("ALU", self.uop_table[insn.uop_bgn:insn.uop_end].tobytes(), insn.reset, insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
                insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in, insn.use_imm)
         plan = self.plans.get(key)
         if plan is None:
             uops = self._uops(insn, index)  # range errors are raised here (they repeat with the key)
-            plan = self._keep(key, n, self._alu_waves(insn, uops) if n else None)
+            plan = self.plans.keep(key, n, self._alu_waves(insn, uops) if n else None)
         self.counters.alu_uops += n
         if n:
             self._alu_apply(insn, plan, index)

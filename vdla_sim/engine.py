@@ -13,21 +13,20 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 
-from vdla_hw import isa, limits, program, timing, work
+from vdla_hw import isa, limits, timing, work
 from vdla_hw.bundle import Bundle
 from vdla_hw.errors import ProgramError
 from vdla_sim.datapath import Datapath, Tally
 from vdla_sim.errors import CycleLimitError, DeadlockError
 from vdla_sim.memory import MemoryPort
+from vdla_sim.prepared import EXEC_MODULES, QUEUE_NUMBER, prepare
 from vdla_sim.races import RaceTracker
 
-EXEC_MODULES = ("load", "compute", "store")
 # token queue -> (producer, consumer)
 TOKEN_ENDS = {"l2c": ("load", "compute"), "c2l": ("compute", "load"),
               "c2s": ("compute", "store"), "s2c": ("store", "compute")}
 PUSH_FLAG = {(m, q): f for (m, f), q in isa.FLAG_QUEUE.items() if f.startswith("push")}
-QUEUES = tuple(TOKEN_ENDS)                       # a token queue's number: its index here
-QUEUE_NUMBER = {q: k for k, q in enumerate(QUEUES)}
+QUEUES = isa.TOKEN_QUEUES                       # a token queue's number: its index here
 FETCH_MASTER = timing.ARBITRATION_ORDER.index("fetch")  # memory-port master numbers (MemoryPort.post)
 
 
@@ -44,7 +43,7 @@ class _Module:
     __slots__ = ("name", "master", "cmd", "pushed", "popped", "state", "waiting_on", "current", "t_take",
                  "t_start", "t_req", "post", "busy", "stall_token", "stall_memory")
 
-    def __init__(self, name: str, cmd: list[int]):
+    def __init__(self, name: str, cmd: tuple[int, ...]):
         self.name = name
         self.master = timing.ARBITRATION_ORDER.index(name)  # its number at the memory port
         self.cmd = cmd                  # instruction indices routed to this module, in order
@@ -68,34 +67,31 @@ class Engine:
         (``datapath.Tally``: no image, no race check)."""
         self.bundle = bundle
         self.config = c = bundle.config
-        self.insns = insns = program.decode_checked(bundle)  # fields and ranges, in program order
-        self.costs = [timing.exec_cost(c, insn) for insn in insns]
-        check_work(work.of(insns, c, self.costs), c, max_work)
+        # decoded, checked and costed once per bundle (vdla_sim/prepared.py)
+        self.prepared = prep = prepare(bundle)
+        self.insns = insns = prep.insns   # fields and ranges, in program order
+        self.costs = prep.costs
+        if prep.sim_units > (limits.SIM_MAX_WORK if max_work is None else max_work):
+            check_work(prep.work, c, max_work)  # raises, naming the instruction that passes the bound
         self.max_cycles = limits.DEFAULT_MAX_CYCLES if max_cycles is None else int(max_cycles)
         self.ql = c.QUEUE_LATENCY
+        self.cmd_depth, self.fetch_step = c.CMD_QUEUE_DEPTH, c.FETCH_CYCLES_PER_INSN
         if data:
             self.dram = bundle.dram.copy()
             self.races = RaceTracker(c, insns) if race_check else None
-            self.datapath: Datapath | Tally = Datapath(c, self.dram, self.races)
+            self.datapath: Datapath | Tally = Datapath(c, self.dram, self.races, prep.runs, prep.plans)
         else:
             self.dram, self.races, self.datapath = None, None, Tally(c)
         self.port = MemoryPort(c, self.dram)
-        self.module_of = [insn.module for insn in insns]
-        self.mods = {m: _Module(m, [i for i, mod in enumerate(self.module_of) if mod == m]) for m in EXEC_MODULES}
+        self.module_of = prep.module_of
+        self.mods = {m: _Module(m, prep.cmd[m]) for m in EXEC_MODULES}
         self.mod_of = [self.mods[m] for m in self.module_of]
-        self.mod_by_master = {mod.master: mod for mod in self.mods.values()}
+        self.mod_by_master = [None] * len(timing.ARBITRATION_ORDER)  # port master number -> module
+        for mod in self.mods.values():
+            self.mod_by_master[mod.master] = mod
         self.last = len(insns) - 1  # FINISH: decode_checked makes it the last and only one
         # per instruction, in the hot loop's terms: queue numbers it pops and pushes
-        self.pops, self.pushes = [], []
-        queues: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-        for insn in insns:
-            key = (insn.module, insn.pop_prev, insn.pop_next, insn.push_prev, insn.push_next)
-            both = queues.get(key)
-            if both is None:
-                both = queues[key] = (tuple(QUEUE_NUMBER[q] for q in isa.pops(insn)),
-                                      tuple(QUEUE_NUMBER[q] for q in isa.pushes(insn)))
-            self.pops.append(both[0])
-            self.pushes.append(both[1])
+        self.pops, self.pushes = prep.pops, prep.pushes
         self.consumer = [self.mods[TOKEN_ENDS[q][1]] for q in QUEUES]
         self.tok_push: dict[str, list[int]] = {q: [] for q in QUEUES}   # push cycles
         self.tok_pusher: dict[str, list[int]] = {q: [] for q in QUEUES}  # pushing instruction
@@ -166,7 +162,7 @@ class Engine:
         """Push instructions into their command queues, one per FETCH_CYCLES_PER_INSN, while the
         target queue has room. Runs ahead of the current cycle while room is certain (freed
         slots seen so far only grow)."""
-        depth, step, ql, mod_of = self.config.CMD_QUEUE_DEPTH, self.config.FETCH_CYCLES_PER_INSN, self.ql, self.mod_of
+        depth, step, ql, mod_of = self.cmd_depth, self.fetch_step, self.ql, self.mod_of
         pos, end = self.f_pos, self.f_end
         while pos < end:
             mod = mod_of[pos]
@@ -217,9 +213,12 @@ class Engine:
         popped.append(t)
         if self.f_state == "wait_queue" and self.f_wait_queue == mod.name:
             self._at(t + self.ql, self._fetch_wake_queue, mod.name)
-        mod.current = mod.cmd[k]
+        mod.current = index = mod.cmd[k]
         mod.t_take = t
-        self._tokens(t, mod)
+        if self.pops[index]:
+            self._tokens(t, mod)
+        else:  # nothing to pop: _tokens would start it now
+            self._start(t, mod)
 
     def _tokens(self, t: int, mod: _Module) -> None:
         """Wait until every token the current instruction pops is visible, then start."""

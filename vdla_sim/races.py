@@ -83,6 +83,17 @@ class RaceTracker:
             self._conflict(table, elems, SHARED[mem][1], index, mem, True)
         self.write[mem][elems] = self.seq[index]
 
+    def write_run(self, mem: str, start: int, stop: int, index: int) -> None:
+        """:meth:`write_elems` of the elements start:stop (start < stop), without building a slice
+        for the common few-element LOAD."""
+        if stop - start > SMALL:
+            self.write_elems(mem, slice(start, stop), index)
+            return
+        reader = SHARED[mem][1]
+        if max(self.read[mem][start:stop].tolist()) > self.vc[index][SLOT[reader]]:
+            self._conflict(self.read[mem], slice(start, stop), reader, index, mem, True)
+        self.write[mem][start:stop] = self.seq[index]
+
     def read_elems(self, mem: str, elems, index: int) -> None:
         """``index`` reads elements ``elems`` of shared SRAM ``mem``."""
         self._conflict(self.write[mem], elems, SHARED[mem][0], index, mem, False)
