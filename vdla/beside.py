@@ -12,8 +12,10 @@ parent's memory (same inputs, same code) and the functions this is used for are 
 - the child ignores Ctrl-C (the terminal sends it to the whole process group): the parent
   handles it, and :meth:`Beside.cancel` (also on leaving a ``with`` block by an exception)
   kills and reaps the child, so none outlives the command;
-- the child writes nothing on stdout or stderr and leaves by ``os._exit`` (no atexit handlers,
-  no flushing of the parent's buffers).
+- the child holds none of the parent's standard streams (fds 0, 1 and 2 on /dev/null: a pipe
+  to whoever started the parent sees end-of-file when the parent ends, not when the child does),
+  writes nothing, and leaves by ``os._exit`` (no atexit handlers, no flushing of the parent's
+  buffers).
 
 Without ``os.fork`` (Windows), or with ``VDLA_BESIDE=off``, ``compute()`` runs in
 :meth:`Beside.result`, in the parent.
@@ -122,8 +124,8 @@ def _child(compute: Callable, write_fd: int) -> None:
     code = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1), os.dup2(devnull, 2)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0), os.dup2(devnull, 1), os.dup2(devnull, 2)
         sys.stdout = sys.stderr = open(os.devnull, "w")  # also where they were not fds 1 and 2
         data = pickle.dumps((True, compute()), protocol=pickle.HIGHEST_PROTOCOL)
         view = memoryview(data)

@@ -4,10 +4,10 @@
 matplotlib and draws a small figure to PNG and PDF (fonts, text layout and both backends set
 up, about 1.2 s of CPU) on the machine's other core while the parent simulates. When the run
 is done the parent sends the figures' data (:func:`vdla.plots.render`'s plain values) in
-batches, each drawn either by a drawer the worker forks for it (warm too) or by the worker
-itself, so that two processes draw at once, and at the end receives every figure's bytes
-(``{name: {ext: bytes}}``). The parent
-stages them through :class:`vdla.outputs.Outputs` as before (one set, put in place at the
+batches, each drawn either by a drawer the worker forks for it (:class:`vdla.beside.Beside`, warm
+too; a drawer that fails leaves its batch to the worker) or by the worker itself, so that two
+processes draw at once, and at the end receives every figure's bytes (``{name: {ext: bytes}}``).
+The parent stages them through :class:`vdla.outputs.Outputs` as before (one set, put in place at the
 commit); the bytes are those :mod:`vdla.plots` writes in one process.
 
 Protocol on the child's stdin / stdout: length-prefixed pickles (8 bytes big-endian, then the
@@ -33,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from vdla.beside import Beside
 
 _HEADER = struct.Struct(">Q")
 
@@ -172,28 +174,6 @@ def _draw_batch(jobs) -> dict[str, dict[str, bytes]]:
     return {name: plots.render(name, data) for name, data in jobs}
 
 
-def _drawn_in_child(jobs):
-    """Fork a drawer for ``jobs``: (pid, read end of its pipe). The drawer sends one message."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the drawer: draw, send, leave without running the parent's clean-up
-        code = 0
-        try:
-            # not the worker's pipes to the parent: should the worker die, the parent reads
-            # end-of-file at once instead of when this drawer is done
-            null = os.open(os.devnull, os.O_RDWR)
-            os.dup2(null, 0)
-            os.dup2(null, 1)
-            os.close(read)
-            with os.fdopen(write, "wb") as out:
-                send(out, _outcome(lambda: _draw_batch(jobs)))
-        except BaseException:  # noqa: BLE001 - the worker reports a missing answer
-            code = 1
-        os._exit(code)
-    os.close(write)
-    return pid, os.fdopen(read, "rb")
-
-
 def _outcome(work):
     try:
         return "done", work()
@@ -201,17 +181,10 @@ def _outcome(work):
         return "error", f"{type(err).__name__}: {err}"
 
 
-def _collect(pid: int, stream):
-    with stream:
-        message = receive(stream)
-    os.waitpid(pid, 0)
-    return message or ("error", "a figure drawer ended without an answer")
-
-
 def serve(stdin, stdout) -> None:
     """Answer one job (see the module docstring); return at end-of-file."""
     warm_up()
-    batches = []  # in order: a forked drawer (pid, its pipe) or an outcome drawn here
+    batches = []  # in order: a drawer forked beside this process (vdla.beside) or an outcome drawn here
     while True:
         message = receive(stdin)
         if message is None:  # the parent has gone (its drawers end when they find their pipe closed)
@@ -219,13 +192,13 @@ def serve(stdin, stdout) -> None:
         if message[0] == "end":
             break
         _, jobs, fork = message
-        if fork and hasattr(os, "fork"):
-            batches.append(_drawn_in_child(jobs))
+        if fork:  # a drawer that fails or dies leaves its batch to be drawn here, as without one
+            batches.append(Beside(lambda jobs=jobs: _draw_batch(jobs)))
         else:
             batches.append(_outcome(lambda: _draw_batch(jobs)))
     drawn, error = {}, None
     for batch in batches:  # every drawer reaped, the first error reported
-        kind, value = _collect(*batch) if isinstance(batch[0], int) else batch
+        kind, value = _outcome(batch.result) if isinstance(batch, Beside) else batch
         if kind == "error":
             error = error or value
         else:
