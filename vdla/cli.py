@@ -25,6 +25,11 @@ from this module and :mod:`vdla.argtypes`, and that new commands keep by using t
   flushed, the atexit handlers run and ``os._exit`` ends the process, which saves freeing a
   run's object graphs one by one (0.1-0.2 s). Such a command writes its files whole before it
   returns and leaves no thread running (with one, the ordinary exit is taken).
+* **numpy's BLAS runs on one thread in a ``vdla`` process** (:func:`_one_blas_thread`, before
+  numpy loads) unless the user's environment names a thread count: OpenBLAS's idle threads
+  spin, which doubled the CPU cost of a small ``vdla sim`` (0.21 against 0.11 CPU s) and gave
+  nothing back (``compiler.frontend.blas``: the numpy models already run on one thread; work
+  that can use the second core runs beside the main one).
 * **``--json`` is strict JSON** (:func:`_print_json`: a NaN or an infinity is ``null``), and
   error messages have their control characters escaped (they may quote a file or the network).
 
@@ -233,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     ``argv`` None: this process is the ``vdla`` command (``sys.argv``), so once the command has
     ended a further Ctrl-C is ignored (it would interrupt only the interpreter's exit)."""
     own_process = argv is None
+    if own_process:
+        _one_blas_thread(os.environ)
     try:
         with interrupts.watched():
             code = _main(argv)
@@ -248,6 +255,19 @@ def main(argv: list[str] | None = None) -> int:
         if _ended in commands.QUICK_EXIT:
             _quick_exit(code)
     return code
+
+
+# The variables a BLAS reads its thread count from (OpenBLAS: the first three, in that order; MKL, BLIS)
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                         "BLIS_NUM_THREADS")
+
+
+def _one_blas_thread(environ) -> None:
+    """Give numpy's BLAS one thread in this process and the processes it starts, unless
+    ``environ`` already names a count (the user's choice stands). Effective only before numpy is
+    imported (the BLAS reads it when it loads), which is why :func:`main` calls it first."""
+    if not any(environ.get(name) for name in BLAS_THREAD_VARIABLES):
+        environ["OPENBLAS_NUM_THREADS"] = environ["MKL_NUM_THREADS"] = environ["BLIS_NUM_THREADS"] = "1"
 
 
 _ended: str | None = None  # the command word _main parsed (None: none parsed)

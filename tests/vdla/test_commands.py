@@ -122,3 +122,37 @@ def test_other_commands_and_errors_exit_the_ordinary_way(tmp_path):
     assert shown.returncode == 0 and "teardown ran" in shown.stderr and "atexit ran" in shown.stderr
     failed = quick(tmp_path, "sim", str(tmp_path / "missing.npz"))
     assert failed.returncode == 2 and failed.stderr.count("vdla: error") == 1 and "atexit ran" in failed.stderr
+
+
+# A `vdla ARGV` process (main() with no argv) that prints, as it exits, the thread count of the
+# BLAS numpy loaded (threadpoolctl) on stderr.
+BLAS_COUNT = """
+import atexit, sys
+def report():
+    from threadpoolctl import ThreadpoolController
+    found = ThreadpoolController().select(user_api="blas").lib_controllers
+    print("blas threads", found[0].num_threads if found else None, file=sys.stderr, flush=True)
+atexit.register(report)
+sys.argv = ["vdla", *sys.argv[1:]]
+from vdla.cli import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("given, expected", [({}, "1"), ({"OPENBLAS_NUM_THREADS": "2"}, "2"),
+                                             ({"OMP_NUM_THREADS": "2"}, "2")])
+def test_a_vdla_process_runs_numpys_blas_on_one_thread_unless_the_user_names_a_count(given, expected):
+    env = {k: v for k, v in __import__("os").environ.items() if k not in cli.BLAS_THREAD_VARIABLES}
+    done = subprocess.run([sys.executable, "-c", BLAS_COUNT, "config", "show"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60, env={**env, **given, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert f"blas threads {expected}" in done.stderr.splitlines()
+
+
+def test_one_blas_thread_leaves_a_count_the_environment_names():
+    mine = {"MKL_NUM_THREADS": "4"}
+    cli._one_blas_thread(mine)
+    assert mine == {"MKL_NUM_THREADS": "4"}
+    empty: dict[str, str] = {}
+    cli._one_blas_thread(empty)
+    assert empty == {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "BLIS_NUM_THREADS": "1"}
