@@ -21,6 +21,8 @@ EXTENSIONS: dict[str, dict[str, str]] = {
     "vdla.cmd_deploy": {"serve": "run packaged networks for `vdla deploy` (on the board or anywhere)",
                         "deploy": "compile, package and run a network on a `vdla serve` board"},
     "vdla.cmd_sweep": {"sweep": "co-design sweep: configurations x models on Ray, Pareto fronts"},
+    "vdla.cmd_vta": {"import-vta": "read a VTA standalone case directory (onera/standalone-vta) into a bundle",
+                     "export-vta": "write a bundle as a VTA standalone case directory (or a flat image)"},
     "vdla.cmd_cache": {"cache": "the disk cache of built models, quantized graphs, schedules, analyses"},
 }
 # Modules loaded together, whichever of their commands is chosen: one adds to another's
