@@ -194,7 +194,7 @@ def import_dir(folder: str | Path, config: str | Config | None = None) -> Bundle
         count = len(data) // config.elem_bytes(mem)
         symbols[stem] = Symbol(mem, (phys - VTA_BASE) // config.elem_bytes(mem), count,
                                (count, *config.elem_shape(mem)))
-    ours = _rewrite(insn_vta, config, -VTA_BASE, str(folder / INSN_FILE))
+    ours = _rewrite(insn_vta, config, -VTA_BASE, f"{folder / INSN_FILE} (read for configuration {config.name})")
     dram[insn_at - VTA_BASE:insn_at - VTA_BASE + len(ours)] = np.frombuffer(ours, dtype=np.uint8)
     meta = {"producer": "vdla import-vta", **({"vta_files": extras} if extras else {})}
     bundle = Bundle(dram=dram, insn_offset=insn_at - VTA_BASE, insn_count=len(ours) // 16, config=config,
@@ -232,7 +232,7 @@ def _import_flat(folder: Path, config: Config) -> Bundle:
     if image[at:at + len(insn_vta)] != insn_vta:
         raise VtaFormatError(f"{folder / INSN_FILE}: differs from the stream at INSN in {FLAT_IMAGE}")
     dram = np.frombuffer(image, dtype=np.uint8).copy()
-    ours = _rewrite(insn_vta, config, -VTA_BASE, str(folder / INSN_FILE))
+    ours = _rewrite(insn_vta, config, -VTA_BASE, f"{folder / INSN_FILE} (read for configuration {config.name})")
     dram[at:at + len(ours)] = np.frombuffer(ours, dtype=np.uint8)
     bundle = Bundle(dram=dram, insn_offset=at, insn_count=len(ours) // 16, config=config,
                     meta={"producer": "vdla import-vta"})
