@@ -29,8 +29,8 @@ PAGE = 0x1000  # VTA's first physical page is never mapped (virtual_memory.cc)
 # name -> VTA's behaviour (and its file) / VDLA's behaviour
 DIFFERENCES = {
     "store_reads_acc": "fsim: STORE writes the low 8 bits of the accumulators (sim_driver.cc TruncStore reads "
-                       "acc_; there is no OUT buffer), so it stores what LOAD ACC loaded; VDLA (like VTA's vta.cc "
-                       "and Chisel) stores the OUT buffer, which only GEMM and ALU write",
+                       "acc_; there is no OUT buffer), so it stores what LOAD ACC loaded; VDLA (like VTA's HLS, "
+                       "vta.cc out_mem) stores the OUT buffer, which only GEMM and ALU write",
     "alu_reset_ignored": "VTA: ALU ignores the reset bit (sim_driver.cc RunALU, vta.cc alu); VDLA zeroes the "
                          "accumulators (issue 25 aligns this)",
     "mul_full_operand": "fsim: MUL multiplies by the whole 32-bit operand (sim_driver.cc); VDLA by its low 8 bits",
