@@ -212,3 +212,34 @@ def test_a_dram_base_in_the_unmapped_page_is_refused(tmp_path, capsys):
     (tmp_path / "case" / "instructions.bin").write_bytes(bytes(data))
     code, err = run(capsys, "import-vta", tmp_path / "case", "-o", tmp_path / "b.npz")
     assert code == 2 and "instruction 1 (LOAD inp) dram_base 3 is VTA physical address 0x30" in err, err
+
+
+@pytest.mark.parametrize("how, words", [
+    ("no_insn_row", "no INSN row"), ("moved", "differs from the stream at INSN"),
+    ("outside", "is not a 16-byte boundary inside dram.bin"), ("base", "DRAM must start at 0x1000"),
+])
+def test_bad_flat_directories_are_one_line_errors(tmp_path, capsys, how, words):
+    bundle = fixed_corpus("tiny")[1][1]
+    folder = tmp_path / "flat"
+    export_dir(bundle, folder, flat=True)
+    csv = (folder / "memory_addresses.csv").read_text().splitlines()
+    if how == "no_insn_row":
+        csv = csv[:1]
+    elif how == "moved":
+        csv[1] = f"INSN,{hex(VTA_BASE + bundle.insn_offset - 16)},0"
+    elif how == "outside":
+        csv[1] = f"INSN,{hex(VTA_BASE + bundle.dram.size)},0"
+    elif how == "base":
+        csv[0] = "DRAM,0x2000,0x2000"
+    (folder / "memory_addresses.csv").write_text("\n".join(csv) + "\n")
+    code, err = run(capsys, "import-vta", folder, "-o", tmp_path / "b.npz", "--config", "tiny")
+    assert code == 2 and err.count("\n") == 1 and words in err, err
+
+
+def test_cli_export_of_interleaved_data_points_to_flat(tmp_path, capsys):
+    random_program(3, "tiny").save(tmp_path / "p.npz")
+    code, err = run(capsys, "export-vta", tmp_path / "p.npz", tmp_path / "case")
+    assert code == 2 and err.count("\n") == 1 and "--flat" in err, err
+    assert run(capsys, "export-vta", tmp_path / "p.npz", tmp_path / "flat", "--flat")[0] == 0
+    code, err = run(capsys, "export-vta", tmp_path / "p.npz", tmp_path / "x", "--vta-config", "vta-pynq")
+    assert code == 2 and err.count("\n") == 1 and "LOG_BLOCK" in err, err
