@@ -86,6 +86,8 @@ def outputs(tmp_path):
         (["rtl", bundle, "-o", bad], "rtl"),
         (["rtl", bundle, "--vcd", bad], "rtl"),
         (["compile", "dense", "--ic", "4", "--oc", "4", "-o", bad], "compile dense"),
+        (["import-vta", tmp_path, "-o", bad], "import-vta"),
+        (["export-vta", bundle, bad], "export-vta"),
         (["model", "resnet18", "-o", bad], "model"),
         (["hw", "verilog", "-o", bad], "hw verilog"),
         (["hw", "synth", "--keep", bad], "hw synth"),
