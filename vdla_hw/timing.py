@@ -28,9 +28,14 @@ Rules that are not a cost function, stated once here (docs/timing.md repeats the
   until the port is free; a grant never preempts). Padding is written after the port is
   released, one element per cycle.
 * **Compute.** GEMM issues one uop per cycle and drains its pipeline at the end of each
-  instruction; ALU issues one uop every ``ALU_CYCLES_PER_UOP`` cycles. A non-reset GEMM uop may
-  not write an accumulator written by either of the two previous uops of the same instruction
-  (:func:`gemm_hazard`); ALU and reset GEMMs have no such rule (the RTL forwards).
+  instruction; ALU issues one uop every ``ALU_CYCLES_PER_UOP`` cycles. A GEMM uop's accumulator
+  read sees every earlier uop's write (the RTL forwards its write to the read of the same
+  cycle), so the cost never depends on the accumulator indices. One program rule, for VTA's
+  pipeline: a non-reset GEMM uop may not write an accumulator written by either of the two
+  uops before it **in the same sweep of its micro-op list** (one (i, j) iteration of the loop
+  nest; :func:`gemm_hazard`). Repeats across sweeps (one accumulator summed over the
+  ``iter_in``/``iter_out`` loops) are allowed and cost nothing extra. ALU and reset GEMMs have no
+  such rule.
 """
 
 from __future__ import annotations
@@ -45,7 +50,10 @@ from vdla_hw.membus import BURST_BOUNDARY, burst_lengths, read_cycles, write_cyc
 # writes), compute's uop/acc loads sit on the compute critical path, load prefetches, and fetch
 # runs ahead of everything through the command queues.
 ARBITRATION_ORDER = ("store", "compute", "load", "fetch")
-# A GEMM uop's accumulator write lands this many uops after its read (docs/spec.md section 5).
+# VTA's GEMM pipeline (hardware/xilinx/src/vta.cc, READ_GEMM_UOP: PIPELINE II=1 with the acc_mem
+# dependence declared false) writes a uop's accumulator after the next two uops of the same
+# sweep have read theirs; its runtime refuses a kernel whose uop repeats the accumulator of one
+# of the two before it (runtime.cc, UopKernel::VerifyDep). docs/spec.md section 5.
 GEMM_HAZARD_DISTANCE = 2
 
 
@@ -101,7 +109,10 @@ def uop_count(insn: isa.Insn) -> int:
 
 
 def gemm_cycles(config: Config, insn: isa.Insn) -> int:
-    """INSN_OVERHEAD + n + GEMM_PIPELINE_DEPTH for n uops issued one per cycle (n = 0: overhead only)."""
+    """INSN_OVERHEAD + n + GEMM_PIPELINE_DEPTH for n uops issued one per cycle (n = 0: overhead only),
+    whatever the accumulator indices: a uop reading an accumulator that a uop still in the
+    pipeline writes gets that write forwarded (vdla_hw/rtl/compute_pipe.py write_forward), so no
+    uop waits; the repeats the hazard rule allows (across sweeps) cost nothing."""
     n = uop_count(insn)
     return config.INSN_OVERHEAD + (n + config.GEMM_PIPELINE_DEPTH if n else 0)
 
@@ -132,13 +143,24 @@ def exec_cost(config: Config, insn: isa.Insn) -> tuple[int, int, int, int]:
     return config.INSN_OVERHEAD, port, pad_cycles(insn) if insn.kind == "LOAD" else 0, beats
 
 
-def gemm_hazard(dst: np.ndarray) -> int:
+def gemm_hazard(dst: np.ndarray, sweep: int | None = None) -> int:
     """Position n of the first uop (flattened loop order) whose accumulator equals one written
-    by uop n-1 or n-2 of the same instruction, or -1 if there is none."""
+    by uop n-1 or n-2 of the same sweep, or -1 if there is none.
+
+    ``dst``: the accumulator indices of a non-reset GEMM in loop order; ``sweep``: uops per
+    sweep of the micro-op list (``uop_end - uop_bgn``; None: ``dst`` is one sweep). A sweep's
+    uops share the loop offsets, so a repeat inside one is a repeat inside the uop list (what
+    VTA's runtime checks); VTA's pipeline drains between sweeps, so repeats across them are
+    computed as the reference semantics says and are no hazard."""
     dst = np.asarray(dst)
+    if dst.size == 0:
+        return -1
+    sweep = dst.size if sweep is None else sweep
+    rows = dst.reshape(-1, sweep)
     bad = []
-    for d in range(1, GEMM_HAZARD_DISTANCE + 1):
-        hits = np.flatnonzero(dst[d:] == dst[:-d])
+    for d in range(1, min(GEMM_HAZARD_DISTANCE, sweep - 1) + 1):
+        hits = np.flatnonzero((rows[:, d:] == rows[:, :-d]).reshape(-1))
         if hits.size:
-            bad.append(int(hits[0]) + d)
+            r, c = divmod(int(hits[0]), sweep - d)
+            bad.append(r * sweep + c + d)
     return min(bad) if bad else -1

@@ -176,11 +176,8 @@ class Datapath:
         self.counters.gemm_uops += n
         if n > self.chunk:
             uops = self._uops(insn, index)
-            tail = np.empty(0, dtype=np.int64)
-            for piece, piece_uops, first in program.loop_chunks(insn, uops, self.chunk):
-                plan = GemmPlan(piece, piece_uops, self.config, tail=tail, first=first)
-                self._gemm_apply(insn, plan, index)
-                tail = plan.tail
+            for piece, piece_uops, _ in program.loop_chunks(insn, uops, self.chunk):  # whole sweeps
+                self._gemm_apply(insn, GemmPlan(piece, piece_uops, self.config), index)
             return
         plan = self._plan(insn, index)
         if n:

@@ -123,34 +123,37 @@ def to_int32(products: np.ndarray) -> np.ndarray:
     return products.astype(np.int64).astype(np.int32)  # int64 -> int32 keeps the low 32 bits
 
 
+def hazard_message(insn: isa.Insn, dst: np.ndarray) -> str | None:
+    """The accumulator-hazard message of a non-reset GEMM whose uop list writes the accumulators
+    ``dst`` (one sweep; every sweep adds the same offsets), or None (timing.gemm_hazard)."""
+    bad = timing.gemm_hazard(dst)
+    if bad < 0:
+        return None
+    d = 1 if dst[bad - 1] == dst[bad] else 2
+    return (f"uop {insn.uop_bgn + bad} writes the accumulator of uop {insn.uop_bgn + bad - d}, {d} uop(s) earlier in "
+            f"the same sweep of the uop list (acc[{int(dst[bad])}] in the first sweep): VTA's GEMM pipeline would read it "
+            f"before that write lands; put {timing.GEMM_HAZARD_DISTANCE} other accumulators between them (repeats "
+            f"across iter_in/iter_out sweeps are allowed)")
+
+
 class GemmPlan:
     """Index arrays of one GEMM loop (or piece of one) and how to compute its products.
 
     ``dst``/``src``/``wgt``: the distinct elements it touches (for the race tracker; a slice
     when they form a range);
-    ``hazard``: the message of its first accumulator hazard or None; ``out``: the distinct
+    ``hazard``: the message of its first accumulator hazard (within one sweep) or None; ``out``: the distinct
     accumulators it updates, in the order of :meth:`products`' rows; ``where``: ``out`` as a
     slice when it is a range (a blocked GEMM's tile), else ``out``.
     """
 
-    def __init__(self, insn: isa.Insn, uops: np.ndarray, config, *, tail: np.ndarray | None = None,
-                 first: int = 0):
-        """``insn``/``uops``: the loop (or one piece of it, whose first uop is at position
-        ``first`` of the whole loop, after the whole loop's last uops ``tail``)."""
+    def __init__(self, insn: isa.Insn, uops: np.ndarray, config):
+        """``insn``/``uops``: the loop, or one piece of it (whole sweeps of the uop list:
+        ``program.loop_chunks``), with ``uops`` its uop rows plus the piece's offsets."""
         dst, src, wgt = program.loop_indices(insn, uops)
         self.dst, self.src, self.wgt = (as_slice(distinct(a)) for a in (dst, src, wgt))
         self.hazard = None
-        self.tail = dst[-timing.GEMM_HAZARD_DISTANCE:].copy()
         if not insn.reset and dst.size:
-            before = np.empty(0, dtype=np.int64) if tail is None else tail
-            seq = np.concatenate([before, dst])
-            bad = timing.gemm_hazard(seq)
-            if bad >= 0:
-                prev = bad - 1 if seq[bad - 1] == seq[bad] else bad - 2
-                at = first - before.size
-                self.hazard = (f"uop {at + bad} of the loop writes acc[{seq[bad]}], which uop {at + prev} also "
-                               f"writes {bad - prev} uop(s) earlier; the GEMM pipeline needs "
-                               f"{timing.GEMM_HAZARD_DISTANCE} other accumulators in between")
+            self.hazard = hazard_message(insn, uops[:, 0])
         self.order = self.starts = None
         self.kind = "reset"
         if insn.reset or not dst.size:

@@ -16,6 +16,12 @@ block b uses SRAM partition t = b % threads of every buffer. Per block, in progr
 Then compute pops the outstanding s2c tokens (x_size-0 flag carriers) and FINISH pops the last,
 so FINISH retires after every store. Every access stays inside its partition, no GEMM breaks
 the accumulator hazard rule, and at most ``threads`` tokens wait in any queue.
+
+By default no non-reset GEMM repeats an accumulator within 3 uops anywhere in its loop nest
+(the stricter rule the simulator had before the rule became per sweep: these programs are the
+golden corpus). With ``repeats=True`` GEMMs may repeat accumulators across sweeps of their uop
+list (half of them sum over ``iter_in`` or ``iter_out`` with a zero dst factor, as VTA's
+kernels do), never within one sweep (``timing.gemm_hazard``).
 """
 
 from __future__ import annotations
@@ -31,8 +37,8 @@ CAPS = {"inp": 48, "wgt": 12, "acc": 32, "uop": 64}  # elements per partition us
 
 
 class _Gen:
-    def __init__(self, config: Config, rng: np.random.Generator, threads: int):
-        self.c, self.rng, self.threads = config, rng, threads
+    def __init__(self, config: Config, rng: np.random.Generator, threads: int, repeats: bool = False):
+        self.c, self.rng, self.threads, self.repeats = config, rng, threads, repeats
         self.b = BundleBuilder(config)
         self.part = {m: min(config.depth(m) // threads, CAPS[m]) for m in CAPS}
         self.stride = {m: config.depth(m) // threads for m in CAPS}
@@ -87,6 +93,8 @@ class _Gen:
                                            "wgt_factor_out", "wgt_factor_in")}
             if kind == "ALU":
                 f["wgt_factor_out"] = f["wgt_factor_in"] = 0
+            elif self.repeats and self.rng.random() < 0.5:
+                f["dst_factor_in" if self.rng.random() < 0.7 else "dst_factor_out"] = 0  # a sum across sweeps
             reach = {p: (io - 1) * f[f"{p}_factor_out"] + (ii - 1) * f[f"{p}_factor_in"] for p in ("dst", "src", "wgt")}
             lim = {"dst": self.part["acc"], "src": self.part[srcmem], "wgt": self.part["wgt"]}
             if any(reach[p] >= lim[p] for p in lim):
@@ -100,7 +108,7 @@ class _Gen:
             if kind == "GEMM" and not reset:
                 dst = (np.array([r[0] for r in rows])[None, None, :] + np.arange(io)[:, None, None] * f["dst_factor_out"]
                        + np.arange(ii)[None, :, None] * f["dst_factor_in"]).reshape(-1)
-                if timing.gemm_hazard(dst) >= 0:
+                if timing.gemm_hazard(dst, nu if self.repeats else None) >= 0:
                     continue
             if kind == "ALU":
                 del f["wgt_factor_out"], f["wgt_factor_in"]
@@ -177,13 +185,14 @@ class _Gen:
 
 
 def random_program(seed: int, config: str | Config = "tiny", *, threads: int | None = None,
-                   blocks: int | None = None) -> Bundle:
-    """A random correctly synchronised program (see the module docstring); same seed, same bundle."""
+                   blocks: int | None = None, repeats: bool = False) -> Bundle:
+    """A random correctly synchronised program (see the module docstring); same seed, same bundle.
+    ``repeats``: GEMMs may repeat accumulators across sweeps of their uop list."""
     config = load_config(config)
     rng = np.random.default_rng([seed, 0x5EED])
     threads = int(rng.integers(1, 3)) if threads is None else threads
     blocks = int(rng.integers(1, 5)) if blocks is None else blocks
-    gen = _Gen(config, rng, threads)
+    gen = _Gen(config, rng, threads, repeats)
     for b in range(blocks):
         gen.block(b)
     return gen.finish(blocks)

@@ -18,10 +18,13 @@ from vdla_sim.progen import random_program
 from vdla_sim.workloads import blocked_gemm
 
 from tests.hw.programs import fixed_corpus
+from tests.sim.sweep_programs import sweep_corpus
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.s"))
 # random programs per (preset, simulator) of the core-top comparison with the simulator
 RANDOM = {("tiny", "icarus"): 60, ("tiny", "verilator"): 200, ("osdi18", "verilator"): 20}
+# random programs whose GEMMs repeat accumulators across sweeps of their uop list (progen repeats=True)
+REPEATS = {("tiny", "icarus"): 10, ("tiny", "verilator"): 40, ("osdi18", "verilator"): 10}
 PAIRS = list(RANDOM)
 
 
@@ -63,12 +66,15 @@ def corpus(preset: str, sim: str) -> list[tuple[str, object]]:
                       if ".config" not in text else assemble(text.replace(".config tiny", f".config {preset}"),
                                                              source=str(path))))
     progs += [(f"random{seed}", random_program(seed, preset)) for seed in range(RANDOM[(preset, sim)])]
+    progs += sweep_corpus(preset)
+    progs += [(f"repeats{seed}", random_program(seed, preset, repeats=True)) for seed in range(REPEATS[(preset, sim)])]
     return progs
 
 
 def corpus_names(preset: str, sim: str) -> list[str]:
     return [name for name, _ in fixed_corpus(preset)] + [name for name, _ in workloads(preset)] + \
-        [f"example_{p.stem}" for p in EXAMPLES] + [f"random{seed}" for seed in range(RANDOM[(preset, sim)])]
+        [f"example_{p.stem}" for p in EXAMPLES] + [f"random{seed}" for seed in range(RANDOM[(preset, sim)])] + \
+        [name for name, _ in sweep_corpus(preset)] + [f"repeats{seed}" for seed in range(REPEATS[(preset, sim)])]
 
 
 class Runs:

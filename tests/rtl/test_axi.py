@@ -21,6 +21,7 @@ from compiler.layers import Conv2D, Dense
 from driver import status as st
 from driver.rtl_run import MemoryOptions, run_bundles
 from tests.hw.programs import fixed_corpus
+from tests.sim.sweep_programs import sweep_corpus
 from vdla_hw import regmap
 from vdla_hw.config import load_config
 from vdla_hw.rtl.axi_check import rule_names
@@ -49,7 +50,8 @@ def layers(preset: str) -> list:
 
 def corpus(preset: str) -> list:
     return list(fixed_corpus(preset)) + [(f"random{s}", random_program(s, preset)) for s in range(RANDOM[preset])] \
-        + layers(preset)
+        + layers(preset) + sweep_corpus(load_config(preset)) \
+        + [(f"repeats{s}", random_program(s, preset, repeats=True)) for s in range(4)]
 
 
 _cache: dict = {}

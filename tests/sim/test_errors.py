@@ -114,7 +114,8 @@ def test_gemm_hazard_names_the_uops():
     b.emit("GEMM", uop_end=3, iter_out=1, iter_in=1)
     b.emit("FINISH")
     msg = run_error(b.build(), HazardError)
-    assert msg.startswith("instruction 1 (GEMM): uop: uop 2 of the loop writes acc[0], which uop 0")
+    assert msg.startswith("instruction 1 (GEMM): uop: uop 2 writes the accumulator of uop 0, 2 uop(s) earlier in the "
+                          "same sweep of the uop list (acc[0] in the first sweep)")
     # a reset GEMM does not read-modify-write: no hazard
     b = BundleBuilder("tiny")
     b.emit("GEMM", reset=1, uop_end=1, iter_out=3, iter_in=1)

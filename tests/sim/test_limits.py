@@ -62,20 +62,37 @@ def test_loops_in_pieces_equal_whole_loops(monkeypatch, seed):
     assert whole.counters.as_dict() == pieces.counters.as_dict()
 
 
-def test_a_hazard_across_two_pieces_is_reported_like_in_one_loop(monkeypatch):
+def test_hazards_and_repeats_in_pieces_are_those_of_one_loop(monkeypatch):
+    """Pieces are whole sweeps of the uop list, so a repeat across a cut is a repeat across
+    sweeps (allowed: same image and cycles in pieces) and a repeat within a sweep is reported
+    by the first piece exactly as by the whole loop."""
     b = BundleBuilder("tiny")
-    k = b.uops("k", [(0, 0, 0), (1, 0, 0), (2, 0, 0)])
-    b.emit("LOAD", memory_type=0, dram_base=k, y_size=1, x_size=3, x_stride=3)
+    k = b.uops("k", [(0, 0, 0), (1, 1, 0), (2, 2, 0), (0, 3, 0), (1, 0, 0), (0, 1, 0)])
+    b.emit("LOAD", memory_type=0, dram_base=k, y_size=1, x_size=6, x_stride=6)
     b.emit("GEMM", uop_end=3, iter_out=2, iter_in=1, dst_factor_out=2)  # acc 0 1 2 | 2 3 4
-    bundle = b.build()
-    with pytest.raises(HazardError) as whole:
-        simulate(bundle, race_check=False)
-    small_pieces(monkeypatch, 3)  # one piece per outer iteration: the repeat is across the cut
-    gemm = bundle.insns()[1]
+    b.emit("GEMM", uop_bgn=2, uop_end=5, iter_out=2, iter_in=1)        # acc 2 0 1 | 2 0 1
+    b.emit("GEMM", uop_bgn=3, uop_end=6, iter_out=2, iter_in=1)        # acc 0 1 0: uop 5 repeats uop 3
+    b.emit("FINISH")
+    bad = b.build()
+    good = BundleBuilder("tiny")
+    k = good.uops("k", [(0, 0, 0), (1, 1, 0), (2, 2, 0), (0, 3, 0), (1, 0, 0)])
+    good.emit("LOAD", memory_type=0, dram_base=k, y_size=1, x_size=5, x_stride=5)
+    good.emit("GEMM", uop_end=3, iter_out=2, iter_in=1, dst_factor_out=2)
+    good.emit("GEMM", uop_bgn=2, uop_end=5, iter_out=2, iter_in=1)
+    good.emit("FINISH")
+    good = good.build()
+    whole = simulate(good, race_check=False)
+    with pytest.raises(HazardError) as whole_err:
+        simulate(bad, race_check=False)
+    small_pieces(monkeypatch, 3)  # one piece per outer iteration: the repeats are across the cut
+    gemm = good.insns()[1]
     assert [(p.iter_out, f) for p, _, f in program.loop_chunks(gemm, np.zeros((3, 3), np.int64), 3)] == [(1, 0), (1, 3)]
-    with pytest.raises(HazardError) as pieces:
-        simulate(bundle, race_check=False)
-    assert str(whole.value) == str(pieces.value) and "uop 3 of the loop writes acc[2]" in str(whole.value)
+    pieces = simulate(good, race_check=False)
+    assert np.array_equal(whole.dram, pieces.dram) and whole.cycles == pieces.cycles
+    with pytest.raises(HazardError) as pieces_err:
+        simulate(bad, race_check=False)
+    assert str(whole_err.value) == str(pieces_err.value)
+    assert str(whole_err.value).startswith("instruction 3 (GEMM): uop: uop 5 writes the accumulator of uop 3")
 
 
 def peak_bytes(bundle) -> int:

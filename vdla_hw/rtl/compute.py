@@ -20,7 +20,9 @@ Compute forwards its own accumulator write to its acc read of the same cycle (th
 LOAD writes never meet a GEMM/ALU read: one instruction at a time), and the ALU's acc[dst]
 latch takes the write of the cycle it latches in (its predecessor's, at ALU_CYCLES_PER_UOP 2),
 so an ALU uop sees the uop before it; a GEMM uop reads its accumulator one cycle before writing
-it, as before the pipelining (timing.GEMM_HAZARD_DISTANCE is unchanged).
+it, so with the forwarding it sees the write of the uop issued the cycle before: a repeated
+accumulator computes the sequential result at no cost (timing.gemm_cycles; the hazard rule,
+timing.gemm_hazard, is VTA's pipeline's and is checked before the RTL runs).
 """
 
 from __future__ import annotations
