@@ -181,19 +181,22 @@ class _Parser:
                     raise self.error(line, f"shape={value}: a size is negative")
         return at, shape, words
 
-    def check_count(self, name: str, mem: str, count: int, line: int) -> None:
+    def check_count(self, name: str, mem: str, count: int, line: int, at: int | None) -> None:
+        """Before anything is allocated: ``count`` elements of ``mem`` fit the DRAM limit."""
         if count < 0:
             raise self.error(line, f"symbol {name!r}: element count {count} is negative")
-        if count * self.start().elem_bytes(mem) > MAX_DRAM_BYTES:
-            raise self.error(line, f"symbol {name!r}: {count} {mem} elements exceed the {mib(MAX_DRAM_BYTES)} "
-                             "DRAM limit (vdla_hw/limits.py)")
+        size = self.start().elem_bytes(mem)
+        end = (self.cursor if at is None else at * size) + count * size
+        if end > MAX_DRAM_BYTES:
+            raise self.error(line, f"symbol {name!r}: {count} {mem} elements would grow the DRAM image to "
+                             f"{mib(end)}, past the {mib(MAX_DRAM_BYTES)} limit (vdla_hw/limits.py)")
 
     def place(self, name: str, mem: str, count: int, line: int, at: int | None,
               shape: tuple[int, ...] | None, payload: bytes | None) -> None:
         """Define symbol ``name`` (at element ``at``, or the next free one aligned as
         :class:`vdla_hw.bundle.BundleBuilder` aligns) and record its bytes."""
         config = self.start()
-        self.check_count(name, mem, count, line)
+        self.check_count(name, mem, count, line, at)
         if name in self.symbols:
             raise self.error(line, f"symbol {name!r} is defined twice (first on line {self.defined[name]})")
         size = config.elem_bytes(mem)
@@ -225,7 +228,7 @@ class _Parser:
         name, mem = words[1], words[2]
         count = self.number(words[3], line)
         at, shape, rest = self.options(words[4:], line)
-        self.check_count(name, mem, count, line)
+        self.check_count(name, mem, count, line, at)
         per = int(np.prod(config.elem_shape(mem)))
         dtype = np.dtype(config.elem_dtype(mem))
         info = np.iinfo(dtype)
