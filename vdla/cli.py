@@ -129,7 +129,7 @@ def cmd_asm(args) -> int:
 
 
 def cmd_disasm(args) -> int:
-    from vdla_hw.asm import disassemble
+    from vdla_hw.disasm import disassemble
     from vdla_hw.bundle import Bundle
     from vdla_hw.limits import MAX_DRAM_BYTES
 

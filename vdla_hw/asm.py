@@ -1,4 +1,4 @@
-"""Text assembler and disassembler, derived from the ISA field table.
+"""Text assembler, derived from the ISA field table (its inverse: :mod:`vdla_hw.disasm`).
 
 One instruction per line; ``#`` starts a comment; a line ending with ``\\`` continues on the next.
 The text form of a field follows from the table in ``vdla_hw.isa``: 1-bit fields (the four
@@ -22,7 +22,7 @@ also sets ``use_imm``. Data directives place arrays and name them; a symbol name
 
 ``.data`` and ``.uops`` take ``at=INDEX`` (the element index, instead of the next free aligned
 one) and ``shape=D,D,...`` (the symbol's shape, default ``COUNT`` x element shape) after the
-count (``.uops``: after the name). What :func:`disassemble` adds to write any bundle exactly::
+count (``.uops``: after the name). What the disassembler adds to write any bundle exactly::
 
     .image BYTES                      # the DRAM image's size (default: just past the instructions)
     .meta {JSON}                      # the bundle's meta object (default: producer vdla asm)
@@ -30,7 +30,7 @@ count (``.uops``: after the name). What :func:`disassemble` adds to write any bu
     .text OFFSET                      # the instruction stream's byte offset (before any instruction)
     .insn 0xHEX                       # one raw instruction: its 128-bit little-endian word
 
-Bytes nobody writes are zero. :func:`disassemble` prints every field of a bundle (configuration,
+Bytes nobody writes are zero. :func:`vdla_hw.disasm.disassemble` prints every field of a bundle (configuration,
 image size, meta, symbols in their order, every non-zero byte, the instruction stream), so
 ``assemble(disassemble(b)).to_bytes() == b.to_bytes()`` for every bundle whose symbol names are
 words (docs/asm.md describes the format).
@@ -47,9 +47,7 @@ from vdla_hw import isa
 from vdla_hw.bundle import ALIGN, Bundle, Symbol
 from vdla_hw.config import MEM_TYPES, Config, load_config
 from vdla_hw.errors import AsmError, EncodingError, VdlaError
-from vdla_hw.files import json_loads
 from vdla_hw.limits import MAX_DRAM_BYTES, mib
-from vdla_hw.presets import PRESETS
 
 # key -> (fields, separator): multi-field groups printed and parsed together.
 GROUPS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -108,10 +106,7 @@ def format_insn(insn: isa.Insn, config: Config) -> str:
 
 SYMBOL = re.compile(r"[A-Za-z_][\w.]*")      # a name that may stand for a number
 NAME = re.compile(r"[^\s#\\]+")              # a symbol name a directive can hold
-ROW_BYTES = 32                               # bytes per .bytes row of the disassembly
-UOPS_PER_LINE = 8
 JSON_DIRECTIVES = (".config", ".meta")       # take a JSON object: the rest of the line
-ONCE = (".image", ".text", ".meta")          # directives a text has at most once
 USAGE = {
     ".data": ".data NAME MEM COUNT [at=INDEX] [shape=D,...] [random SEED | values V...], MEM one of "
              + ", ".join(MEM_TYPES),
@@ -149,7 +144,7 @@ class _Parser:
         return self.config
 
     def number(self, text: str, line: int) -> int:
-        match = re.fullmatch(r"([A-Za-z_][\w.]*)?\s*([+-]?\s*(?:0x[0-9a-fA-F]+|\d+))?", text.strip())
+        match = re.fullmatch(rf"({SYMBOL.pattern})?\s*([+-]?\s*(?:0x[0-9a-fA-F]+|\d+))?", text.strip())
         if not text.strip() or not match:
             raise self.error(line, f"expected a number or symbol[+N], got {text!r}")
         name, offset = match.groups()
@@ -494,130 +489,6 @@ def assemble(text: str, config: str | Config | None = None, source: str = "<asm>
     return parser.build()
 
 
-# --- disassembly ----------------------------------------------------------------------------
-def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
-    """[start, end) of every run of True in ``mask``."""
-    edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.view(np.int8), [0]))))
-    return list(zip(edges[0::2].tolist(), edges[1::2].tolist()))
-
-
-def _byte_rows(dram: np.ndarray, done: np.ndarray, lo: int, hi: int, width: int) -> list[str]:
-    """``.bytes`` rows of the not yet printed, non-zero bytes of ``dram[lo:hi]`` (marked printed):
-    rows of ROW_BYTES from the start of each stretch, zero rows left out, repeated rows as ``*N``."""
-    lines = []
-    for a, b in _runs(~done[lo:hi]):
-        a, b = a + lo, b + lo
-        done[a:b] = True
-        chunk = dram[a:b]
-        full = (b - a) // ROW_BYTES
-        rows = chunk[:full * ROW_BYTES].reshape(full, ROW_BYTES)
-        nonzero = np.flatnonzero(rows.any(axis=1))
-        same = np.zeros(full, dtype=bool)
-        same[1:] = (rows[1:] == rows[:-1]).all(axis=1)
-        i = 0
-        while i < len(nonzero):
-            j = i + 1
-            while j < len(nonzero) and nonzero[j] == nonzero[j - 1] + 1 and same[nonzero[j]]:
-                j += 1
-            r = int(nonzero[i])
-            lines.append(f".bytes 0x{a + r * ROW_BYTES:0{width}x} {rows[r].tobytes().hex()}"
-                         + (f" *{j - i}" if j - i > 1 else ""))
-            i = j
-        tail = chunk[full * ROW_BYTES:]
-        if tail.any():
-            lines.append(f".bytes 0x{a + full * ROW_BYTES:0{width}x} {tail.tobytes().hex()}")
-    return lines
-
-
-def _uop_lines(name: str, options: str, rows: np.ndarray) -> list[str]:
-    items = [f"{d},{s},{w}" for d, s, w in rows.tolist()]
-    if len(items) <= UOPS_PER_LINE:
-        return [f".uops {name} {options} {' '.join(items)}"]
-    lines = [f".uops {name} {options} \\"]
-    for i in range(0, len(items), UOPS_PER_LINE):
-        more = " \\" if i + UOPS_PER_LINE < len(items) else ""
-        lines.append("    " + " ".join(items[i:i + UOPS_PER_LINE]) + more)
-    return lines
-
-
-def _labelled(text: str, insn: isa.Insn, labels: dict[str, list[tuple[int, int, str]]]) -> str:
-    """``text`` with a LOAD/STORE's ``dram=N`` written as the symbol holding element N (``name+off``)."""
-    if insn.kind not in ("LOAD", "STORE"):
-        return text
-    base = insn.dram_base
-    for lo, hi, name in labels.get(MEM_TYPES[insn.memory_type], ()):
-        if lo <= base < hi:
-            label = name if base == lo else f"{name}+{base - lo}"
-            return " ".join(f"dram={label}" if w == f"dram={base}" else w for w in text.split(" "))
-    return text
-
-
-def _insn_line(word: bytes, config: Config, checker: _Parser, index: int) -> tuple[str, isa.Insn | None, str]:
-    """(assembly, decoded instruction or None, note) of one 16-byte instruction: its text form if
-    that assembles back to the same bytes, else ``.insn`` with the raw word."""
-    raw = f".insn 0x{int.from_bytes(word, 'little'):032x}"
-    try:
-        insn = isa.decode(word, config, index)
-    except EncodingError as err:
-        return raw, None, f"  undecodable: {err.field}: {err.why}"
-    text = format_insn(insn, config)
-    try:
-        same = checker.instruction(text.split(), index)[1] == word
-    except AsmError:
-        same = False
-    if not same:
-        return raw, None, f"  {text}, and bits outside its fields"
-    return text, insn, ""
-
-
-def disassemble(bundle: Bundle) -> str:
-    """The whole bundle as assembly text: ``assemble`` of it writes the same bundle file.
-
-    Configuration (preset name or inline JSON), image size, meta, every symbol in order
-    (``.uops`` for a micro-op table, else ``.data`` and its non-zero bytes as ``.bytes`` rows),
-    non-zero bytes outside the symbols, then ``.text`` and one instruction per line (``.insn``
-    for a word the text form cannot hold). A VdlaError names a symbol whose name is not a word.
-    """
-    config = bundle.config
-    dram = bundle.dram
-    size = dram.size
-    first, end = bundle.insn_offset, bundle.insn_offset + bundle.insn_count * config.insn_bytes
-    preset = config.name in PRESETS and load_config(config.name).to_json() == config.to_json()
-    lines = [f"# vdla disasm of a bundle for configuration {config.fingerprint}:",
-             f"# {bundle.insn_count} instructions at byte {first} of a {size}-byte DRAM image",
-             f".config {config.name if preset else config.to_json()}",
-             f".image {size}",
-             f".meta {json.dumps(bundle.meta)}"]
-    done = np.zeros(size, dtype=bool)
-    done[first:end] = True  # the instruction stream is printed as instructions
-    width = max(4, len(f"{size:x}"))
-    labels: dict[str, list[tuple[int, int, str]]] = {}
-    for name, sym in bundle.symbols.items():
-        if not NAME.fullmatch(name):
-            raise VdlaError(f"symbol {name!r} cannot be written as assembly (a name holds no space, '#' or '\\')")
-        if SYMBOL.fullmatch(name):
-            labels.setdefault(sym.mem, []).append((sym.index, sym.index + sym.count, name))
-        lo, hi = sym.byte_range(config)
-        default = (sym.count, *config.elem_shape(sym.mem))
-        options = f"at={sym.index}" + ("" if tuple(sym.shape) == default else f" shape={','.join(map(str, sym.shape))}")
-        if sym.mem == "uop" and sym.count and not done[lo:hi].any():
-            words = dram[lo:hi].view("<u4")
-            rows = isa.decode_uops(words, config)
-            if np.array_equal(isa.encode_uops(rows, config), words):
-                lines += _uop_lines(name, options, rows)
-                done[lo:hi] = True
-                continue
-        lines.append(f".data {name} {sym.mem} {sym.count} {options}")
-        lines += _byte_rows(dram, done, lo, hi, width)
-    rest = _byte_rows(dram, done, 0, size, width)
-    if rest:
-        lines += ["# bytes outside every symbol", *rest]
-    lines.append(f".text {first}")
-    checker = _Parser("<disasm>", config)
-    stream = bundle.insn_bytes
-    for index in range(bundle.insn_count):
-        text, insn, note = _insn_line(stream[16 * index:16 * index + 16], config, checker, index)
-        if insn is not None:
-            text = _labelled(text, insn, labels)
-        lines.append(f"{text:<72} # {index}{note}")
-    return "\n".join(lines) + "\n"
+def assemble_insn(line: str, config: Config) -> bytes:
+    """The 16 bytes of one instruction line (AsmError, line 0, unless it is one)."""
+    return _Parser("<insn>", config).instruction(line.split(), 0)[1]

@@ -8,7 +8,8 @@ import json
 from hypothesis import event, given, strategies as st
 
 from tests.fuzz.harness import FUZZ, outcome
-from vdla_hw.asm import assemble, disassemble
+from vdla_hw.asm import assemble
+from vdla_hw.disasm import disassemble
 from vdla_hw.config import PARAMETERS, load_config
 from vdla_hw.presets import PRESETS
 
