@@ -148,7 +148,10 @@ class _Parser:
         if not text.strip() or not match:
             raise self.error(line, f"expected a number or symbol[+N], got {text!r}")
         name, offset = match.groups()
-        value = int(offset.replace(" ", ""), 0) if offset else 0
+        try:
+            value = int(offset.replace(" ", ""), 0) if offset else 0
+        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+            raise self.error(line, f"number {text[:20]!r}... has too many digits") from None
         if name:
             if name not in self.symbols:
                 raise self.error(line, f"unknown symbol {name!r} (define it with .data or .uops first)")
@@ -191,7 +194,6 @@ class _Parser:
         """Define symbol ``name`` (at element ``at``, or the next free one aligned as
         :class:`vdla_hw.bundle.BundleBuilder` aligns) and record its bytes."""
         config = self.start()
-        self.check_count(name, mem, count, line, at)
         if name in self.symbols:
             raise self.error(line, f"symbol {name!r} is defined twice (first on line {self.defined[name]})")
         size = config.elem_bytes(mem)
@@ -463,14 +465,15 @@ def assemble(text: str, config: str | Config | None = None, source: str = "<asm>
     ``config`` applies unless the text has its own ``.config`` line.
     """
     parser = _Parser(source, load_config(config) if config is not None else None)
-    pending: list[str] = []
-    first = 0
+    pending: list[str] = []  # words of a statement continued with \ so far
+    first, more = 0, False
     for number, raw in enumerate(text.splitlines(), start=1):
         if not pending:
             first = number
             head = raw.split(None, 1)
             if len(head) == 2 and head[0] in JSON_DIRECTIVES and head[1].startswith("{"):
                 parser.json_directive(head[0], head[1], number)
+                more = False
                 continue
         body = raw.split("#", 1)[0].rstrip()
         more = body.endswith("\\")
@@ -484,7 +487,7 @@ def assemble(text: str, config: str | Config | None = None, source: str = "<asm>
             parser.directive(words, first)
         else:
             parser.stream.append(parser.instruction(words, first)[1])
-    if pending or (text.splitlines() and text.splitlines()[-1].split("#", 1)[0].rstrip().endswith("\\")):
+    if more:
         raise AsmError(source, first, "the text ends inside a line continued with \\")
     return parser.build()
 
