@@ -94,10 +94,6 @@ def cmd_regmap(args) -> int:
     return 0
 
 
-# An assembly file may hold a whole DRAM image as .bytes rows (2.5 text bytes per image byte).
-MAX_ASM_BYTES = 3 * (128 << 20)
-
-
 def _read_input(name: str, what: str, max_bytes: int) -> bytes:
     """The bytes of file ``name``, or of stdin for ``-`` (at most ``max_bytes``)."""
     from vdla_hw.errors import VdlaError
@@ -115,10 +111,11 @@ def cmd_asm(args) -> int:
     from vdla.outputs import write_file
     from vdla_hw.asm import assemble
     from vdla_hw.errors import VdlaError
+    from vdla_hw.limits import MAX_DRAM_BYTES
 
     source = "<stdin>" if args.file == "-" else args.file
-    try:
-        text = _read_input(args.file, "assembly file", MAX_ASM_BYTES).decode()
+    try:  # a whole DRAM image as .bytes rows is 2.5 text bytes per image byte
+        text = _read_input(args.file, "assembly file", 3 * MAX_DRAM_BYTES).decode()
     except UnicodeDecodeError as err:
         raise VdlaError(f"{source}: the assembly file is not UTF-8 text (byte {err.start})") from None
     bundle = assemble(text, config=args.config, source=source)
@@ -134,7 +131,8 @@ def cmd_disasm(args) -> int:
     from vdla_hw.limits import MAX_DRAM_BYTES
 
     if args.file == "-":
-        bundle = Bundle.from_bytes(_read_input("-", "bundle", 2 * MAX_DRAM_BYTES), "<stdin>", config=args.config)
+        data = _read_input("-", "bundle", 2 * MAX_DRAM_BYTES)  # an image that does not compress, and its keys
+        bundle = Bundle.from_bytes(data, "<stdin>", config=args.config)
     else:
         bundle = Bundle.load(args.file, config=args.config)
     sys.stdout.write(disassemble(bundle))
