@@ -94,18 +94,31 @@ def cmd_regmap(args) -> int:
     return 0
 
 
+def _read_input(name: str, what: str, max_bytes: int) -> bytes:
+    """The bytes of file ``name``, or of stdin for ``-`` (at most ``max_bytes``)."""
+    from vdla_hw.errors import VdlaError
+    from vdla_hw.files import read_capped
+
+    if name != "-":
+        return read_capped(Path(name), what, max_bytes)
+    data = sys.stdin.buffer.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise VdlaError(f"<stdin>: the {what} is larger than the {max_bytes}-byte limit")
+    return data
+
+
 def cmd_asm(args) -> int:
     from vdla.outputs import write_file
     from vdla_hw.asm import assemble
     from vdla_hw.errors import VdlaError
-    from vdla_hw.files import read_capped
+    from vdla_hw.limits import MAX_DRAM_BYTES
 
-    path = Path(args.file)
-    try:
-        text = read_capped(path, "assembly file").decode()
+    source = "<stdin>" if args.file == "-" else args.file
+    try:  # a whole DRAM image as .bytes rows is 2.5 text bytes per image byte
+        text = _read_input(args.file, "assembly file", 3 * MAX_DRAM_BYTES).decode()
     except UnicodeDecodeError as err:
-        raise VdlaError(f"{path}: the assembly file is not UTF-8 text (byte {err.start})") from None
-    bundle = assemble(text, config=args.config, source=str(path))
+        raise VdlaError(f"{source}: the assembly file is not UTF-8 text (byte {err.start})") from None
+    bundle = assemble(text, config=args.config, source=source)
     write_file(args.output, bundle.save)
     print(f"wrote {args.output}: {bundle.insn_count} instructions, {bundle.dram.size}-byte image, "
           f"config {bundle.config.name} ({bundle.config.fingerprint})", file=sys.stderr)
@@ -113,10 +126,16 @@ def cmd_asm(args) -> int:
 
 
 def cmd_disasm(args) -> int:
-    from vdla_hw.asm import disassemble
+    from vdla_hw.disasm import disassemble
     from vdla_hw.bundle import Bundle
+    from vdla_hw.limits import MAX_DRAM_BYTES
 
-    sys.stdout.write(disassemble(Bundle.load(args.file, config=args.config)))
+    if args.file == "-":
+        data = _read_input("-", "bundle", 2 * MAX_DRAM_BYTES)  # an image that does not compress, and its keys
+        bundle = Bundle.from_bytes(data, "<stdin>", config=args.config)
+    else:
+        bundle = Bundle.load(args.file, config=args.config)
+    sys.stdout.write(disassemble(bundle))
     return 0
 
 
@@ -198,13 +217,13 @@ def build_parser(modules: Iterable[str] | None = None) -> ArgumentParser:
     regmap.set_defaults(func=cmd_regmap)
 
     asm = sub.add_parser("asm", help="assemble a text program into a bundle")
-    asm.add_argument("file")
+    asm.add_argument("file", help="assembly file (- reads stdin)")
     asm.add_argument("-o", "--output", type=output_file, required=True, help="bundle file to write (.npz)")
     asm.add_argument("--config", default=None, help="preset or JSON file, unless the file has .config")
     asm.set_defaults(func=cmd_asm)
 
-    disasm = sub.add_parser("disasm", help="print a bundle's instructions as assembly")
-    disasm.add_argument("file")
+    disasm = sub.add_parser("disasm", help="print a bundle as assembly that vdla asm turns back into it")
+    disasm.add_argument("file", help="bundle file (- reads stdin)")
     disasm.add_argument("--config", default=None, help="require this configuration")
     disasm.set_defaults(func=cmd_disasm)
 
