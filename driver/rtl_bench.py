@@ -140,8 +140,8 @@ class Bench:
                 "wr_out": int(d.chk_wr_out.value)}
 
     def clear_srams(self):
-        """Zero every on-chip SRAM through the simulator (backdoor), so each program starts from
-        the simulator's all-zero SRAMs (the hardware itself never clears them)."""
+        """Zero every on-chip SRAM through the simulator (backdoor), so a program starts from a
+        fresh simulator's all-zero SRAMs (the hardware itself never clears them)."""
         if self.srams is None:
             self.srams = [h for h in self.dut.dut if h._name.endswith("_mem")]
         for mem in self.srams:
@@ -152,8 +152,12 @@ class Bench:
                     mem[k].value = 0
 
     # --- one program through the driver ---------------------------------------------------
-    async def run_program(self, bundle: Bundle, budget: int, poison: list | None = None) -> dict:
-        self.clear_srams()
+    async def run_program(self, bundle: Bundle, budget: int, poison: list | None = None,
+                          clear_srams: bool = True) -> dict:
+        """Run ``bundle`` through the driver; ``clear_srams``: zero the SRAMs first (else they
+        hold what the previous program left, as on the board)."""
+        if clear_srams:
+            self.clear_srams()
         self.retire = []
         before = self.checker()
         beats = self.memory.beats
@@ -243,6 +247,7 @@ async def run_jobs(dut):
             res = await bench.run_ops(bundle, item["ops"])
             dram = np.zeros(0, dtype=np.uint8)
         else:
-            res = await bench.run_program(bundle, int(item["budget"]), item.get("poison"))
+            res = await bench.run_program(bundle, int(item["budget"]), item.get("poison"),
+                                          item.get("clear_srams", True))
             dram = res.pop("dram")
         np.savez(item["result"], dram=dram, meta=np.array(json.dumps(res)))

@@ -5,7 +5,8 @@ Each register access is one call into C++ that runs the AXI-lite transaction cyc
 pause between STATUS polls runs the model until ``irq`` (or ``POLL_CYCLES``); nothing in Python
 runs per cycle. The loaded model is kept per build and process (a ResNet-18 runs hundreds of
 programs on it) and reset at the start of every :func:`run_items`, like a fresh simulation; a
-model whose program timed out is dropped.
+model whose program timed out is dropped. An item's SRAMs are zeroed first unless it says
+``clear_srams: false`` (:func:`driver.rtl_run.run_bundles`'s ``keep_srams``).
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ def run_items(bundles: list[Bundle | None], items: list[dict], config: Config, t
         model = _model(library, config, options)
         out = []
         for bundle, item in zip(bundles, items):
-            model.clear_srams()
+            if item.get("clear_srams", True):
+                model.clear_srams()
             model.retire()
             before, beats = model.status(), model.beats()
             device = CompiledDevice(model, config, [tuple(p) for p in item.get("poison", [])])
@@ -81,4 +83,5 @@ def run_items(bundles: list[Bundle | None], items: list[dict], config: Config, t
                                       after["irq_edge"], before, after, model.dump()))
             if outcome["timeout"]:
                 model = _model(library, config, options, fresh=True)
+                model.clear_srams()   # a fresh device's SRAMs for what follows
         return out

@@ -199,19 +199,28 @@ def _job(bundles, items, config: Config, sim: str, top: str, memory: MemoryOptio
 def run_bundles(bundles: list[Bundle], sim: str = "verilator", *, top: str = "core",
                 budgets: list[int] | None = None, memory: MemoryOptions = MemoryOptions(),
                 poison: list | None = None, build_root: Path | None = None, waves: str | None = None,
-                verbose: bool = False, bench: str | None = None, progress=None) -> list[RtlResult]:
+                verbose: bool = False, bench: str | None = None, progress=None,
+                keep_srams: bool = False) -> list[RtlResult]:
     """Run ``bundles`` (one configuration) in one simulation of ``top`` ("core" or "axi");
     ``budgets``: cycle timeouts; ``poison``: per bundle, (lo, hi, "slverr" | "decerr"): byte
     ranges [lo, hi) of the image whose bus accesses answer that error response; ``bench``:
     "compiled" or "cocotb" (default: :func:`choose_bench`); ``progress``: called with a line
-    before a (minutes-long) model build."""
+    before a (minutes-long) model build.
+
+    The first program starts from zeroed SRAMs (a fresh device: docs/spec.md section 4, "SRAM
+    state between programs"). ``keep_srams``: every later one starts from the SRAMs the one
+    before left, as on the board (no reset, no clearing between programs; a program that
+    timed out ends the sequence's state: the next starts from zeros on a fresh model);
+    without it the bench zeroes them (backdoor) before each program, so every program is
+    compared with a fresh simulator run."""
     if not bundles:
         return []
     config = bundles[0].config
     if any(b.config != config for b in bundles):
         raise VdlaError("run_bundles: every bundle must use the same configuration")
     items = [{"budget": int(budgets[k]) if budgets else DEFAULT_BUDGET,
-              "poison": [list(r) for r in (poison[k] if poison else [])]} for k in range(len(bundles))]
+              "poison": [list(r) for r in (poison[k] if poison else [])],
+              "clear_srams": k == 0 or not keep_srams} for k in range(len(bundles))]
     if choose_bench(sim, bench, waves) == "compiled":
         from driver import rtl_compiled
         metas = rtl_compiled.run_items(list(bundles), items, config, top, memory.resolve(config), build_root,
