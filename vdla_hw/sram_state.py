@@ -148,14 +148,14 @@ class UninitTracker:
         if insn.reset and insn.kind in RESET_KINDS:
             reads = []
         elif insn.kind == "GEMM":
-            reads = [(mem, cols[col], None) for mem, col in _GEMM_READS]
-        else:
-            reads = [("acc", dst, None)] + ([] if insn.use_imm else [("acc", src, dst)])
+            reads = [(mem, cols[col]) for mem, col in _GEMM_READS]
+        else:  # an ALU's src written by an earlier step was read as that step's dst first: checked there
+            reads = [("acc", dst)] + ([] if insn.use_imm else [("acc", src)])
         best = None
-        for mem, elems, own in reads:
-            pos = self._first_pos(mem, elems, own)
-            if pos is not None and (best is None or pos < best[0]):
-                best = (pos, mem, int(elems[pos]))
+        for mem, elems in reads:
+            bad = np.flatnonzero(~self.written[mem][elems])
+            if bad.size and (best is None or bad[0] < best[0]):
+                best = (int(bad[0]), mem, int(elems[bad[0]]))
         if found is None and best is not None:
             pos, mem, element = best
             found = UninitRead(index, insn.kind, mem, element, "uop", self._step_name(insn, len(uops), pos))
@@ -163,19 +163,6 @@ class UninitTracker:
             self._report(found)
         self.written["acc"][dst] = True
         self.written["out"][dst] = True
-
-    def _first_pos(self, mem: str, elems: np.ndarray, own: np.ndarray | None) -> int | None:
-        """The first loop step reading an unwritten element of ``mem``; ``own``: the dst of
-        every step when the same instruction writes ``mem`` (ALU: a src that an earlier step
-        wrote is written)."""
-        bad = np.flatnonzero(~self.written[mem][elems])
-        if bad.size and own is not None:
-            uniq, first = np.unique(own, return_index=True)
-            values = elems[bad]
-            at = np.minimum(np.searchsorted(uniq, values), uniq.size - 1)
-            earlier = (uniq[at] == values) & (first[at] < bad)
-            bad = bad[~earlier]
-        return int(bad[0]) if bad.size else None
 
     @staticmethod
     def _step_name(insn: isa.Insn, n_uops: int, pos: int) -> str:
