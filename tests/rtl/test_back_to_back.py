@@ -83,3 +83,18 @@ def test_without_keep_srams_every_program_starts_from_zeros():
     assert all(diverge(f, r) is None for f, r in zip(fresh, rtl))
     carried = back_to_back_sim(progs)
     assert any(not np.array_equal(c.dram, r.dram) for c, r in zip(carried, rtl))
+
+
+@pytest.mark.parametrize("bench,sim", [("compiled", "verilator"), ("cocotb", "icarus")])
+def test_rtl_device_keeps_its_srams_between_runs(bench, sim):
+    """The driver's rtl device runs each program as its own bench run; it carries the SRAMs
+    from one to the next (saved and loaded through the bench), like the sim device."""
+    from driver import open_device
+
+    progs = [b for _, b in sequence(4)][:5]
+    with open_device("rtl", PRESET, simulator=sim, bench=bench) as rtl, open_device("sim", PRESET) as sim_dev:
+        for k, b in enumerate(progs):
+            r, s = rtl.run(b), sim_dev.run(b)
+            assert np.array_equal(r.dram, s.dram) and r.cycles == s.cycles, f"program {k}"
+    fresh = [simulate(b).dram for b in progs]
+    assert any(not np.array_equal(f, d) for f, d in zip(fresh, back_to_back_sim([(None, b) for b in progs])))
