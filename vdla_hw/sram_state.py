@@ -34,6 +34,7 @@ import numpy as np
 from vdla_hw import isa, program
 from vdla_hw.config import Config
 from vdla_hw.errors import ProgramError, VdlaError
+from vdla_hw.limits import LOOP_CHUNK_BYTES
 from vdla_hw.semantics import Srams
 
 MODES = ("off", "warn", "error")
@@ -118,6 +119,7 @@ class UninitTracker:
         self.mode = check_mode(mode)
         self.written = written
         self.first: UninitRead | None = None
+        self.chunk = max(1, LOOP_CHUNK_BYTES // (8 * 3))  # loop steps per piece: three int64 index arrays
 
     def step(self, insn: isa.Insn, index: int, uops: np.ndarray | None = None) -> None:
         """Check and mark instruction ``index`` before it executes; ``uops``: for GEMM/ALU, the
@@ -143,26 +145,33 @@ class UninitTracker:
             return
         found = self._unwritten(insn, index, "uop", np.arange(insn.uop_bgn, insn.uop_end),
                                 lambda k: f"micro-op {insn.uop_bgn + k} of uop_bgn:uop_end", "uop_bgn")
-        dst, src, wgt = program.loop_indices(insn, uops)
-        cols = (dst, src, wgt)
-        if insn.reset and insn.kind in RESET_KINDS:
-            reads = []
-        elif insn.kind == "GEMM":
-            reads = [(mem, cols[col]) for mem, col in _GEMM_READS]
-        else:  # an ALU's src written by an earlier step was read as that step's dst first: checked there
-            reads = [("acc", dst)] + ([] if insn.use_imm else [("acc", src)])
-        best = None
-        for mem, elems in reads:
-            bad = np.flatnonzero(~self.written[mem][elems])
-            if bad.size and (best is None or bad[0] < best[0]):
-                best = (int(bad[0]), mem, int(elems[bad[0]]))
-        if found is None and best is not None:
-            pos, mem, element = best
-            found = UninitRead(index, insn.kind, mem, element, "uop", self._step_name(insn, len(uops), pos))
         if found is not None:
             self._report(found)
-        self.written["acc"][dst] = True
-        self.written["out"][dst] = True
+        # Piece by piece in execution order (bounded memory); within a piece every read is
+        # checked against what was written before the piece: a step reads ACC[dst] before it
+        # writes it, so an element first written inside the piece was read unwritten there first
+        # (an ALU's src written by an earlier step was that step's dst).
+        for piece, piece_uops, first in program.loop_chunks(insn, uops, self.chunk):
+            dst, src, wgt = program.loop_indices(piece, piece_uops)
+            cols = (dst, src, wgt)
+            if insn.reset and insn.kind in RESET_KINDS:
+                reads = []
+            elif insn.kind == "GEMM":
+                reads = [(mem, cols[col]) for mem, col in _GEMM_READS]
+            else:
+                reads = [("acc", dst)] + ([] if insn.use_imm else [("acc", src)])
+            best = None
+            for mem, elems in reads:
+                bad = np.flatnonzero(~self.written[mem][elems])
+                if bad.size and (best is None or bad[0] < best[0]):
+                    best = (int(bad[0]), mem, int(elems[bad[0]]))
+            if best is not None and found is None:
+                pos, mem, element = best
+                found = UninitRead(index, insn.kind, mem, element, "uop",
+                                   self._step_name(insn, len(uops), first + pos))
+                self._report(found)
+            self.written["acc"][dst] = True
+            self.written["out"][dst] = True
 
     @staticmethod
     def _step_name(insn: isa.Insn, n_uops: int, pos: int) -> str:
