@@ -133,7 +133,7 @@ class UninitTracker:
         elif kind == "STORE":
             if program.moves_data(insn):
                 n = insn.y_size * insn.x_size
-                self._first_unwritten(insn, index, "out", np.arange(insn.sram_base, insn.sram_base + n), None)
+                self._store_reads(insn, index, np.arange(insn.sram_base, insn.sram_base + n))
         elif kind in ("GEMM", "ALU"):
             self._compute(insn, index, uops)
 
@@ -188,8 +188,8 @@ class UninitTracker:
         k = int(bad[0])
         return UninitRead(index, insn.kind, mem, int(elems[k]), field, where(k))
 
-    def _first_unwritten(self, insn, index, mem, elems, _) -> None:
-        found = self._unwritten(insn, index, mem, elems, lambda k: f"row {k // insn.x_size} column "
+    def _store_reads(self, insn, index, elems) -> None:
+        found = self._unwritten(insn, index, "out", elems, lambda k: f"row {k // insn.x_size} column "
                                 f"{k % insn.x_size} of the STORE", "sram_base")
         if found is not None:
             self._report(found)
