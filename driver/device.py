@@ -233,13 +233,21 @@ class HostMemoryDevice(Device):
 
 
 class SimDevice(HostMemoryDevice):
-    """The cycle-level simulator as a device."""
+    """The cycle-level simulator as a device. Its SRAMs persist from one program to the next,
+    as on the board (``sram``: a ``vdla_hw.sram_state.SramState``, zeros when the device
+    opens; docs/spec.md section 4, "SRAM state between programs"); ``uninit`` ("off", "warn",
+    "error") checks every program for reads of SRAM no program of this device wrote (warn:
+    ``counters["uninit"]`` names the first of a run)."""
 
     target = "sim"
 
-    def __init__(self, config: Config | str | None = None, *, race_check: bool = True):
+    def __init__(self, config: Config | str | None = None, *, race_check: bool = True, uninit: str = "off"):
+        from vdla_hw.sram_state import SramState, check_mode
+
         super().__init__(config)
         self.race_check = race_check
+        self.uninit = check_mode(uninit)
+        self.sram = SramState.fresh(self.config)
 
     def _wait(self, bundle: Bundle, buffer: Buffer, timeout_s: float, timeout_cycles: int | None) -> RunResult:
         import vdla_sim
@@ -247,7 +255,7 @@ class SimDevice(HostMemoryDevice):
 
         try:
             result = vdla_sim.simulate(self.image_bundle(bundle, buffer), max_cycles=timeout_cycles,
-                                       race_check=self.race_check)
+                                       race_check=self.race_check, sram=self.sram, uninit=self.uninit)
         except (vdla_sim.CycleLimitError, vdla_sim.DeadlockError) as err:
             raise self._hang(bundle, buffer, timeout_cycles, err) from None
         except LimitError as err:  # the simulator's own work bound, checked before it ran
@@ -259,6 +267,8 @@ class SimDevice(HostMemoryDevice):
         buffer.handle[:result.dram.size] = result.dram
         counters = result.as_dict()
         counters["modules"] = status.modules_from_sim(result)
+        if result.uninit is not None:
+            counters["uninit"] = str(result.uninit)
         return RunResult(dram=result.dram, cycles=result.cycles, seconds=result.seconds,
                          counters=counters, details=result)
 

@@ -14,7 +14,8 @@ It follows the control slave's rules (docs/spec.md section 8; ``vdla_hw/rtl/cont
 
 A START reads the DRAM_BYTES-byte image at DRAM_BASE from the memory it is attached to, runs it
 on the cycle-level simulator (no race detector: the hardware has none), writes the final image
-back and keeps STATUS, ERROR, ERROR_INSN, CYCLES and the per-module counters. A program that
+back and keeps STATUS, ERROR, ERROR_INSN, CYCLES and the per-module counters. The SRAMs
+persist from run to run, as the hardware's (``sram``; docs/spec.md section 4). A program that
 deadlocks or passes ``cycle_budget`` leaves the device busy forever, as the hardware would hang,
 with the counters where the modules stopped.
 
@@ -41,6 +42,7 @@ from vdla_hw import regmap
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import ISA_VERSION, Config
 from vdla_hw.errors import VdlaError
+from vdla_hw.sram_state import SramState
 
 E = regmap.ERROR_BITS
 MASK = 0xFFFFFFFF
@@ -76,6 +78,7 @@ class RegisterModel:
         self.starts = 0
         self._hi_latch = 0
         self._run: _Run | None = None
+        self.sram = SramState.fresh(config)  # kept from run to run, as the hardware's SRAMs
 
     # --- the bus ------------------------------------------------------------------------
     def read(self, offset: int) -> int:
@@ -187,7 +190,7 @@ class RegisterModel:
         from vdla_sim.errors import CycleLimitError, DeadlockError
 
         try:
-            engine = Engine(bundle, max_cycles=self.cycle_budget, race_check=False)
+            engine = Engine(bundle, max_cycles=self.cycle_budget, race_check=False, sram=self.sram)
         except VdlaError as err:  # decode and static range checks fail before any cycle runs
             return self._fail(*st.error_bits_for(err))
         try:

@@ -139,12 +139,24 @@ class Bench:
                 "rules": int(d.chk_rules.value), "rd_out": int(d.chk_rd_out.value),
                 "wr_out": int(d.chk_wr_out.value)}
 
-    def clear_srams(self):
-        """Zero every on-chip SRAM through the simulator (backdoor), so each program starts from
-        the simulator's all-zero SRAMs (the hardware itself never clears them)."""
+    def _memories(self) -> list:
         if self.srams is None:
             self.srams = [h for h in self.dut.dut if h._name.endswith("_mem")]
-        for mem in self.srams:
+        return self.srams
+
+    def save_srams(self) -> dict:
+        """Every on-chip memory's words (hex), by name: what :meth:`load_srams` puts back."""
+        return {mem._name: [format(int(mem[k].value), "x") for k in range(len(mem))] for mem in self._memories()}
+
+    def load_srams(self, words: dict) -> None:
+        for mem in self._memories():
+            for k, word in enumerate(words[mem._name]):
+                mem[k].value = int(word, 16)
+
+    def clear_srams(self):
+        """Zero every on-chip SRAM through the simulator (backdoor), so a program starts from a
+        fresh simulator's all-zero SRAMs (the hardware itself never clears them)."""
+        for mem in self._memories():
             try:
                 mem.value = [0] * len(mem)
             except Exception:  # noqa: BLE001 - per-element fallback for simulators without array writes
@@ -152,8 +164,12 @@ class Bench:
                     mem[k].value = 0
 
     # --- one program through the driver ---------------------------------------------------
-    async def run_program(self, bundle: Bundle, budget: int, poison: list | None = None) -> dict:
-        self.clear_srams()
+    async def run_program(self, bundle: Bundle, budget: int, poison: list | None = None,
+                          clear_srams: bool = True) -> dict:
+        """Run ``bundle`` through the driver; ``clear_srams``: zero the SRAMs first (else they
+        hold what the previous program left, as on the board)."""
+        if clear_srams:
+            self.clear_srams()
         self.retire = []
         before = self.checker()
         beats = self.memory.beats
@@ -237,12 +253,18 @@ async def run_jobs(dut):
     cocotb.start_soon(Clock(dut.clk, CLOCK_PERIOD_NS, unit="ns").start())
     bench = Bench(dut, job["memory"])
     await bench.reset()
+    if job.get("srams_in"):
+        bench.load_srams(json.loads(open(job["srams_in"]).read()))
     for item in job["programs"]:
         bundle = Bundle.load(item["bundle"]) if item.get("bundle") else None
         if "ops" in item:
             res = await bench.run_ops(bundle, item["ops"])
             dram = np.zeros(0, dtype=np.uint8)
         else:
-            res = await bench.run_program(bundle, int(item["budget"]), item.get("poison"))
+            res = await bench.run_program(bundle, int(item["budget"]), item.get("poison"),
+                                          item.get("clear_srams", True))
             dram = res.pop("dram")
         np.savez(item["result"], dram=dram, meta=np.array(json.dumps(res)))
+    if job.get("srams_out"):
+        with open(job["srams_out"], "w") as out:
+            out.write(json.dumps(bench.save_srams()))

@@ -5,7 +5,8 @@ Each register access is one call into C++ that runs the AXI-lite transaction cyc
 pause between STATUS polls runs the model until ``irq`` (or ``POLL_CYCLES``); nothing in Python
 runs per cycle. The loaded model is kept per build and process (a ResNet-18 runs hundreds of
 programs on it) and reset at the start of every :func:`run_items`, like a fresh simulation; a
-model whose program timed out is dropped.
+model whose program timed out is dropped. An item's SRAMs are zeroed first unless it says
+``clear_srams: false`` (:func:`driver.rtl_run.run_bundles`'s ``keep_srams``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from driver.rtl_run import DRAM_BASE, POLL_CYCLES, BenchRegisterDevice, program_
 from vdla_hw import regmap
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
+from vdla_hw.errors import VdlaError
 from vdla_hw.rtl import compiled
 
 CLOCK_PERIOD_S = 10e-9          # the bench's clock, as the cocotb bench's (simulated seconds)
@@ -62,15 +64,23 @@ def _model(library: Path, config: Config, options: dict, fresh: bool = False) ->
 
 
 def run_items(bundles: list[Bundle | None], items: list[dict], config: Config, top: str, options: dict,
-              build_root: Path | None, progress=None) -> list[dict]:
+              build_root: Path | None, progress=None, srams: dict | None = None,
+              save_srams: bool = False) -> list[dict]:
     """Run ``items`` (``budget``, ``poison`` per bundle) on the compiled bench; returns one
-    record per item, as the cocotb bench writes them."""
+    record per item, as the cocotb bench writes them. ``srams``: a state saved by an earlier
+    run of the same build, loaded before the first item; ``save_srams``: the last record's
+    ``srams`` holds the state the run leaves."""
     library = compiled.build(config, top, build_root, progress=progress)
     with _LOCK:
         model = _model(library, config, options)
+        if srams is not None:
+            if srams.get("build") != str(library):
+                raise VdlaError("RTL: an SRAM state saved by another build or bench cannot be loaded here")
+            model.load_srams(srams["data"])
         out = []
         for bundle, item in zip(bundles, items):
-            model.clear_srams()
+            if item.get("clear_srams", True):
+                model.clear_srams()
             model.retire()
             before, beats = model.status(), model.beats()
             device = CompiledDevice(model, config, [tuple(p) for p in item.get("poison", [])])
@@ -81,4 +91,7 @@ def run_items(bundles: list[Bundle | None], items: list[dict], config: Config, t
                                       after["irq_edge"], before, after, model.dump()))
             if outcome["timeout"]:
                 model = _model(library, config, options, fresh=True)
+                model.clear_srams()   # a fresh device's SRAMs for what follows
+        if save_srams and out:
+            out[-1]["srams"] = {"bench": "compiled", "build": str(library), "data": model.save_srams()}
         return out

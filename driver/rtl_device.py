@@ -7,7 +7,9 @@ extra latency and random stalls: ``stall``). ``top`` is "core" (the core top lev
 FPGA top of the bitstream, AXI3 for HP0). ``bench``: "compiled" (Verilator's default: the bench
 in C++, the model kept loaded between runs) or "cocotb"; the environment variable
 ``VDLA_RTL_BENCH`` sets it for ``vdla run --target rtl``. The build is cached per configuration,
-top and source hashes under ``build/rtl`` (the first run compiles the model: minutes).
+top and source hashes under ``build/rtl`` (the first run compiles the model: minutes). The
+device's SRAMs persist from one program to the next, as on the board (docs/spec.md section 4,
+"SRAM state between programs"): each run saves the bench's memories and the next loads them.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class RtlDevice(HostMemoryDevice):
         self.build_root = build_root
         self.top = top
         self.memory = rtl_run.MemoryOptions(stall=stall, seed=seed)
+        self.srams = None   # the bench's SRAM state the last run left (None: a fresh device's zeros)
 
     @staticmethod
     def _progress(line: str) -> None:
@@ -74,7 +77,8 @@ class RtlDevice(HostMemoryDevice):
         start = time.perf_counter()
         [res] = self._run.run_bundles([image], self.simulator, top=self.top, budgets=[budget],
                                       memory=self.memory, build_root=self.build_root, bench=self.bench,
-                                      progress=self._progress)
+                                      progress=self._progress, keep_srams=True, srams=self.srams)
+        self.srams = res.srams
         wall = time.perf_counter() - start
         modules = st.empty_modules()
         for module, values in res.modules.items():

@@ -95,6 +95,7 @@ class RtlResult:
     wall_cycles: int | None = None                 # bench count, START taken -> irq
     axi_checks: dict = field(default_factory=dict)  # checks, violations, rules, left_outstanding
     message: str = ""
+    srams: dict | None = None                      # the bench's SRAM state after the run (keep_srams, last result)
 
     @property
     def done(self) -> bool:
@@ -169,7 +170,7 @@ class BenchRegisterDevice(RegisterDevice):
 
 
 def _job(bundles, items, config: Config, sim: str, top: str, memory: MemoryOptions, build_root, waves,
-         verbose) -> list[dict]:
+         verbose, srams: dict | None = None, save_srams: bool = False) -> list[dict]:
     from vdla_hw.rtl import runner
 
     options = memory.resolve(config)
@@ -181,7 +182,15 @@ def _job(bundles, items, config: Config, sim: str, top: str, memory: MemoryOptio
             bundles[k].save(path)
             item["bundle"] = str(path)
         item["result"] = str(work / f"r{k}.npz")
-    (work / "job.json").write_text(json.dumps({"memory": options, "programs": items}))
+    job = {"memory": options, "programs": items}
+    if srams is not None:
+        if srams.get("bench") != "cocotb" or srams.get("build") != str(bdir):
+            raise VdlaError("RTL: an SRAM state saved by another build or bench cannot be loaded here")
+        job["srams_in"] = str(work / "srams_in.json")
+        Path(job["srams_in"]).write_text(json.dumps(srams["data"]))
+    if save_srams:
+        job["srams_out"] = str(work / "srams_out.json")
+    (work / "job.json").write_text(json.dumps(job))
     runner.launch(BENCH, bdir, sim, work, {"VDLA_RTL_JOB": str(work / "job.json")}, waves=waves, verbose=verbose)
     out = []
     for item in items:
@@ -192,6 +201,9 @@ def _job(bundles, items, config: Config, sim: str, top: str, memory: MemoryOptio
             meta = json.loads(str(npz["meta"]))
             meta["dram"] = npz["dram"].copy()
         out.append(meta)
+    if save_srams and out:
+        out[-1]["srams"] = {"bench": "cocotb", "build": str(bdir),
+                            "data": json.loads(Path(job["srams_out"]).read_text())}
     shutil.rmtree(work, ignore_errors=True)
     return out
 
@@ -199,25 +211,40 @@ def _job(bundles, items, config: Config, sim: str, top: str, memory: MemoryOptio
 def run_bundles(bundles: list[Bundle], sim: str = "verilator", *, top: str = "core",
                 budgets: list[int] | None = None, memory: MemoryOptions = MemoryOptions(),
                 poison: list | None = None, build_root: Path | None = None, waves: str | None = None,
-                verbose: bool = False, bench: str | None = None, progress=None) -> list[RtlResult]:
+                verbose: bool = False, bench: str | None = None, progress=None,
+                keep_srams: bool = False, srams: dict | None = None) -> list[RtlResult]:
     """Run ``bundles`` (one configuration) in one simulation of ``top`` ("core" or "axi");
     ``budgets``: cycle timeouts; ``poison``: per bundle, (lo, hi, "slverr" | "decerr"): byte
     ranges [lo, hi) of the image whose bus accesses answer that error response; ``bench``:
     "compiled" or "cocotb" (default: :func:`choose_bench`); ``progress``: called with a line
-    before a (minutes-long) model build."""
+    before a (minutes-long) model build.
+
+    The first program starts from zeroed SRAMs (a fresh device: docs/spec.md section 4, "SRAM
+    state between programs"). ``keep_srams``: every later one starts from the SRAMs the one
+    before left, as on the board (no reset, no clearing between programs; a program that
+    timed out ends the sequence's state: the next starts from zeros on a fresh model);
+    without it the bench zeroes them (backdoor) before each program, so every program is
+    compared with a fresh simulator run. ``srams``: the ``srams`` of the last result of an
+    earlier run with ``keep_srams`` on the same bench and build (a device's SRAMs between
+    runs: :class:`driver.rtl_device.RtlDevice`); the first program starts from it instead of
+    zeros. With ``keep_srams`` the last result's ``srams`` holds the state the run leaves."""
     if not bundles:
         return []
     config = bundles[0].config
     if any(b.config != config for b in bundles):
         raise VdlaError("run_bundles: every bundle must use the same configuration")
     items = [{"budget": int(budgets[k]) if budgets else DEFAULT_BUDGET,
-              "poison": [list(r) for r in (poison[k] if poison else [])]} for k in range(len(bundles))]
+              "poison": [list(r) for r in (poison[k] if poison else [])],
+              "clear_srams": (k == 0 and srams is None) or not keep_srams} for k in range(len(bundles))]
+    if srams is not None and not keep_srams:
+        raise VdlaError("run_bundles: an SRAM state to start from needs keep_srams=True")
     if choose_bench(sim, bench, waves) == "compiled":
         from driver import rtl_compiled
         metas = rtl_compiled.run_items(list(bundles), items, config, top, memory.resolve(config), build_root,
-                                       progress)
+                                       progress, srams=srams, save_srams=keep_srams)
     else:
-        metas = _job(list(bundles), items, config, sim, top, memory, build_root, waves, verbose)
+        metas = _job(list(bundles), items, config, sim, top, memory, build_root, waves, verbose,
+                     srams=srams, save_srams=keep_srams)
     results = []
     for meta in metas:
         modules = meta["modules"]
@@ -226,7 +253,8 @@ def run_bundles(bundles: list[Bundle], sim: str = "verilator", *, top: str = "co
                                  retire=[tuple(r) for r in meta["retire"]],
                                  counters={m: v["insns"] for m, v in modules.items()}, modules=modules,
                                  id_ok=meta["id_ok"], beats=meta["beats"], wall_cycles=meta["wall_cycles"],
-                                 axi_checks=meta["axi_checks"], message=meta.get("message", "")))
+                                 axi_checks=meta["axi_checks"], message=meta.get("message", ""),
+                                 srams=meta.get("srams")))
     return results
 
 

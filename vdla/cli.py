@@ -142,17 +142,21 @@ def cmd_disasm(args) -> int:
 def cmd_exec(args) -> int:
     import numpy as np
 
+    from vdla.cmd_sim import warn_uninit
     from vdla_hw.bundle import Bundle
-    from vdla_hw.semantics import execute
+    from vdla_hw.sram_state import execute
 
     bundle = Bundle.load(args.file, config=args.config)
-    result = execute(bundle, max_cycles=args.max_cycles, max_uops=args.max_uops)
+    result, first = execute(bundle, uninit=args.uninit, max_cycles=args.max_cycles, max_uops=args.max_uops)
     if args.output:
         bundle.with_dram(result.dram).save(args.output)
     report = {"model": "reference semantics", "config": bundle.config.fingerprint,
               "instructions": bundle.insn_count, "counters": result.counters.as_dict(),
               "tokens_left": result.tokens_left,
               "dram_sha256": __import__("hashlib").sha256(np.ascontiguousarray(result.dram)).hexdigest()}
+    warn_uninit(first)
+    if args.uninit != "off":
+        report["uninit"] = None if first is None else str(first)
     if args.json:
         _print_json(report)
     else:
@@ -239,6 +243,9 @@ def build_parser(modules: Iterable[str] | None = None) -> ArgumentParser:
                      help="refuse a program that needs more interpreter steps (micro-ops, plus one per instruction "
                      f"and per DRAM row moved) than this (default {REFERENCE_MAX_UOPS:,}: about "
                      f"{round(REFERENCE_MAX_UOPS / REFERENCE_UOPS_PER_S / 60)} min at {REFERENCE_UOPS_PER_S:,} per second)")
+    exe.add_argument("--uninit", choices=("off", "warn", "error"), default="off",
+                     help="report a read of SRAM that no instruction of this run wrote (as vdla sim --uninit): "
+                     "'warn' prints the first on stderr, 'error' stops there with exit status 2 (default: off)")
     exe.set_defaults(func=cmd_exec)
     modules = tuple(commands.EXTENSIONS) if modules is None else tuple(modules)
     for module, names in commands.EXTENSIONS.items():

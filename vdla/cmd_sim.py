@@ -22,7 +22,7 @@ def cmd_sim(args) -> int:
             beat.stage(f"simulating {bundle.insn_count} instructions ({bundle.config.name})")
             result = simulate(bundle, max_cycles=args.max_cycles, race_check=not args.no_race_check,
                               trace_path=outputs.path(args.trace) if args.trace else None,
-                              max_work=args.max_work)
+                              max_work=args.max_work, uninit=args.uninit)
         if args.image:
             outputs.write(args.image, bundle.with_dram(result.dram).save)
         if args.tensor:
@@ -34,6 +34,9 @@ def cmd_sim(args) -> int:
             outputs.write(args.tensor, lambda fh: np.save(fh, tensor, allow_pickle=False))
         outputs.commit()
     report = result.as_dict()
+    warn_uninit(result.uninit)
+    if args.uninit != "off":
+        report["uninit"] = None if result.uninit is None else str(result.uninit)
     if args.json:
         print(json_text(report, indent=2))
         return 0
@@ -53,6 +56,17 @@ def cmd_sim(args) -> int:
     if args.trace:
         print(f"  trace written to {args.trace}", file=sys.stderr)
     return 0
+
+
+def warn_uninit(first) -> None:
+    """``--uninit warn``: the first uninitialised read (a ``vdla_hw.sram_state.UninitRead``), one line on stderr."""
+    if first is not None:
+        print(f"vdla: warning: {first} (--uninit warn)", file=sys.stderr)
+
+
+UNINIT_HELP = ("report a read of SRAM that no instruction of this run wrote (SRAM holds what an earlier program "
+               "left; this run starts as a fresh device, from zeros): 'warn' prints the first on stderr and goes on, "
+               "'error' stops there with exit status 2 (default: off, no cost)")
 
 
 def add_max_work(parser) -> None:
@@ -77,4 +91,5 @@ def add_parser(sub) -> None:
                      help=f"stop with an error after this many cycles (default {DEFAULT_MAX_CYCLES:,})")
     add_max_work(sim)
     sim.add_argument("--no-race-check", action="store_true", help="skip the token race detector")
+    sim.add_argument("--uninit", choices=("off", "warn", "error"), default="off", help=UNINIT_HELP)
     sim.set_defaults(func=cmd_sim)

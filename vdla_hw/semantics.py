@@ -49,6 +49,7 @@ class ExecResult:
     dram: np.ndarray
     counters: Counters
     tokens_left: dict
+    srams: Srams | None = None  # the SRAMs at FINISH (what the next program of the session starts from)
 
 
 class Srams:
@@ -90,15 +91,19 @@ def alu_op(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     raise ValueError(f"unknown ALU op {op!r}")
 
 
-def execute(bundle: Bundle, max_cycles: int | None = None, max_uops: int | None = None) -> ExecResult:
+def execute(bundle: Bundle, max_cycles: int | None = None, max_uops: int | None = None, *,
+            srams: Srams | None = None, before=None) -> ExecResult:
     """Run ``bundle`` in program order; returns the final DRAM image, counters and leftover tokens.
     ``max_cycles`` (default ``limits.DEFAULT_MAX_CYCLES``) bounds the serial work, ``max_uops``
-    (default ``limits.REFERENCE_MAX_UOPS``) the interpreter's steps (see above)."""
+    (default ``limits.REFERENCE_MAX_UOPS``) the interpreter's steps (see above). ``srams``: the
+    SRAMs at START, updated in place (default zeros: a fresh device; docs/spec.md section 4,
+    "SRAM state between programs"); ``before(insn, index, srams)`` is called before each
+    instruction executes (the ``--uninit`` check: vdla_hw/sram_state.py)."""
     config = bundle.config
     insns = program.decode_checked(bundle)
     check_work(work.of(insns, config), max_cycles, max_uops)
     dram = bundle.dram.copy()
-    srams = Srams(config)
+    srams = Srams(config) if srams is None else srams
     counters = Counters()
     tokens = {q: 0 for q in isa.TOKEN_QUEUES}
     for index, insn in enumerate(insns):
@@ -109,6 +114,8 @@ def execute(bundle: Bundle, max_cycles: int | None = None, max_uops: int | None 
                     raise ProgramError(index, insn.kind, flag, f"pops the empty {queue} token queue: its token "
                                        "is produced later in program order or never (deadlock)")
                 tokens[queue] -= 1
+        if before is not None:
+            before(insn, index, srams)
         counters.insns[insn.kind] += 1
         if insn.kind == "LOAD":
             _load(insn, config, dram, srams, counters, index)
@@ -118,7 +125,7 @@ def execute(bundle: Bundle, max_cycles: int | None = None, max_uops: int | None 
             _compute(insn, config, srams, counters, index)
         for queue in isa.pushes(insn):
             tokens[queue] += 1
-    return ExecResult(dram=dram, counters=counters, tokens_left=tokens)
+    return ExecResult(dram=dram, counters=counters, tokens_left=tokens, srams=srams)
 
 
 def check_work(program_work: work.Work, max_cycles: int | None = None, max_uops: int | None = None) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from vdla_hw.bundle import Bundle
+from vdla_hw.sram_state import SramState
 from vdla_sim.engine import EXEC_MODULES, Engine
 from vdla_sim.errors import CycleLimitError, DeadlockError, HazardError, RaceError, SimError
 from vdla_sim.result import SimResult, occupancy
@@ -21,7 +22,8 @@ __all__ = ["simulate", "SimResult", "SimError", "DeadlockError", "RaceError", "H
 
 
 def simulate(bundle: Bundle, *, max_cycles: int | None = None, race_check: bool | None = None,
-             trace_path: str | Path | None = None, max_work: int | None = None, data: bool = True) -> SimResult:
+             trace_path: str | Path | None = None, max_work: int | None = None, data: bool = True,
+             sram: SramState | None = None, uninit: str = "off") -> SimResult:
     """Run ``bundle`` under the timing contract. ``max_cycles`` bounds the simulated time and
     ``max_work`` the simulator's work (both: vdla_hw/limits.py); ``race_check`` turns on the
     vector-clock race detector (default: on with data); ``trace_path`` writes a Chrome/Perfetto
@@ -31,12 +33,20 @@ def simulate(bundle: Bundle, *, max_cycles: int | None = None, race_check: bool 
     byte and uop counters as a data run, without computing any value (the result's ``dram`` is
     None). It cannot see what depends on memory contents (uop indices past their SRAM, GEMM
     hazards, races: a race check needs the data mode), so use it on programs known to be
-    correct, e.g. compiled ones."""
+    correct, e.g. compiled ones.
+
+    ``sram`` is the SRAM state at START (``vdla_hw.sram_state.SramState``, updated in place and
+    returned as ``result.sram``; default: a fresh device's zeros), so a session runs programs
+    back to back as the hardware does; ``uninit`` ("off", "warn", "error") checks for reads of
+    SRAM no instruction of the session wrote (``result.uninit``: the first, with "warn";
+    "error" raises ``vdla_hw.sram_state.UninitError``). Neither works in the timing-only mode
+    (no SRAM values: ValueError)."""
     if race_check is None:
         race_check = data
     elif race_check and not data:
         raise ValueError("the race check reads the uops: it needs data=True")
-    engine = Engine(bundle, max_cycles=max_cycles, race_check=race_check, max_work=max_work, data=data)
+    engine = Engine(bundle, max_cycles=max_cycles, race_check=race_check, max_work=max_work, data=data,
+                    sram=sram, uninit=uninit)
     engine.run()
     result = _result(engine)
     if trace_path is not None:
@@ -68,4 +78,5 @@ def _result(engine: Engine) -> SimResult:
     return SimResult(config=config, dram=engine.dram, cycles=cycles, busy=busy, stall=stall,
                      queue_occupancy=occ, bytes=nbytes, counters=counters, retire=list(engine.retire),
                      tokens_left=tokens_left, last_retire=last, port_busy=engine.port.busy_cycles,
-                     gemm_mac_uops=engine.prepared.mac_uops)
+                     gemm_mac_uops=engine.prepared.mac_uops, sram=engine.sram,
+                     uninit=None if engine.uninit is None else engine.uninit.first)

@@ -65,18 +65,20 @@ class Datapath:
     """SRAMs, the DRAM image and counters; :meth:`execute` applies one instruction."""
 
     def __init__(self, config: Config, dram: np.ndarray, races: RaceTracker | None, runs,
-                 plans: PlanCache | None = None):
+                 plans: PlanCache | None = None, srams: Srams | None = None):
         """``runs``: per instruction, ``prepared.load_run`` of it (the LOADs copied as one run);
-        ``plans``: a cache of loop plans to share (default: a new one)."""
+        ``plans``: a cache of loop plans to share (default: a new one); ``srams``: the SRAMs at
+        START, updated in place (default zeros: vdla_hw/sram_state.py)."""
         self.config = config
         self.runs = runs
         self.dram = dram
-        self.srams = Srams(config)
+        self.srams = Srams(config) if srams is None else srams
         self.counters = Counters()
         self.races = races
         self.views, self.elem_bytes = {}, {}
         # decoded (dst, src, wgt) of every uop SRAM word, kept in step with srams.uop by LOAD uop
-        self.uop_table = np.zeros((config.depth("uop"), 3), dtype=np.int64)
+        self.uop_table = (np.zeros((config.depth("uop"), 3), dtype=np.int64) if srams is None
+                          else isa.decode_uops(self.srams.uop, config))
         self.plans = PlanCache(config) if plans is None else plans
         self.chunk = loop_chunk(config)
         for mem in ("uop", "wgt", "inp", "acc", "out"):

@@ -16,6 +16,7 @@ from bisect import bisect_left, bisect_right
 from vdla_hw import isa, limits, timing, work
 from vdla_hw.bundle import Bundle
 from vdla_hw.errors import ProgramError
+from vdla_hw.sram_state import SramState
 from vdla_sim.datapath import Datapath, Tally
 from vdla_sim.errors import CycleLimitError, DeadlockError
 from vdla_sim.memory import MemoryPort
@@ -59,12 +60,15 @@ class _Module:
 
 class Engine:
     def __init__(self, bundle: Bundle, *, max_cycles: int | None = None, race_check: bool = True,
-                 max_work: int | None = None, data: bool = True):
+                 max_work: int | None = None, data: bool = True, sram: SramState | None = None,
+                 uninit: str = "off"):
         """``max_cycles`` (default ``limits.DEFAULT_MAX_CYCLES``) bounds the simulated time, each
         instruction refused before its work if it would pass it; ``max_work`` (default
         ``limits.SIM_MAX_WORK``) bounds the simulator's own work (vdla_hw/work.py), checked for
         the whole program here, before anything runs; ``data=False`` runs the timing alone
-        (``datapath.Tally``: no image, no race check)."""
+        (``datapath.Tally``: no image, no race check, no SRAM state). ``sram``: the SRAM state
+        at START, updated in place (default: a fresh one, zeros); ``uninit``: the
+        uninitialised-read check, "off", "warn" or "error" (vdla_hw/sram_state.py)."""
         self.bundle = bundle
         self.config = c = bundle.config
         # decoded, checked and costed once per bundle (vdla_sim/prepared.py)
@@ -76,11 +80,18 @@ class Engine:
         self.max_cycles = limits.DEFAULT_MAX_CYCLES if max_cycles is None else int(max_cycles)
         self.ql = c.QUEUE_LATENCY
         self.cmd_depth, self.fetch_step = c.CMD_QUEUE_DEPTH, c.FETCH_CYCLES_PER_INSN
+        self.sram, self.uninit = sram, None
         if data:
             self.dram = bundle.dram.copy()
             self.races = RaceTracker(c, insns) if race_check else None
-            self.datapath: Datapath | Tally = Datapath(c, self.dram, self.races, prep.runs, prep.plans)
+            if sram is not None or uninit != "off":
+                self.sram = sram = SramState.fresh(c) if sram is None else sram
+                self.uninit = sram.tracker(c, uninit)
+            self.datapath: Datapath | Tally = Datapath(c, self.dram, self.races, prep.runs, prep.plans,
+                                                       None if sram is None else sram.srams)
         else:
+            if sram is not None or uninit != "off":
+                raise ValueError("the timing-only mode holds no SRAM values: SRAM state and --uninit need data=True")
             self.dram, self.races, self.datapath = None, None, Tally(c)
         self.port = MemoryPort(c, self.dram)
         self.module_of = prep.module_of
@@ -257,6 +268,10 @@ class Engine:
         if t + pre + port + post > self.max_cycles:  # refuse before doing the instruction's work
             raise CycleLimitError(self.max_cycles, f"{self._describe(index)} would run from cycle {t} to "
                                   f"{t + pre + port + post} on {mod.name}")
+        if self.uninit is not None:
+            insn = self.insns[index]
+            self.uninit.step(insn, index, self.datapath.uop_table[insn.uop_bgn:insn.uop_end]
+                             if insn.kind in ("GEMM", "ALU") else None)
         self.datapath.execute(self.insns[index], index)
         if port:
             mod.state, mod.post, mod.t_req = "wait_mem", post, t + pre

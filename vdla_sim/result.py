@@ -47,6 +47,8 @@ class SimResult:
         return self.gemm_mac_uops * c.batch * c.block_in * c.block_out
 
     gemm_mac_uops: int = 0
+    sram: object = None    # the SRAM state at FINISH (vdla_hw.sram_state.SramState) when the run had one
+    uninit: object = None  # the first uninitialised read (vdla_hw.sram_state.UninitRead), --uninit warn
 
     @property
     def gops(self) -> float:

@@ -1,7 +1,8 @@
 """Shared RTL test fixtures: each (preset, simulator, top) model is built once (cached in
 build/rtl by fingerprint, RTL source hash and top) and runs its whole program corpus in one
-simulation through the driver's register code (driver/rtl_run.py); tests then look up their
-program's result."""
+simulation through the driver's register code (driver/rtl_run.py), back to back without
+clearing the SRAMs, against the simulator carrying its SRAM state the same way; tests then look
+up their program's result."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from vdla_hw.asm import assemble
 import numpy as np
 
 from vdla_hw.bundle import BundleBuilder
+from vdla_hw.sram_state import SramState
 from vdla_sim import simulate
 from vdla_sim.progen import random_program
 from vdla_sim.workloads import blocked_gemm
@@ -87,8 +89,10 @@ class Runs:
             from driver.rtl_run import run_bundles
 
             progs = corpus(preset, sim)
-            sims = [simulate(b) for _, b in progs]
-            rtl = run_bundles([b for _, b in progs], sim, top="core", budgets=[2 * s.cycles + 5000 for s in sims])
+            state = SramState.fresh(progs[0][1].config)   # back to back, as a board runs them
+            sims = [simulate(b, sram=state) for _, b in progs]
+            rtl = run_bundles([b for _, b in progs], sim, top="core", budgets=[2 * s.cycles + 5000 for s in sims],
+                              keep_srams=True)
             self.cache[key] = {name: (b, s, r) for (name, b), s, r in zip(progs, sims, rtl)}
         return self.cache[key]
 

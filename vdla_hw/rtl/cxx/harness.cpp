@@ -27,7 +27,11 @@
 #include "axi_memory.h"
 #include "verilated.h"
 
-void vdla_clear_srams(Vvdla_harness___024root* root);  // generated per build (model.cpp)
+// generated per build (srams.cpp): zero, size, copy out and copy in every on-chip memory
+void vdla_clear_srams(Vvdla_harness___024root* root);
+uint64_t vdla_srams_bytes();
+void vdla_save_srams(Vvdla_harness___024root* root, uint8_t* out);
+void vdla_load_srams(Vvdla_harness___024root* root, const uint8_t* in);
 
 using namespace vdla;
 
@@ -252,6 +256,9 @@ VDLA_EXPORT int vdla_quiet(Bench* b, uint64_t limit) {
 }
 
 VDLA_EXPORT void vdla_clear_srams_of(Bench* b) { vdla_clear_srams(b->top->rootp); }
+VDLA_EXPORT uint64_t vdla_srams_bytes_of(Bench*) { return vdla_srams_bytes(); }
+VDLA_EXPORT void vdla_save_srams_of(Bench* b, uint8_t* out) { vdla_save_srams(b->top->rootp, out); }
+VDLA_EXPORT void vdla_load_srams_of(Bench* b, const uint8_t* in) { vdla_load_srams(b->top->rootp, in); }
 
 VDLA_EXPORT uint64_t vdla_edge(Bench* b) { return b->edge; }
 VDLA_EXPORT uint64_t vdla_beats(Bench* b) { return b->mem.beats; }
