@@ -1,4 +1,4 @@
-"""Reference semantics: a plain numpy interpreter that runs a bundle in program order.
+"""Reference semantics: a plain numpy interpreter that runs a bundle's modules each in program order.
 
 This is the living definition of what a program computes (docs/spec.md section 4). It is short and
 slow on purpose; the simulator, the RTL and the board are all checked against it.
@@ -95,7 +95,7 @@ def alu_op(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def execute(bundle: Bundle, max_cycles: int | None = None, max_uops: int | None = None) -> ExecResult:
-    """Run ``bundle`` in program order; returns the final DRAM image, counters and leftover tokens.
+    """Run ``bundle`` (the token rule above); returns the final DRAM image, counters and leftover tokens.
     ``max_cycles`` (default ``limits.DEFAULT_MAX_CYCLES``) bounds the serial work, ``max_uops``
     (default ``limits.REFERENCE_MAX_UOPS``) the interpreter's steps (see above)."""
     config = bundle.config
