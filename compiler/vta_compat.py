@@ -6,8 +6,8 @@ a large amount: VTA's HLS ALU (hardware/xilinx/src/vta.cc, ``alu``) takes the op
 ``VTA_SHR_ARG_BIT_WIDTH`` = log2(32) = 5 bits as a *signed* ``ap_int<5>`` (vta.h,
 ``aluop_shr_arg_T``), so only amounts in [-16, 15] shift as ours do; 16..31 shift left by
 32 - amount there, and ours shift right (docs/spec.md section 4). ``vdla compile`` refuses such a
-``--shift`` unless ``--allow-vta-incompatible`` is given; ``vdla run`` warns about the layers
-whose quantization chose one (:func:`network_shift_warning`).
+``--shift`` unless ``--allow-vta-incompatible`` is given; ``vdla run`` and ``vdla deploy`` warn
+about the accelerator ops whose quantization chose one (:func:`network_shift_warning`).
 """
 
 from __future__ import annotations
