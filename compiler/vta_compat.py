@@ -16,8 +16,11 @@ import numpy as np
 
 from vdla_hw.errors import VdlaError
 
-# SHR amounts that mean the same on VTA's HLS ALU as here: a signed 5-bit amount
-VTA_SHR_RANGE = (-16, 15)
+# VTA's VTA_SHR_ARG_BIT_WIDTH (= VTA_LOG_ACC_WIDTH, hw_spec_const.h): 5 for its 32-bit accumulators,
+# whatever our configuration says; SHR amounts that mean the same on VTA's HLS ALU as here are
+# the values of a signed number of that many bits
+VTA_SHR_ARG_BITS = 5
+VTA_SHR_RANGE = (-(1 << (VTA_SHR_ARG_BITS - 1)), (1 << (VTA_SHR_ARG_BITS - 1)) - 1)
 WHY = ("VTA's FPGA design (hardware/xilinx/src/vta.cc) reads an ALU shift amount as a signed 5-bit number, "
        "so amounts outside -16..15 shift the other way there")
 
