@@ -59,9 +59,9 @@ def accesses(insn: isa.Insn, uops: np.ndarray | None = None) -> tuple[tuple[Rang
     """(reads, writes) of ``insn``; GEMM/ALU need ``uops``, the (n, 3) rows of their uop range."""
     kind = insn.kind
     if kind in ("LOAD", "STORE"):
-        if not program.moves_data(insn):
+        rows, cols = program.footprint(insn)  # a LOAD of padding rows only writes them
+        if not rows:
             return (), ()
-        rows, cols = program.footprint(insn)
         rng = (insn.mem, insn.sram_base, insn.sram_base + rows * cols)
         return ((rng,), ()) if kind == "STORE" else ((), (rng,))
     if kind == "FINISH":

@@ -40,7 +40,7 @@ def program_activity(bundle: Bundle) -> dict:
     act["dram_bytes"] += len(insns) * c.insn_bytes
     for insn in insns:
         kind = insn.kind
-        if kind == "LOAD" and moves_data(insn):
+        if kind == "LOAD" and footprint(insn)[0]:  # padding rows only (y_size 0) are written too
             rows, cols = footprint(insn)
             writes[insn.mem] += rows * cols
             act["dram_bytes"] += insn.y_size * insn.x_size * c.elem_bytes(insn.mem)

@@ -5,7 +5,8 @@
         [--input x.npy --weight w.npy --bias b.npy] [--seed 0] -o layer.npz
     vdla compile dense --n 1 --ic 512 --oc 1000 --shift 8 [...] -o fc.npz
 
-Without tensors, random ones (seeded) are compiled in. The bundle's output is read back with
+Without tensors, random ones (seeded) are compiled in. A ``--shift`` of 16..31 is refused unless
+``--allow-vta-incompatible`` is given: VTA's FPGA design would shift left (compiler.vta_compat). The bundle's output is read back with
 ``compiler.accel.layer_output`` (``vdla sim layer.npz --output y.npy``).
 """
 
@@ -52,9 +53,11 @@ class Progress:
 def cmd_compile(args) -> int:
     from compiler.accel import compile_layer
     from compiler.layers import Conv2D, Dense
+    from compiler.vta_compat import check_shift
     from vdla.outputs import write_file
     from vdla.progress import Heartbeat
 
+    check_shift(args.shift, "--shift", args.allow_vta_incompatible)
     if args.op == "conv2d":
         layer = Conv2D(name=args.name or "conv2d", n=args.n, h=args.h, w=args.w, ic=args.ic, oc=args.oc, k=args.k,
                        stride=args.stride, pad=args.pad, shift=args.shift, relu=args.relu)
@@ -83,7 +86,11 @@ def _common(p, default_name: str) -> None:
     p.add_argument("--n", type=int_range(1), default=1, help="batch size (default 1)")
     p.add_argument("--ic", type=int_range(1), required=True, help="input channels / features")
     p.add_argument("--oc", type=int_range(1), required=True, help="output channels / features")
-    p.add_argument("--shift", type=int_range(0, 31), default=0, help="requantization right shift (0..31)")
+    p.add_argument("--shift", type=int_range(0, 31), default=0,
+                   help="requantization right shift (0..15; 16..31 with --allow-vta-incompatible)")
+    p.add_argument("--allow-vta-incompatible", action="store_true",
+                   help="compile a --shift of 16..31, which VTA's FPGA design would run as a left shift "
+                        "(docs/spec.md, Differences from VTA)")
     p.add_argument("--relu", action="store_true", help="clip at 0 instead of -128")
     p.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
     p.add_argument("--vthreads", type=int_range(1), default=None, help="virtual threads (default: the search's choice)")

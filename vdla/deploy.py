@@ -27,9 +27,13 @@ def _say(message: str) -> None:
 def build_package(prepared, *, model: str, vthreads=None, arm_library: bool = True, progress=_say) -> dict[str, bytes]:
     """The sealed package of a prepared network (:func:`vdla.network.prepare`)."""
     from compiler.network.package import network_files
+    from compiler.vta_compat import network_shift_warning
     from driver.package import seal
 
     p = prepared
+    warning = network_shift_warning(p.q.nodes, p.placements)  # as vdla run says it (docs/compiler.md)
+    if warning:
+        print(warning, file=sys.stderr)
     files = network_files(p.q, p.tests[:1], p.placements, p.config, vthreads=vthreads, arm_library=arm_library,
                           progress=progress)
     return seal(files, model=model, config=p.config.to_json(), fingerprint=p.config.fingerprint,

@@ -301,6 +301,8 @@ class NetworkReport:
     # conv name -> (layer, configuration key, timing-only run without latency hiding), computed
     # beside the run (run_network); roofline_without_latency_hiding uses the entries that match
     one_thread_timing: dict = field(default_factory=dict, repr=False)
+    # a warning line when an accelerator op shifts by an amount VTA's bitstream runs differently
+    vta_warning: str | None = None
 
     @property
     def output_sha256(self) -> str:
@@ -379,6 +381,7 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     :func:`roofline_without_latency_hiding` (its runs are then done beside this one, with the
     quantization report, when that is computed)."""
     from compiler.cpu_fallback.cost import CpuModel
+    from compiler.vta_compat import network_shift_warning
 
     say = progress or (lambda message: None)
     for source in (calibration if isinstance(calibration, str) else None, images, x):
@@ -414,7 +417,8 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     return NetworkReport(model, config.name, config.fingerprint, target, result.records, totals, quant, bit_exact,
                          result.output, timings,
                          resolution=int(shape[2]) if len(shape) == 4 else 0, input=run_input.describe(),
-                         output_float=q.dequantize_output(result.output), one_thread_timing=report.timing())
+                         output_float=q.dequantize_output(result.output), one_thread_timing=report.timing(),
+                         vta_warning=network_shift_warning(q.nodes, placements))
 
 
 def _execute(p: Prepared, model, x, normalize, target, say, vthreads, cpu_model, clock: dict):

@@ -38,30 +38,44 @@ def decode_checked(bundle: Bundle) -> list[isa.Insn]:
 
 
 def moves_data(insn: isa.Insn) -> bool:
-    """A LOAD/STORE with x_size 0 or y_size 0 moves nothing (no padding either): a flag carrier."""
+    """A LOAD/STORE with x_size 0 or y_size 0 moves no DRAM data (no port transaction)."""
     return insn.x_size > 0 and insn.y_size > 0
 
 
 def footprint(insn: isa.Insn) -> tuple[int, int]:
-    """(rows, columns) of SRAM elements a LOAD writes, padding included (a STORE: y_size, x_size)."""
-    if not moves_data(insn):
+    """(rows, columns) of SRAM elements a LOAD writes, padding included (a STORE: y_size, x_size).
+    x_size 0 writes nothing; y_size 0 with x_size > 0 writes its y padding rows only (as VTA's
+    HLS load_pad_2d and its fsim do: docs/spec.md section 4); (0, 0) when nothing is written."""
+    if insn.x_size == 0:
         return 0, 0
-    return (insn.y_pad_top + insn.y_size + insn.y_pad_bottom,
-            insn.x_pad_left + insn.x_size + insn.x_pad_right)
+    rows = insn.y_pad_top + insn.y_size + insn.y_pad_bottom
+    if rows == 0:
+        return 0, 0
+    return rows, insn.x_pad_left + insn.x_size + insn.x_pad_right
+
+
+def writes_sram(insn: isa.Insn) -> bool:
+    """A LOAD/STORE whose SRAM footprint is not empty (it moves data, or pads rows only)."""
+    return insn.x_size > 0 and (insn.y_size > 0 or insn.y_pad_top > 0 or insn.y_pad_bottom > 0)
 
 
 def check_transfer(insn: isa.Insn, config: Config, dram_bytes: int, index: int) -> None:
-    """A LOAD/STORE's SRAM footprint and DRAM rows must lie inside the SRAM and the image."""
+    """A LOAD/STORE's SRAM footprint must lie inside its SRAM and its DRAM rows inside the image
+    (a LOAD of padding rows only reads no DRAM: its SRAM footprint alone is checked)."""
     y, x = insn.y_size, insn.x_size
-    if not (x > 0 and y > 0):  # moves_data
+    if not x:
         return
     mem = insn.mem
     rows = insn.y_pad_top + y + insn.y_pad_bottom  # footprint, inlined: this runs for every transfer
+    if not rows:
+        return
     cols = insn.x_pad_left + x + insn.x_pad_right
     depth = config.depth(mem)
     if insn.sram_base + rows * cols > depth:
         raise ProgramError(index, insn.kind, "sram_base", f"{mem} SRAM elements {insn.sram_base}.."
                            f"{insn.sram_base + rows * cols - 1} exceed its depth {depth}")
+    if not y:
+        return
     elems = dram_bytes // config.elem_bytes(mem)
     last = insn.dram_base + (insn.y_size - 1) * insn.x_stride + insn.x_size
     if last > elems:

@@ -1,4 +1,4 @@
-"""Reference semantics: a plain numpy interpreter that runs a bundle in program order.
+"""Reference semantics: a plain numpy interpreter that runs a bundle's modules each in program order.
 
 This is the living definition of what a program computes (docs/spec.md section 4). It is short and
 slow on purpose; the simulator, the RTL and the board are all checked against it.
@@ -10,9 +10,13 @@ instruction's cost under the timing contract, as if nothing overlapped). A progr
 either is refused naming the first instruction past it (the interpreter's memory does not
 depend on loop trip counts).
 
-Token rule: each instruction first takes its pops (a pop from an empty queue is an error: the
-token is produced later in program order or never), executes, then makes its pushes. Tokens
-left when FINISH retires are reported, not an error.
+Token rule: the load, compute and store modules each run their instructions in program order;
+an instruction first takes its pops, waiting while a queue it pops is empty, executes, then
+makes its pushes. Among the modules that can run, the one whose next instruction is first in
+program order goes (:func:`_token_order`), so a program whose tokens are always pushed before
+they are popped runs in program order; when every unfinished module waits, the program
+deadlocks (an error naming the first waiting instruction). Tokens left at the end are
+reported, not an error.
 """
 
 from __future__ import annotations
@@ -93,7 +97,7 @@ def alu_op(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def execute(bundle: Bundle, max_cycles: int | None = None, max_uops: int | None = None, *,
             srams: Srams | None = None, before=None) -> ExecResult:
-    """Run ``bundle`` in program order; returns the final DRAM image, counters and leftover tokens.
+    """Run ``bundle`` (the token rule above); returns the final DRAM image, counters and leftover tokens.
     ``max_cycles`` (default ``limits.DEFAULT_MAX_CYCLES``) bounds the serial work, ``max_uops``
     (default ``limits.REFERENCE_MAX_UOPS``) the interpreter's steps (see above). ``srams``: the
     SRAMs at START, updated in place (default zeros: a fresh device; docs/spec.md section 4,
@@ -106,14 +110,10 @@ def execute(bundle: Bundle, max_cycles: int | None = None, max_uops: int | None 
     srams = Srams(config) if srams is None else srams
     counters = Counters()
     tokens = {q: 0 for q in isa.TOKEN_QUEUES}
-    for index, insn in enumerate(insns):
-        for flag in ("pop_prev", "pop_next"):
-            if insn.fields.get(flag, 0):
-                queue = isa.FLAG_QUEUE[(insn.module, flag)]
-                if tokens[queue] == 0:
-                    raise ProgramError(index, insn.kind, flag, f"pops the empty {queue} token queue: its token "
-                                       "is produced later in program order or never (deadlock)")
-                tokens[queue] -= 1
+    for index in _token_order(insns):
+        insn = insns[index]
+        for queue in isa.pops(insn):
+            tokens[queue] -= 1
         if before is not None:
             before(insn, index, srams)
         counters.insns[insn.kind] += 1
@@ -126,6 +126,48 @@ def execute(bundle: Bundle, max_cycles: int | None = None, max_uops: int | None 
         for queue in isa.pushes(insn):
             tokens[queue] += 1
     return ExecResult(dram=dram, counters=counters, tokens_left=tokens, srams=srams)
+
+
+def _token_order(insns: list) -> list[int]:
+    """The order the reference runs ``insns`` in: the load, compute and store modules each take
+    their instructions in program order, an instruction waits until every queue it pops holds
+    a token, and among the modules able to run the one whose next instruction comes first in
+    program order goes (so a program whose pops all find their tokens in program order runs
+    in program order). When no module can run before all are done, the program deadlocks: a
+    ProgramError naming the first waiting instruction, the queue and the other waits."""
+    heads = {m: [i for i, insn in enumerate(insns) if insn.module == m] for m in isa.MODULES[1:]}
+    pos = {m: 0 for m in heads}
+    tokens = {q: 0 for q in isa.TOKEN_QUEUES}
+    order: list[int] = []
+    while len(order) < len(insns):
+        waiting = sorted(heads[m][pos[m]] for m in heads if pos[m] < len(heads[m]))
+        for index in waiting:
+            if all(tokens[q] > 0 for q in isa.pops(insns[index])):
+                break
+        else:
+            return _deadlock(insns, waiting, tokens)
+        insn = insns[index]
+        for queue in isa.pops(insn):
+            tokens[queue] -= 1
+        for queue in isa.pushes(insn):
+            tokens[queue] += 1
+        pos[insn.module] += 1
+        order.append(index)
+    return order
+
+
+def _deadlock(insns: list, waiting: list[int], tokens: dict):
+    """Raise the ProgramError of a deadlock: every unfinished module's next instruction pops an
+    empty token queue."""
+    def empty_pop(index):
+        insn = insns[index]
+        flag = next(f for f in ("pop_prev", "pop_next") if insn.fields.get(f, 0)
+                    and tokens[isa.FLAG_QUEUE[(insn.module, f)]] == 0)
+        return insn, flag, isa.FLAG_QUEUE[(insn.module, flag)]
+    first, flag, queue = empty_pop(waiting[0])
+    others = "".join(f"; instruction {i} ({insns[i].kind}) waits on {empty_pop(i)[2]}" for i in waiting[1:])
+    raise ProgramError(waiting[0], first.kind, flag, f"pops the empty {queue} token queue and no module can run "
+                       f"to push its token (deadlock: every unfinished module waits{others})")
 
 
 def check_work(program_work: work.Work, max_cycles: int | None = None, max_uops: int | None = None) -> None:
@@ -151,10 +193,10 @@ def _dram_view(dram: np.ndarray, config: Config, mem: str) -> np.ndarray:
 
 def _load(insn, config, dram, srams, counters, index):
     program.check_transfer(insn, config, dram.size, index)
-    if not program.moves_data(insn):
+    rows, cols = program.footprint(insn)
+    if not rows:
         return
     mem, src = insn.mem, _dram_view(dram, config, insn.mem)
-    rows, cols = program.footprint(insn)
     tile = np.zeros((rows, cols, *config.elem_shape(mem)), dtype=config.elem_dtype(mem))
     for r in range(insn.y_size):
         start = insn.dram_base + r * insn.x_stride
@@ -188,7 +230,7 @@ def _compute(insn, config, srams, counters, index):
             for dst0, src0, wgt0 in uops:
                 dst = dst0 + i * insn.dst_factor_out + j * insn.dst_factor_in
                 src = src0 + i * insn.src_factor_out + j * insn.src_factor_in
-                if insn.reset:
+                if insn.kind == "GEMM" and insn.reset:
                     srams.acc[dst] = 0
                 elif insn.kind == "GEMM":
                     w = wgt0 + i * insn.wgt_factor_out + j * insn.wgt_factor_in

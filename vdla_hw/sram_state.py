@@ -20,7 +20,7 @@ What an instruction reads and writes (the reference semantics, vdla_hw/semantics
 * LOAD writes its footprint (padding included) of its memory type, and reads no SRAM;
 * STORE reads OUT elements ``sram_base .. sram_base + y_size * x_size - 1``;
 * GEMM and ALU read their micro-ops ``uop_bgn .. uop_end - 1`` (when the loops run at all);
-  with the reset bit (:data:`RESET_KINDS`) they write ACC and OUT at every dst and read
+  with the reset bit (:data:`RESET_KINDS`: GEMM only) they write ACC and OUT at every dst and read
   nothing else; otherwise each step reads ACC[dst] (and GEMM INP[src] and WGT[wgt], ALU
   ACC[src] unless it uses its immediate) and then writes ACC[dst] and OUT[dst].
 """
@@ -39,7 +39,7 @@ from vdla_hw.semantics import Srams
 
 MODES = ("off", "warn", "error")
 # kinds whose reset bit zeroes the accumulators instead of computing (docs/spec.md section 4)
-RESET_KINDS = ("GEMM", "ALU")
+RESET_KINDS = ("GEMM",)  # an ALU ignores its reset bit, as VTA's designs do
 # what each kind of step reads, in the order a step reads it
 _GEMM_READS = (("inp", 1), ("wgt", 2), ("acc", 0))
 

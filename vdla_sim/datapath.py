@@ -128,16 +128,19 @@ class Datapath:
             self.counters.load_bytes[mem] += nbytes
             return
         y, x = insn.y_size, insn.x_size
-        if not (x and y):  # a flag carrier moves nothing (program.moves_data)
+        rows = insn.y_pad_top + y + insn.y_pad_bottom   # program.footprint
+        if not (x and rows):  # a flag carrier writes nothing
             return
         mem = insn.mem
         base = insn.sram_base
-        rows = insn.y_pad_top + y + insn.y_pad_bottom   # program.footprint
         cols = insn.x_pad_left + x + insn.x_pad_right
         n = rows * cols
         if self.races is not None and mem in ("inp", "wgt"):
             self.races.write_elems(mem, slice(base, base + n), index)
         target = self.sram[mem][base:base + n]
+        if not y:  # padding rows only (no DRAM read)
+            target[...] = 0
+            return
         data = self._rows(mem, insn)
         if n != y * x:
             tile = target.reshape(rows, cols, *data.shape[2:])
@@ -220,7 +223,7 @@ class Datapath:
             for piece, piece_uops, _ in program.loop_chunks(insn, uops, self.chunk):  # in execution order
                 self._alu_apply(piece, self._alu_waves(piece, piece_uops), index)
             return
-        key = ("ALU", self.uop_table[insn.uop_bgn:insn.uop_end].tobytes(), insn.reset, insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
+        key = ("ALU", self.uop_table[insn.uop_bgn:insn.uop_end].tobytes(), insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
                insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in, insn.use_imm)
         plan = self.plans.get(key)
         if plan is None:
@@ -235,25 +238,20 @@ class Datapath:
         index an equal slice when it is an ascending range; src is None with an immediate."""
         n = timing.uop_count(insn)
         dst, src, _ = program.loop_indices(insn, uops)
-        size = 1
-        if not insn.reset:
-            for chunk in sorted({n, insn.iter_in * len(uops), len(uops)}, reverse=True):
-                if chunk > 1 and all(self._wave_ok(dst[k:k + chunk], None if insn.use_imm else src[k:k + chunk])
-                                     for k in range(0, n, chunk)):
-                    size = chunk
-                    break
+        size = 1  # the ALU ignores the reset bit (docs/spec.md section 4)
+        for chunk in sorted({n, insn.iter_in * len(uops), len(uops)}, reverse=True):
+            if chunk > 1 and all(self._wave_ok(dst[k:k + chunk], None if insn.use_imm else src[k:k + chunk])
+                                 for k in range(0, n, chunk)):
+                size = chunk
+                break
         waves = [(as_slice(dst[k:k + size]), None if insn.use_imm else as_slice(src[k:k + size]))
-                 for k in range(0, n, size)] if not insn.reset else []
+                 for k in range(0, n, size)]
         return as_slice(dst), waves
 
     def _alu_apply(self, insn: isa.Insn, plan: tuple, index: int) -> None:
         dst, waves = plan
         if self.races is not None:
             self.races.write_elems("out", dst, index)
-        if insn.reset:
-            self.srams.acc[dst] = 0
-            self.srams.out[dst] = 0
-            return
         op = isa.ALU_OPS[insn.alu_opcode]
         acc = self.srams.acc
         for d, s in waves:

@@ -80,3 +80,37 @@ def test_a_long_compile_prints_its_steps(tmp_path, capsys, monkeypatch):
     code, _, err = run(capsys, *argv[:-1], tmp_path / "b.npz")
     assert code == 0
     assert "vdla compile: schedule search:" in err and "vdla compile: encoding: hiding latency" in err
+
+
+def test_a_shift_vta_runs_as_a_left_shift_is_refused_unless_allowed(tmp_path, capsys):
+    """--shift 16..31: VTA's HLS ALU reads a signed 5-bit amount (compiler.vta_compat)."""
+    out = tmp_path / "fc.npz"
+    for shift in (16, 31):
+        code, _, err = run(capsys, "compile", "dense", "--ic", 16, "--oc", 8, "--shift", shift, "--config", "tiny",
+                           "-o", out)
+        assert code == 2 and f"--shift {shift}:" in err and "--allow-vta-incompatible" in err, err
+        assert len(err.strip().splitlines()) == 1 and not out.exists()
+    code, _, err = run(capsys, "compile", "dense", "--ic", 16, "--oc", 8, "--shift", 15, "--config", "tiny", "-o", out)
+    assert code == 0, err
+    code, _, err = run(capsys, "compile", "dense", "--ic", 16, "--oc", 8, "--shift", 20, "--config", "tiny",
+                       "--allow-vta-incompatible", "-o", out)
+    assert code == 0, err
+    shr = [i for i in Bundle.load(out).insns() if i.kind == "ALU" and i.alu_opcode == 3]
+    assert [i.imm for i in shr] and all(i.imm == 20 for i in shr)
+
+
+def test_network_shift_warning_names_the_accelerator_ops():
+    from compiler.network.partition import Placement
+    from compiler.quantize.qgraph import QNode
+    from compiler.vta_compat import network_shift_warning, outside
+
+    assert outside([-16, 0, 15]) == [] and outside(np.array([16, -17, 3, 16])) == [-17, 16]
+    nodes = [QNode("c1", "conv", ["x"], "y", {"shift": 9}), QNode("c2", "conv", ["y"], "z", {"shift": np.array([3, 18])}),
+             QNode("a1", "add", ["y", "z"], "s", {"a_shift": 17, "b_shift": 0, "shift": 4}),
+             QNode("c3", "conv", ["s"], "t", {"shift": 20})]
+    places = {"c1": Placement("vdla", ""), "c2": Placement("vdla", ""), "a1": Placement("vdla", ""),
+              "c3": Placement("cpu", "")}
+    line = network_shift_warning(nodes, places)
+    assert line.startswith("warning: 2 accelerator op(s)") and "c2 (18)" in line and "a1 (-17)" in line
+    assert "c1" not in line and "c3" not in line and "\n" not in line
+    assert network_shift_warning(nodes[:1], places) is None

@@ -135,6 +135,78 @@ def requantize_program(preset: str, shift: int, lo: int, n: int = 4, seed: int =
     return b.build(), {"out": np.clip(x >> shift, lo, 127).astype(np.int8)}
 
 
+def alu_reset_program(preset: str, n: int = 4, imm: int = 5, seed: int = 5):
+    """ALU ADD imm with the reset bit set: VTA's ALU ignores the bit, so acc + imm (not 0) is stored."""
+    b = BundleBuilder(preset)
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-100, 100, size=(n, *b.config.elem_shape("acc")))
+    src = b.array("x", "acc", x)
+    dst = b.alloc("out", "out", n)
+    k = b.uops("k", [(0, 0, 0)])
+    b.emit("LOAD", memory_type=UOP, dram_base=k, y_size=1, x_size=1, x_stride=1)
+    b.emit("LOAD", memory_type=ACC, dram_base=src, y_size=1, x_size=n, x_stride=n)
+    b.emit("ALU", reset=1, alu_opcode=ALU["add"], uop_end=1, iter_out=n, iter_in=1, dst_factor_out=1,
+           src_factor_out=1, use_imm=1, imm=imm)
+    _sync_store(b, dram_base=dst, y_size=1, x_size=n, x_stride=n)
+    return b.build(), {"out": (x + imm).astype(np.int8)}
+
+
+def pad_rows_only(preset: str, mem: str, pads=(1, 2, 1, 1), cols: int = 2, seed: int = 6):
+    """A LOAD with y_size 0 and y padding writes its zero rows (x_size > 0): INP (through an
+    identity GEMM) or ACC (through ALU ADD 0) is first filled with data, the padding-only LOAD
+    zeroes (top + bottom) * (left + cols + right) elements from element 1, then all is stored."""
+    b = BundleBuilder(preset)
+    c = b.config
+    rng = np.random.default_rng(seed)
+    top, bottom, left, right = pads
+    zeros = (top + bottom) * (left + cols + right)
+    n = zeros + 2
+    elem = c.elem_shape(mem)
+    data = rng.integers(-100, 100, size=(n, *elem))
+    src = b.array("src", mem, data)
+    dst = b.alloc("dst", "out", n)
+    k = b.uops("k", [(0, 0, 0)])
+    pad = dict(y_size=0, x_size=cols, x_stride=cols, y_pad_top=top, y_pad_bottom=bottom, x_pad_left=left,
+               x_pad_right=right, sram_base=1, dram_base=src)
+    b.emit("LOAD", memory_type=UOP, dram_base=k, y_size=1, x_size=1, x_stride=1)
+    if mem == "inp":
+        ident = b.array("ident", "wgt", np.eye(c.block_out, c.block_in, dtype=np.int8)[None])
+        b.emit("LOAD", memory_type=WGT, dram_base=ident, y_size=1, x_size=1, x_stride=1)
+        b.emit("LOAD", memory_type=INP, dram_base=src, y_size=1, x_size=n, x_stride=n)
+        b.emit("LOAD", memory_type=INP, push_next=1, **pad)
+        b.emit("GEMM", reset=1, uop_end=1, iter_out=n, iter_in=1, dst_factor_out=1)
+        b.emit("GEMM", pop_prev=1, uop_end=1, iter_out=n, iter_in=1, dst_factor_out=1, src_factor_out=1)
+        expect = data[:, :, :c.block_out]
+    else:
+        b.emit("LOAD", memory_type=ACC, dram_base=src, y_size=1, x_size=n, x_stride=n)
+        b.emit("LOAD", memory_type=ACC, **pad)
+        b.emit("ALU", alu_opcode=ALU["add"], uop_end=1, iter_out=n, iter_in=1, dst_factor_out=1,
+               src_factor_out=1, use_imm=1, imm=0)
+        expect = data
+    _sync_store(b, dram_base=dst, y_size=1, x_size=n, x_stride=n)
+    expected = np.array(expect, dtype=np.int64)
+    expected[1:1 + zeros] = 0
+    return b.build(), {"dst": expected.astype(np.int8)}
+
+
+def token_wait_program(preset: str, n: int = 3, seed: int = 7):
+    """A STORE placed before the ALU that pushes its token: every model waits for the token (the
+    reference semantics runs the ALU first), as VTA's fsim and HLS do."""
+    b = BundleBuilder(preset)
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-100, 100, size=(n, *b.config.elem_shape("acc")))
+    src = b.array("x", "acc", x)
+    dst = b.alloc("out", "out", n)
+    k = b.uops("k", [(0, 0, 0)])
+    b.emit("LOAD", memory_type=UOP, dram_base=k, y_size=1, x_size=1, x_stride=1)
+    b.emit("LOAD", memory_type=ACC, dram_base=src, y_size=1, x_size=n, x_stride=n)
+    b.emit("STORE", memory_type=OUT, dram_base=dst, y_size=1, x_size=n, x_stride=n, pop_prev=1, push_prev=1)
+    b.emit("ALU", alu_opcode=ALU["add"], uop_end=1, iter_out=n, iter_in=1, dst_factor_out=1, src_factor_out=1,
+           use_imm=1, imm=1, push_next=1)
+    b.emit("FINISH", pop_next=1)
+    return b.build(), {"out": (x + 1).astype(np.int8)}
+
+
 def fixed_corpus(preset: str) -> list[tuple[str, Bundle]]:
     """Every fixed program of the foundation tests, by name, for cross-model tests."""
     corpus = [("load_store", load_store_round_trip(preset)[0]),
@@ -146,4 +218,9 @@ def fixed_corpus(preset: str) -> list[tuple[str, Bundle]]:
     for op in ALU:
         corpus.append((f"alu_{op}_imm", alu_program(preset, op, imm=-7 if op != "shr" else 3)[0]))
         corpus.append((f"alu_{op}_vec", alu_program(preset, op, imm=None)[0]))
+    corpus += [("alu_reset_ignored", alu_reset_program(preset)[0]),
+               ("pad_rows_only_inp", pad_rows_only(preset, "inp")[0]),
+               ("pad_rows_only_acc", pad_rows_only(preset, "acc")[0]),
+               ("pad_rows_only_top", pad_rows_only(preset, "inp", pads=(2, 0, 0, 1))[0]),
+               ("token_wait", token_wait_program(preset)[0])]
     return corpus

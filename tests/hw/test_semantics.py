@@ -139,3 +139,67 @@ def test_program_errors_name_instruction_and_field(text, index, field):
     with pytest.raises(ProgramError) as err:
         execute(asm.assemble(text, config="tiny"))
     assert (err.value.index, err.value.field) == (index, field)
+
+
+# --- issue 25: aligned with VTA's hardware (docs/spec.md section 4) ---------------------------
+
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+def test_alu_ignores_the_reset_bit(preset):
+    check(*programs.alu_reset_program(preset))
+
+
+def with_alu_reset(bundle):
+    """``bundle`` with the reset bit set on every ALU instruction."""
+    from vdla_hw import isa
+    insns = [insn.replace(reset=1) if insn.kind == "ALU" else insn for insn in bundle.insns()]
+    dram = bundle.dram.copy()
+    dram[bundle.insn_offset:bundle.insn_offset + len(insns) * 16] = np.frombuffer(
+        isa.encode_program(insns, bundle.config), dtype=np.uint8)
+    return bundle.with_dram(dram)
+
+
+@pytest.mark.parametrize("op", list(programs.ALU))
+@pytest.mark.parametrize("imm", [None, -3])
+def test_alu_with_reset_equals_alu_without(op, imm):
+    plain, _, _ = programs.alu_program("tiny", op, imm=imm)
+    flagged = with_alu_reset(plain)
+    assert any(i.kind == "ALU" and i.reset for i in flagged.insns())
+    np.testing.assert_array_equal(execute(flagged).dram[:plain.insn_offset], execute(plain).dram[:plain.insn_offset])
+
+
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+@pytest.mark.parametrize("mem,pads", [("inp", (1, 2, 1, 1)), ("acc", (1, 2, 1, 1)), ("inp", (2, 0, 0, 1)),
+                                      ("acc", (0, 3, 2, 0))], ids=["inp", "acc", "inp_top", "acc_bottom"])
+def test_load_with_y_size_0_writes_its_padding_rows(preset, mem, pads):
+    bundle, expected = programs.pad_rows_only(preset, mem, pads)
+    result = check(bundle, expected)
+    assert result.counters.load_bytes[mem] == bundle.config.elem_bytes(mem) * len(expected["dst"])  # the data LOAD only
+
+
+def test_load_with_y_size_0_reads_no_dram_and_x_size_0_writes_nothing():
+    # y_size 0: the DRAM base may lie past the image (no row is read); the SRAM footprint is checked
+    execute(asm.assemble("LOAD inp dram=100000 y=0 x=2 pad=1,1,0,0\nFINISH\n", config="tiny"))
+    with pytest.raises(ProgramError, match="sram_base"):
+        execute(asm.assemble("LOAD inp sram=125 y=0 x=2 pad=1,1,0,0\nFINISH\n", config="tiny"))
+    # x_size 0 (VTA's fsim returns early; its HLS would pad): nothing written, nothing checked
+    execute(asm.assemble("LOAD inp sram=127 y=2 x=0 pad=1,1,1,1\nFINISH\n", config="tiny"))
+
+
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+def test_a_pop_waits_for_a_token_pushed_later_in_program_order(preset):
+    check(*programs.token_wait_program(preset))
+
+
+def test_deadlock_names_the_first_waiting_instruction_on_one_line():
+    text = "LOAD inp pop_next push_next\nGEMM uop=0:0 pop_prev push_prev\nFINISH\n"
+    with pytest.raises(ProgramError, match=r"^instruction 0 \(LOAD\): pop_next: pops the empty c2l token queue"
+                       r".*deadlock.*instruction 1 \(GEMM\) waits on l2c\)$") as err:
+        execute(asm.assemble(text, config="tiny"))
+    assert "\n" not in str(err.value)
+
+
+def test_program_order_is_kept_when_every_token_is_already_there():
+    # the load module's LOAD waits for the GEMM's c2l token; the GEMM runs first although later
+    text = ("LOAD inp x=1 pop_next push_next\nGEMM uop=0:0 push_prev\nGEMM uop=0:0 pop_prev\nFINISH\n")
+    result = execute(asm.assemble(text, config="tiny"))
+    assert result.tokens_left == {"l2c": 0, "c2l": 0, "c2s": 0, "s2c": 0}

@@ -15,7 +15,7 @@ ALU_WRITE_CYCLES = 4 cycles after issue, before the retire cycle; rtl_params che
   a+3  GEMM: adder trees registered, reads acc[dst];
        ALU: operands, shift amount and comparisons registered
   a+4  GEMM: acc[dst] += tree;  ALU: acc[dst] = op(acc[dst], imm or acc[src]);
-       reset: acc[dst] = 0; the low bytes go to out[dst]
+       reset GEMM: acc[dst] = 0 (an ALU ignores reset); the low bytes go to out[dst]
 Compute forwards its own accumulator write to its acc read of the same cycle (the DMA's
 LOAD writes never meet a GEMM/ALU read: one instruction at a time), and the ALU's acc[dst]
 latch takes the write of the cycle it latches in (its predecessor's, at ALU_CYCLES_PER_UOP 2),

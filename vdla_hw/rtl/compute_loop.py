@@ -29,7 +29,7 @@ def mode_regs(clk, rst, start, gi, ai, mode: ComputeMode):
     def seq():
         if start and (gi.opcode == OPC_GEMM or gi.opcode == OPC_ALU):
             mode.is_alu.next = gi.opcode == OPC_ALU
-            mode.reset.next = gi.reset
+            mode.reset.next = gi.reset and gi.opcode == OPC_GEMM  # the ALU ignores the bit
             mode.alu_opcode.next = ai.alu_opcode
             mode.use_imm.next = ai.use_imm
             mode.imm.next = ai.imm

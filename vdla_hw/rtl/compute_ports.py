@@ -39,7 +39,7 @@ class WritePort:
 
 class ComputeMode:
     """The running GEMM/ALU instruction's mode, registered at its start (uop_loop):
-    ``is_alu``, ``reset`` (write zeros), the ALU's ``alu_opcode``, ``use_imm`` and raw ``imm``."""
+    ``is_alu``, ``reset`` (a reset GEMM: write zeros; an ALU ignores the bit), the ALU's ``alu_opcode``, ``use_imm`` and raw ``imm``."""
 
     def __init__(self, gi, ai):
         self.is_alu = Signal(bool(0))

@@ -2,7 +2,8 @@
 
 Timing (vdla_hw.timing.exec_cycles of a LOAD): from the start cycle t_s, INSN_OVERHEAD cycles
 of decode, then a port request (held until granted), the port transaction, then one cycle per
-padding element; ``done`` is high in the retire cycle. Data lands in SRAM as beats arrive;
+padding element; ``done`` is high in the retire cycle. A LOAD of padding rows only (y_size 0,
+x_size and y padding non-zero) makes no request: its padding cycles follow the decode cycles. Data lands in SRAM as beats arrive;
 padding zeros are written in cycles without a beat, from the cycle after the earliest request
 cycle (the padding iterator's row bases come out of the decode pipeline). There are always
 enough before retire: from the grant g (at or after the request cycle) the port is held P
@@ -39,7 +40,7 @@ def load_control(clk, rst, p: RtlParams, cmd: InsnPort, client: PortClient, f: T
     OVH = p.config.INSN_OVERHEAD
     assert OVH >= DECODE_CYCLES, "rtl_params refuses this configuration"
     start, done, req, grant, rel_me = cmd.start, cmd.done, client.req, client.grant, client.rel
-    moves, npz, bad, err = f.moves, d.npz, d.bad, d.err
+    moves, pads, npz, bad, err = f.moves, f.pads, d.npz, d.bad, d.err
     npadm1, np1 = d.npadm1, d.np1
     rbits, rinsn, c_idx = rerr.bits, rerr.insn, f.index
     phase = vec(count_bits(POST))
@@ -55,9 +56,9 @@ def load_control(clk, rst, p: RtlParams, cmd: InsnPort, client: PortClient, f: T
         rinsn.next = c_idx
         if ((at_req and moves) or phase == REQ) and not bad:
             req.next = 1
-        if at_req and moves:
+        if at_req and (moves or pads):
             rbits.next = err
-        if at_req and not moves:
+        if at_req and not moves and not pads:
             done.next = 1
         if phase == HOLD and rel_me and npz:
             done.next = 1
@@ -74,7 +75,11 @@ def load_control(clk, rst, p: RtlParams, cmd: InsnPort, client: PortClient, f: T
         else:
             if phase == PRE:
                 if at_req:
-                    if not moves:
+                    if pads:  # padding rows only: no port transaction, straight to the padding writes
+                        phase.next = POST
+                        cnt.next = npadm1
+                        cz.next = np1
+                    elif not moves:
                         phase.next = IDLE
                     elif grant:
                         phase.next = HOLD
@@ -99,7 +104,7 @@ def load_control(clk, rst, p: RtlParams, cmd: InsnPort, client: PortClient, f: T
                 else:
                     cnt.next = cnt - 1
                     cz.next = cnt == 1
-            if at_req and moves and bad:
+            if at_req and (moves or pads) and bad:
                 phase.next = IDLE
     return port_out, seq
 

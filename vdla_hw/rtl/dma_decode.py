@@ -31,7 +31,8 @@ from vdla_hw.rtl.rangechk import range_check
 
 class TransferFields:
     """A LOAD's or STORE's fields registered at its start (ISA names and widths: the two kinds
-    share one layout), plus ``moves`` (x_size and y_size both non-zero: data moves)."""
+    share one layout), plus ``moves`` (x_size and y_size both non-zero: data moves) and ``pads``
+    (a LOAD of padding rows only: x_size non-zero, y_size 0 and y padding; no DRAM read)."""
 
     def __init__(self, ld):
         self.memory_type, self.sram_base, self.dram_base = (field_reg(f) for f in (ld.memory_type, ld.sram_base,
@@ -41,6 +42,7 @@ class TransferFields:
         self.x_pad_left, self.x_pad_right = field_reg(ld.x_pad_left), field_reg(ld.x_pad_right)
         self.index = field_reg(ld.index)
         self.moves = Signal(bool(0))
+        self.pads = Signal(bool(0))
 
 
 def side_bits(f: TransferFields) -> int:
@@ -103,6 +105,7 @@ def transfer_latch(clk, rst, start, ld, f: TransferFields):
             f.x_pad_right.next = ld.x_pad_right
             f.index.next = ld.index
             f.moves.next = ld.x_size != 0 and ld.y_size != 0
+            f.pads.next = ld.x_size != 0 and ld.y_size == 0 and (ld.y_pad_top != 0 or ld.y_pad_bottom != 0)
     return latch
 
 

@@ -79,7 +79,8 @@ def data_pos(clk, rst, p: RtlParams, at_req, me_beat, row_last, rdata, d: LoadDe
 
 @block
 def pad_walk(clk, rst, at_req, me_beat, f: TransferFields, d: LoadDecode, pad: PadWrite):
-    """From the request cycle (when the LOAD moves, passes the range check and has padding),
+    """From the request cycle (when the LOAD moves data or pads rows only, passes the range check
+    and has padding),
     the next padding element after (pr, pc) in every cycle without a beat of this master
     (``me_beat``)."""
     sw = side_bits(f)
@@ -87,7 +88,7 @@ def pad_walk(clk, rst, at_req, me_beat, f: TransferFields, d: LoadDecode, pad: P
     prb = vec(d.pos_bits)               # SRAM element of row pr's first element
     pact = Signal(bool(0))
     top, bot, left, right = f.y_pad_top, f.y_pad_bottom, f.x_pad_left, f.x_pad_right
-    ys, xs, sbase, moves, bad, npz = f.y_size, f.x_size, f.sram_base, f.moves, d.bad, d.npz
+    ys, xs, sbase, moves, pads, bad, npz = f.y_size, f.x_size, f.sram_base, f.moves, f.pads, d.bad, d.npz
     rows, cols, topys, leftxs, s_bot = d.rows, d.cols, d.topys, d.leftxs, d.s_bot
     pad_we, pad_addr = pad.we, pad.addr
 
@@ -103,9 +104,9 @@ def pad_walk(clk, rst, at_req, me_beat, f: TransferFields, d: LoadDecode, pad: P
             pr.next = 0
             pc.next = 0
             pact.next = 0
-            if moves and not bad and not npz:
+            if (moves or pads) and not bad and not npz:
                 pact.next = 1
-                if top == 0 and left == 0:
+                if top == 0 and left == 0 and ys != 0:
                     if right != 0:
                         pc.next = xs
                     else:

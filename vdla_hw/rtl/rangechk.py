@@ -55,7 +55,10 @@ def range_check(clk, rst, fa, fb, sbase, depth, dbase, ys, xs, xst, elems, fp, e
             room1.next = 0
         else:
             room1.next = depth - sbase
-        end1.next = dbase + xs
+        if ys != 0:
+            end1.next = dbase + xs
+        else:  # no DRAM row (a LOAD of padding rows only): nothing to check
+            end1.next = 0
         elems1.next = elems
 
     @always_seq(clk.posedge, reset=rst)
