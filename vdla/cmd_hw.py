@@ -9,7 +9,7 @@ from pathlib import Path
 
 from vdla import commands
 from vdla.argtypes import float_range, int_range, output_dir, output_file
-from vdla.cmd_sim import add_max_work
+from vdla.cmd_sim import VTA_HAZARD_HELP, add_max_work
 from vdla_hw.limits import RTL_CYCLES_PER_S, RTL_MAX_CYCLES
 
 
@@ -86,7 +86,8 @@ def cmd_rtl(args) -> int:
 
     with Heartbeat("vdla rtl", first=30.0, every=60.0) as beat:
         beat.stage(f"simulating {bundle.insn_count} instructions (the reference cycles)")
-        ref = simulate(bundle, max_cycles=max_cycles, race_check=False, max_work=args.max_work)
+        ref = simulate(bundle, max_cycles=max_cycles, race_check=False, max_work=args.max_work,
+                       allow_vta_hazards=args.allow_vta_incompatible)
         beat.stage(f"running {bundle.insn_count} instructions on the RTL ({args.sim})")
         res = run_bundles([bundle], args.sim, top=args.top, budgets=[max_cycles], memory=memory, waves=args.vcd,
                           bench=args.bench, progress=beat.say)[0]
@@ -198,5 +199,6 @@ def add_parser(sub) -> None:
                      "(default: a few minutes of the simulator and bench: "
                      + ", ".join(f"{sim} {bench} {RTL_MAX_CYCLES[sim, bench]:,} at {RTL_CYCLES_PER_S[sim, bench]:,}/s"
                                  for sim, bench in RTL_MAX_CYCLES) + ")")
+    rtl.add_argument("--allow-vta-incompatible", action="store_true", help=VTA_HAZARD_HELP)
     add_max_work(rtl)
     rtl.set_defaults(func=cmd_rtl)

@@ -22,7 +22,8 @@ def cmd_sim(args) -> int:
             beat.stage(f"simulating {bundle.insn_count} instructions ({bundle.config.name})")
             result = simulate(bundle, max_cycles=args.max_cycles, race_check=not args.no_race_check,
                               trace_path=outputs.path(args.trace) if args.trace else None,
-                              max_work=args.max_work, uninit=args.uninit)
+                              max_work=args.max_work, uninit=args.uninit,
+                              allow_vta_hazards=args.allow_vta_incompatible)
         if args.image:
             outputs.write(args.image, bundle.with_dram(result.dram).save)
         if args.tensor:
@@ -64,6 +65,10 @@ def warn_uninit(first) -> None:
         print(f"vdla: warning: {first} (--uninit warn)", file=sys.stderr)
 
 
+VTA_HAZARD_HELP = ("run a GEMM whose micro-op list writes one accumulator twice within two micro-ops (refused by "
+                   "default: VTA's HLS pipeline would lose a product there; this machine forwards the write, so the "
+                   "result is the reference semantics', docs/spec.md section 5)")
+
 UNINIT_HELP = ("report a read of SRAM that no instruction of this run wrote (SRAM holds what an earlier program "
                "left; this run starts as a fresh device, from zeros): 'warn' prints the first on stderr and goes on, "
                "'error' stops there with exit status 2 (default: off, no cost)")
@@ -92,4 +97,5 @@ def add_parser(sub) -> None:
     add_max_work(sim)
     sim.add_argument("--no-race-check", action="store_true", help="skip the token race detector")
     sim.add_argument("--uninit", choices=("off", "warn", "error"), default="off", help=UNINIT_HELP)
+    sim.add_argument("--allow-vta-incompatible", action="store_true", help=VTA_HAZARD_HELP)
     sim.set_defaults(func=cmd_sim)

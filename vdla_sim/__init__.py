@@ -23,7 +23,7 @@ __all__ = ["simulate", "SimResult", "SimError", "DeadlockError", "RaceError", "H
 
 def simulate(bundle: Bundle, *, max_cycles: int | None = None, race_check: bool | None = None,
              trace_path: str | Path | None = None, max_work: int | None = None, data: bool = True,
-             sram: SramState | None = None, uninit: str = "off") -> SimResult:
+             sram: SramState | None = None, uninit: str = "off", allow_vta_hazards: bool = False) -> SimResult:
     """Run ``bundle`` under the timing contract. ``max_cycles`` bounds the simulated time and
     ``max_work`` the simulator's work (both: vdla_hw/limits.py); ``race_check`` turns on the
     vector-clock race detector (default: on with data); ``trace_path`` writes a Chrome/Perfetto
@@ -40,13 +40,18 @@ def simulate(bundle: Bundle, *, max_cycles: int | None = None, race_check: bool 
     back to back as the hardware does; ``uninit`` ("off", "warn", "error") checks for reads of
     SRAM no instruction of the session wrote (``result.uninit``: the first, with "warn";
     "error" raises ``vdla_hw.sram_state.UninitError``). Neither works in the timing-only mode
-    (no SRAM values: ValueError)."""
+    (no SRAM values: ValueError).
+
+    ``allow_vta_hazards`` runs a GEMM whose uop list repeats an accumulator within one sweep
+    (``vdla_hw.timing.gemm_hazard``), which is refused by default (HazardError) because VTA's
+    GEMM pipeline would compute it differently; this machine forwards the write, so the result
+    is the reference semantics' at the usual cycles (docs/spec.md section 5)."""
     if race_check is None:
         race_check = data
     elif race_check and not data:
         raise ValueError("the race check reads the uops: it needs data=True")
     engine = Engine(bundle, max_cycles=max_cycles, race_check=race_check, max_work=max_work, data=data,
-                    sram=sram, uninit=uninit)
+                    sram=sram, uninit=uninit, allow_vta_hazards=allow_vta_hazards)
     engine.run()
     result = _result(engine)
     if trace_path is not None:

@@ -65,10 +65,14 @@ class Datapath:
     """SRAMs, the DRAM image and counters; :meth:`execute` applies one instruction."""
 
     def __init__(self, config: Config, dram: np.ndarray, races: RaceTracker | None, runs,
-                 plans: PlanCache | None = None, srams: Srams | None = None):
+                 plans: PlanCache | None = None, srams: Srams | None = None, allow_vta_hazards: bool = False):
         """``runs``: per instruction, ``prepared.load_run`` of it (the LOADs copied as one run);
         ``plans``: a cache of loop plans to share (default: a new one); ``srams``: the SRAMs at
-        START, updated in place (default zeros: vdla_hw/sram_state.py)."""
+        START, updated in place (default zeros: vdla_hw/sram_state.py); ``allow_vta_hazards``:
+        run a GEMM that repeats an accumulator within one sweep of its uop list (VTA's pipeline
+        would compute it differently; ours computes the reference semantics) instead of
+        refusing it (HazardError)."""
+        self.allow_vta_hazards = allow_vta_hazards
         self.config = config
         self.runs = runs
         self.dram = dram
@@ -198,7 +202,7 @@ class Datapath:
             self.srams.acc[plan.dst] = 0
             self.srams.out[plan.dst] = 0
             return
-        if plan.hazard is not None:
+        if plan.hazard is not None and not self.allow_vta_hazards:
             raise HazardError(index, "GEMM", "uop", plan.hazard)
         # int32 + int32 wraps modulo 2**32: wrap32 of the sum (vdla_sim/gemm.py)
         where = plan.where

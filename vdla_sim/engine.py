@@ -61,14 +61,15 @@ class _Module:
 class Engine:
     def __init__(self, bundle: Bundle, *, max_cycles: int | None = None, race_check: bool = True,
                  max_work: int | None = None, data: bool = True, sram: SramState | None = None,
-                 uninit: str = "off"):
+                 uninit: str = "off", allow_vta_hazards: bool = False):
         """``max_cycles`` (default ``limits.DEFAULT_MAX_CYCLES``) bounds the simulated time, each
         instruction refused before its work if it would pass it; ``max_work`` (default
         ``limits.SIM_MAX_WORK``) bounds the simulator's own work (vdla_hw/work.py), checked for
         the whole program here, before anything runs; ``data=False`` runs the timing alone
         (``datapath.Tally``: no image, no race check, no SRAM state). ``sram``: the SRAM state
         at START, updated in place (default: a fresh one, zeros); ``uninit``: the
-        uninitialised-read check, "off", "warn" or "error" (vdla_hw/sram_state.py)."""
+        uninitialised-read check, "off", "warn" or "error" (vdla_hw/sram_state.py);
+        ``allow_vta_hazards``: see :func:`vdla_sim.simulate`."""
         self.bundle = bundle
         self.config = c = bundle.config
         # decoded, checked and costed once per bundle (vdla_sim/prepared.py)
@@ -88,7 +89,7 @@ class Engine:
                 self.sram = sram = SramState.fresh(c) if sram is None else sram
                 self.uninit = sram.tracker(c, uninit)
             self.datapath: Datapath | Tally = Datapath(c, self.dram, self.races, prep.runs, prep.plans,
-                                                       None if sram is None else sram.srams)
+                                                       None if sram is None else sram.srams, allow_vta_hazards)
         else:
             if sram is not None or uninit != "off":
                 raise ValueError("the timing-only mode holds no SRAM values: SRAM state and --uninit need data=True")

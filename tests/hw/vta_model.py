@@ -6,8 +6,9 @@ HLS design (apache/tvm-vta hardware/xilinx/src/vta.cc) where they agree.
 
 The model runs a *flat* VTA directory (``vdla export-vta --flat``: ``dram.bin`` from VTA physical
 address 0x1000, ``instructions.bin``, ``memory_addresses.csv``), with VTA's physical addresses in
-every ``dram_base``. Each place where VTA's definition differs from VDLA's (docs/spec.md section 4)
-is one entry of :data:`DIFFERENCES`; ``vdla=`` names the entries to compute VDLA's way instead, so
+every ``dram_base``. An ALU ignores its reset bit and a LOAD with ``y_size`` 0 writes its padding
+rows, as in VDLA since issue 25. Each place where VTA's definition still differs from VDLA's
+(docs/spec.md section 9) is one entry of :data:`DIFFERENCES`; ``vdla=`` names the entries to compute VDLA's way instead, so
 ``run(..., vdla=DIFFERENCES)`` must leave the image `vdla exec` leaves.
 
 Scheduling: like VTA's fsim (sim_tlpp.cc), each of the load, compute and store modules runs its
@@ -31,13 +32,9 @@ DIFFERENCES = {
     "store_reads_acc": "fsim: STORE writes the low 8 bits of the accumulators (sim_driver.cc TruncStore reads "
                        "acc_; there is no OUT buffer), so it stores what LOAD ACC loaded; VDLA (like VTA's HLS, "
                        "vta.cc out_mem) stores the OUT buffer, which only GEMM and ALU write",
-    "alu_reset_ignored": "VTA: ALU ignores the reset bit (sim_driver.cc RunALU, vta.cc alu); VDLA zeroes the "
-                         "accumulators (issue 25 aligns this)",
     "mul_full_operand": "fsim: MUL multiplies by the whole 32-bit operand (sim_driver.cc); VDLA by its low 8 bits",
     "shr_amount": "fsim: SHR shifts by the operand as C++ on x86 does (right for >= 0, left for < 0, the count "
                   "taken mod 32); VDLA clamps the amount to [-31, 31]",
-    "load_y0_padding": "VTA: a LOAD with x_size > 0, y_size 0 writes its y padding rows (sim_driver.cc Load, "
-                       "vta.cc load); VDLA moves nothing (issue 25 aligns this)",
 }
 
 
@@ -82,8 +79,6 @@ class _Machine:
         mem = insn.mem
         sram = {"uop": self.uop, "inp": self.inp, "wgt": self.wgt, "acc": self.acc}[mem]
         y_size = insn.y_size
-        if y_size == 0 and "load_y0_padding" in self.vdla:
-            return
         xt = insn.x_pad_left + insn.x_size + insn.x_pad_right
         yt = insn.y_pad_top + y_size + insn.y_pad_bottom
         if insn.sram_base + xt * yt > len(sram):
@@ -147,8 +142,6 @@ class _Machine:
                         w = w0 + i * insn.wgt_factor_out + j * insn.wgt_factor_in
                         prod = self.inp[s].astype(np.int64) @ self.wgt[w].astype(np.int64).T
                         self.acc[d] = ((self.acc[d] + prod + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
-                    elif insn.reset and "alu_reset_ignored" in self.vdla:
-                        self.acc[d] = 0
                     else:
                         operand = np.full_like(self.acc[d], insn.imm) if insn.use_imm else self.acc[s]
                         self.acc[d] = self.alu(op, self.acc[d], operand)

@@ -90,7 +90,7 @@ class Runs:
 
             progs = corpus(preset, sim)
             state = SramState.fresh(progs[0][1].config)   # back to back, as a board runs them
-            sims = [simulate(b, sram=state) for _, b in progs]
+            sims = [simulate(b, sram=state, allow_vta_hazards=True) for _, b in progs]
             rtl = run_bundles([b for _, b in progs], sim, top="core", budgets=[2 * s.cycles + 5000 for s in sims],
                               keep_srams=True)
             self.cache[key] = {name: (b, s, r) for (name, b), s, r in zip(progs, sims, rtl)}

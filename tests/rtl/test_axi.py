@@ -61,7 +61,7 @@ def runs(preset: str, stall: float, bench: str = "compiled") -> list:
     key = (preset, stall, bench)
     if key not in _cache:
         progs = corpus(preset)
-        sims = [simulate(b) for _, b in progs]
+        sims = [simulate(b, allow_vta_hazards=True) for _, b in progs]
         res = run_bundles([b for _, b in progs], "verilator", top="axi", budgets=[20 * s.cycles + 10_000 for s in sims],
                           memory=MemoryOptions(stall=stall, seed=12), bench=bench)
         _cache[key] = list(zip([n for n, _ in progs], sims, res))

@@ -78,5 +78,8 @@ def sweep_program(preset: str, dsts, iter_out: int, iter_in: int, dst_factor_out
 
 
 def sweep_corpus(preset: str) -> list[tuple[str, object]]:
-    """The allowed programs of SWEEP_REPEATS as (name, bundle)."""
-    return [(f"sweep_{name}", sweep_program(preset, *spec)[0]) for name, spec in SWEEP_REPEATS.items()]
+    """The allowed programs of SWEEP_REPEATS, then those of SWEEP_HAZARDS (which run with
+    ``simulate(..., allow_vta_hazards=True)``: the machine computes them, VTA's pipeline would
+    not), as (name, bundle)."""
+    return [(f"sweep_{name}", sweep_program(preset, *spec)[0]) for name, spec in SWEEP_REPEATS.items()] + \
+        [(f"hazard_{name}", sweep_program(preset, *spec[:5])[0]) for name, spec in SWEEP_HAZARDS.items()]

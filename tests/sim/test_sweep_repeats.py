@@ -61,6 +61,20 @@ def test_repeats_within_a_sweep_are_refused_naming_the_uops(name):
     execute(bundle)
 
 
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("name", sorted(SWEEP_HAZARDS))
+def test_repeats_within_a_sweep_run_when_allowed_and_equal_the_reference_and_numpy(preset, name):
+    """``allow_vta_hazards`` (`vdla sim --allow-vta-incompatible`): the machine forwards the write,
+    so the refused programs compute the reference result at the contract's cycles."""
+    dsts, io, ii, dfo, dfi = SWEEP_HAZARDS[name][:5]
+    bundle, expected = sweep_program(preset, dsts, io, ii, dfo, dfi)
+    result = simulate(bundle, allow_vta_hazards=True)
+    np.testing.assert_array_equal(result.dram, execute(bundle).dram)
+    written = sorted({d + i * dfo + j * dfi for d in dsts for i in range(io) for j in range(ii)})  # OUT rows the GEMM writes
+    assert np.array_equal(bundle.read("out", result.dram)[written], expected["out"][written])
+    assert result.cycles == simulate(bundle, allow_vta_hazards=True, data=False).cycles
+
+
 def test_the_same_uops_in_a_reset_gemm_are_no_hazard():
     bundle, expected = sweep_program("tiny", [0, 1, 0, 0], 1, 2, 0, 0, reset=True)
     sim = simulate(bundle)
@@ -124,3 +138,4 @@ def test_cli_refuses_a_repeat_within_a_sweep_in_one_line_and_runs_one_across(tmp
     assert err.count("\n") == 0 and "instruction 4 (GEMM): uop: uop 5 writes the accumulator of uop 3" in err, err
     assert main(["sim", str(tmp_path / "good.npz")]) == 0
     assert main(["exec", str(tmp_path / "bad.npz")]) == 0  # the reference defines it (docs/spec.md section 5)
+    assert main(["sim", str(tmp_path / "bad.npz"), "--allow-vta-incompatible"]) == 0
