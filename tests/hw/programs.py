@@ -135,16 +135,22 @@ def requantize_program(preset: str, shift: int, lo: int, n: int = 4, seed: int =
     return b.build(), {"out": np.clip(x >> shift, lo, 127).astype(np.int8)}
 
 
-def alu_reset_program(preset: str, n: int = 4, imm: int = 5, seed: int = 5):
-    """ALU ADD imm with the reset bit set: VTA's ALU ignores the bit, so acc + imm (not 0) is stored."""
-    b = BundleBuilder(preset)
-    rng = np.random.default_rng(seed)
-    x = rng.integers(-100, 100, size=(n, *b.config.elem_shape("acc")))
+def _loaded_acc(b: BundleBuilder, n: int, seed: int) -> tuple[np.ndarray, int]:
+    """Emit the LOADs of one uop (0, 0, 0) and of ``n`` random accumulators; returns (their
+    values, the element index of an ``n``-element OUT array "out")."""
+    x = np.random.default_rng(seed).integers(-100, 100, size=(n, *b.config.elem_shape("acc")))
     src = b.array("x", "acc", x)
     dst = b.alloc("out", "out", n)
     k = b.uops("k", [(0, 0, 0)])
     b.emit("LOAD", memory_type=UOP, dram_base=k, y_size=1, x_size=1, x_stride=1)
     b.emit("LOAD", memory_type=ACC, dram_base=src, y_size=1, x_size=n, x_stride=n)
+    return x, dst
+
+
+def alu_reset_program(preset: str, n: int = 4, imm: int = 5, seed: int = 5):
+    """ALU ADD imm with the reset bit set: VTA's ALU ignores the bit, so acc + imm (not 0) is stored."""
+    b = BundleBuilder(preset)
+    x, dst = _loaded_acc(b, n, seed)
     b.emit("ALU", reset=1, alu_opcode=ALU["add"], uop_end=1, iter_out=n, iter_in=1, dst_factor_out=1,
            src_factor_out=1, use_imm=1, imm=imm)
     _sync_store(b, dram_base=dst, y_size=1, x_size=n, x_stride=n)
@@ -193,13 +199,7 @@ def token_wait_program(preset: str, n: int = 3, seed: int = 7):
     """A STORE placed before the ALU that pushes its token: every model waits for the token (the
     reference semantics runs the ALU first), as VTA's fsim and HLS do."""
     b = BundleBuilder(preset)
-    rng = np.random.default_rng(seed)
-    x = rng.integers(-100, 100, size=(n, *b.config.elem_shape("acc")))
-    src = b.array("x", "acc", x)
-    dst = b.alloc("out", "out", n)
-    k = b.uops("k", [(0, 0, 0)])
-    b.emit("LOAD", memory_type=UOP, dram_base=k, y_size=1, x_size=1, x_stride=1)
-    b.emit("LOAD", memory_type=ACC, dram_base=src, y_size=1, x_size=n, x_stride=n)
+    x, dst = _loaded_acc(b, n, seed)
     b.emit("STORE", memory_type=OUT, dram_base=dst, y_size=1, x_size=n, x_stride=n, pop_prev=1, push_prev=1)
     b.emit("ALU", alu_opcode=ALU["add"], uop_end=1, iter_out=n, iter_in=1, dst_factor_out=1, src_factor_out=1,
            use_imm=1, imm=1, push_next=1)
