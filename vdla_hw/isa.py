@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from typing import TYPE_CHECKING
+from vdla_hw.alu import NAMES as ALU_NAMES
 from vdla_hw.errors import ConfigError, EncodingError, ProgramError
 
 if TYPE_CHECKING:  # the configuration builds on this module (it checks the layout fits): no import cycle
@@ -30,7 +31,7 @@ INSN_BITS = 128
 WORD_BITS = 64
 OPCODES = {"LOAD": 0, "STORE": 1, "GEMM": 2, "FINISH": 3, "ALU": 4}
 KINDS = {code: kind for kind, code in OPCODES.items()}
-ALU_OPS = ("min", "max", "add", "shr", "mul")
+ALU_OPS = ALU_NAMES  # by alu_opcode: the ALU table (vdla_hw/alu.py)
 FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
 ITER_BITS = 14
 

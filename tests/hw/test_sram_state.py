@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from vdla_hw import isa
 from vdla_hw.bundle import BundleBuilder
 from vdla_hw.config import load_config
 from vdla_hw.errors import VdlaError
@@ -15,7 +16,7 @@ from vdla_hw.sram_state import MODES, SramState, UninitError, execute
 from vdla_sim import simulate
 from vdla_sim.progen import random_program
 
-INP, WGT, ACC, OUT, UOP = 2, 1, 3, 4, 0
+INP, WGT, ACC, OUT, UOP = (isa.MEM_TYPES.index(m) for m in ("inp", "wgt", "acc", "out", "uop"))  # memory_type values
 PRESET = "tiny"
 
 

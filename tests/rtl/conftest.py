@@ -13,6 +13,7 @@ import pytest
 from vdla_hw.asm import assemble
 import numpy as np
 
+from vdla_hw import isa
 from vdla_hw.bundle import BundleBuilder
 from vdla_hw.sram_state import SramState
 from vdla_sim import simulate
@@ -43,7 +44,7 @@ def alu_chain(preset: str, n: int = 40):
     b.emit("LOAD", memory_type=0, dram_base=u, y_size=1, x_size=2, x_stride=2)
     b.emit("LOAD", memory_type=3, dram_base=a, y_size=1, x_size=8, x_stride=8)
     for k in range(n):
-        b.emit("ALU", alu_opcode=k % 5, uop_end=2, iter_out=2, iter_in=2, dst_factor_out=2, dst_factor_in=4,
+        b.emit("ALU", alu_opcode=k % len(isa.ALU_OPS), uop_end=2, iter_out=2, iter_in=2, dst_factor_out=2, dst_factor_in=4,
                src_factor_out=1, src_factor_in=1, use_imm=k % 2, imm=(k % 7) - 3)
     b.emit("LOAD", memory_type=3, push_next=1)
     b.emit("STORE", memory_type=4, dram_base=y, y_size=1, x_size=8, x_stride=8, pop_prev=1, push_prev=1)
