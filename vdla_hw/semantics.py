@@ -115,7 +115,7 @@ def _token_order(insns: list) -> list[int]:
     program order goes (so a program whose pops all find their tokens in program order runs
     in program order). When no module can run before all are done, the program deadlocks: a
     ProgramError naming the first waiting instruction, the queue and the other waits."""
-    heads = {m: [i for i, insn in enumerate(insns) if insn.module == m] for m in isa.MODULES[1:]}
+    heads = {m: [i for i, insn in enumerate(insns) if insn.module == m] for m in isa.EXEC_MODULES}
     pos = {m: 0 for m in heads}
     tokens = {q: 0 for q in isa.TOKEN_QUEUES}
     order: list[int] = []
