@@ -1,6 +1,7 @@
 """docs/spec.md is the project's own specification: its register table is the one vdla_hw.regmap
-generates, its ALU table is vdla_hw.alu's, its encoding section follows the ISA's field table, every configuration parameter it names exists, and the repository cites it instead of
-a spec outside the repository."""
+generates, its ALU table is vdla_hw.alu's, its encoding section follows the ISA's field table, its
+module and token-queue tables are vdla_hw.isa's, every configuration parameter it names exists,
+and the repository cites it instead of a spec outside the repository."""
 
 from __future__ import annotations
 
@@ -93,3 +94,19 @@ def test_encoding_section_is_the_field_table():
     assert {k: int(v) for k, v in numbers.items()} == isa.OPCODES
     mems = dict(re.findall(r"([A-Z]+) (\d)", re.search(r"UOP 0[^)]*", bullets["LOAD / STORE"]).group(0)))
     assert {k.lower(): int(v) for k, v in mems.items()} == {m: i for i, m in enumerate(isa.MEM_TYPES)}
+
+
+def test_topology_section_is_the_isa():
+    """Section 1's module table, FIFO table and flag -> queue sentences are isa.MODULES,
+    isa.TOKEN_ENDS and isa.FLAG_QUEUE."""
+    text = SPEC.read_text().split("## 1. The accelerator", 1)[1].split("\n## 2.", 1)[0]
+    assert tuple(re.findall(r"^\| \*\*(\w+)\*\* \|", text, re.M)) == isa.MODULES
+    fifos = re.findall(r"^\| `(\w+)` \| (\w+) -> (\w+) \|", text, re.M)
+    assert fifos == [(q, *ends) for q, ends in isa.TOKEN_ENDS.items()]
+    load = re.search(r"Load may only use the \"next\" flags \(pop `(\w+)`, push `(\w+)`\)", text).groups()
+    store = re.search(r"store only the \"prev\"\s+flags \(pop `(\w+)`, push `(\w+)`\)", text).groups()
+    compute = dict(re.findall(r"`(\w+_\w+)` = `(\w+)`", text))
+    said = {("load", "pop_next"): load[0], ("load", "push_next"): load[1],
+            ("store", "pop_prev"): store[0], ("store", "push_prev"): store[1],
+            **{("compute", flag): q for flag, q in compute.items()}}
+    assert said == isa.FLAG_QUEUE
