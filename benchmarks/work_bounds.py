@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from vdla_hw import alu
 from vdla_hw.bundle import BundleBuilder
 from vdla_hw.semantics import execute
 from vdla_sim import simulate
@@ -46,7 +47,7 @@ def loop(config: str, kind: str, uops: int, pattern: str):
         fields = dict(uop_end=3, iter_out=min(16383, max(1, uops // 192)), iter_in=64)
     else:                      # one uop on acc[0]: one uop per wave, the ALU's slowest case
         k = b.uops("k", [(0, 0, 0)])
-        fields = dict(uop_end=1, iter_out=min(16383, max(1, uops // 64)), iter_in=64, alu_opcode=2, use_imm=1,
+        fields = dict(uop_end=1, iter_out=min(16383, max(1, uops // 64)), iter_in=64, alu_opcode=alu.OPCODE["add"], use_imm=1,
                       imm=1)
     b.emit("LOAD", memory_type=0, dram_base=k, y_size=1, x_size=fields["uop_end"], x_stride=fields["uop_end"])
     b.emit("LOAD", memory_type=2, dram_base=x, y_size=1, x_size=n_in, x_stride=n_in)

@@ -31,11 +31,11 @@ from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from driver.rtl_run import DRAM_BASE, POLL_CYCLES, BenchRegisterDevice, program_record, run_outcome
-from vdla_hw import regmap
+from vdla_hw import isa, regmap
 from vdla_hw.bundle import Bundle
 from vdla_hw.rtl.tb_memory import CLOCK_PERIOD_NS, AxiMemory
 
-EXEC = ("load", "compute", "store")
+EXEC = isa.EXEC_MODULES
 
 
 class Bench:

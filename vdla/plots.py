@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler import paper
+from vdla_hw import isa
 
 CATEGORIES = ("layer0", "conv", "other", "host")
 LABELS = {"layer0": "stem conv (layer 0)", "conv": "other convolutions", "other": "other ops",
@@ -289,7 +290,7 @@ def timeline(report, layer: str, out_dir: Path, outputs=None) -> list[Path]:
     return save("timeline", render("timeline", timeline_data(report, layer)), out_dir, outputs)
 
 
-TIMELINE_MODULES = ("load", "compute", "store")
+TIMELINE_MODULES = isa.EXEC_MODULES
 
 
 def timeline_data(report, layer: str) -> dict:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from typing import TYPE_CHECKING
+from vdla_hw.alu import NAMES as ALU_NAMES
 from vdla_hw.errors import ConfigError, EncodingError, ProgramError
 
 if TYPE_CHECKING:  # the configuration builds on this module (it checks the layout fits): no import cycle
@@ -30,19 +31,34 @@ INSN_BITS = 128
 WORD_BITS = 64
 OPCODES = {"LOAD": 0, "STORE": 1, "GEMM": 2, "FINISH": 3, "ALU": 4}
 KINDS = {code: kind for kind, code in OPCODES.items()}
-ALU_OPS = ("min", "max", "add", "shr", "mul")
+ALU_OPS = ALU_NAMES  # by alu_opcode: the ALU table (vdla_hw/alu.py)
 FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
 ITER_BITS = 14
 
-# Token queues named by (module, flag): which FIFO a flag pops or pushes (docs/spec.md section 1).
-TOKEN_QUEUES = ("l2c", "c2l", "c2s", "s2c")
-FLAG_QUEUE = {
-    ("load", "pop_next"): "c2l", ("load", "push_next"): "l2c",
-    ("compute", "pop_prev"): "l2c", ("compute", "pop_next"): "s2c",
-    ("compute", "push_prev"): "c2l", ("compute", "push_next"): "c2s",
-    ("store", "pop_prev"): "c2s", ("store", "push_prev"): "s2c",
-}
+# The module topology, declared once (docs/spec.md section 1): fetch routes each instruction to one
+# of the executing modules, a chain; each pair of neighbours has a token queue either way, named
+# by their initials (load -> compute: "l2c"), numbered in this order (l2c, c2l, c2s, s2c).
 MODULES = ("fetch", "load", "compute", "store")
+EXEC_MODULES = MODULES[1:]
+# token queue -> (the module that pushes it, the module that pops it)
+TOKEN_ENDS = {f"{a[0]}2{b[0]}": (a, b) for pair in zip(EXEC_MODULES, EXEC_MODULES[1:])
+              for a, b in (pair, pair[::-1])}
+TOKEN_QUEUES = tuple(TOKEN_ENDS)
+
+
+def _flag_queues() -> dict[tuple[str, str], str]:
+    """(module, flag) -> the token queue that flag pops or pushes: a module pushes to and pops
+    from its prev (earlier in the chain) or next neighbour; in module, then FLAGS order."""
+    def side(module, peer):
+        return "next" if EXEC_MODULES.index(peer) > EXEC_MODULES.index(module) else "prev"
+    table = {}
+    for queue, (pusher, popper) in TOKEN_ENDS.items():
+        table[pusher, f"push_{side(pusher, popper)}"] = queue
+        table[popper, f"pop_{side(popper, pusher)}"] = queue
+    return dict(sorted(table.items(), key=lambda kv: (MODULES.index(kv[0][0]), FLAGS.index(kv[0][1]))))
+
+
+FLAG_QUEUE = _flag_queues()
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vdla_hw import isa, limits, program, work
+from vdla_hw import alu, isa, limits, program, work
+from vdla_hw.alu import wrap32  # the GEMM wraps its sums like the ALU
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
 from vdla_hw.errors import LimitError, ProgramError
-
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
 @dataclass
@@ -70,29 +69,10 @@ class Srams:
         return getattr(self, mem)
 
 
-def wrap32(values: np.ndarray) -> np.ndarray:
-    """int64 values wrapped to int32 (two's complement)."""
-    return ((values.astype(np.int64) - INT32_MIN) % (1 << 32) + INT32_MIN).astype(np.int32)
-
-
 def alu_op(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """One ALU operation on int32 arrays ``a`` (accumulator) and ``b`` (operand), docs/spec.md section 4."""
-    a64, b64 = a.astype(np.int64), b.astype(np.int64)
-    if op == "min":
-        return np.minimum(a64, b64).astype(np.int32)
-    if op == "max":
-        return np.maximum(a64, b64).astype(np.int32)
-    if op == "add":
-        return wrap32(a64 + b64)
-    if op == "mul":
-        low8 = ((b64 & 0xFF) ^ 0x80) - 0x80
-        return wrap32(a64 * low8)
-    if op == "shr":
-        amount = np.clip(b64, -31, 31)
-        right = a64 >> np.maximum(amount, 0)
-        left = a64 << np.maximum(-amount, 0)
-        return wrap32(np.where(amount >= 0, right, left))
-    raise ValueError(f"unknown ALU op {op!r}")
+    """One ALU operation on int32 arrays ``a`` (accumulator) and ``b`` (operand): the op's entry
+    in the ALU table (vdla_hw/alu.py, docs/spec.md section 4)."""
+    return alu.apply(op, a, b)
 
 
 def execute(bundle: Bundle, max_cycles: int | None = None, max_uops: int | None = None, *,
@@ -135,7 +115,7 @@ def _token_order(insns: list) -> list[int]:
     program order goes (so a program whose pops all find their tokens in program order runs
     in program order). When no module can run before all are done, the program deadlocks: a
     ProgramError naming the first waiting instruction, the queue and the other waits."""
-    heads = {m: [i for i, insn in enumerate(insns) if insn.module == m] for m in isa.MODULES[1:]}
+    heads = {m: [i for i, insn in enumerate(insns) if insn.module == m] for m in isa.EXEC_MODULES}
     pos = {m: 0 for m in heads}
     tokens = {q: 0 for q in isa.TOKEN_QUEUES}
     order: list[int] = []

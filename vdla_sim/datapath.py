@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from vdla_hw import isa, program, timing
+from vdla_hw import alu, isa, program, timing
 from vdla_hw.config import Config
 from vdla_hw.limits import LOOP_CHUNK_BYTES
-from vdla_hw.semantics import Counters, Srams, alu_op
+from vdla_hw.semantics import Counters, Srams
 from vdla_sim.errors import HazardError
 from vdla_sim.gemm import GemmPlan, as_slice
 from vdla_sim.races import RaceTracker
@@ -256,12 +256,12 @@ class Datapath:
         dst, waves = plan
         if self.races is not None:
             self.races.write_elems("out", dst, index)
-        op = isa.ALU_OPS[insn.alu_opcode]
+        op = alu.BY_CODE[insn.alu_opcode].name
         acc = self.srams.acc
         for d, s in waves:
             target = acc[d]
             operand = np.full_like(target, insn.imm) if s is None else acc[s]
-            self._write_acc(d, alu_op(op, target, operand), index)
+            self._write_acc(d, alu.apply(op, target, operand), index)
 
     def _wave_ok(self, d: np.ndarray, s: np.ndarray | None) -> bool:
         """Vectorising this chunk equals running it in order: no accumulator written twice, and

@@ -23,9 +23,7 @@ from vdla_sim.memory import MemoryPort
 from vdla_sim.prepared import EXEC_MODULES, QUEUE_NUMBER, prepare
 from vdla_sim.races import RaceTracker
 
-# token queue -> (producer, consumer)
-TOKEN_ENDS = {"l2c": ("load", "compute"), "c2l": ("compute", "load"),
-              "c2s": ("compute", "store"), "s2c": ("store", "compute")}
+TOKEN_ENDS = isa.TOKEN_ENDS                     # token queue -> (producer, consumer)
 PUSH_FLAG = {(m, q): f for (m, f), q in isa.FLAG_QUEUE.items() if f.startswith("push")}
 QUEUES = isa.TOKEN_QUEUES                       # a token queue's number: its index here
 FETCH_MASTER = timing.ARBITRATION_ORDER.index("fetch")  # memory-port master numbers (MemoryPort.post)

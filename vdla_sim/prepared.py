@@ -22,7 +22,7 @@ from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
 from vdla_sim.datapath import PlanCache
 
-EXEC_MODULES = isa.MODULES[1:]                  # load, compute, store (fetch routes)
+EXEC_MODULES = isa.EXEC_MODULES                 # load, compute, store (fetch routes)
 QUEUE_NUMBER = {q: k for k, q in enumerate(isa.TOKEN_QUEUES)}  # a token queue's number
 _ATTRIBUTE = "_vdla_sim_prepared"  # the bundle attribute holding its _Memo
 

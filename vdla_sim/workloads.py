@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from vdla_hw import isa
 from vdla_hw.bundle import Bundle, BundleBuilder
 from vdla_hw.config import Config, load_config
 
-INP, WGT, ACC, OUT, UOP = 2, 1, 3, 4, 0
+INP, WGT, ACC, OUT, UOP = (isa.MEM_TYPES.index(m) for m in ("inp", "wgt", "acc", "out", "uop"))  # memory_type values
 
 
 def blocked_gemm(config: str | Config, m: int, k: int, n: int, tile: tuple[int, int, int], *,

@@ -37,12 +37,11 @@ from vdla_hw.config import MEM_TYPES, Config
 from vdla_hw.errors import VdlaError
 
 # Neighbouring modules and the queue from producer to consumer (docs/spec.md section 1).
-QUEUE = {("load", "compute"): "l2c", ("compute", "load"): "c2l",
-         ("compute", "store"): "c2s", ("store", "compute"): "s2c"}
-NEIGHBOURS = {"load": ("compute",), "compute": ("load", "store"), "store": ("compute",)}
+QUEUE = {ends: queue for queue, ends in isa.TOKEN_ENDS.items()}
+NEIGHBOURS = {m: tuple(p for p in isa.EXEC_MODULES if (p, m) in QUEUE) for m in isa.EXEC_MODULES}
 # (module, queue) -> the flag that module sets to pop or push that queue.
 FLAG = {(module, queue): flag for (module, flag), queue in isa.FLAG_QUEUE.items()}
-EXECUTING = ("load", "compute", "store")
+EXECUTING = isa.EXEC_MODULES
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import pytest
 import vdla_sim
 from compiler.accel import layer_output
 from vdla.cli import main
+from vdla_hw import alu
 from vdla_hw.bundle import Bundle
 
 from compiler.quantize import reference as ref
@@ -95,7 +96,7 @@ def test_a_shift_vta_runs_as_a_left_shift_is_refused_unless_allowed(tmp_path, ca
     code, _, err = run(capsys, "compile", "dense", "--ic", 16, "--oc", 8, "--shift", 20, "--config", "tiny",
                        "--allow-vta-incompatible", "-o", out)
     assert code == 0, err
-    shr = [i for i in Bundle.load(out).insns() if i.kind == "ALU" and i.alu_opcode == 3]
+    shr = [i for i in Bundle.load(out).insns() if i.kind == "ALU" and i.alu_opcode == alu.OPCODE["shr"]]
     assert [i.imm for i in shr] and all(i.imm == 20 for i in shr)
 
 

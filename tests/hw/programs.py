@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from vdla_hw import alu, isa
 from vdla_hw.bundle import Bundle, BundleBuilder
 
-ALU = {"min": 0, "max": 1, "add": 2, "shr": 3, "mul": 4}
-INP, WGT, ACC, OUT, UOP = 2, 1, 3, 4, 0
+ALU = alu.OPCODE  # mnemonic -> alu_opcode (the ALU table)
+INP, WGT, ACC, OUT, UOP = (isa.MEM_TYPES.index(m) for m in ("inp", "wgt", "acc", "out", "uop"))  # memory_type values
 
 
 def _sync_store(b: BundleBuilder, **store) -> None:

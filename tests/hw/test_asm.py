@@ -67,7 +67,7 @@ def test_spec_examples_parse_to_the_fields_they_name():
     assert load == isa.Insn("LOAD", memory_type=2, dram_base=64, y_size=2, x_size=4, x_stride=4,
                             x_pad_left=1, x_pad_right=1, push_next=1)
     assert gemm == isa.Insn("GEMM", reset=1, uop_end=4, iter_out=2, iter_in=3, dst_factor_out=1, pop_prev=1)
-    assert alu == isa.Insn("ALU", alu_opcode=3, uop_end=1, iter_out=1, iter_in=4, dst_factor_in=1,
+    assert alu == isa.Insn("ALU", alu_opcode=isa.ALU_OPS.index("shr"), uop_end=1, iter_out=1, iter_in=4, dst_factor_in=1,
                            src_factor_in=1, use_imm=1, imm=-3)
     assert finish == isa.Insn("FINISH", pop_next=1)
 
@@ -296,7 +296,7 @@ def test_a_symbol_name_the_text_cannot_hold_is_an_error():
 
 def test_raw_instruction_words_keep_stray_bits():
     config = load_config("tiny")
-    alu = isa.Insn("ALU", alu_opcode=2, uop_end=1, iter_out=1, iter_in=1, imm=5)  # imm without use_imm
+    alu = isa.Insn("ALU", alu_opcode=isa.ALU_OPS.index("add"), uop_end=1, iter_out=1, iter_in=1, imm=5)  # imm without use_imm
     bundle = asm.assemble(f".insn 0x{int.from_bytes(isa.encode(alu, config), 'little'):x}\n"
                           ".insn 0x7\nFINISH\n", config=config)
     text = same_file(bundle)

@@ -1,6 +1,7 @@
 """docs/spec.md is the project's own specification: its register table is the one vdla_hw.regmap
-generates, every configuration parameter it names exists, and the repository cites it instead of
-a spec outside the repository."""
+generates, its ALU table is vdla_hw.alu's, its encoding section follows the ISA's field table, its
+module and token-queue tables are vdla_hw.isa's, every configuration parameter it names exists,
+and the repository cites it instead of a spec outside the repository."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from vdla_hw import regmap
-from vdla_hw.config import PARAMETERS
+from vdla_hw import alu, isa, regmap
+from vdla_hw.config import PARAMETERS, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "docs" / "spec.md"
@@ -53,3 +54,59 @@ def test_differences_from_vta_cite_vta_files():
             assert "Section 5" in body or "docs/vta.md" in body or "section 4" in body, title
             continue
         assert re.search(r"[\w/]+\.(cc|h|scala|cl|tcl)\b", body), f"{title}: names no VTA source file"
+
+
+def test_alu_table_is_the_alu_definition():
+    text = SPEC.read_text()
+    table = text.split("<!-- alu:begin -->\n", 1)[1].split("<!-- alu:end -->", 1)[0].strip()
+    assert table == alu.markdown().strip(), "docs/spec.md section 4's ALU table differs from vdla_hw.alu.markdown()"
+
+
+def _encoding_bullets() -> dict[str, str]:
+    """Section 3's bullets: title (``Header``, ``LOAD / STORE``, ...) -> text."""
+    text = SPEC.read_text().split("## 3. Instruction encoding", 1)[1].split("\n## 4.", 1)[0]
+    return dict(re.findall(r"^\* \*\*(.+?)\*\*(.*?)(?=^\* \*\*|^\S|\Z)", text, re.M | re.S))
+
+
+def test_encoding_section_is_the_field_table():
+    """Section 3 names each kind's fields in field-table order with their fixed widths, and the
+    opcode and memory-type numbers of the ISA (the ALU opcodes are section 4's table)."""
+    config = load_config("tiny")
+    bullets = _encoding_bullets()
+    header = [name for name, _, _ in isa.field_table("FINISH", config)]
+    for title, kinds in {"Header": ["FINISH"], "LOAD / STORE": ["LOAD", "STORE"], "GEMM": ["GEMM"],
+                         "ALU": ["ALU"], "Micro-op": [None]}.items():
+        body = bullets[title]
+        for kind in kinds:
+            table = isa.uop_table(config) if kind is None else isa.field_table(kind, config)
+            if kind not in (None, "FINISH"):
+                table = table[len(header):]
+            widths = {name: width for name, width, _ in table}
+            named = [n for n in re.findall(r"`(\w+)`", body) if n in widths]
+            prefix = re.match(r"\s*:\s*the GEMM fields up to `(\w+)`", body)
+            if prefix:  # "the GEMM fields up to X": those, then the ones named
+                gemm = [n for n, _, _ in isa.field_table("GEMM", config)[len(header):]]
+                named = gemm[:gemm.index(prefix.group(1)) + 1] + named[1:]
+            assert named == list(widths), f"{title}: fields {named}, the table has {list(widths)}"
+            for name, bits in re.findall(r"`(\w+)` (\d+)", body):
+                assert widths[name] == int(bits), f"{title}: `{name}` {bits} bits, the table has {widths[name]}"
+    numbers = dict(re.findall(r"([A-Z]+) (\d)", re.search(r"LOAD 0[^)]*", bullets["Header"]).group(0)))
+    assert {k: int(v) for k, v in numbers.items()} == isa.OPCODES
+    mems = dict(re.findall(r"([A-Z]+) (\d)", re.search(r"UOP 0[^)]*", bullets["LOAD / STORE"]).group(0)))
+    assert {k.lower(): int(v) for k, v in mems.items()} == {m: i for i, m in enumerate(isa.MEM_TYPES)}
+
+
+def test_topology_section_is_the_isa():
+    """Section 1's module table, FIFO table and flag -> queue sentences are isa.MODULES,
+    isa.TOKEN_ENDS and isa.FLAG_QUEUE."""
+    text = SPEC.read_text().split("## 1. The accelerator", 1)[1].split("\n## 2.", 1)[0]
+    assert tuple(re.findall(r"^\| \*\*(\w+)\*\* \|", text, re.M)) == isa.MODULES
+    fifos = re.findall(r"^\| `(\w+)` \| (\w+) -> (\w+) \|", text, re.M)
+    assert fifos == [(q, *ends) for q, ends in isa.TOKEN_ENDS.items()]
+    load = re.search(r"Load may only use the \"next\" flags \(pop `(\w+)`, push `(\w+)`\)", text).groups()
+    store = re.search(r"store only the \"prev\"\s+flags \(pop `(\w+)`, push `(\w+)`\)", text).groups()
+    compute = dict(re.findall(r"`(\w+_\w+)` = `(\w+)`", text))
+    said = {("load", "pop_next"): load[0], ("load", "push_next"): load[1],
+            ("store", "pop_prev"): store[0], ("store", "push_prev"): store[1],
+            **{("compute", flag): q for flag, q in compute.items()}}
+    assert said == isa.FLAG_QUEUE

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.hw.programs import ACC, ALU, INP, OUT, UOP, WGT
 from vdla_hw.bundle import BundleBuilder
 from vdla_hw.config import load_config
 from vdla_hw.errors import VdlaError
@@ -15,7 +16,6 @@ from vdla_hw.sram_state import MODES, SramState, UninitError, execute
 from vdla_sim import simulate
 from vdla_sim.progen import random_program
 
-INP, WGT, ACC, OUT, UOP = 2, 1, 3, 4, 0
 PRESET = "tiny"
 
 
@@ -47,7 +47,7 @@ def gemm_program(*, inp=True, wgt=True, acc=False, uop=True, reset=True, gemm=Tr
     if gemm:
         b.emit("GEMM", uop_end=1, iter_out=1, iter_in=1)
     if alu:
-        b.emit("ALU", alu_opcode=2, uop_bgn=1, uop_end=2, iter_out=1, iter_in=1)
+        b.emit("ALU", alu_opcode=ALU["add"], uop_bgn=1, uop_end=2, iter_out=1, iter_in=1)
     b.emit("LOAD", memory_type=ACC, push_next=1)
     if store:
         b.emit("STORE", memory_type=OUT, dram_base=y, y_size=1, x_size=1, x_stride=1, pop_prev=1, push_prev=1)

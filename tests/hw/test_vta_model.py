@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.hw import vta_model
-from tests.hw.programs import ALU, fixed_corpus
+from tests.hw.programs import ACC, ALU, INP, OUT, UOP, fixed_corpus
 from vdla_hw import isa
 from vdla_hw.bundle import Bundle, BundleBuilder
 from vdla_hw.semantics import execute
@@ -19,7 +19,6 @@ from vdla_hw.vta_format import export_dir
 from vdla_sim.progen import random_program
 
 ALL = frozenset(vta_model.DIFFERENCES)
-UOP, INP, ACC, OUT = 0, 2, 3, 4
 
 
 def data(bundle: Bundle, image: np.ndarray) -> np.ndarray:

@@ -13,13 +13,14 @@ import pytest
 from vdla_hw.asm import assemble
 import numpy as np
 
+from vdla_hw import isa
 from vdla_hw.bundle import BundleBuilder
 from vdla_hw.sram_state import SramState
 from vdla_sim import simulate
 from vdla_sim.progen import random_program
 from vdla_sim.workloads import blocked_gemm
 
-from tests.hw.programs import fixed_corpus
+from tests.hw.programs import ACC, OUT, UOP, fixed_corpus
 from tests.sim.sweep_programs import sweep_corpus
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.s"))
@@ -40,13 +41,13 @@ def alu_chain(preset: str, n: int = 40):
     a = b.array("a", "acc", np.arange(8 * c.batch * c.block_out).reshape(8, c.batch, c.block_out) - 100)
     y = b.alloc("y", "out", 8)
     u = b.uops("u", [(0, 0, 0), (1, 1, 0)])
-    b.emit("LOAD", memory_type=0, dram_base=u, y_size=1, x_size=2, x_stride=2)
-    b.emit("LOAD", memory_type=3, dram_base=a, y_size=1, x_size=8, x_stride=8)
+    b.emit("LOAD", memory_type=UOP, dram_base=u, y_size=1, x_size=2, x_stride=2)
+    b.emit("LOAD", memory_type=ACC, dram_base=a, y_size=1, x_size=8, x_stride=8)
     for k in range(n):
-        b.emit("ALU", alu_opcode=k % 5, uop_end=2, iter_out=2, iter_in=2, dst_factor_out=2, dst_factor_in=4,
+        b.emit("ALU", alu_opcode=k % len(isa.ALU_OPS), uop_end=2, iter_out=2, iter_in=2, dst_factor_out=2, dst_factor_in=4,
                src_factor_out=1, src_factor_in=1, use_imm=k % 2, imm=(k % 7) - 3)
-    b.emit("LOAD", memory_type=3, push_next=1)
-    b.emit("STORE", memory_type=4, dram_base=y, y_size=1, x_size=8, x_stride=8, pop_prev=1, push_prev=1)
+    b.emit("LOAD", memory_type=ACC, push_next=1)
+    b.emit("STORE", memory_type=OUT, dram_base=y, y_size=1, x_size=8, x_stride=8, pop_prev=1, push_prev=1)
     b.emit("FINISH", pop_next=1)
     return b.build()
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from myhdl import Signal, block, delay, instance, intbv
 
+from vdla_hw import alu
 from vdla_hw.config import load_config
 from vdla_hw.rtl.gemm import alu_core, gemm_core
 from vdla_hw.rtl.params import rtl_params
@@ -77,12 +78,21 @@ def test_gemm_core_vs_numpy(preset):
         np.testing.assert_array_equal(l, neg @ w[::-1].astype(np.int64).T)
 
 
-@pytest.mark.parametrize("op", ["min", "max", "add", "shr", "mul"])
+def test_alu_selects_cover_the_table():
+    """Every op of the ALU table selects a result the RTL lane computes, each result chosen by one
+    op (the lane's select chain compares the opcode with these)."""
+    from vdla_hw.rtl.gemm import ALU_SELECT_OPCODE, ALU_SELECTS
+
+    assert {op.rtl for op in alu.OPS} == set(ALU_SELECTS)
+    assert ALU_SELECT_OPCODE == {op.rtl: op.opcode for op in alu.OPS}
+
+
+@pytest.mark.parametrize("op", alu.NAMES)
 def test_alu_core_vs_numpy(op):
     p = rtl_params(load_config("tiny"))
     n = p.batch * p.block_out
     clk, on = Signal(bool(0)), Signal(bool(1))
-    code = Signal(intbv(("min", "max", "add", "shr", "mul").index(op))[3:])
+    code = Signal(intbv(alu.OPCODE[op])[3:])
     a, b, res = (Signal(intbv(0)[32 * n:]) for _ in range(3))
     rng = np.random.default_rng(3)
     vals = [rng.integers(-(1 << 31), 1 << 31, n) for _ in range(4)] + [rng.integers(-40, 40, n) for _ in range(4)]

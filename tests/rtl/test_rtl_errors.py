@@ -1,7 +1,8 @@
 """LOAD/STORE range errors in hardware: a transfer whose DRAM rows pass the image (DRAM_BYTES)
 or whose SRAM footprint passes the SRAM depth (vdla_hw.program.check_transfer) stops the device
 with ERROR dram_range / sram_range and ERROR_INSN = its index, before any beat of it moves,
-exactly as the simulator's device model reports it; a good program after CLEAR still runs."""
+exactly as the simulator's device model reports it; a token queue overflow likewise stops it with
+ERROR token_overflow naming the pushing instruction; a good program after CLEAR still runs."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from driver import status as st
 from tests.driver.device_cases import out_of_range_bundle
 from tests.hw import programs
 from tests.hw.programs import ACC, INP, OUT, UOP, WGT
-from vdla_hw import regmap
+from vdla_hw import isa, regmap
 from vdla_hw.bundle import BundleBuilder
 from vdla_hw.errors import VdlaError
 from driver.rtl_run import run_bundles
@@ -111,6 +112,22 @@ def both_past(b, elems):
     b.emit("LOAD", memory_type=ACC, sram_base=depth - 1, dram_base=elems("acc"), y_size=1, x_size=2, x_stride=2)
 
 
+def token_overflow(queue):
+    """The 17th push into a token queue of 16 that nothing pops: ERROR_INSN names the pushing
+    instruction, which is the queue's producer's (vdla_hw.isa.TOKEN_ENDS). Only compute's queues:
+    FINISH is compute's, after the pushes; a load or store module overflowing after FINISH
+    retired (nothing can make FINISH wait for it) finds the device already done."""
+    b = BundleBuilder(PRESET)
+    pusher, _ = isa.TOKEN_ENDS[queue]
+    flag = next(f for (m, f), q in isa.FLAG_QUEUE.items() if m == pusher and q == queue and f.startswith("push"))
+    kind, mem = {"load": ("LOAD", INP), "compute": ("LOAD", ACC), "store": ("STORE", OUT)}[pusher]
+    b.emit("LOAD", memory_type=INP)
+    for _ in range(b.config.TOKEN_QUEUE_DEPTH + 1):
+        b.emit(kind, memory_type=mem, **{flag: 1})
+    b.emit("FINISH")
+    return b.build()
+
+
 ERRORS = {
     "driver_case": (lambda: out_of_range_bundle(PRESET), "dram_range", 0),
     "wgt_rows_past_image": (lambda: _build(wgt_rows_past_image), "dram_range", 2),
@@ -120,6 +137,8 @@ ERRORS = {
     "inp_footprint_past_depth": (lambda: _build(inp_footprint_past_depth), "sram_range", 2),
     "store_past_out_depth": (lambda: _build(store_past_out_depth), "sram_range", 3),
     "both_past": (lambda: _build(both_past), "sram_range", 0),
+    **{f"token_overflow_{q}": (lambda q=q: token_overflow(q), "token_overflow", 17)
+       for q, (pusher, _) in isa.TOKEN_ENDS.items() if pusher == "compute"},
 }
 GOOD = {
     "load_ends_at_image_end": lambda: _build(load_ends_at_image_end),
@@ -165,8 +184,9 @@ def test_range_error_stops_the_device_naming_the_instruction(runs, name):
     assert res.status & regmap.STATUS_ERROR and not res.status & regmap.STATUS_DONE
     assert res.error == E[bit], f"{name}: ERROR {st.describe_error(res.error, res.error_insn)}, expected {bit}"
     assert res.error_insn == index
-    # the failing instruction never retires, and no STORE wrote anything
-    assert all(r[0] != index for r in res.retire)
+    # a range error stops the instruction before it retires (a push, and so an overflow, happens
+    # in its instruction's retire cycle: docs/rtl.md), and no STORE wrote anything
+    assert bit == "token_overflow" or all(r[0] != index for r in res.retire)
     assert np.array_equal(res.dram, bundle.dram)
 
 

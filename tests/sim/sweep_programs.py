@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from vdla_hw import isa
 from vdla_hw.bundle import BundleBuilder
 
-INP, WGT, ACC, OUT, UOP = 2, 1, 3, 4, 0
+INP, WGT, ACC, OUT, UOP = (isa.MEM_TYPES.index(m) for m in ("inp", "wgt", "acc", "out", "uop"))  # memory_type values
 
 # name: (uop dst fields, iter_out, iter_in, dst_factor_out, dst_factor_in) -- what repeats where
 SWEEP_REPEATS = {

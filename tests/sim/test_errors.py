@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from vdla_hw import alu
 from vdla_hw.bundle import BundleBuilder
 from vdla_hw.errors import ProgramError
 from vdla_hw.semantics import execute
@@ -91,7 +92,7 @@ def test_store_reading_out_before_its_producer_is_a_race():
     y = b.alloc("y", "out", 4)
     k = b.uops("k", [(0, 0, 0)])
     b.emit("LOAD", memory_type=UOP, dram_base=k, y_size=1, x_size=1, x_stride=1)
-    b.emit("ALU", uop_end=1, iter_out=4, iter_in=1, dst_factor_out=1, use_imm=1, imm=3, alu_opcode=2)
+    b.emit("ALU", uop_end=1, iter_out=4, iter_in=1, dst_factor_out=1, use_imm=1, imm=3, alu_opcode=alu.OPCODE["add"])
     b.emit("STORE", memory_type=OUT, dram_base=y, y_size=1, x_size=4, x_stride=4)  # no c2s pop
     b.emit("FINISH")
     msg = run_error(b.build(), RaceError)

@@ -11,7 +11,7 @@ tiny: 8-byte beats, bursts of 16 beats, read latency 8, write latency 4, no burs
 import numpy as np
 import pytest
 
-from vdla_hw import timing
+from vdla_hw import alu, timing
 from vdla_hw.bundle import BundleBuilder
 from vdla_hw.config import load_config
 from vdla_sim import simulate
@@ -58,7 +58,7 @@ def _mixed_program():
     k = b.uops("k", [(0, 0, 0), (1, 1, 0), (2, 2, 0)])              # uop element 48 = byte 192
     b.emit("LOAD", memory_type=UOP, dram_base=k, y_size=1, x_size=3, x_stride=3)
     b.emit("GEMM", uop_end=3, iter_out=2, iter_in=3, dst_factor_out=3, dst_factor_in=6)
-    b.emit("ALU", uop_end=3, iter_out=2, iter_in=1, dst_factor_out=3, alu_opcode=2, use_imm=1, imm=1)
+    b.emit("ALU", uop_end=3, iter_out=2, iter_in=1, dst_factor_out=3, alu_opcode=alu.OPCODE["add"], use_imm=1, imm=1)
     b.emit("LOAD", memory_type=INP, dram_base=src + 1, y_size=3, x_size=5, x_stride=7, y_pad_top=1, x_pad_right=2)
     b.emit("STORE", memory_type=OUT, y_size=2, x_size=3, x_stride=5)
     bundle = b.build()

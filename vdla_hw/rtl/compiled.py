@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vdla_hw import regmap
+from vdla_hw import isa, regmap
 from vdla_hw.config import Config, load_config
 from vdla_hw.errors import VdlaError
 from vdla_hw.rtl import runner
@@ -300,6 +300,6 @@ class Model:
         out, records = (ctypes.c_int64 * 3072)(), []
         while True:
             n = self.lib.vdla_retire(self.handle, out, 1024)
-            records += [(out[3 * k], ("load", "compute", "store")[out[3 * k + 1]], out[3 * k + 2]) for k in range(n)]
+            records += [(out[3 * k], isa.EXEC_MODULES[out[3 * k + 1]], out[3 * k + 2]) for k in range(n)]
             if n < 1024:
                 return records

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from myhdl import Signal, block
 
+from vdla_hw import isa
 from vdla_hw.isa import FLAG_QUEUE
 from vdla_hw.rtl.ctl import exec_ctl
 from vdla_hw.rtl.params import RtlParams
 from vdla_hw.rtl.prims import cmd_queue, token_queue, wire
 
-EXEC = ("load", "compute", "store")     # the modules with a command queue and an exec_ctl
-TOKEN_QUEUES = ("l2c", "c2l", "c2s", "s2c")
-FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
+EXEC = isa.EXEC_MODULES                 # the modules with a command queue and an exec_ctl
+TOKEN_QUEUES = isa.TOKEN_QUEUES
+FLAGS = isa.FLAGS
 
 
 class TokenQueue:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from myhdl import Signal, always_comb, always_seq, block, intbv
 
-from vdla_hw import regmap
+from vdla_hw import isa, regmap
 from vdla_hw.regmap import REG_BITS
 from vdla_hw.rtl.axi import RESP_DECERR
 from vdla_hw.rtl.control import CoreLink
@@ -70,7 +70,9 @@ def error_merge(core: CoreLink, errs: dict, perr: PortError, f_index, ctl: dict,
     err_f, err_f_insn = errs["fetch"].bits, errs["fetch"].insn
     (rl, rli), (rc, rci), (rs, rsi) = ((errs[m].bits, errs[m].insn) for m in EXEC)
     li, ci, si = (ctl[m].ret_index for m in EXEC)
-    o_l2c, o_c2l, o_c2s, o_s2c = (overs[n] for n in ("l2c", "c2l", "c2s", "s2c"))
+    o_l2c, o_c2l, o_c2s, o_s2c = (overs[n] for n in isa.TOKEN_QUEUES)
+    # a token overflow names the pushing instruction: the index of the queue's producer
+    i_l2c, i_c2l, i_c2s, i_s2c = (ctl[isa.TOKEN_ENDS[n][0]].ret_index for n in isa.TOKEN_QUEUES)
     core_err, core_err_insn = core.err, core.err_insn
     E_TOK = regmap.ERROR_BITS["token_overflow"]
     E_SLV, E_DEC = regmap.ERROR_BITS["axi_slverr"], regmap.ERROR_BITS["axi_decerr"]
@@ -111,15 +113,15 @@ def error_merge(core: CoreLink, errs: dict, perr: PortError, f_index, ctl: dict,
         if o_l2c or o_c2l:
             core_err.next = err_f | rl | rc | rs | bus_bits | E_TOK
             if o_l2c:
-                core_err_insn.next = li
+                core_err_insn.next = i_l2c
             else:
-                core_err_insn.next = ci
+                core_err_insn.next = i_c2l
         elif o_c2s or o_s2c:
             core_err.next = err_f | rl | rc | rs | bus_bits | E_TOK
             if o_c2s:
-                core_err_insn.next = ci
+                core_err_insn.next = i_c2s
             else:
-                core_err_insn.next = si
+                core_err_insn.next = i_s2c
     return bus_error, errors
 
 

@@ -21,7 +21,29 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, Signal, always, always_comb, block, intbv, modbv
 
+from vdla_hw import alu
 from vdla_hw.rtl.params import RtlParams
+
+# The results an ALU lane computes, in the order of its select chain (the last is the chain's
+# else): a if a < b else b, a if a > b else b, a + b, the clamped shift, a * int8(b). Each op of
+# the ALU table (vdla_hw/alu.py) selects one; a new op needing a new result adds it here.
+ALU_SELECTS = ("a_if_lt", "a_if_gt", "sum", "shift", "product")
+
+
+def _select_opcodes() -> dict[str, int]:
+    """select -> the opcode of the ALU table's op that selects it; every select used exactly once."""
+    unknown = [f"{op.name} ({op.rtl})" for op in alu.OPS if op.rtl not in ALU_SELECTS]
+    if unknown:
+        raise ValueError(f"ALU ops select results the RTL lane does not compute: {', '.join(unknown)}; "
+                         f"add them to vdla_hw/rtl/gemm.py alu_lane (computes {', '.join(ALU_SELECTS)})")
+    codes = {op.rtl: op.opcode for op in alu.OPS}
+    if sorted(codes) != sorted(ALU_SELECTS) or len(codes) != len(alu.OPS):
+        raise ValueError(f"every RTL ALU select ({', '.join(ALU_SELECTS)}) must be chosen by exactly one "
+                         f"ALU op; the table selects {', '.join(op.rtl for op in alu.OPS)}")
+    return codes
+
+
+ALU_SELECT_OPCODE = _select_opcodes()
 
 def _s(bits):
     return Signal(intbv(0, min=-(1 << (bits - 1)), max=1 << (bits - 1)))
@@ -128,8 +150,8 @@ def gemm_core(clk, p: RtlParams, en_prod, en_sum, inp, wgt, sums):
 @block
 def alu_lane(clk, en, op, a, b, b8, res):
     """res = op(a, b) on int32 bit patterns of the operands of the last cycle with ``en`` high
-    (stage 1's clock enable); op: 0 min,
-    1 max, 2 add, 3 shr, 4 mul. Stage 1 registers the operands with the clamped shift amount
+    (stage 1's clock enable); ``op`` an ``alu_opcode`` (vdla_hw/alu.py: each op names the
+    result of :data:`ALU_SELECTS` it selects). Stage 1 registers the operands with the clamped shift amount
     and the comparisons; stage 2 (combinational into the caller's write) operates and selects.
     Widths follow the lane's (AB = 32) and the MUL operand's (``b8``, 8 bits)."""
     AB = len(a)
@@ -179,21 +201,25 @@ def alu_lane(clk, en, op, a, b, b8, res):
         shl.next = a1 << amt
         shr.next = a1.signed() >> amt
 
+    # the opcode of each result select, from the ALU table; the last select is the chain's else
+    # (opcodes no op has never reach here: the decoder refuses them)
+    OP_LT, OP_GT, OP_SUM, OP_SHIFT = (ALU_SELECT_OPCODE[name] for name in ALU_SELECTS[:-1])
+
     @always_comb
     def sel():
-        if op == 0:
+        if op == OP_LT:
             if lt:
                 res.next = a1
             else:
                 res.next = b1
-        elif op == 1:
+        elif op == OP_GT:
             if gt:
                 res.next = a1
             else:
                 res.next = b1
-        elif op == 2:
+        elif op == OP_SUM:
             res.next = total
-        elif op == 3:
+        elif op == OP_SHIFT:
             if left:
                 res.next = shl
             else:
