@@ -299,12 +299,30 @@ def cycles(graph) -> list[list[str]]:
     return found
 
 
+def shortest_cycle(graph, start: str, inside: set[str]) -> list[str]:
+    """The shortest import chain from ``start`` back to itself within ``inside`` (breadth first)."""
+    back, todo = {}, [start]
+    while todo:
+        module = todo.pop(0)
+        for e in graph[module]:
+            if e.project and e.target in inside and e.target not in back:
+                back[e.target] = module
+                if e.target == start:
+                    chain = [start]
+                    while chain[-1] != start or len(chain) == 1:
+                        chain.append(back[chain[-1]])
+                    return chain[::-1]
+                todo.append(e.target)
+    return []
+
+
 def cycle_problems(graph) -> list[str]:
     bad = []
     for component in cycles(graph):
         inside = set(component)
         edges = [str(e) for m in component for e in graph[m] if e.project and e.target in inside]
-        bad.append(f"import cycle between {', '.join(component)}:\n    " + "\n    ".join(edges))
+        bad.append(f"import cycle {' -> '.join(shortest_cycle(graph, component[0], inside))} "
+                   f"(the modules {', '.join(component)}; their edges:)\n    " + "\n    ".join(edges))
     return bad
 
 
@@ -379,9 +397,9 @@ INJECTIONS = [  # (module, code, the check that must fail, a word of its message
     ("driver.device", "from driver import rtl_device", lazy_rtl_problems, "loads driver.rtl_device"),
     ("driver.registers", "from vdla_hw.rtl import params", lazy_rtl_problems, "only the RTL backend"),
     ("vdla_hw.isa", "if TYPE_CHECKING:\n    from vdla_hw.config import Config", cycle_problems,
-     "vdla_hw.config, vdla_hw.isa"),
+     "vdla_hw.config -> vdla_hw.isa -> vdla_hw.config"),
     ("compiler.quantize.scales", "def f():\n    from compiler.quantize import calibrate", cycle_problems,
-     "import cycle between"),
+     "scales -> compiler.quantize.calibrate"),
 ]
 
 
