@@ -6,8 +6,10 @@ Every ``.py`` file of the project packages is parsed (``ast``; nothing is import
 is an edge to the module ``a.b`` when there is one, else to ``a``. The graph's nodes are modules
 (``pkg/__init__.py`` is ``pkg``); importing ``a.b`` also runs ``a/__init__.py``, which is not
 drawn as an edge (a package's ``__init__`` importing its own submodules is not a cycle).
-Imports named by a string (``importlib.import_module``, ``driver.device.BACKENDS``, the CLI's
-command table) are not seen.
+A module named in a string constant (``"driver.rtl_device:RtlDevice"`` in
+``driver.device.BACKENDS``, the CLI's command table: what ``importlib.import_module`` loads) is a
+*named* edge: checked for direction like an import, left out of the cycle check (a registry of
+backends loaded on demand names the modules that import it back, on purpose).
 
 Checked:
 
@@ -33,6 +35,7 @@ graph and see each check fail.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,10 +108,11 @@ class Edge:
     line: int
     lazy: bool     # inside a function or under ``if TYPE_CHECKING:``: not run when the module loads
     project: bool  # target is a project module
+    named: bool = False  # a string naming the module (loaded by importlib), not an import statement
 
     def __str__(self):
-        where = "lazily " if self.lazy else ""
-        return f"{self.source} ({module_path(self.source)}:{self.line}) {where}imports {self.target}"
+        how = "names" if self.named else "lazily imports" if self.lazy else "imports"
+        return f"{self.source} ({module_path(self.source)}:{self.line}) {how} {self.target}"
 
 
 def module_name(path: Path) -> str:
@@ -132,6 +136,9 @@ def module_path(name: str) -> str:
     if name not in SOURCES:
         return "?"
     return name.replace(".", "/") + ("/__init__.py" if SOURCES[name][1] else ".py")
+
+
+NAMED = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)+(:[A-Za-z_]\w*)?")
 
 
 def _resolve(name: str, modules) -> str | None:
@@ -188,6 +195,11 @@ def module_edges(name: str, text: str, is_package: bool, modules) -> list[Edge]:
             for alias in node.names:
                 full = f"{origin}.{alias.name}"
                 add(full if full in modules else origin, node)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and NAMED.fullmatch(node.value):
+            found = _resolve(node.value.split(":")[0], modules)
+            if found is not None and "." in found and found != name:  # "vdla.json" is a file, not vdla
+                edges.append(Edge(name, found, node.lineno, True, True, True))
     return list(dict.fromkeys(edges))  # one edge per statement and target
 
 
@@ -260,7 +272,7 @@ def lazy_rtl_problems(graph) -> list[str]:
 
 def cycles(graph) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
-    succ = {m: sorted({e.target for e in edges if e.project}) for m, edges in graph.items()}
+    succ = {m: sorted({e.target for e in edges if e.project and not e.named}) for m, edges in graph.items()}
     index, low, stack, on_stack, found, counter = {}, {}, [], set(), [], 0
     for root in sorted(succ):
         if root in index:
@@ -305,7 +317,7 @@ def shortest_cycle(graph, start: str, inside: set[str]) -> list[str]:
     while todo:
         module = todo.pop(0)
         for e in graph[module]:
-            if e.project and e.target in inside and e.target not in back:
+            if e.project and not e.named and e.target in inside and e.target not in back:
                 back[e.target] = module
                 if e.target == start:
                     chain = [start]
@@ -320,7 +332,7 @@ def cycle_problems(graph) -> list[str]:
     bad = []
     for component in cycles(graph):
         inside = set(component)
-        edges = [str(e) for m in component for e in graph[m] if e.project and e.target in inside]
+        edges = [str(e) for m in component for e in graph[m] if e.project and not e.named and e.target in inside]
         bad.append(f"import cycle {' -> '.join(shortest_cycle(graph, component[0], inside))} "
                    f"(the modules {', '.join(component)}; their edges:)\n    " + "\n    ".join(edges))
     return bad
@@ -351,6 +363,7 @@ def test_the_graph_is_the_project():
     # function-level and relative imports are seen, and resolved to modules
     assert any(e.lazy and e.target == "driver.rtl_compiled" for e in GRAPH["driver.rtl_run"])
     assert not any(e.lazy for e in GRAPH["vdla_hw.config"] if e.target == "vdla_hw.isa")
+    assert any(e.named and e.target == "driver.rtl_device" for e in GRAPH["driver.device"])  # BACKENDS
 
 
 def test_packages_import_only_downstream():
@@ -392,6 +405,7 @@ INJECTIONS = [  # (module, code, the check that must fail, a word of its message
     ("vdla_sim.engine", "def later():\n    from dse import runner", direction_problems, "lazily imports dse.runner"),
     ("driver.session", "import experiments", direction_problems, "driver may not import experiments"),
     ("compiler.accel", "from driver import device", direction_problems, "compiler may not import driver"),
+    ("driver.device", "BACKENDS['x'] = 'dse.runner:Model'", direction_problems, "names dse.runner"),
     ("vdla_hw.config", "from vdla_hw import bundle", spec_problems, "may import only"),
     ("vdla_hw.timing", "import myhdl", spec_problems, "imports myhdl"),
     ("driver.device", "from driver import rtl_device", lazy_rtl_problems, "loads driver.rtl_device"),
