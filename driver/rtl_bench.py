@@ -30,7 +30,7 @@ from cocotb.triggers import ClockCycles, Edge, First, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from driver.rtl_run import DRAM_BASE, POLL_CYCLES, BenchRegisterDevice, program_record, run_outcome
+from driver.rtl_bench_device import DRAM_BASE, POLL_CYCLES, BenchRegisterDevice, program_record, run_outcome
 from vdla_hw import isa, regmap
 from vdla_hw.bundle import Bundle
 from vdla_hw.rtl.tb_memory import CLOCK_PERIOD_NS, AxiMemory

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from driver.rtl_run import DRAM_BASE, POLL_CYCLES, BenchRegisterDevice, program_record, run_outcome
+from driver.rtl_bench_device import POLL_CYCLES, BenchRegisterDevice, program_record, run_outcome
 from vdla_hw import regmap
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config

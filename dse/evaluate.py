@@ -33,7 +33,8 @@ import numpy as np
 
 from compiler.accel import compile_layer, program_params, searched_layer
 from compiler.network import PartitionOptions, partition
-from compiler.network.executor import Executor, compile_vdla_add
+from compiler.network.alu_add import compile_vdla_add
+from compiler.network.executor import Executor
 from compiler.network.vdla_ops import Part, vdla_parts
 from compiler.network.report import summarise
 from compiler.quantize.qgraph import QGraph, QNode

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from dse.items import make_item
 from dse.metrics import OBJECTIVES
 
 ASK_LIMIT = 5
@@ -106,8 +107,6 @@ class SearchSource:
         one being evaluated is told when it completes; neither is counted (NSGA-II may propose a
         point twice); asking stops after
         :data:`ASK_LIMIT` x the budget, so a space smaller than the budget still ends."""
-        from dse.runner import make_item
-
         for m in self.models:
             study = self.studies[m.hash]
             while self.counted[m.hash] < self.budget and self.asks[m.hash] < ASK_LIMIT * self.budget:

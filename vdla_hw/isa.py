@@ -13,16 +13,26 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-from typing import TYPE_CHECKING
 from vdla_hw.alu import NAMES as ALU_NAMES
 from vdla_hw.errors import ConfigError, EncodingError, ProgramError
 
-if TYPE_CHECKING:  # the configuration builds on this module (it checks the layout fits): no import cycle
-    from vdla_hw.config import Config
+
+class Config(Protocol):
+    """What the ISA reads of a configuration (``vdla_hw.config.Config`` is the one there is). The
+    configuration builds on this module (its constructor checks that every layout fits), so this
+    module does not import it, not even for type checking: the spec's imports have no cycle."""
+
+    name: str
+    params: Mapping[str, int]
+
+    def index_bits(self, mem: str) -> int: ...
+
 
 # The memory types of the ISA, by their encoding (docs/spec.md section 3).
 MEM_TYPES = ("uop", "wgt", "inp", "acc", "out")

@@ -2,7 +2,7 @@
 
 Every value is a float32 tensor (activations NCHW, or (N, K) for 2-D models); weights and
 constants are numpy arrays in the attributes. The float meaning of every op is
-``compiler.frontend.float_ops``.
+``compiler.frontend.float_ref.eval_node``.
 
 ===========  ===============================================================================
 op           attrs

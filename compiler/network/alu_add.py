@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler import layout
+from compiler.quantize.qgraph import QNode
 from vdla_hw.bundle import Bundle, BundleBuilder
 from vdla_hw.config import Config
 from vdla_hw.isa import ALU_OPS
@@ -79,3 +80,10 @@ def add_output(bundle: Bundle, dram: np.ndarray) -> np.ndarray:
     n, ch, _, _ = bundle.meta["shape"]
     packed = bundle.read("out", dram).reshape(bundle.meta["output"]["shape"])
     return layout.unpack_activations(packed, n, ch)
+
+
+def compile_vdla_add(node: QNode, args: list[np.ndarray], config: Config) -> Bundle:
+    """The ALU bundle of the quantized add ``node`` on the int8 operands ``args``."""
+    a = node.attrs
+    return compile_add(args[0], args[1], a_shift=a["a_shift"], b_shift=a["b_shift"], shift=a["shift"],
+                       offset=a["offset"], lo=a["lo"], hi=a["hi"], config=config, name=node.name)

@@ -280,3 +280,12 @@ def check_graph(q: QGraph, cpu_nodes) -> None:
                 spec.check_limits()
             except KernelError as err:
                 raise NodeError(node, "work", str(err)) from None
+
+
+def layout_specs(config: Config, tensors: list[tuple], cls) -> list:
+    """Pack (or unpack) kernel specs of (shape, dtype) activations: NCHW, or (N, C) as N x C x 1 x 1."""
+    specs = []
+    for shape, dtype in tensors:
+        n, c, h, w = shape if len(shape) == 4 else (shape[0], shape[1], 1, 1)
+        specs.append(cls(n=n, c=c, h=h, w=w, batch=config.batch, block=config.block_in, dtype=dtype))
+    return specs

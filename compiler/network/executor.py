@@ -33,8 +33,8 @@ import numpy as np
 from compiler import layout
 from compiler.accel import as_conv_tensors, compile_layer, layer_output
 from compiler.cpu_fallback import PackSpec, UnpackSpec
-from compiler.network.alu_add import add_output, compile_add
-from compiler.network.cpu_ops import cpu_kernel
+from compiler.network.alu_add import add_output, compile_vdla_add
+from compiler.network.cpu_ops import cpu_kernel, layout_specs
 from compiler.network.partition import Placement
 from compiler.network.vdla_ops import part_tensors, vdla_parts
 from compiler.quantize.qgraph import QGraph, QNode
@@ -136,15 +136,6 @@ def input_path(node: QNode, producer: QNode | None, producer_place: str) -> str:
             "the output is read back and written again")
 
 
-def layout_specs(config: Config, tensors: list[tuple], cls) -> list:
-    """Pack (or unpack) kernel specs of (shape, dtype) activations: NCHW, or (N, C) as N x C x 1 x 1."""
-    specs = []
-    for shape, dtype in tensors:
-        n, c, h, w = shape if len(shape) == 4 else (shape[0], shape[1], 1, 1)
-        specs.append(cls(n=n, c=c, h=h, w=w, batch=config.batch, block=config.block_in, dtype=dtype))
-    return specs
-
-
 def fill_inputs(bundle: Bundle, name: str, writes: dict[str, np.ndarray]) -> Bundle:
     """A copy of a prebuilt bundle with this run's packed activations written into its input
     symbols (``inp`` of a conv/dense part, ``a`` and ``b`` of an ALU add); weights are already in it."""
@@ -159,12 +150,6 @@ def add_inputs(config: Config, args: list[np.ndarray]) -> dict[str, np.ndarray]:
     """The packed operands of an ALU add (widened to int32)."""
     return {"a": layout.pack_activations(args[0], config.batch, config.block_out, dtype=np.int32),
             "b": layout.pack_activations(args[1], config.batch, config.block_out, dtype=np.int32)}
-
-
-def compile_vdla_add(node: QNode, args: list[np.ndarray], config: Config) -> Bundle:
-    a = node.attrs
-    return compile_add(args[0], args[1], a_shift=a["a_shift"], b_shift=a["b_shift"], shift=a["shift"],
-                       offset=a["offset"], lo=a["lo"], hi=a["hi"], config=config, name=node.name)
 
 
 class Executor:

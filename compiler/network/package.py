@@ -137,7 +137,7 @@ def compile_bundles(q: QGraph, placements: dict, config, vthreads=None, progress
     """One bundle file per accelerator op (per group of a grouped conv), compiled with zero inputs
     (the device's host writes the real ones)."""
     from compiler.accel import compile_layer
-    from compiler.network.executor import compile_vdla_add
+    from compiler.network.alu_add import compile_vdla_add
     from compiler.network.vdla_ops import part_tensors, vdla_parts
 
     say = progress or (lambda message: None)

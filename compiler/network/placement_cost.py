@@ -35,7 +35,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from compiler.cpu_fallback import PackSpec, UnpackSpec
-from compiler.network.cpu_ops import kernel_plan
+from compiler.network.cpu_ops import kernel_plan, layout_specs
 from compiler.network.vdla_ops import vdla_parts
 from compiler.quantize.qgraph import QGraph, QNode
 from vdla_hw.config import Config
@@ -77,8 +77,6 @@ def host_cost(cpu_model, runtime, config: Config, *, packs: list[tuple], unpack:
     ``accelerator_s``. It asks ``cpu_model.offload_cost`` as ``Executor.host_time`` does (the
     bytes written and read are the packed tensors'), so the estimate and the run charge the same
     work."""
-    from compiler.network.executor import layout_specs
-
     pack_specs = layout_specs(config, packs, PackSpec)
     unpack_specs = layout_specs(config, [(unpack, "int8")] if unpack is not None else [], UnpackSpec)
     return cpu_model.offload_cost(packs=pack_specs, unpacks=unpack_specs, accelerator_s=accelerator_s,
@@ -123,7 +121,7 @@ def _gemm_estimate(layer, config: Config, vthreads: int | None) -> PartEstimate:
 def _add_estimate(node: QNode, q: QGraph, config: Config) -> PartEstimate:
     import numpy as np
 
-    from compiler.network.executor import compile_vdla_add
+    from compiler.network.alu_add import compile_vdla_add
     from compiler.tensorize.estimate import insn_cycles
 
     shape = q.shapes[node.inputs[0]]
@@ -136,8 +134,6 @@ def _add_estimate(node: QNode, q: QGraph, config: Config) -> PartEstimate:
 def kernel_specs(q: QGraph, candidates: list[str], config: Config) -> list:
     """Every CPU-model spec placement and the run will ask for: each op's kernel, and the pack and
     unpack kernels of each candidate (so a cold CPU-model cache is analysed in parallel, ahead)."""
-    from compiler.network.executor import layout_specs
-
     specs = []
     for node in q.nodes:
         plan = kernel_plan(node, [q.shapes[name] for name in node.inputs])

@@ -21,6 +21,8 @@ import numpy as np
 
 from compiler.frontend.graph import Graph, Node
 from compiler.quantize.exact import floor_log2
+from compiler.quantize.rules import fuse_activations
+from compiler.quantize.scales import sample, value_range
 
 TRANSPARENT = ("maxpool", "avgpool", "avgpool2d", "reshape")  # commute with a positive factor
 FREE_WINDOW = {"mse": "minmax", "minmax": "minmax", "percentile": "percentile"}  # window of a free step
@@ -30,9 +32,7 @@ def free_step(values: np.ndarray, method: str) -> float | None:
     """The step of 256 codes over the window ``FREE_WINDOW[method]`` of ``values`` (the whole
     calibration range; the percentile method's range), a hair wider so that the power-of-two
     step it is scaled to still holds it; None for a constant zero."""
-    from compiler.quantize.calibrate import _sample, value_range
-
-    low, high = value_range(_sample(values), FREE_WINDOW[method])
+    low, high = value_range(sample(values), FREE_WINDOW[method])
     return (high - low) / 255 * (1 + 1e-6) if high > low else None
 
 
@@ -57,8 +57,6 @@ def equalize(graph: Graph, values: dict, through_adds: bool = False, method: str
     place; the given graph is not changed (its nodes' attributes are copied where rewritten).
     ``through_adds``: adds (which then requantize with multipliers, ``rules._add_mul``) count as
     producers and consumers that absorb any factor, so residual streams get their steps too."""
-    from compiler.quantize.calibrate import fuse_activations
-
     graph = Graph(graph.name, graph.input, graph.output,
                   [Node(n.name, n.op, list(n.inputs), n.output, dict(n.attrs)) for n in graph.nodes],
                   dict(graph.shapes))

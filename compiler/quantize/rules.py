@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.frontend import float_ops
+from compiler.frontend import float_ref
 from compiler.frontend.graph import Graph, ModelError, Node
 from compiler.quantize.exact import ceil_log2
 from compiler.quantize.reference import INT32_MAX, INT32_MIN
+from compiler.quantize.scales import choose_scale, weight_fracs
 
 MAX_SHIFT, MAX_ADD_SHIFT, MAX_UP = 31, 16, 8
 ZP_MAX_SHIFT = 23  # the bias holds zero_point << shift (|zero point| <= 128), which must fit int32
@@ -43,13 +44,26 @@ class Context:
 
     def zp(self, out: str, frac: int, wide: bool = False) -> int:
         """The zero point of ``out`` at ``frac`` (the preferred one if ``frac`` is the preferred frac)."""
-        from compiler.quantize.calibrate import choose_scale
-
         if wide:
             return 0
         if frac == self.best[out][0]:
             return self.best[out][1]
         return choose_scale(self.values[out], self.method, frac=frac)[1]
+
+
+def fuse_activations(graph: Graph):
+    """(node, fused relu/clip or None) pairs; a fused activation disappears as a node of its own."""
+    fused, skip = [], set()
+    for node in graph.nodes:
+        if node.name in skip:
+            continue
+        users = graph.consumers(node.output)
+        act = users[0] if len(users) == 1 and users[0].op in ("relu", "clip") and \
+            node.op in ("conv", "dense", "add") and node.output != graph.output else None
+        if act is not None:
+            skip.add(act.name)
+        fused.append((node, act))
+    return fused
 
 
 def share_concat_scales(graph: Graph, pairs, out_of: dict, best: dict) -> None:
@@ -87,8 +101,6 @@ def _scalar_or_array(values: np.ndarray):
 
 
 def _weights(ctx: Context, node: Node):
-    from compiler.quantize.calibrate import weight_fracs
-
     w = node.attrs["weight"]
     fw = weight_fracs(w, ctx.per_channel)
     fw = np.minimum(fw, fw.min() + ZP_MAX_SHIFT - 8)  # keep every channel's shift in range
@@ -183,7 +195,7 @@ def _pool(ctx: Context, node: Node, act, out, inputs, wide):
         add = area // 2 + area * zy - ((area * zx) << up)
         return {"up": up, "add": int(add), "lo": -128, "hi": 127, "wide": wide}, fx + up, zy
     a = node.attrs
-    count = float_ops.avgpool_count((h, w), a["kernel"], a["stride"], a["pad"], a["ceil"], a["count_pad"])
+    count = float_ref.avgpool_count((h, w), a["kernel"], a["stride"], a["pad"], a["ceil"], a["count_pad"])
     count = count.astype(np.int64)
     taps = a["kernel"][0] * a["kernel"][1]
     add = count // 2 + count * zy - ((taps * zx) << up)
@@ -209,7 +221,7 @@ def _unary(ctx: Context, node: Node, act, out, inputs, wide):
         return {"op": "muladd", "mul": mul.astype(np.int32), "add": np.clip(add, INT32_MIN, INT32_MAX).astype(np.int32),
                 "shift": k, "lo": -128, "hi": 127}, fy, zy
     codes = np.arange(256, dtype=np.float64) - 128
-    ys = float_ops.TABLE_FUNCTIONS[node.op]((codes - zx) * 2.0 ** -fx, a)
+    ys = float_ref.TABLE_FUNCTIONS[node.op]((codes - zx) * 2.0 ** -fx, a)
     table = np.clip(np.rint(np.asarray(ys, np.float64).reshape(-1) * 2.0 ** fy) + zy, -128, 127).astype(np.int8)
     return {"op": "lut", "table": table, "function": node.op}, fy, zy
 
@@ -217,7 +229,7 @@ def _unary(ctx: Context, node: Node, act, out, inputs, wide):
 def _softmax(ctx: Context, node: Node, act, out, inputs, wide):
     fx = ctx.fracs[inputs[0]]
     d = np.arange(256, dtype=np.float64) - 255
-    table = np.rint(float_ops.scalar_exp(d * 2.0 ** -fx) * 65536.0).astype(np.int32)
+    table = np.rint(float_ref.scalar_exp(d * 2.0 ** -fx) * 65536.0).astype(np.int32)
     return {"axis": node.attrs["axis"], "table": table}, 7, 0
 
 

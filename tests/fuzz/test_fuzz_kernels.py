@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import event, given, settings, strategies as st
 
-from compiler.frontend.float_ops import avgpool_count
+from compiler.frontend.float_ref import avgpool_count
 from compiler.network.package import graph_from_files, run_files
 from compiler.quantize import reference
 from compiler.quantize.qgraph import QNode

@@ -16,7 +16,8 @@ import pytest
 
 from compiler.accel import compile_layer
 from compiler.layers import Conv2D
-from driver.rtl_run import POLL_CYCLES, MemoryOptions, choose_bench, run_bundles
+from driver.rtl_bench_device import POLL_CYCLES
+from driver.rtl_run import MemoryOptions, choose_bench, run_bundles
 from tests.hw.programs import fixed_corpus
 from tests.rtl.test_axi import _error_cases
 from vdla_hw.config import load_config

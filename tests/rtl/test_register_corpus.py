@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from driver.regmodel import RegisterModel
-from driver.rtl_run import DRAM_BASE, run_register_ops
+from driver.rtl_bench_device import DRAM_BASE
+from driver.rtl_run import run_register_ops
 from tests.driver.regseq import SEQUENCES, resolve
 from vdla_hw import regmap
 from vdla_hw.config import load_config

@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings, strategies as st
 
 import compiler.cpu_fallback as cf
 from compiler.cpu_fallback.spec import out_size
-from compiler.frontend.float_ops import avgpool_count
+from compiler.frontend.float_ref import avgpool_count
 from compiler.frontend.graph import ceil_extra
 from compiler.quantize import reference as ref
 

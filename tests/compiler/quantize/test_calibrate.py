@@ -12,7 +12,7 @@ import pytest
 from compiler.frontend import float_ref, load_onnx
 from compiler.frontend.inputs import synthetic_images
 from compiler.frontend.resnet import build_resnet
-from compiler.quantize import calibrate, quantize_graph, reference
+from compiler.quantize import calibrate, quantize_graph, reference, scales
 
 
 @pytest.fixture(scope="module")
@@ -25,14 +25,14 @@ def resnet18(tmp_path_factory):
 
 @pytest.mark.parametrize("maxabs,frac", [(127.0, 0), (1.0, 6), (0.5, 7), (300.0, -2), (0.0, 7)])
 def test_frac_for_keeps_the_maximum_in_int8(maxabs, frac):
-    assert calibrate.frac_for(maxabs) == frac
+    assert scales.frac_for(maxabs) == frac
     assert round(maxabs * 2.0 ** frac) <= 127
 
 
 def test_choose_frac_trades_clipping_for_resolution():
     rng = np.random.default_rng(0)
     values = np.concatenate([rng.standard_normal(100_000), [40.0]])  # one outlier
-    assert calibrate.choose_frac(values) > calibrate.frac_for(40.0)
+    assert scales.choose_frac(values) > scales.frac_for(40.0)
 
 
 def test_quantized_graph_is_int8_with_shifts_in_range(resnet18):
@@ -68,15 +68,15 @@ def test_requantization_rounds_to_nearest():
 
 def test_unsigned_values_use_all_256_codes():
     """A ReLU output at frac f spans 0..255 steps: code q means (q + 128) * 2**-f."""
-    assert calibrate.choose_frac(np.linspace(0, 10, 1000), "minmax", unsigned=True) == 4  # 255/16 = 15.9 > 10
-    assert calibrate.choose_frac(np.linspace(0, 10, 1000), "minmax", unsigned=False) == 3
+    assert scales.choose_frac(np.linspace(0, 10, 1000), "minmax", unsigned=True) == 4  # 255/16 = 15.9 > 10
+    assert scales.choose_frac(np.linspace(0, 10, 1000), "minmax", unsigned=False) == 3
 
 
 @pytest.mark.parametrize("method", ["mse", "percentile", "minmax"])
 def test_calibration_methods(method):
     values = np.append(np.random.default_rng(1).laplace(size=200_000), 100.0)  # a heavy tail: clipping pays
-    frac = calibrate.choose_frac(values, method)
-    top = calibrate.frac_for(float(np.abs(values).max()))
+    frac = scales.choose_frac(values, method)
+    top = scales.frac_for(float(np.abs(values).max()))
     assert frac == top if method == "minmax" else frac > top
 
 
@@ -170,7 +170,7 @@ def test_calibration_streams_one_input_at_a_time_and_keeps_what_the_scales_need(
     full = float_ref.run(graph, x)
     assert set(samples) == set(full)
     for name, values in full.items():
-        np.testing.assert_array_equal(samples[name].astype(np.float64), calibrate._sample(values), err_msg=name)
+        np.testing.assert_array_equal(samples[name].astype(np.float64), scales.sample(values), err_msg=name)
     rng = np.random.default_rng(0)
     for node in [n for n in graph.nodes if n.op == "conv"][:4]:
         a = node.attrs
@@ -217,6 +217,6 @@ def test_fracs_for_is_frac_for_of_every_value():
     values = np.concatenate([[0.0, tiny, 1e-300, 2.0 ** -30, 127.0, 127.5, 128.0, 1.0, 0.5, 3e38, 1e300],
                              np.abs(np.random.default_rng(0).standard_normal(2000)) * 10.0 ** np.arange(-20, 20, 0.02)])
     for top in (127, 255):
-        assert calibrate.fracs_for(values, top).tolist() == [calibrate.frac_for(float(v), top) for v in values]
+        assert scales.fracs_for(values, top).tolist() == [scales.frac_for(float(v), top) for v in values]
     with pytest.raises(ValueError):
-        calibrate.fracs_for(np.array([1.0, np.inf]))
+        scales.fracs_for(np.array([1.0, np.inf]))
