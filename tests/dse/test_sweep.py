@@ -18,6 +18,7 @@ import pytest
 
 from dse.metrics import OBJECTIVES
 from dse.store import read_rows
+from tests.vdla.test_interrupts import default_sigint
 from vdla.cli import main
 from vdla_hw.config import Config
 from vdla_hw.errors import ConfigError
@@ -186,7 +187,8 @@ BIG_GRID = {"LOG_BLOCK": [3, 4], "LOG_INP_BUFF_SIZE": [13, 14], "LOG_ACC_BUFF_SI
 def start_sweep(tmp_path, small_cnn_path, out) -> subprocess.Popen:
     space = write_space(tmp_path, BIG_GRID)
     return subprocess.Popen([str(VENV_BIN / "vdla"), "sweep", space, "-o", str(out), "--models", small_cnn_path,
-                             "--workers", "2", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--workers", "2", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)  # its Ctrl-C is not ignored even when the suite's is
 
 
 def wait_for(predicate, timeout: float, what: str):

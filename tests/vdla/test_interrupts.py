@@ -45,7 +45,7 @@ def interrupt(proc, ready) -> str:
     return err
 
 
-def _default_sigint():
+def default_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # an ignored SIGINT (a background job) is inherited
 
 
@@ -55,7 +55,7 @@ def test_ctrl_c_at_any_moment_ends_with_one_line_and_130(delay):
     # the disk cache off: with the session's cache warm the whole run takes about as long as the
     # longest delay, and the interrupt would come after the work (issue 24's caches)
     proc = subprocess.Popen([sys.executable, "-c", LAUNCH, "run", "resnet18", "--resolution", "32"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
                             env={**os.environ, "VDLA_CACHE": "off"})
 
     def ready():
@@ -115,7 +115,7 @@ def test_ctrl_c_turned_into_an_import_error_still_ends_as_interrupted(tmp_path):
     assert "datetime" not in subprocess.run([sys.executable, "-c", "import sys; print(sys.modules)"],
                                             capture_output=True, text=True).stdout  # not imported at start-up
     done = subprocess.run([sys.executable, "-c", CTRL_C_IN_NUMPY_IMPORT, "sim", str(tmp_path / "x.npz")], cwd=ROOT,
-                          capture_output=True, text=True, preexec_fn=_default_sigint,
+                          capture_output=True, text=True, preexec_fn=default_sigint,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == cli.EXIT_INTERRUPTED, done.stderr
     assert done.stderr.strip() == "vdla: interrupted", done.stderr
