@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-VERSION = 2       # bump when the list changes (the score in docs/testing.md is for this version)
+VERSION = 2       # bump when the list changes (the score in the README is for this version)
 TARGET = 0.95     # the score the run must reach
 TIMEOUT_S = 300   # per mutant: a selection still running then is killed by the timeout (detail says so)
 
