@@ -58,7 +58,9 @@ def read_capped(path: str | Path, what: str, max_bytes: int = MAX_TEXT_BYTES) ->
     special file (a device, a FIFO) or one larger than ``max_bytes`` (``what`` names it)."""
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
+        # O_NONBLOCK: opening a FIFO with no writer returns at once (and is refused below)
+        # instead of blocking; it changes nothing for a regular file
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
             info = os.fstat(fh.fileno())
             if not stat.S_ISREG(info.st_mode):
                 raise VdlaError(f"{path}: the {what} is not a regular file")

@@ -31,7 +31,7 @@ from vdla_hw import isa, program
 from vdla_hw.bundle import Bundle, Symbol
 from vdla_hw.config import Config, load_config
 from vdla_hw.errors import VdlaError
-from vdla_hw.files import atomic_write
+from vdla_hw.files import atomic_write, read_capped
 from vdla_hw.limits import MAX_DRAM_BYTES, mib
 
 VTA_PAGE = 0x1000       # VTA's DRAM page (kPageBits 12 in virtual_memory.h)
@@ -59,14 +59,13 @@ class VtaFormatError(VdlaError):
 
 # --- reading -------------------------------------------------------------------------------
 def _read(path: Path, what: str, required: bool = True) -> bytes | None:
-    if not path.is_file():
+    """The bytes of a case file, at most an image's worth (files.read_capped: a regular file,
+    read once); None for an optional file that is not there."""
+    if not path.exists():
         if required:
             raise VtaFormatError(f"{path}: missing {what}")
         return None
-    size = path.stat().st_size
-    if size > MAX_DRAM_BYTES:
-        raise VtaFormatError(f"{path}: {mib(size)} is past the {mib(MAX_DRAM_BYTES)} image limit (vdla_hw/limits.py)")
-    return path.read_bytes()
+    return read_capped(path, what, MAX_DRAM_BYTES)
 
 
 def read_addresses(path: Path) -> dict[str, int]:

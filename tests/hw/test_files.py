@@ -2,6 +2,9 @@
 
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -43,6 +46,17 @@ def test_read_capped_refuses_devices_large_files_and_folders(tmp_path):
     with pytest.raises(VdlaError, match="no such configuration"):
         files.read_capped(tmp_path / "missing", "configuration")
     assert files.read_capped(big, "configuration", max_bytes=101) == b"x" * 101
+
+
+def test_read_capped_refuses_a_fifo_without_waiting_for_a_writer(tmp_path):
+    """Opening a FIFO nobody writes blocked (vdla import-vta of a case with a FIFO hung); it is
+    refused at once. In a child process, so a regression fails by its timeout, not by a hang."""
+    fifo = tmp_path / "uop.bin"
+    os.mkfifo(fifo)
+    code = f"from vdla_hw import files\ntry:\n    files.read_capped({str(fifo)!r}, 'uop.bin')\nexcept Exception as e:\n    print(e)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    assert done.stdout.strip() == f"{fifo}: the uop.bin is not a regular file", done.stderr
 
 
 @pytest.mark.parametrize("text, why", [("[" * 200_000 + "]" * 200_000, "nested too deeply"),
