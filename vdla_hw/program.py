@@ -54,11 +54,6 @@ def footprint(insn: isa.Insn) -> tuple[int, int]:
     return rows, insn.x_pad_left + insn.x_size + insn.x_pad_right
 
 
-def writes_sram(insn: isa.Insn) -> bool:
-    """A LOAD/STORE whose SRAM footprint is not empty (it moves data, or pads rows only)."""
-    return insn.x_size > 0 and (insn.y_size > 0 or insn.y_pad_top > 0 or insn.y_pad_bottom > 0)
-
-
 def check_transfer(insn: isa.Insn, config: Config, dram_bytes: int, index: int) -> None:
     """A LOAD/STORE's SRAM footprint must lie inside its SRAM and its DRAM rows inside the image
     (a LOAD of padding rows only reads no DRAM: its SRAM footprint alone is checked)."""

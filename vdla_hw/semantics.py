@@ -89,11 +89,9 @@ def execute(bundle: Bundle, max_cycles: int | None = None, max_uops: int | None 
     dram = bundle.dram.copy()
     srams = Srams(config) if srams is None else srams
     counters = Counters()
-    tokens = {q: 0 for q in isa.TOKEN_QUEUES}
-    for index in _token_order(insns):
+    order, tokens = _token_order(insns)
+    for index in order:
         insn = insns[index]
-        for queue in isa.pops(insn):
-            tokens[queue] -= 1
         if before is not None:
             before(insn, index, srams)
         counters.insns[insn.kind] += 1
@@ -103,13 +101,11 @@ def execute(bundle: Bundle, max_cycles: int | None = None, max_uops: int | None 
             _store(insn, config, dram, srams, counters, index)
         elif insn.kind in ("GEMM", "ALU"):
             _compute(insn, config, srams, counters, index)
-        for queue in isa.pushes(insn):
-            tokens[queue] += 1
     return ExecResult(dram=dram, counters=counters, tokens_left=tokens, srams=srams)
 
 
-def _token_order(insns: list) -> list[int]:
-    """The order the reference runs ``insns`` in: the load, compute and store modules each take
+def _token_order(insns: list) -> tuple[list[int], dict]:
+    """(the order the reference runs ``insns`` in, the tokens left in each queue at the end): the load, compute and store modules each take
     their instructions in program order, an instruction waits until every queue it pops holds
     a token, and among the modules able to run the one whose next instruction comes first in
     program order goes (so a program whose pops all find their tokens in program order runs
@@ -133,7 +129,7 @@ def _token_order(insns: list) -> list[int]:
             tokens[queue] += 1
         pos[insn.module] += 1
         order.append(index)
-    return order
+    return order, tokens
 
 
 def _deadlock(insns: list, waiting: list[int], tokens: dict):

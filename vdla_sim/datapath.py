@@ -242,7 +242,7 @@ class Datapath:
         index an equal slice when it is an ascending range; src is None with an immediate."""
         n = timing.uop_count(insn)
         dst, src, _ = program.loop_indices(insn, uops)
-        size = 1  # the ALU ignores the reset bit (docs/spec.md section 4)
+        size = 1
         for chunk in sorted({n, insn.iter_in * len(uops), len(uops)}, reverse=True):
             if chunk > 1 and all(self._wave_ok(dst[k:k + chunk], None if insn.use_imm else src[k:k + chunk])
                                  for k in range(0, n, chunk)):
