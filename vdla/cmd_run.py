@@ -146,7 +146,7 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
                          roofline=plot_dir is not None)
     warn_slower(report.totals)
     if report.vta_warning:
-        print(report.vta_warning, file=sys.stderr)
+        print(f"vdla: {report.vta_warning}", file=sys.stderr)
     if not report.bit_exact:
         raise VdlaError(f"{args.model}: the executed network's output differs from the numpy reference of the "
                         "quantized graph (a bug: please report it with this command line)")

@@ -33,7 +33,7 @@ def build_package(prepared, *, model: str, vthreads=None, arm_library: bool = Tr
     p = prepared
     warning = network_shift_warning(p.q.nodes, p.placements)  # as vdla run says it (docs/compiler.md)
     if warning:
-        print(warning, file=sys.stderr)
+        print(f"vdla: {warning}", file=sys.stderr)
     files = network_files(p.q, p.tests[:1], p.placements, p.config, vthreads=vthreads, arm_library=arm_library,
                           progress=progress)
     return seal(files, model=model, config=p.config.to_json(), fingerprint=p.config.fingerprint,
