@@ -11,7 +11,8 @@ any command starts work, and turns its ``ArgumentTypeError`` into one line and e
 
 ``output_file``/``output_dir`` check that the path can be written (its folder exists or can be
 created, it is not a directory / not a file, the folder is writable; a file is not a device, a
-FIFO or read-only, since it is replaced by a rename: ``vdla.outputs``) without creating anything.
+FIFO or read-only, since it is replaced by a rename: ``vdla.outputs``) without leaving anything
+behind (whether a folder takes files is tried, ``vdla.outputs.folder_problem``).
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ def host_port(text: str) -> str:
 
 def _writable_folder(folder: Path, what: str) -> None:
     """``folder`` exists as a writable directory, or can be created under a writable ancestor."""
+    from vdla.outputs import folder_problem
+
     probe = folder
     while not probe.exists():
         if probe.parent == probe:
@@ -100,8 +103,9 @@ def _writable_folder(folder: Path, what: str) -> None:
         probe = probe.parent
     if not probe.is_dir():
         raise _bad(f"cannot write {what}: {probe} is not a directory")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise _bad(f"cannot write {what}: {probe} is not writable")
+    why = folder_problem(probe)
+    if why:
+        raise _bad(f"cannot write {what}: {why}")
 
 
 def output_file(text: str) -> str:

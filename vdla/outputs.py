@@ -60,8 +60,17 @@ def file_problem(path: str | Path) -> str | None:
     folder = path.parent
     if not folder.is_dir():
         return f"folder {folder} does not exist"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"folder {folder} is not writable"
+    return folder_problem(folder)
+
+
+def folder_problem(folder: str | Path) -> str | None:
+    """Why files cannot be staged in the existing directory ``folder``, or None. Tried, not
+    guessed: a staging folder is made there and removed again, as :class:`Outputs` does, since
+    permission bits do not tell (root passes ``os.access`` on a read-only mount or on /proc)."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=folder))
+    except OSError as err:
+        return f"folder {folder} is not writable ({err.strerror or err})"
     return None
 
 

@@ -105,6 +105,17 @@ def test_unwritable_outputs_fail_while_parsing(capsys, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]  # nothing was written
 
 
+def test_a_folder_that_refuses_files_fails_while_parsing(capsys, tmp_path):
+    """Permission bits do not tell (root passes them on /proc and on read-only mounts): whether
+    a folder takes files is tried, and the probe leaves nothing behind."""
+    for argv, command in [(["run", "resnet18", "--plots", "/proc/vdla-plots"], "run"),
+                          (["run", "resnet18", "--plots", "/proc/a/b"], "run"),
+                          (["sim", "examples/vector_add.s", "-o", "/proc/out.npz"], "sim")]:
+        text = usage_error(capsys, *argv, words=f"vdla {command}: error: argument ")
+        assert "cannot write" in text and "/proc is not writable" in text, text
+    assert argtypes.output_dir(str(tmp_path / "new")) and list(tmp_path.iterdir()) == []
+
+
 def test_closed_pipe_ends_quietly(tmp_path):
     """`vdla regmap | head -1`: the reader goes away; no traceback, status 141 like a killed cat."""
     proc = subprocess.Popen([sys.executable, "-m", "vdla", "regmap"], cwd=ROOT, stdout=subprocess.PIPE,
