@@ -8,36 +8,19 @@ timeout on the board reads like a timeout on the simulator.
 from __future__ import annotations
 
 from vdla_hw import regmap
-from vdla_hw.errors import EncodingError, ProgramError, VdlaError
+from vdla_hw.errors import VdlaError
 from vdla_hw.isa import MODULES
 
 NO_INSN = 0xFFFFFFFF
 
 
 def error_bits_for(err: VdlaError) -> tuple[int, int]:
-    """(ERROR bits, instruction index) the hardware raises for a simulator/semantics error."""
-    E = regmap.ERROR_BITS
+    """(ERROR bits, ERROR_INSN) the hardware reports for a simulator or semantics error: the bit
+    the error carries (``error_bit``, given where it was detected) and its instruction index.
+    An error of a check the hardware lacks (``error_bit`` None: the simulator's race and
+    uninitialised-read checks) stops the sim device with ``bad_flag``."""
     index = getattr(err, "index", None)
-    index = NO_INSN if index is None else int(index)
-    name = type(err).__name__
-    field = str(getattr(err, "field", ""))
-    if name == "HazardError":
-        return E["gemm_hazard"], index
-    if isinstance(err, EncodingError):
-        if field == "memory_type":
-            return E["bad_memory_type"], index
-        return E["bad_opcode"], index
-    if isinstance(err, ProgramError):
-        if field.startswith("push") and "overflow" in str(err).lower():
-            return E["token_overflow"], index
-        if field == "dram_base" or field.startswith("x_") or field == "y_size":
-            return E["dram_range"], index
-        if field in ("sram_base", "uop_end") or field.startswith("uop.") or field.endswith("_pad"):
-            return E["sram_range"], index
-        if field == "memory_type":
-            return E["bad_memory_type"], index
-        return E["bad_flag"], index
-    return E["bad_flag"], index
+    return regmap.ERROR_BITS[err.error_bit or "bad_flag"], NO_INSN if index is None else int(index)
 
 
 def describe_error(bits: int, index: int) -> str:

@@ -317,7 +317,7 @@ class Engine:
                     name = QUEUES[q]
                     raise ProgramError(index, self.insns[index].kind, PUSH_FLAG[(mod.name, name)],
                                        f"pushes a token into the full {name} queue already holding {depth} "
-                                       f"tokens at cycle {t}: token_overflow")
+                                       f"tokens at cycle {t}: token_overflow", error_bit="token_overflow")
                 pushed.append(t)
                 self.q_pusher[q].append(index)
                 consumer = self.consumer[q]

@@ -40,3 +40,5 @@ class RaceError(ProgramError):
 class HazardError(ProgramError):
     """A non-reset GEMM uop writes an accumulator written by one of the two uops before it in the
     same sweep of its uop list (vdla_hw.timing.gemm_hazard; VTA's pipeline would lose a product)."""
+
+    error_bit = "gemm_hazard"
