@@ -40,36 +40,6 @@ def empty_modules() -> dict:
     return {m: {c: 0 for c in regmap.MODULE_COUNTERS} for m in MODULES}
 
 
-def modules_from_sim(result) -> dict:
-    """MODULE_COUNTERS per module from a ``vdla_sim.SimResult`` (what the counter registers hold)."""
-    return modules_from_parts(result.busy, result.stall, result.retire, result.bytes.get("insn", 0))
-
-
-def modules_from_parts(busy: dict, stall: dict, retire: list, insn_bytes: int) -> dict:
-    out = empty_modules()
-    for module in MODULES:
-        out[module]["busy"] = int(busy.get(module, 0))
-        s = stall.get(module, {})
-        out[module]["stall_token"] = int(s.get("token", 0))
-        out[module]["stall_mem"] = int(s.get("memory", 0))
-        out[module]["stall_queue"] = int(s.get("queue", 0))
-    for entry in retire:
-        if entry is not None and entry[0] in out:
-            out[entry[0]]["insns"] += 1
-    out["fetch"]["insns"] = insn_bytes // 16
-    return out
-
-
-def modules_from_engine(engine) -> dict:
-    """MODULE_COUNTERS per module from a ``vdla_sim.engine.Engine`` that stopped (or finished)."""
-    busy = {"fetch": engine.f_busy}
-    stall = {"fetch": {"token": 0, "memory": engine.f_stall_memory, "queue": engine.f_stall_queue}}
-    for name, mod in engine.mods.items():
-        busy[name] = mod.busy
-        stall[name] = {"token": mod.stall_token, "memory": mod.stall_memory, "queue": 0}
-    return modules_from_parts(busy, stall, engine.retire, engine.f_bytes)
-
-
 def read_modules(read_register) -> dict:
     """Every per-module counter through ``read_register(name) -> int``."""
     return {m: {c: int(read_register(regmap.counter_name(m, c))) for c in regmap.MODULE_COUNTERS} for m in MODULES}

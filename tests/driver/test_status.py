@@ -2,7 +2,8 @@
 it is raised (decode in vdla_hw.isa, the static and range checks of vdla_hw.isa/program, the
 simulator's token overflow and GEMM hazard), and reaches the sim device's and the register
 model's ERROR/ERROR_INSN unchanged (tests/rtl/test_rtl_errors.py compares the range and
-overflow cases with the RTL)."""
+overflow cases with the RTL); a timeout on the sim device reads the counters off the
+simulator's error instead of simulating the program again."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ import pytest
 import vdla_sim
 from driver import DeviceError, open_device
 from driver import status as st
+from tests.driver.device_cases import deadlocking_bundle
 from tests.driver.test_registers import ModelDevice
 from tests.hw.programs import ACC, INP, OUT, UOP, WGT
 from vdla_hw import isa, regmap
 from vdla_hw.bundle import Bundle, BundleBuilder
 from vdla_hw.errors import VdlaError
+from vdla_sim.engine import Engine
+from vdla_sim.progen import random_program
 
 PRESET = "tiny"
 E = regmap.ERROR_BITS
@@ -130,3 +134,50 @@ def test_an_error_the_hardware_cannot_detect_stops_the_sim_device_with_bad_flag(
     err = _raised(b.build())
     assert isinstance(err, vdla_sim.RaceError) and err.error_bit is None
     assert st.error_bits_for(err) == (E["bad_flag"], 1)
+
+
+def _replayed(bundle: Bundle, timeout_cycles: int | None) -> tuple[int, dict]:
+    """(cycle, counters) where a second run of the engine stops: what the sim device read
+    before the error carried them."""
+    engine = Engine(bundle, max_cycles=timeout_cycles, race_check=False)
+    with pytest.raises((vdla_sim.DeadlockError, vdla_sim.CycleLimitError)):
+        engine.run()
+    return engine.now, engine.modules()
+
+
+@pytest.mark.parametrize("case", ["deadlock", "cycle_limit"])
+def test_a_hang_reads_the_counters_off_the_error_without_simulating_again(case, monkeypatch):
+    bundle = deadlocking_bundle(PRESET) if case == "deadlock" else random_program(3, PRESET, threads=2, blocks=4)
+    timeout = None if case == "deadlock" else vdla_sim.simulate(bundle).cycles // 2
+    expected = _replayed(bundle, timeout)
+    runs = []
+    run = Engine.run
+    monkeypatch.setattr(Engine, "run", lambda engine: runs.append(engine) or run(engine))
+    with open_device("sim", PRESET) as device, pytest.raises(DeviceError) as info:
+        device.run(bundle, timeout_cycles=timeout)
+    assert len(runs) == 1, "the device simulated the program more than once"
+    state = info.value.state
+    assert state["timeout"] and (state["cycles"], state["modules"]) == expected
+    assert expected[1]["fetch"]["insns"] > 0 and any(c["busy"] for c in expected[1].values())
+    limit = "a deadlock" if case == "deadlock" else f"{timeout} cycles"
+    assert str(info.value).startswith(f"sim device timed out after {limit}")
+
+
+def test_every_model_counts_in_the_register_maps_vocabulary():
+    """One list of counter names: the counter registers', in the simulator's result and its
+    JSON, in the simulator's errors and in the register model."""
+    def names(modules):
+        return tuple(modules), {tuple(counters) for counters in modules.values()}
+
+    vocabulary = (isa.MODULES, {regmap.MODULE_COUNTERS})
+    bundle = random_program(3, PRESET, threads=2, blocks=4)
+    result = vdla_sim.simulate(bundle)
+    assert names(result.modules) == names(result.as_dict()["modules"]) == vocabulary
+    assert sum(result.modules[m]["insns"] for m in isa.EXEC_MODULES) == result.modules["fetch"]["insns"] \
+        == bundle.insn_count
+    for make, timeout in ((deadlocking_bundle, None), (lambda _: bundle, result.cycles // 2)):
+        with pytest.raises((vdla_sim.DeadlockError, vdla_sim.CycleLimitError)) as info:
+            vdla_sim.simulate(make(PRESET), max_cycles=timeout)
+        assert names(info.value.modules) == vocabulary
+    with ModelDevice(PRESET) as device:
+        assert device.run(bundle).counters["modules"] == result.modules
