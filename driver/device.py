@@ -257,7 +257,7 @@ class SimDevice(HostMemoryDevice):
             result = vdla_sim.simulate(self.image_bundle(bundle, buffer), max_cycles=timeout_cycles,
                                        race_check=self.race_check, sram=self.sram, uninit=self.uninit)
         except (vdla_sim.CycleLimitError, vdla_sim.DeadlockError) as err:
-            raise self._hang(bundle, buffer, timeout_cycles, err) from None
+            raise self._hang(timeout_cycles, err) from None
         except LimitError as err:  # the simulator's own work bound, checked before it ran
             raise DeviceError(f"sim device refused the program before running it: {err}") from None
         except VdlaError as err:
@@ -265,31 +265,24 @@ class SimDevice(HostMemoryDevice):
             raise DeviceError(f"sim device stopped with error {status.describe_error(bits, index)}: {err}",
                               {"error": bits, "error_insn": index}) from None
         buffer.handle[:result.dram.size] = result.dram
-        counters = result.as_dict()
-        counters["modules"] = status.modules_from_sim(result)
+        counters = result.as_dict()  # with "modules", the counter registers' values
         if result.uninit is not None:
             counters["uninit"] = str(result.uninit)
         return RunResult(dram=result.dram, cycles=result.cycles, seconds=result.seconds,
                          counters=counters, details=result)
 
 
-    def _hang(self, bundle: Bundle, buffer: Buffer, timeout_cycles: int | None, err: VdlaError) -> DeviceError:
-        """The timeout the hardware would give, with each module's counters where it stopped
-        (replayed on the engine, which the simulator does not return on failure)."""
+    def _hang(self, timeout_cycles: int | None, err: VdlaError) -> DeviceError:
+        """The timeout the hardware would give for the simulator's ``err`` (a DeadlockError or
+        CycleLimitError), with each module's counters where it stopped (carried by the error)."""
+        import vdla_sim
         from driver import status
-        from vdla_sim.engine import Engine
 
-        engine = Engine(self.image_bundle(bundle, buffer), max_cycles=timeout_cycles, race_check=False)
-        try:
-            engine.run()
-        except VdlaError:
-            pass
-        modules = status.modules_from_engine(engine)
         limit = f"{timeout_cycles} cycles" if timeout_cycles is not None else "its cycle limit"
-        if "deadlock" in str(err):
+        if isinstance(err, vdla_sim.DeadlockError):
             limit = "a deadlock (the hardware would wait forever)"
-        message = status.timeout_message(self.target, limit, regmap.STATUS_BUSY, engine.now, modules)
-        return DeviceError(f"{message} [{err}]", {"timeout": True, "cycles": engine.now, "modules": modules})
+        message = status.timeout_message(self.target, limit, regmap.STATUS_BUSY, err.cycle, err.modules)
+        return DeviceError(f"{message} [{err}]", {"timeout": True, "cycles": err.cycle, "modules": err.modules})
 
 
 # target name -> class, or "module:Class" loaded on first use (their dependencies are optional).

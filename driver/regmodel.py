@@ -195,17 +195,17 @@ class RegisterModel:
             return self._fail(*st.error_bits_for(err))
         try:
             engine.run()
-        except (DeadlockError, CycleLimitError):
+        except (DeadlockError, CycleLimitError) as err:
             # The hardware would wait forever: stay busy with the counters where it stopped.
-            self._set_modules(st.modules_from_engine(engine))
-            self._set_cycles(engine.now)
+            self._set_modules(err.modules)
+            self._set_cycles(err.cycle)
             self.regs["STATUS"] = regmap.STATUS_BUSY
             return None
         except VdlaError as err:
-            self._set_modules(st.modules_from_engine(engine))
+            self._set_modules(engine.modules())
             return self._fail(*st.error_bits_for(err))
         self.write_memory(self.regs["DRAM_BASE"], engine.dram)
-        self._set_modules(st.modules_from_engine(engine))
+        self._set_modules(engine.modules())
         self._set_cycles(engine.finish_cycle or 0)
         self.regs["STATUS"] = regmap.STATUS_DONE
         return None

@@ -8,36 +8,19 @@ timeout on the board reads like a timeout on the simulator.
 from __future__ import annotations
 
 from vdla_hw import regmap
-from vdla_hw.errors import EncodingError, ProgramError, VdlaError
+from vdla_hw.errors import VdlaError
 from vdla_hw.isa import MODULES
 
 NO_INSN = 0xFFFFFFFF
 
 
 def error_bits_for(err: VdlaError) -> tuple[int, int]:
-    """(ERROR bits, instruction index) the hardware raises for a simulator/semantics error."""
-    E = regmap.ERROR_BITS
+    """(ERROR bits, ERROR_INSN) the hardware reports for a simulator or semantics error: the bit
+    the error carries (``error_bit``, given where it was detected) and its instruction index.
+    An error of a check the hardware lacks (``error_bit`` None: the simulator's race and
+    uninitialised-read checks) stops the sim device with ``bad_flag``."""
     index = getattr(err, "index", None)
-    index = NO_INSN if index is None else int(index)
-    name = type(err).__name__
-    field = str(getattr(err, "field", ""))
-    if name == "HazardError":
-        return E["gemm_hazard"], index
-    if isinstance(err, EncodingError):
-        if field == "memory_type":
-            return E["bad_memory_type"], index
-        return E["bad_opcode"], index
-    if isinstance(err, ProgramError):
-        if field.startswith("push") and "overflow" in str(err).lower():
-            return E["token_overflow"], index
-        if field == "dram_base" or field.startswith("x_") or field == "y_size":
-            return E["dram_range"], index
-        if field in ("sram_base", "uop_end") or field.startswith("uop.") or field.endswith("_pad"):
-            return E["sram_range"], index
-        if field == "memory_type":
-            return E["bad_memory_type"], index
-        return E["bad_flag"], index
-    return E["bad_flag"], index
+    return regmap.ERROR_BITS[err.error_bit or "bad_flag"], NO_INSN if index is None else int(index)
 
 
 def describe_error(bits: int, index: int) -> str:
@@ -55,36 +38,6 @@ def describe_status(status: int) -> str:
 
 def empty_modules() -> dict:
     return {m: {c: 0 for c in regmap.MODULE_COUNTERS} for m in MODULES}
-
-
-def modules_from_sim(result) -> dict:
-    """MODULE_COUNTERS per module from a ``vdla_sim.SimResult`` (what the counter registers hold)."""
-    return modules_from_parts(result.busy, result.stall, result.retire, result.bytes.get("insn", 0))
-
-
-def modules_from_parts(busy: dict, stall: dict, retire: list, insn_bytes: int) -> dict:
-    out = empty_modules()
-    for module in MODULES:
-        out[module]["busy"] = int(busy.get(module, 0))
-        s = stall.get(module, {})
-        out[module]["stall_token"] = int(s.get("token", 0))
-        out[module]["stall_mem"] = int(s.get("memory", 0))
-        out[module]["stall_queue"] = int(s.get("queue", 0))
-    for entry in retire:
-        if entry is not None and entry[0] in out:
-            out[entry[0]]["insns"] += 1
-    out["fetch"]["insns"] = insn_bytes // 16
-    return out
-
-
-def modules_from_engine(engine) -> dict:
-    """MODULE_COUNTERS per module from a ``vdla_sim.engine.Engine`` that stopped (or finished)."""
-    busy = {"fetch": engine.f_busy}
-    stall = {"fetch": {"token": 0, "memory": engine.f_stall_memory, "queue": engine.f_stall_queue}}
-    for name, mod in engine.mods.items():
-        busy[name] = mod.busy
-        stall[name] = {"token": mod.stall_token, "memory": mod.stall_memory, "queue": 0}
-    return modules_from_parts(busy, stall, engine.retire, engine.f_bytes)
 
 
 def read_modules(read_register) -> dict:

@@ -116,9 +116,7 @@ def cmd_rtl(args) -> int:
         "seconds": seconds,
         "gops": 2.0 * mac_uops * c.batch * c.block_in * c.block_out / seconds / 1e9 if res.cycles else 0.0,
         "gemm_utilization": mac_uops / res.cycles if res.cycles else 0.0,
-        "busy": {m: v["busy"] for m, v in res.modules.items()},
-        "stall": {m: {"token": v["stall_token"], "memory": v["stall_mem"], "queue": v["stall_queue"]}
-                  for m, v in res.modules.items()},
+        "modules": res.modules,
         "queue_occupancy": None,   # not measured by the RTL testbench
         "bytes": nbytes,
         "memory_port_busy": None,

@@ -44,9 +44,8 @@ def cmd_sim(args) -> int:
     print(f"simulated {bundle.insn_count} instructions ({bundle.config.name}, {bundle.config.CLOCK_MHZ:g} MHz)")
     print(f"  cycles {result.cycles}  time {result.seconds * 1e6:.3f} us  {result.gops:.2f} GOPS  "
           f"GEMM utilisation {100 * result.gemm_utilization:.1f}%")
-    for m, busy in result.busy.items():
-        s = result.stall[m]
-        print(f"  {m:<8} busy {busy:<10} stall token {s['token']:<10} memory {s['memory']:<10} queue {s['queue']}")
+    for m, counters in result.modules.items():
+        print(f"  {m:<8} " + " ".join(f"{name} {value:<10}" for name, value in counters.items()).rstrip())
     print(f"  bytes {report['bytes']}")
     left = {q: n for q, n in result.tokens_left.items() if n}
     print(f"  tokens left at FINISH: {left or 'none'}")

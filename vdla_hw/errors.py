@@ -8,7 +8,14 @@ from __future__ import annotations
 
 
 class VdlaError(Exception):
-    """Base class of every user-facing error of the project."""
+    """Base class of every user-facing error of the project.
+
+    ``error_bit``: the name (a key of ``vdla_hw.regmap.ERROR_BITS``) of the ERROR register bit
+    the hardware sets for this error: a class states it for all its errors, a raiser passes it
+    where it detects the error; None when the hardware has no such check (a configuration, a
+    file, the simulator's race or uninitialised-read check)."""
+
+    error_bit: str | None = None
 
 
 class ConfigError(VdlaError):
@@ -22,19 +29,25 @@ class ConfigError(VdlaError):
 
 
 class EncodingError(VdlaError):
-    """An instruction or micro-op cannot be encoded or decoded."""
+    """An instruction or micro-op cannot be encoded or decoded (``error_bit``: see VdlaError)."""
 
-    def __init__(self, what: str, field: str, why: str, index: int | None = None):
+    def __init__(self, what: str, field: str, why: str, index: int | None = None, *,
+                 error_bit: str | None = None):
         self.what, self.field, self.why, self.index = what, field, why, index
+        if error_bit is not None:
+            self.error_bit = error_bit
         at = f"instruction {index} " if index is not None else ""
         super().__init__(f"{at}{what}: field {field}: {why}")
 
 
 class ProgramError(VdlaError):
-    """A program does something the accelerator forbids (bad access, bad flag, token misuse)."""
+    """A program does something the accelerator forbids (bad access, bad flag, token misuse);
+    ``error_bit``: see VdlaError."""
 
-    def __init__(self, index: int | None, kind: str, field: str, why: str):
+    def __init__(self, index: int | None, kind: str, field: str, why: str, *, error_bit: str | None = None):
         self.index, self.kind, self.field, self.why = index, kind, field, why
+        if error_bit is not None:
+            self.error_bit = error_bit
         at = f"instruction {index} ({kind})" if index is not None else f"program ({kind})"
         super().__init__(f"{at}: {field}: {why}")
 

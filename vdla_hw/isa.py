@@ -271,12 +271,13 @@ def encode(insn: Insn, config: Config, index: int | None = None) -> bytes:
 def decode(data: bytes, config: Config, index: int | None = None) -> Insn:
     """The instruction in 16 little-endian bytes; an unknown opcode or memory type is an error."""
     if len(data) != 16:
-        raise EncodingError("instruction", "length", f"{len(data)} bytes, expected 16", index)
+        raise EncodingError("instruction", "length", f"{len(data)} bytes, expected 16", index,
+                            error_bit="bad_opcode")
     word = int.from_bytes(data, "little")
     opcode = word & 0b111
     if opcode not in KINDS:
         raise EncodingError("instruction", "opcode", f"unknown opcode {opcode} (known: "
-                            + ", ".join(f"{k}={v}" for k, v in OPCODES.items()) + ")", index)
+                            + ", ".join(f"{k}={v}" for k, v in OPCODES.items()) + ")", index, error_bit="bad_opcode")
     kind = KINDS[opcode]
     values = {}
     for name, f in layout(kind, config).items():
@@ -288,10 +289,12 @@ def decode(data: bytes, config: Config, index: int | None = None) -> Insn:
         values[name] = value
     if kind in ("LOAD", "STORE") and values["memory_type"] >= len(MEM_TYPES):
         raise EncodingError(kind, "memory_type", f"unknown memory type {values['memory_type']} "
-                            f"(known: {', '.join(f'{m}={i}' for i, m in enumerate(MEM_TYPES))})", index)
+                            f"(known: {', '.join(f'{m}={i}' for i, m in enumerate(MEM_TYPES))})", index,
+                            error_bit="bad_memory_type")
     if kind == "ALU" and values["alu_opcode"] >= len(ALU_OPS):
         raise EncodingError(kind, "alu_opcode", f"unknown ALU opcode {values['alu_opcode']} "
-                            f"(known: {', '.join(f'{m}={i}' for i, m in enumerate(ALU_OPS))})", index)
+                            f"(known: {', '.join(f'{m}={i}' for i, m in enumerate(ALU_OPS))})", index,
+                            error_bit="bad_opcode")
     return Insn(kind, **values)
 
 
@@ -303,7 +306,8 @@ def decode_program(data: bytes, config: Config) -> list[Insn]:
     """Every instruction of a stream, equal to :func:`decode` of each (vectorised per kind);
     the first bad instruction in program order raises :func:`decode`'s error."""
     if len(data) % 16:
-        raise EncodingError("instruction stream", "length", f"{len(data)} bytes is not a multiple of 16")
+        raise EncodingError("instruction stream", "length", f"{len(data)} bytes is not a multiple of 16",
+                            error_bit="bad_opcode")
     n = len(data) // 16
     words = np.frombuffer(data, dtype="<u8").reshape(n, 2)  # (low, high) 64-bit words
     opcodes = words[:, 0] & 0b111
@@ -373,25 +377,33 @@ def check_insn(insn: Insn, config: Config, index: int) -> None:
     if kind in ("LOAD", "STORE"):
         mem = insn.mem
         if kind == "STORE" and mem != "out":
-            raise ProgramError(index, kind, "memory_type", f"STORE must use memory type out, not {mem}")
+            raise ProgramError(index, kind, "memory_type", f"STORE must use memory type out, not {mem}",
+                               error_bit="bad_memory_type")
         if kind == "LOAD" and mem == "out":
-            raise ProgramError(index, kind, "memory_type", "LOAD cannot write the out buffer")
+            raise ProgramError(index, kind, "memory_type", "LOAD cannot write the out buffer",
+                               error_bit="bad_memory_type")
         pads = ("y_pad_top", "y_pad_bottom", "x_pad_left", "x_pad_right")
         if mem not in ("inp", "acc"):
             for pad in pads:
                 if given.get(pad, 0):
-                    raise ProgramError(index, kind, pad, f"padding is allowed only for inp and acc, not {mem}")
+                    raise ProgramError(index, kind, pad, f"padding is allowed only for inp and acc, not {mem}",
+                                       error_bit="bad_flag")
         if mem == "uop" and insn.y_size > 1:
-            raise ProgramError(index, kind, "y_size", f"uop loads are 1-D (y_size 1), got {insn.y_size}")
+            raise ProgramError(index, kind, "y_size", f"uop loads are 1-D (y_size 1), got {insn.y_size}",
+                               error_bit="dram_range")
         if insn.x_size and insn.y_size > 1 and insn.x_stride < insn.x_size:
-            raise ProgramError(index, kind, "x_stride", f"stride {insn.x_stride} is smaller than x_size {insn.x_size}")
+            raise ProgramError(index, kind, "x_stride", f"stride {insn.x_stride} is smaller than x_size {insn.x_size}",
+                               error_bit="dram_range")
     if kind in ("GEMM", "ALU") and insn.uop_end < insn.uop_bgn:
-        raise ProgramError(index, kind, "uop_end", f"uop range {insn.uop_bgn}:{insn.uop_end} is reversed")
+        raise ProgramError(index, kind, "uop_end", f"uop range {insn.uop_bgn}:{insn.uop_end} is reversed",
+                           error_bit="sram_range")
     for flag in FLAGS:
         if given.get(flag, 0) and (module, flag) not in FLAG_QUEUE:
-            raise ProgramError(index, kind, flag, f"the {module} module cannot use {flag}")
+            raise ProgramError(index, kind, flag, f"the {module} module cannot use {flag}",
+                               error_bit="bad_flag")
     if kind == "FINISH" and (insn.push_prev or insn.push_next):
-        raise ProgramError(index, kind, "push_prev" if insn.push_prev else "push_next", "FINISH may pop but not push")
+        raise ProgramError(index, kind, "push_prev" if insn.push_prev else "push_next", "FINISH may pop but not push",
+                           error_bit="bad_flag")
 
 
 def pops(insn: Insn) -> list[str]:

@@ -25,10 +25,11 @@ def decode_checked(bundle: Bundle) -> list[isa.Insn]:
         isa.check_insn(insn, bundle.config, index)
         if insn.kind == "FINISH" and index != len(insns) - 1:
             raise ProgramError(index, "FINISH", "opcode", f"FINISH must be the last instruction, "
-                               f"but {len(insns) - 1 - index} instruction(s) follow it")
+                               f"but {len(insns) - 1 - index} instruction(s) follow it", error_bit="bad_flag")
     if insns[-1].kind != "FINISH":
         raise ProgramError(len(insns) - 1, insns[-1].kind, "opcode",
-                           "the stream ends without FINISH (a program ends with exactly one FINISH)")
+                           "the stream ends without FINISH (a program ends with exactly one FINISH)",
+                           error_bit="bad_flag")
     for index, insn in enumerate(insns):
         if insn.kind in ("LOAD", "STORE"):
             check_transfer(insn, bundle.config, bundle.dram.size, index)
@@ -68,14 +69,14 @@ def check_transfer(insn: isa.Insn, config: Config, dram_bytes: int, index: int) 
     depth = config.depth(mem)
     if insn.sram_base + rows * cols > depth:
         raise ProgramError(index, insn.kind, "sram_base", f"{mem} SRAM elements {insn.sram_base}.."
-                           f"{insn.sram_base + rows * cols - 1} exceed its depth {depth}")
+                           f"{insn.sram_base + rows * cols - 1} exceed its depth {depth}", error_bit="sram_range")
     if not y:
         return
     elems = dram_bytes // config.elem_bytes(mem)
     last = insn.dram_base + (insn.y_size - 1) * insn.x_stride + insn.x_size
     if last > elems:
         raise ProgramError(index, insn.kind, "dram_base", f"{mem} DRAM elements {insn.dram_base}..{last - 1} "
-                           f"exceed the image ({elems} {mem} elements)")
+                           f"exceed the image ({elems} {mem} elements)", error_bit="dram_range")
 
 
 def loop_indices(insn: isa.Insn, uops: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -120,7 +121,7 @@ def loop_chunks(insn: isa.Insn, uops: np.ndarray, max_uops: int):
 def check_uop_range(insn: isa.Insn, config: Config, index: int) -> None:
     if insn.uop_end > config.depth("uop"):
         raise ProgramError(index, insn.kind, "uop_end", f"uop range {insn.uop_bgn}:{insn.uop_end} exceeds "
-                           f"the uop SRAM depth {config.depth('uop')}")
+                           f"the uop SRAM depth {config.depth('uop')}", error_bit="sram_range")
 
 
 def check_loop_ranges(insn: isa.Insn, uops: np.ndarray, config: Config, index: int) -> None:
@@ -137,4 +138,4 @@ def check_loop_ranges(insn: isa.Insn, uops: np.ndarray, config: Config, index: i
         top = int(uops[:, col].max()) + io * insn.fields.get(factor + "_out", 0) + ii * insn.fields.get(factor + "_in", 0)
         if top >= config.depth(mem):
             raise ProgramError(index, insn.kind, f"uop.{name}/{factor}_*", f"reaches {mem} element {top}, "
-                               f"past the {mem} SRAM depth {config.depth(mem)}")
+                               f"past the {mem} SRAM depth {config.depth(mem)}", error_bit="sram_range")

@@ -3,9 +3,10 @@
 ``simulate(bundle)`` runs a program bundle with fetch, load, compute and store concurrent, the
 command and token queues, the shared memory port and the SRAMs, and returns a
 :class:`SimResult`: the final DRAM image (equal to the reference semantics for every correctly
-synchronised program), cycles, utilisation, per-module busy and stall cycles, queue occupancy,
-bytes moved and the reference counters. Deadlocks, races, GEMM hazards, out-of-range accesses
-and runaway programs end with one-line errors naming the instructions involved.
+synchronised program), cycles, utilisation, the per-module counters of the counter registers
+(busy and stall cycles, instructions), queue occupancy, bytes moved and the reference counters.
+Deadlocks, races, GEMM hazards, out-of-range accesses and runaway programs end with one-line
+errors naming the instructions involved.
 """
 
 from __future__ import annotations
@@ -66,12 +67,6 @@ def _result(engine: Engine) -> SimResult:
     cycles = engine.finish_cycle or 0
     last = max((r[2] for r in engine.retire if r is not None), default=0)
     horizon = max(cycles, last, 1)
-    busy = {"fetch": engine.f_busy}
-    stall = {"fetch": {"token": 0, "memory": engine.f_stall_memory, "queue": engine.f_stall_queue}}
-    for m in EXEC_MODULES:
-        mod = engine.mods[m]
-        busy[m] = mod.busy
-        stall[m] = {"token": mod.stall_token, "memory": mod.stall_memory, "queue": 0}
     occ = {f"cmd_{m}": occupancy(engine.mods[m].pushed, engine.mods[m].popped, horizon) for m in EXEC_MODULES}
     for q in engine.tok_push:
         occ[f"token_{q}"] = occupancy(engine.tok_push[q], engine.tok_pop[q], horizon)
@@ -80,7 +75,7 @@ def _result(engine: Engine) -> SimResult:
     nbytes["out"] = counters.store_bytes
     nbytes["insn"] = engine.f_bytes
     tokens_left = {q: len(engine.tok_push[q]) - len(engine.tok_pop[q]) for q in engine.tok_push}
-    return SimResult(config=config, dram=engine.dram, cycles=cycles, busy=busy, stall=stall,
+    return SimResult(config=config, dram=engine.dram, cycles=cycles, modules=engine.modules(),
                      queue_occupancy=occ, bytes=nbytes, counters=counters, retire=list(engine.retire),
                      tokens_left=tokens_left, last_retire=last, port_busy=engine.port.busy_cycles,
                      gemm_mac_uops=engine.prepared.mac_uops, sram=engine.sram,

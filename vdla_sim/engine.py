@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, bisect_right
+from collections import Counter
 
 from vdla_hw import isa, limits, timing, work
 from vdla_hw.bundle import Bundle
@@ -40,7 +41,7 @@ class _Module:
     """Run state and counters of one executing module."""
 
     __slots__ = ("name", "master", "cmd", "pushed", "popped", "state", "waiting_on", "current", "t_take",
-                 "t_start", "t_req", "post", "busy", "stall_token", "stall_memory")
+                 "t_start", "t_req", "post", "busy", "stall_token", "stall_mem")
 
     def __init__(self, name: str, cmd: tuple[int, ...]):
         self.name = name
@@ -53,7 +54,7 @@ class _Module:
         self.current = -1
         self.t_take = self.t_start = self.t_req = 0
         self.post = 0
-        self.busy = self.stall_token = self.stall_memory = 0
+        self.busy = self.stall_token = self.stall_mem = 0
 
 
 class Engine:
@@ -117,7 +118,7 @@ class Engine:
         self.f_state = "idle"
         self.f_block = 0
         self.f_wait_queue = ""
-        self.f_busy = self.f_stall_memory = self.f_stall_queue = 0
+        self.f_busy = self.f_stall_mem = self.f_stall_queue = 0
         self.f_bytes = 0
         self.f_req = (0, 0, 0)  # (cycle, port cycles, bytes) of fetch's outstanding request
         self.f_spans: list[tuple[int, int, int, int]] = []  # (grant, end, first insn, count)
@@ -146,12 +147,12 @@ class Engine:
         while heap:
             t, _, _, action, arg = pop(heap)
             if t > limit:
-                raise CycleLimitError(limit, self._where())
+                raise CycleLimitError(limit, self._where(), cycle=self.now, modules=self.modules())
             self.now = t
             action(t, arg)
         unfinished = [m for m in self.mods.values() if m.state != "done"]
         if unfinished or self.f_state != "done":
-            raise DeadlockError(self.now, self._blocked())
+            raise DeadlockError(self.now, self._blocked(), modules=self.modules())
 
     # --- fetch ------------------------------------------------------------------------------
     def _fetch_request(self, t: int, _=None) -> None:
@@ -266,7 +267,7 @@ class Engine:
         pre, port, post, beats = self.costs[index]
         if t + pre + port + post > self.max_cycles:  # refuse before doing the instruction's work
             raise CycleLimitError(self.max_cycles, f"{self._describe(index)} would run from cycle {t} to "
-                                  f"{t + pre + port + post} on {mod.name}")
+                                  f"{t + pre + port + post} on {mod.name}", cycle=self.now, modules=self.modules())
         if self.uninit is not None:
             insn = self.insns[index]
             self.uninit.step(insn, index, self.datapath.uop_table[insn.uop_bgn:insn.uop_end]
@@ -287,7 +288,7 @@ class Engine:
         master = port.take(t)
         if master == FETCH_MASTER:
             cycle, cycles, nbytes = self.f_req
-            self.f_stall_memory += t - cycle
+            self.f_stall_mem += t - cycle
             self.f_busy += cycles
             self.f_bytes += nbytes
             self.f_spans.append((t, port.free_at, self.f_pos, self.f_end - self.f_pos))
@@ -295,7 +296,7 @@ class Engine:
             self._at(port.free_at, self._fetch_route)
         elif master >= 0:
             mod = self.mod_by_master[master]
-            mod.stall_memory += t - mod.t_req
+            mod.stall_mem += t - mod.t_req
             mod.busy += (mod.t_req - mod.t_start) + port.length[master] + mod.post
             mod.state = "busy"
             self._at(port.free_at + mod.post, self._end, mod)
@@ -317,7 +318,7 @@ class Engine:
                     name = QUEUES[q]
                     raise ProgramError(index, self.insns[index].kind, PUSH_FLAG[(mod.name, name)],
                                        f"pushes a token into the full {name} queue already holding {depth} "
-                                       f"tokens at cycle {t}: token_overflow")
+                                       f"tokens at cycle {t}: token_overflow", error_bit="token_overflow")
                 pushed.append(t)
                 self.q_pusher[q].append(index)
                 consumer = self.consumer[q]
@@ -329,6 +330,18 @@ class Engine:
         self._ready(t, mod)
 
     # --- diagnostics ------------------------------------------------------------------------
+    def modules(self) -> dict:
+        """Each module's counters at this point of the run, named and ordered as the counter
+        registers (``vdla_hw.regmap.MODULE_COUNTERS``): busy and stall cycles, and instructions
+        fetched (fetch) or retired (load, compute, store)."""
+        retired = Counter(entry[0] for entry in self.retire if entry is not None)
+        out = {"fetch": {"busy": self.f_busy, "stall_token": 0, "stall_mem": self.f_stall_mem,
+                         "stall_queue": self.f_stall_queue, "insns": self.f_bytes // self.config.insn_bytes}}
+        for name, mod in self.mods.items():
+            out[name] = {"busy": mod.busy, "stall_token": mod.stall_token, "stall_mem": mod.stall_mem,
+                         "stall_queue": 0, "insns": retired[name]}
+        return out
+
     def _describe(self, index: int) -> str:
         return f"instruction {index} ({self.insns[index].kind})"
 

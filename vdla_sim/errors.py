@@ -11,17 +11,22 @@ class SimError(VdlaError):
 
 
 class DeadlockError(SimError):
-    """Every module waits and nothing is in flight; ``blocked`` maps module -> what it waits for."""
+    """Every module waits and nothing is in flight; ``blocked`` maps module -> what it waits for,
+    ``modules`` holds each module's counters at ``cycle`` (``Engine.modules``: what the device's
+    counter registers would hold while it hangs)."""
 
-    def __init__(self, cycle: int, blocked: dict[str, str]):
-        self.cycle, self.blocked = cycle, blocked
+    def __init__(self, cycle: int, blocked: dict[str, str], *, modules: dict):
+        self.cycle, self.blocked, self.modules = cycle, blocked, modules
         parts = "; ".join(f"{m}: {why}" for m, why in blocked.items())
         super().__init__(f"deadlock at cycle {cycle}: {parts}")
 
 
 class CycleLimitError(SimError):
-    def __init__(self, limit: int, where: str):
-        self.limit = limit
+    """The run would pass ``limit`` cycles; it stopped at ``cycle`` with each module's counters
+    ``modules`` (``Engine.modules``), as a device still busy at its cycle budget."""
+
+    def __init__(self, limit: int, where: str, *, cycle: int, modules: dict):
+        self.limit, self.cycle, self.modules = limit, cycle, modules
         super().__init__(f"simulation passed the cycle limit {limit} ({where}); raise --max-cycles if the "
                          "program is really that long")
 
@@ -40,3 +45,5 @@ class RaceError(ProgramError):
 class HazardError(ProgramError):
     """A non-reset GEMM uop writes an accumulator written by one of the two uops before it in the
     same sweep of its uop list (vdla_hw.timing.gemm_hazard; VTA's pipeline would lose a product)."""
+
+    error_bit = "gemm_hazard"

@@ -1,5 +1,7 @@
-"""What a simulation returns: the final image, cycles and the counters (one schema with the RTL
-testbench and the board: names follow ``vdla_hw.regmap.MODULE_COUNTERS``)."""
+"""What a simulation returns: the final image, cycles and the counters. The per-module counters
+(``modules``) are the counter registers' (``vdla_hw.regmap.MODULE_COUNTERS``, the names the RTL
+testbench and the board report); the rest (queue occupancy, bytes, the reference counters) has
+no register."""
 
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ from vdla_hw.semantics import Counters
 class SimResult:
     """One simulated run.
 
-    ``cycles`` is the cycle FINISH retired (the device's "done"); ``busy[m]`` and ``stall[m]``
-    (``token``, ``memory``, ``queue``) count cycles per module; ``retire[i]`` is
+    ``cycles`` is the cycle FINISH retired (the device's "done"); ``modules[m]`` holds module
+    m's counters as the device's counter registers do (busy, stall_token, stall_mem, stall_queue
+    cycles and insns: ``vdla_sim.engine.Engine.modules``); ``retire[i]`` is
     (module, start cycle, retire cycle) of instruction i (start = all pops taken); ``dram`` is
     the final image, None after a timing-only run (``simulate(..., data=False)``).
     """
@@ -25,8 +28,7 @@ class SimResult:
     config: Config
     dram: np.ndarray | None
     cycles: int
-    busy: dict
-    stall: dict
+    modules: dict
     queue_occupancy: dict
     bytes: dict
     counters: Counters
@@ -68,8 +70,7 @@ class SimResult:
             "seconds": self.seconds,
             "gops": self.gops,
             "gemm_utilization": self.gemm_utilization,
-            "busy": dict(self.busy),
-            "stall": {m: dict(s) for m, s in self.stall.items()},
+            "modules": {m: dict(c) for m, c in self.modules.items()},
             "queue_occupancy": {q: dict(v) for q, v in self.queue_occupancy.items()},
             "bytes": dict(self.bytes),
             "memory_port_busy": self.port_busy,

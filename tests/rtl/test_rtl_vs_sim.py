@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from driver.status import modules_from_sim
 from vdla_hw.rtl.compare import diverge
 
 from tests.rtl.conftest import PAIRS, corpus_names
@@ -31,7 +30,7 @@ def test_rtl_matches_sim(rtl_runs, preset, sim, name):
     assert checks["left_outstanding"] == 0, checks
     assert rtl_result.counters["compute"] + rtl_result.counters["load"] + rtl_result.counters["store"] == \
         bundle.insn_count
-    expected = modules_from_sim(sim_result)
+    expected = sim_result.modules
     wrong = [f"{m}.{c}: simulator {expected[m][c]}, RTL {rtl_result.modules[m][c]}"
              for m in expected for c in expected[m] if rtl_result.modules[m][c] != expected[m][c]]
     assert not wrong, f"{preset}/{sim}/{name}: counter registers differ: " + "; ".join(wrong)

@@ -19,7 +19,6 @@ import pytest
 
 from compiler.accel import compile_layer
 from compiler.layers import Conv2D
-from driver.status import modules_from_sim
 from tests.hw.programs import fixed_corpus
 from tests.rtl.conftest import EXAMPLES, alu_chain
 from vdla_hw.asm import assemble
@@ -105,7 +104,7 @@ def test_rtl_matches_sim_at_contract(contract):
         assert rtl_result.wall_cycles == rtl_result.cycles, where
         checks = rtl_result.axi_checks
         assert checks["violations"] == 0 and checks["checks"] > 0 and checks["left_outstanding"] == 0, (where, checks)
-        expected = modules_from_sim(sim_result)
+        expected = sim_result.modules
         wrong = [f"{m}.{k}: simulator {expected[m][k]}, RTL {rtl_result.modules[m][k]}"
                  for m in expected for k in expected[m] if rtl_result.modules[m][k] != expected[m][k]]
         assert not wrong, f"{where}: counter registers differ: " + "; ".join(wrong)

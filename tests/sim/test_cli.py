@@ -5,6 +5,7 @@ import json
 import numpy as np
 
 from vdla.cli import main
+from vdla_hw import isa, regmap
 from vdla_hw.bundle import Bundle, BundleBuilder
 from vdla_hw.semantics import execute
 from vdla_sim import simulate
@@ -17,13 +18,13 @@ def test_sim_json_image_and_trace(tmp_path, capsys):
     bundle.save(path)
     assert main(["sim", str(path), "--json", "-o", str(out), "--trace", str(trace)]) == 0
     report = json.loads(capsys.readouterr().out)
-    for key in ("cycles", "seconds", "gops", "gemm_utilization", "busy", "stall", "bytes", "queue_occupancy",
+    for key in ("cycles", "seconds", "gops", "gemm_utilization", "modules", "bytes", "queue_occupancy",
                 "counters", "tokens_left"):
         assert key in report
-    assert set(report["busy"]) == {"fetch", "load", "compute", "store"}
-    assert set(report["stall"]["load"]) == {"token", "memory", "queue"}
+    assert tuple(report["modules"]) == isa.MODULES
+    assert all(tuple(c) == regmap.MODULE_COUNTERS for c in report["modules"].values())
     api = simulate(bundle)
-    assert report["cycles"] == api.cycles and report["busy"] == api.busy
+    assert report["cycles"] == api.cycles and report["modules"] == api.modules
     assert np.array_equal(Bundle.load(out).dram, execute(bundle).dram)
     events = json.loads(trace.read_text())["traceEvents"]
     insns = [e for e in events if e["ph"] == "X" and e["cat"] != "fetch"]

@@ -40,7 +40,7 @@ def test_finish_alone():
     result = simulate(b.build())
     assert result.retire == [("compute", 12, 13)]
     assert result.cycles == 13
-    assert result.busy["fetch"] == 11 + 1
+    assert result.modules["fetch"]["busy"] == 11 + 1
 
 
 def test_finish_alone_on_the_preset_takes_its_insn_overhead():
@@ -89,9 +89,9 @@ def test_each_instruction_kind_in_exact_cycles():
         ("compute", 73, 74),
     ]
     assert result.cycles == 74 and result.last_retire == 74
-    assert result.stall["store"]["memory"] == 34 - 27
-    assert result.stall["load"]["memory"] == 43 - 26
-    assert result.busy["load"] == 1 + 18 + 13 and result.busy["store"] == 1 + 9
+    assert result.modules["store"]["stall_mem"] == 34 - 27
+    assert result.modules["load"]["stall_mem"] == 43 - 26
+    assert result.modules["load"]["busy"] == 1 + 18 + 13 and result.modules["store"]["busy"] == 1 + 9
     assert result.port_busy == 21 + 11 + 9 + 18
 
 
@@ -107,7 +107,7 @@ def test_token_handover_takes_queue_latency():
     assert r.retire[1] == ("compute", 20, 21)     # taken at 19, token pushed at 19 visible at 20
     assert r.retire[2] == ("store", 22, 23)       # token pushed at 21, visible at 22
     assert r.retire[3] == ("compute", 24, 25)
-    assert r.stall["compute"]["token"] == 1 + 3    # GEMM waits 19->20, FINISH 21->24
+    assert r.modules["compute"]["stall_token"] == 1 + 3    # GEMM waits 19->20, FINISH 21->24
     assert r.queue_occupancy["token_l2c"]["max"] == 1
 
 
@@ -186,7 +186,7 @@ def test_full_command_queue_stalls_fetch():
         b.emit("GEMM")  # no uops: overhead only
     r = simulate(b.build())
     assert r.queue_occupancy["cmd_compute"]["max"] == 8
-    assert r.stall["fetch"]["queue"] > 0
+    assert r.modules["fetch"]["stall_queue"] > 0
 
 
 def test_double_buffering_beats_serial_and_respects_bounds():

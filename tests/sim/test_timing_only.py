@@ -20,7 +20,7 @@ LAYERS = [Conv2D(name="c3", h=14, w=14, ic=32, oc=48, k=3, pad=1, shift=6, relu=
 def same_timing(bundle):
     data, timing = simulate(bundle), simulate(bundle, data=False)
     assert timing.dram is None and data.dram is not None
-    for name in ("cycles", "busy", "stall", "queue_occupancy", "bytes", "retire", "tokens_left", "last_retire",
+    for name in ("cycles", "modules", "queue_occupancy", "bytes", "retire", "tokens_left", "last_retire",
                  "port_busy", "gemm_mac_uops"):
         assert getattr(timing, name) == getattr(data, name), name
     assert timing.counters.as_dict() == data.counters.as_dict()
