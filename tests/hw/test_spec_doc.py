@@ -110,3 +110,20 @@ def test_topology_section_is_the_isa():
             ("store", "pop_prev"): store[0], ("store", "push_prev"): store[1],
             **{("compute", flag): q for flag, q in compute.items()}}
     assert said == isa.FLAG_QUEUE
+
+
+def test_encoding_words_are_the_layout():
+    """Section 3's widths (instruction, word, micro-op) are the ISA's, and each kind's "second
+    word:" begins at the first field the default preset's layout puts at or above bit 64."""
+    config = load_config("osdi18")
+    text = SPEC.read_text().split("## 3. Instruction encoding", 1)[1].split("\n## 4.", 1)[0]
+    insn, word = re.search(r"Instructions are (\d+) bits, stored as two little-endian (\d+)-bit words", text).groups()
+    assert (int(insn), int(word)) == (isa.INSN_BITS, isa.WORD_BITS) and 2 * isa.WORD_BITS == isa.INSN_BITS
+    uop_bits = int(re.search(r"\*\*Micro-op\*\* \((\d+) bits", text).group(1))
+    assert uop_bits == 8 * isa.encode_uops([(0, 0, 0)], config).dtype.itemsize
+    bullets = _encoding_bullets()
+    for title, kinds in {"LOAD / STORE": ["LOAD", "STORE"], "GEMM": ["GEMM"], "ALU": ["ALU"]}.items():
+        second = re.search(r"second word(?: [^:]*)?: `(\w+)`", bullets[title]).group(1)
+        for kind in kinds:
+            first_high = next(f.name for f in isa.layout(kind, config).values() if f.lo >= isa.WORD_BITS)
+            assert second == first_high, f"{title}: the second word begins at `{second}`, the layout at `{first_high}`"
