@@ -56,7 +56,7 @@ def test_n_lut_levels_cost_n_luts_and_n_hops(paths, n):
     assert p["logic_levels"] == n and p["levels_by_type"] == {"LUT1": n}
 
 
-def test_three_luts_is_2_298_ns(paths):
+def test_three_luts_is_2_301_ns(paths):
     assert paths[("dout[3]", "D")]["delay_ns"] == pytest.approx(0.456 + 3 * (0.124 + 0.456) + 0.105, abs=1e-3)
 
 
