@@ -12,14 +12,15 @@ Everything else is derived from it (docs/extending.md walks through adding an op
   (``compiler.quantize.reference``, ``compiler.network.cpu_ops``, ``compiler.network.partition``),
   which run any table: a new op needs none of them changed.
 
-``fn(x, attrs)`` takes float64 ``x`` and the node's attributes and returns the float values
-(float32 after the float model's cast). ``table`` is the same function for the 256 entries of an
-int8 table when ``fn`` uses numpy's vectorised exponential, whose SIMD variants differ in the
-last bit between CPUs: it calls :func:`scalar_exp` (the C library's, one value at a time), so the
-model build and calibration decide the same bits everywhere. ``attrs(onnx_attrs)`` gives the
-graph attributes from the ONNX node's attributes (ops reached by other importer rules, such as
-``clip`` from Clip's constant inputs or ``affine`` from BatchNormalization and constant
-arithmetic, name no ONNX op here).
+``fn(x, attrs, exp)`` takes float64 ``x``, the node's attributes and the exponential to use, and
+returns the float values (float32 after the float model's cast). The float model passes numpy's
+vectorised ``np.exp``; the tables pass :func:`scalar_exp` (the C library's, one value at a time),
+because numpy's SIMD variants differ in the last bit between CPUs and the model build and
+calibration must decide the same bits everywhere. So one function defines both and they cannot
+disagree. (Another transcendental function would be written with ``exp`` or become a parameter
+like it.) ``attrs(onnx_attrs)`` gives the graph attributes from the ONNX node's attributes; ops
+reached by other importer rules (``clip`` from Clip's constant inputs, ``affine`` from
+BatchNormalization and constant arithmetic) name no ONNX op here.
 """
 
 from __future__ import annotations
@@ -53,33 +54,35 @@ def _no_attrs(onnx_attrs: dict) -> dict:
 @dataclass(frozen=True)
 class Elementwise:
     """One element-wise op (see the module docstring): ``name`` in the graph IR, the ``onnx`` op
-    types imported as it, ``fn`` its float meaning, ``table`` its table function (``fn`` if None),
-    ``attrs`` the ONNX attributes' parser, ``doc`` its attributes (the graph IR's op table)."""
+    types imported as it, ``fn`` its meaning, ``doc`` its attributes (the graph IR's op table),
+    ``attrs`` the parser of the ONNX node's attributes."""
 
     name: str
     onnx: tuple[str, ...]
-    fn: Callable[[np.ndarray, dict], np.ndarray]
+    fn: Callable[[np.ndarray, dict, Callable], np.ndarray]
     doc: str = "--"
-    table: Callable[[np.ndarray, dict], np.ndarray] | None = None
     attrs: Callable[[dict], dict] = _no_attrs
 
+    def evaluate(self, x: np.ndarray, attrs: dict) -> np.ndarray:
+        """The float model's values of float64 ``x``."""
+        return self.fn(x, attrs, np.exp)
+
     def tabulate(self, x: np.ndarray, attrs: dict) -> np.ndarray:
-        """The op's values on the float64 inputs ``x`` of an int8 table."""
-        return (self.table or self.fn)(x, attrs)
+        """The values of float64 ``x``, the inputs of an int8 table (the same bits on every CPU)."""
+        return self.fn(x, attrs, scalar_exp)
 
 
 ELEMENTWISE = (
-    Elementwise("relu", ("Relu",), lambda x, a: np.maximum(x, 0.0)),
-    Elementwise("clip", (), lambda x, a: np.clip(x, a["lo"], a["hi"]),
+    Elementwise("relu", ("Relu",), lambda x, a, exp: np.maximum(x, 0.0)),
+    Elementwise("clip", (), lambda x, a, exp: np.clip(x, a["lo"], a["hi"]),
                 "lo, hi (floats; -inf/inf when a side is open)"),
-    Elementwise("affine", (), lambda x, a: affine(x, a["scale"], a["offset"]),
+    Elementwise("affine", (), lambda x, a, exp: affine(x, a["scale"], a["offset"]),
                 "scale, offset: x * scale + offset, each a scalar or one value per channel (axis 1)"),
-    Elementwise("sigmoid", ("Sigmoid",), lambda x, a: 1.0 / (1.0 + np.exp(-x)),
-                table=lambda x, a: 1.0 / (1.0 + scalar_exp(-x))),
-    Elementwise("hardsigmoid", ("HardSigmoid",), lambda x, a: hardsigmoid(x, a["alpha"], a["beta"]),
+    Elementwise("sigmoid", ("Sigmoid",), lambda x, a, exp: 1.0 / (1.0 + exp(-x))),
+    Elementwise("hardsigmoid", ("HardSigmoid",), lambda x, a, exp: hardsigmoid(x, a["alpha"], a["beta"]),
                 "alpha, beta: clip(alpha * x + beta, 0, 1)",
-                attrs=lambda a: {"alpha": float(a.get("alpha", 0.2)), "beta": float(a.get("beta", 0.5))}),
-    Elementwise("hardswish", ("HardSwish",), lambda x, a: x * hardsigmoid(x, 1.0 / 6.0, 0.5),
+                lambda a: {"alpha": float(a.get("alpha", 0.2)), "beta": float(a.get("beta", 0.5))}),
+    Elementwise("hardswish", ("HardSwish",), lambda x, a, exp: x * hardsigmoid(x, 1.0 / 6.0, 0.5),
                 "--  x * hardsigmoid(x) with alpha 1/6, beta 1/2"),
 )
 

@@ -227,8 +227,8 @@ def gather(x, index, fill):
     return np.where(index >= 0, picked, fill)
 
 
-def _elementwise(fn):
-    return lambda a, args: fn(args[0].astype(np.float64), a)
+def _elementwise(op):
+    return lambda a, args: op.evaluate(args[0].astype(np.float64), a)
 
 
 # op -> f(attrs, inputs): its float output (cast to float32 by eval_node)
@@ -244,7 +244,7 @@ EVAL = {
     "concat": lambda a, args: np.concatenate(args, axis=a["axis"]),
     "reshape": lambda a, args: args[0].reshape(a["shape"]),
     "gather": lambda a, args: gather(args[0], a["index"], a["fill"]).reshape(a["shape"]),
-    **{op.name: _elementwise(op.fn) for op in ELEMENTWISE},
+    **{op.name: _elementwise(op) for op in ELEMENTWISE},
 }
 
 
