@@ -54,13 +54,12 @@ def _no_attrs(onnx_attrs: dict) -> dict:
 @dataclass(frozen=True)
 class Elementwise:
     """One element-wise op (see the module docstring): ``name`` in the graph IR, the ``onnx`` op
-    types imported as it, ``fn`` its meaning, ``doc`` its attributes (the graph IR's op table),
-    ``attrs`` the parser of the ONNX node's attributes."""
+    types imported as it, ``fn`` its meaning, ``attrs`` the parser of the ONNX node's attributes
+    (its graph attributes are the ones ``fn`` reads)."""
 
     name: str
     onnx: tuple[str, ...]
     fn: Callable[[np.ndarray, dict, Callable], np.ndarray]
-    doc: str = "--"
     attrs: Callable[[dict], dict] = _no_attrs
 
     def evaluate(self, x: np.ndarray, attrs: dict) -> np.ndarray:
@@ -74,16 +73,14 @@ class Elementwise:
 
 ELEMENTWISE = (
     Elementwise("relu", ("Relu",), lambda x, a, exp: np.maximum(x, 0.0)),
-    Elementwise("clip", (), lambda x, a, exp: np.clip(x, a["lo"], a["hi"]),
-                "lo, hi (floats; -inf/inf when a side is open)"),
-    Elementwise("affine", (), lambda x, a, exp: affine(x, a["scale"], a["offset"]),
-                "scale, offset: x * scale + offset, each a scalar or one value per channel (axis 1)"),
+    # lo, hi: floats, -inf/inf when a side is open
+    Elementwise("clip", (), lambda x, a, exp: np.clip(x, a["lo"], a["hi"])),
+    # scale, offset: each a scalar or one value per channel (axis 1), or per element
+    Elementwise("affine", (), lambda x, a, exp: affine(x, a["scale"], a["offset"])),
     Elementwise("sigmoid", ("Sigmoid",), lambda x, a, exp: 1.0 / (1.0 + exp(-x))),
     Elementwise("hardsigmoid", ("HardSigmoid",), lambda x, a, exp: hardsigmoid(x, a["alpha"], a["beta"]),
-                "alpha, beta: clip(alpha * x + beta, 0, 1)",
                 lambda a: {"alpha": float(a.get("alpha", 0.2)), "beta": float(a.get("beta", 0.5))}),
-    Elementwise("hardswish", ("HardSwish",), lambda x, a, exp: x * hardsigmoid(x, 1.0 / 6.0, 0.5),
-                "--  x * hardsigmoid(x) with alpha 1/6, beta 1/2"),
+    Elementwise("hardswish", ("HardSwish",), lambda x, a, exp: x * hardsigmoid(x, 1.0 / 6.0, 0.5)),
 )
 
 BY_NAME = {op.name: op for op in ELEMENTWISE}

@@ -1,9 +1,10 @@
 """Which CPU kernel runs a quantized op: ``cpu_kernel(node, args)`` -> (kernel spec, the
 kernel's inputs, output shape) or None for a free reshape.
 
-One place maps the quantized graph's ops (``compiler.quantize.qgraph``) onto the LLVM kernel
-specs (``compiler.cpu_fallback``); the executor runs them, the deployment builds the ARM
-library from them, and the Cortex-A9 model times them.
+One table, :data:`PLANS` (one planner per op), maps the quantized graph's ops
+(``compiler.quantize.qgraph``) onto the LLVM kernel specs (``compiler.cpu_fallback``); the
+executor runs them, the deployment builds the ARM library from them, and the Cortex-A9 model
+times them.
 
 A graph may come from outside (a deployment package), so every attribute is checked here before
 it becomes a kernel parameter or buffer: its type (ints are ints, tuples have their length),
