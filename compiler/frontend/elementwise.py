@@ -1,13 +1,14 @@
 """The element-wise ops of one input: one table, :data:`ELEMENTWISE`, holds each op's graph-IR
-name, the ONNX ops imported as it, their attributes, its float meaning and its table function.
+name, the ONNX ops imported as it, the parser of their attributes and its meaning (one function
+for the float model and the int8 table).
 
 Everything else is derived from it (docs/extending.md walks through adding an op):
 
 - the graph IR's op lists (``compiler.frontend.graph.UNARY`` and ``OPS``),
 - the importer's handlers of the ONNX ops named here (``compiler.frontend.onnx_import``),
 - the float model (``compiler.frontend.float_ref.eval_node``),
-- the quantization rule: every op here becomes a 256-entry int8 table (``lut``) computed by its
-  table function, or (a per-channel affine) a ``muladd`` (``compiler.quantize.rules``);
+- the quantization rule: every op here becomes a 256-entry int8 table (``lut``) of its function,
+  or (a per-channel affine) a ``muladd`` (``compiler.quantize.rules``);
 - the int8 reference, the CPU kernel and the placement are those of ``lut`` and ``muladd``
   (``compiler.quantize.reference``, ``compiler.network.cpu_ops``, ``compiler.network.partition``),
   which run any table: a new op needs none of them changed.

@@ -206,7 +206,7 @@ def _pool(ctx: Context, node: Node, act, out, inputs, wide):
 
 def _unary(ctx: Context, node: Node, act, out, inputs, wide):
     """An element-wise op (``compiler.frontend.elementwise``) becomes a 256-entry table of its
-    table function; per-channel or per-element affines a muladd."""
+    function (``Elementwise.tabulate``); per-channel or per-element affines a muladd."""
     fx, zx = ctx.fracs[inputs[0]], ctx.zps[inputs[0]]
     fy, zy = ctx.best[out]
     a = node.attrs
