@@ -21,10 +21,10 @@ within 5e-5 of onnxruntime's float32 (relative to the output's peak) on the buil
 Since the thread count cannot change a result, the products run with OpenBLAS on one thread,
 which is faster on these shapes (``compiler.frontend.blas``).
 
-The float meaning of every graph-IR op (``compiler.frontend.graph``) is :func:`eval_node`. The
-element-wise functions (:data:`UNARY_FUNCTIONS`) are also what the quantizer tabulates into int8
-lookup tables (:data:`TABLE_FUNCTIONS`: the same functions with the exponential of the C library,
-one value at a time, instead of numpy's vectorised one, whose SIMD variants differ in the last bit
+The float meaning of every graph-IR op (``compiler.frontend.graph``) is :func:`eval_node`, one
+function per op in :data:`EVAL`. The element-wise ones are the functions of
+``compiler.frontend.elementwise.ELEMENTWISE``, which the quantizer also tabulates into int8 lookup
+tables (with the C library's exponential where numpy's vectorised one could differ in the last bit
 between CPUs), so the float model and the int8 tables cannot disagree on what an op means.
 """
 
@@ -35,6 +35,7 @@ import math
 import numpy as np
 
 from compiler.frontend.blas import one_thread
+from compiler.frontend.elementwise import ELEMENTWISE
 from compiler.frontend.graph import Graph, Node, conv_out
 
 EXACT_BITS = 53  # float64's significand: integers up to 2**53 are exact
@@ -190,32 +191,6 @@ def maxpool(x, kernel, stride, pad, ceil_extra=(0, 0)):
     return out
 
 
-def affine(x, scale, offset):
-    """x * scale + offset, the constants broadcasting as in numpy (and ONNX)."""
-    return x.astype(np.float64) * np.asarray(scale, np.float64) + np.asarray(offset, np.float64)
-
-
-def hardsigmoid(x, alpha=0.2, beta=0.5):
-    return np.clip(alpha * x + beta, 0.0, 1.0)
-
-
-def scalar_exp(x) -> np.ndarray:
-    """exp of every element by the C library's ``exp`` (for the 256 entries of a table)."""
-    x = np.asarray(x, dtype=np.float64)
-    return np.array([math.exp(v) for v in x.reshape(-1)], dtype=np.float64).reshape(x.shape)
-
-
-UNARY_FUNCTIONS = {
-    "relu": lambda x, a: np.maximum(x, 0.0),
-    "clip": lambda x, a: np.clip(x, a["lo"], a["hi"]),
-    "affine": lambda x, a: affine(x, a["scale"], a["offset"]),
-    "sigmoid": lambda x, a: 1.0 / (1.0 + np.exp(-x)),
-    "hardsigmoid": lambda x, a: hardsigmoid(x, a["alpha"], a["beta"]),
-    "hardswish": lambda x, a: x * hardsigmoid(x, 1.0 / 6.0, 0.5),
-}
-TABLE_FUNCTIONS = {**UNARY_FUNCTIONS, "sigmoid": lambda x, a: 1.0 / (1.0 + scalar_exp(-x))}
-
-
 def softmax(x, axis):
     x = x.astype(np.float64)
     e = np.exp(x - x.max(axis=axis, keepdims=True))
@@ -252,34 +227,32 @@ def gather(x, index, fill):
     return np.where(index >= 0, picked, fill)
 
 
+def _elementwise(op):
+    return lambda a, args: op.evaluate(args[0].astype(np.float64), a)
+
+
+# op -> f(attrs, inputs): its float output (cast to float32 by eval_node)
+EVAL = {
+    "conv": lambda a, args: conv2d(args[0], a["weight"], a["bias"], a["stride"], a["pad"], a.get("groups", 1)),
+    "dense": lambda a, args: dense(args[0], a["weight"], a["bias"]),
+    "add": lambda a, args: args[0] + args[1],
+    "softmax": lambda a, args: softmax(args[0], a["axis"]),
+    "maxpool": lambda a, args: maxpool(args[0], a["kernel"], a["stride"], a["pad"], a.get("ceil", (0, 0))),
+    "avgpool": lambda a, args: args[0].mean(axis=(2, 3), keepdims=True, dtype=np.float64),
+    "avgpool2d": lambda a, args: avgpool2d(args[0], a["kernel"], a["stride"], a["pad"], a.get("ceil", (0, 0)),
+                                           a.get("count_pad", False)),
+    "concat": lambda a, args: np.concatenate(args, axis=a["axis"]),
+    "reshape": lambda a, args: args[0].reshape(a["shape"]),
+    "gather": lambda a, args: gather(args[0], a["index"], a["fill"]).reshape(a["shape"]),
+    **{op.name: _elementwise(op) for op in ELEMENTWISE},
+}
+
+
 def eval_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
     """float32 output of ``node`` on float32 ``args``."""
-    a, op, x = node.attrs, node.op, args[0]
-    if op == "conv":
-        out = conv2d(x, a["weight"], a["bias"], a["stride"], a["pad"], a.get("groups", 1))
-    elif op == "dense":
-        out = dense(x, a["weight"], a["bias"])
-    elif op in UNARY_FUNCTIONS:
-        out = UNARY_FUNCTIONS[op](x.astype(np.float64), a)
-    elif op == "add":
-        out = x + args[1]
-    elif op == "softmax":
-        out = softmax(x, a["axis"])
-    elif op == "maxpool":
-        out = maxpool(x, a["kernel"], a["stride"], a["pad"], a.get("ceil", (0, 0)))
-    elif op == "avgpool":
-        out = x.mean(axis=(2, 3), keepdims=True, dtype=np.float64)
-    elif op == "avgpool2d":
-        out = avgpool2d(x, a["kernel"], a["stride"], a["pad"], a.get("ceil", (0, 0)), a.get("count_pad", False))
-    elif op == "concat":
-        out = np.concatenate(args, axis=a["axis"])
-    elif op == "reshape":
-        out = x.reshape(a["shape"])
-    elif op == "gather":
-        out = gather(x, a["index"], a["fill"]).reshape(a["shape"])
-    else:
-        raise ValueError(f"unknown op {op}")
-    return np.asarray(out, dtype=np.float32)
+    if node.op not in EVAL:
+        raise ValueError(f"unknown op {node.op}")
+    return np.asarray(EVAL[node.op](node.attrs, args), dtype=np.float32)
 
 
 def last_readers(graph) -> dict[str, int]:

@@ -9,13 +9,7 @@ op           attrs
 ===========  ===============================================================================
 conv         weight (O, I/groups, kh, kw), bias (O,), stride (sh, sw), pad (t, l, b, r), groups
 dense        weight (M, K), bias (M,)          input (N, K)
-relu         --
-clip         lo, hi (floats; -inf/inf when a side is open)
 add          --                                two inputs of the same shape
-affine       scale, offset: x * scale + offset, each a scalar or one value per channel (axis 1)
-sigmoid      --
-hardsigmoid  alpha, beta: clip(alpha * x + beta, 0, 1)
-hardswish    --                                x * hardsigmoid(x) with alpha 1/6, beta 1/2
 softmax      axis
 maxpool      kernel (kh, kw), stride, pad (t, l, b, r), ceil (extra bottom, right rows of ceil mode)
 avgpool      --                                global mean over H x W, output (N, C, 1, 1)
@@ -27,18 +21,21 @@ gather       index (int64, one per output element, flat into the input; -1 takes
              Where with a constant side, Pad, ...) becomes one, its index map found by running the
              ONNX node on numbered inputs (compiler.frontend.fold)
 ===========  ===============================================================================
+
+and the element-wise ops of one input (:data:`UNARY`: relu, clip, affine, sigmoid, ...), each one
+entry of ``compiler.frontend.elementwise.ELEMENTWISE`` with its attributes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from compiler.frontend.elementwise import NAMES
 from vdla_hw.errors import VdlaError
 
-OPS = ("conv", "dense", "relu", "clip", "add", "affine", "sigmoid", "hardsigmoid", "hardswish", "softmax",
-       "maxpool", "avgpool", "avgpool2d", "concat", "reshape", "gather")
-# Element-wise ops of one input whose int8 form is a 256-entry table (compiler.quantize).
-UNARY = ("relu", "clip", "affine", "sigmoid", "hardsigmoid", "hardswish")
+# Element-wise ops of one input (compiler.frontend.elementwise): in int8 a 256-entry table or a muladd.
+UNARY = NAMES
+OPS = ("conv", "dense", "add", "softmax", "maxpool", "avgpool", "avgpool2d", "concat", "reshape", "gather") + UNARY
 
 
 class ModelError(VdlaError):

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler.frontend import fold as folding
+from compiler.frontend.elementwise import BY_ONNX
 from compiler.frontend.graph import Graph, ModelError, Node, ceil_extra
 from compiler.frontend.onnx_read import (check_names, data_input, infer_shapes, opset_of, read_model, resolve_shape,
                                          static_shapes)
@@ -25,7 +26,6 @@ ALIASES = ("Identity", "Dropout")
 RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 MOVEMENT = ("Transpose", "Gather", "GatherND", "GatherElements", "Slice", "Where", "Pad", "Expand", "Tile",
             "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Compress")
-UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "HardSwish": "hardswish"}
 MALFORMED = (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, AttributeError, OverflowError)
 CONST_ARITH = ("Add", "Sub", "Mul", "Div")
 
@@ -156,14 +156,14 @@ class _Importer:
         per_channel = (1, -1) + (1,) * (len(self.shapes[x]) - 2)
         self.emit(node, "affine", [x], scale=k.reshape(per_channel), offset=(beta - mean * k).reshape(per_channel))
 
-    def op_unary(self, node, a):
-        self.emit(node, UNARY[node.op_type], [self.tensor(node, node.input[0])])
+    def op_elementwise(self, node, a):
+        """An ONNX op of ``compiler.frontend.elementwise``: its graph op, its attributes parsed."""
+        op = BY_ONNX[node.op_type]
+        self.emit(node, op.name, [self.tensor(node, node.input[0])], **op.attrs(a))
 
-    op_Relu = op_Sigmoid = op_HardSwish = op_unary
-
-    def op_HardSigmoid(self, node, a):
-        self.emit(node, "hardsigmoid", [self.tensor(node, node.input[0])], alpha=float(a.get("alpha", 0.2)),
-                  beta=float(a.get("beta", 0.5)))
+    for _op in BY_ONNX:
+        locals()[f"op_{_op}"] = op_elementwise
+    del _op
 
     def op_Clip(self, node, a):
         x = self.tensor(node, node.input[0])

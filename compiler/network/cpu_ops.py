@@ -1,9 +1,10 @@
 """Which CPU kernel runs a quantized op: ``cpu_kernel(node, args)`` -> (kernel spec, the
 kernel's inputs, output shape) or None for a free reshape.
 
-One place maps the quantized graph's ops (``compiler.quantize.qgraph``) onto the LLVM kernel
-specs (``compiler.cpu_fallback``); the executor runs them, the deployment builds the ARM
-library from them, and the Cortex-A9 model times them.
+One table, :data:`PLANS` (one planner per op), maps the quantized graph's ops
+(``compiler.quantize.qgraph``) onto the LLVM kernel specs (``compiler.cpu_fallback``); the
+executor runs them, the deployment builds the ARM library from them, and the Cortex-A9 model
+times them.
 
 A graph may come from outside (a deployment package), so every attribute is checked here before
 it becomes a kernel parameter or buffer: its type (ints are ints, tuples have their length),
@@ -27,7 +28,7 @@ from compiler.quantize.qgraph import QGraph, QNode
 from vdla_hw.errors import VdlaError
 from vdla_hw.files import printable
 
-RESHAPES = ("reshape", "flatten")
+RESHAPES = ("reshape",)
 # inputs each op takes (concat: any number, at least one)
 ARITY = {"add": 2, "concat": None}
 
@@ -126,96 +127,132 @@ def _size(shape) -> int:
     return int(np.prod(shape, dtype=object))
 
 
+def _plan_quantize(node: QNode, shapes: list[tuple]):
+    return QuantizeSpec(size=_size(shapes[0]), frac=_int(node, "frac")), [], shapes[0]
+
+
+def _plan_gemm(node: QNode, shapes: list[tuple]):
+    """conv and dense."""
+    x = shapes[0]
+    weight = _array(node, "weight", "int8")
+    bias = _array(node, "bias", "int32")
+    shift, per_channel = _shift(node)
+    lo, hi = _int(node, "lo"), _int(node, "hi")
+    if node.op == "conv":
+        n, c, h, w = _rank(node, x, 4)
+        if weight.ndim != 4:
+            raise NodeError(node, "weight", f"shape {weight.shape} is not (O, I/groups, kh, kw)")
+        oc, _, kh, kw = weight.shape
+        spec = Conv2dSpec(n=n, c=c, h=h, w=w, oc=oc, kh=kh, kw=kw, stride=_ints(node, "stride", 2),
+                          pad=_ints(node, "pad", 4), groups=_int(node, "groups"),
+                          pad_value=_int(node, "pad_value"), shift=shift, per_channel=per_channel is not None,
+                          lo=lo, hi=hi, wide=_bool(node, "wide"))
+    else:
+        n, k = _rank(node, x, 2)
+        if weight.ndim != 2:
+            raise NodeError(node, "weight", f"shape {weight.shape} is not (M, K)")
+        spec = DenseSpec(n=n, k=k, m=weight.shape[0], shift=shift, per_channel=per_channel is not None, lo=lo,
+                         hi=hi, out_dtype="int32" if _bool(node, "wide") else "int8")
+    out = next(a for a in spec.args() if a.output).shape  # (n, oc, oh, ow) or (n, m)
+    return spec, [weight, bias] + ([] if per_channel is None else [per_channel]), out
+
+
+def _plan_add(node: QNode, shapes: list[tuple]):
+    spec = AddSpec(size=_size(shapes[0]), a_shift=_int(node, "a_shift"), b_shift=_int(node, "b_shift"),
+                   shift=_int(node, "shift"), offset=_int(node, "offset"), lo=_int(node, "lo"),
+                   hi=_int(node, "hi"), a_mul=_int(node, "a_mul", 1), b_mul=_int(node, "b_mul", 1))
+    return spec, [], shapes[0]
+
+
+def _plan_lut(node: QNode, shapes: list[tuple]):
+    return LutSpec(size=_size(shapes[0])), [_array(node, "table", "int8")], shapes[0]
+
+
+def _plan_muladd(node: QNode, shapes: list[tuple]):
+    x = shapes[0]
+    n = x[0] if x else 0
+    spec = MulAddSpec(n=n, size=_size(x) // max(n, 1), shift=_int(node, "shift"), lo=_int(node, "lo"),
+                      hi=_int(node, "hi"))
+    consts = [_array(node, key, "int32") for key in ("mul", "add")]
+    for key, array in zip(("mul", "add"), consts):
+        if array.shape != x[1:]:  # one sample's shape: what the reference broadcasts over the batch
+            raise NodeError(node, key, f"shape {array.shape} is not one sample's {x[1:]}")
+    return spec, [a.reshape(-1) for a in consts], x
+
+
+def _plan_relu(node: QNode, shapes: list[tuple]):
+    return ReluSpec(size=_size(shapes[0])), [], shapes[0]
+
+
+def _plan_maxpool(node: QNode, shapes: list[tuple]):
+    n, c, h, w = _rank(node, shapes[0], 4)
+    kh, kw = _ints(node, "kernel", 2)
+    spec = MaxPool2dSpec(n=n, c=c, h=h, w=w, kh=kh, kw=kw, stride=_ints(node, "stride", 2), pad=_with_ceil(node))
+    return spec, [], (n, c, spec.oh, spec.ow)
+
+
+def _plan_avgpool(node: QNode, shapes: list[tuple]):
+    n, c, h, w = _rank(node, shapes[0], 4)
+    spec = GlobalAvgPoolSpec(n=n, c=c, h=h, w=w, up=_int(node, "up"), add=_int(node, "add"), lo=_int(node, "lo"),
+                             hi=_int(node, "hi"), out_dtype="int32" if _bool(node, "wide") else "int8")
+    return spec, [], (n, c, 1, 1)
+
+
+def _plan_avgpool2d(node: QNode, shapes: list[tuple]):
+    n, c, h, w = _rank(node, shapes[0], 4)
+    kh, kw = _ints(node, "kernel", 2)
+    spec = AvgPool2dSpec(n=n, c=c, h=h, w=w, kh=kh, kw=kw, stride=_ints(node, "stride", 2), pad=_with_ceil(node),
+                         pad_value=_int(node, "pad_value"), up=_int(node, "up"), lo=_int(node, "lo"),
+                         hi=_int(node, "hi"))
+    int32 = (-2**31, 2**31 - 1)
+    return spec, [_array(node, "count", None, *int32, cast="int32"),
+                  _array(node, "add", None, *int32, cast="int32")], (n, c, spec.oh, spec.ow)
+
+
+def _plan_concat(node: QNode, shapes: list[tuple]):
+    x = shapes[0]
+    axis = _axis(node, x)
+    for i, shape in enumerate(shapes):
+        if len(shape) != len(x) or shape[:axis] != x[:axis] or shape[axis + 1:] != x[axis + 1:]:
+            raise NodeError(node, f"input {i}", f"shape {shape} does not concatenate with {x} along axis {axis}")
+    outer, inner = _size(x[:axis]), _size(x[axis + 1:])
+    spec = ConcatSpec(outer=outer, inner=inner, parts=tuple(s[axis] for s in shapes),
+                      shifts=_ints(node, "shifts", len(shapes)), zps=_ints(node, "zps", len(shapes)),
+                      zp=_int(node, "zp"))
+    return spec, [], x[:axis] + (sum(spec.parts),) + x[axis + 1:]
+
+
+def _plan_gather(node: QNode, shapes: list[tuple]):
+    shape = _ints(node, "shape", None)
+    spec = GatherSpec(n=1, size_in=_size(shapes[0]), size_out=_size(shape))
+    consts = [_array(node, "index", None, -2**31, 2**31 - 1, cast="int32"),
+              _array(node, "fill", None, -128, 127, cast="int8")]
+    for key, array in zip(("index", "fill"), consts):
+        if array.ndim != 1:  # flat, one per output element
+            raise NodeError(node, key, f"shape {array.shape} is not one-dimensional")
+    return spec, consts, shape
+
+
+def _plan_softmax(node: QNode, shapes: list[tuple]):
+    x = shapes[0]
+    axis = _axis(node, x)
+    spec = SoftmaxSpec(outer=_size(x[:axis]), axis=x[axis], inner=_size(x[axis + 1:]))
+    return spec, [_array(node, "table", None, -2**31, 2**31 - 1, cast="int32")], x
+
+
+# quantized op -> its planner: (spec, constant inputs, output shape) from the node and its inputs'
+# shapes (the output shape the numpy reference gives); the kernel's inputs are the activations
+# (reshaped to the spec's first arguments), then these constants. RESHAPES have no kernel.
+PLANS = {"quantize": _plan_quantize, "conv": _plan_gemm, "dense": _plan_gemm, "add": _plan_add, "lut": _plan_lut,
+         "muladd": _plan_muladd, "relu": _plan_relu, "maxpool": _plan_maxpool, "avgpool": _plan_avgpool,
+         "avgpool2d": _plan_avgpool2d, "concat": _plan_concat, "gather": _plan_gather, "softmax": _plan_softmax}
+
+
 def _plan(node: QNode, shapes: list[tuple]):
-    """(spec, constant inputs, output shape) of a CPU op whose inputs have ``shapes`` (the output
-    shape the numpy reference gives); the kernel's inputs are the activations (reshaped to the
-    spec's first arguments), then these."""
-    op, x = node.op, shapes[0]
-    if op == "quantize":
-        return QuantizeSpec(size=_size(x), frac=_int(node, "frac")), [], x
-    if op in ("conv", "dense"):
-        weight = _array(node, "weight", "int8")
-        bias = _array(node, "bias", "int32")
-        shift, per_channel = _shift(node)
-        lo, hi = _int(node, "lo"), _int(node, "hi")
-        if op == "conv":
-            n, c, h, w = _rank(node, x, 4)
-            if weight.ndim != 4:
-                raise NodeError(node, "weight", f"shape {weight.shape} is not (O, I/groups, kh, kw)")
-            oc, _, kh, kw = weight.shape
-            spec = Conv2dSpec(n=n, c=c, h=h, w=w, oc=oc, kh=kh, kw=kw, stride=_ints(node, "stride", 2),
-                              pad=_ints(node, "pad", 4), groups=_int(node, "groups"),
-                              pad_value=_int(node, "pad_value"), shift=shift, per_channel=per_channel is not None,
-                              lo=lo, hi=hi, wide=_bool(node, "wide"))
-        else:
-            n, k = _rank(node, x, 2)
-            if weight.ndim != 2:
-                raise NodeError(node, "weight", f"shape {weight.shape} is not (M, K)")
-            spec = DenseSpec(n=n, k=k, m=weight.shape[0], shift=shift, per_channel=per_channel is not None, lo=lo,
-                             hi=hi, out_dtype="int32" if _bool(node, "wide") else "int8")
-        out = next(a for a in spec.args() if a.output).shape  # (n, oc, oh, ow) or (n, m)
-        return spec, [weight, bias] + ([] if per_channel is None else [per_channel]), out
-    if op == "add":
-        spec = AddSpec(size=_size(x), a_shift=_int(node, "a_shift"), b_shift=_int(node, "b_shift"),
-                       shift=_int(node, "shift"), offset=_int(node, "offset"), lo=_int(node, "lo"),
-                       hi=_int(node, "hi"), a_mul=_int(node, "a_mul", 1), b_mul=_int(node, "b_mul", 1))
-        return spec, [], x
-    if op == "lut":
-        return LutSpec(size=_size(x)), [_array(node, "table", "int8")], x
-    if op == "muladd":
-        n = x[0] if x else 0
-        spec = MulAddSpec(n=n, size=_size(x) // max(n, 1), shift=_int(node, "shift"), lo=_int(node, "lo"),
-                          hi=_int(node, "hi"))
-        consts = [_array(node, key, "int32") for key in ("mul", "add")]
-        for key, array in zip(("mul", "add"), consts):
-            if array.shape != x[1:]:  # one sample's shape: what the reference broadcasts over the batch
-                raise NodeError(node, key, f"shape {array.shape} is not one sample's {x[1:]}")
-        return spec, [a.reshape(-1) for a in consts], x
-    if op == "relu":
-        return ReluSpec(size=_size(x)), [], x
-    if op == "maxpool":
-        n, c, h, w = _rank(node, x, 4)
-        kh, kw = _ints(node, "kernel", 2)
-        spec = MaxPool2dSpec(n=n, c=c, h=h, w=w, kh=kh, kw=kw, stride=_ints(node, "stride", 2), pad=_with_ceil(node))
-        return spec, [], (n, c, spec.oh, spec.ow)
-    if op == "avgpool":
-        n, c, h, w = _rank(node, x, 4)
-        spec = GlobalAvgPoolSpec(n=n, c=c, h=h, w=w, up=_int(node, "up"), add=_int(node, "add"), lo=_int(node, "lo"),
-                                 hi=_int(node, "hi"), out_dtype="int32" if _bool(node, "wide") else "int8")
-        return spec, [], (n, c, 1, 1)
-    if op == "avgpool2d":
-        n, c, h, w = _rank(node, x, 4)
-        kh, kw = _ints(node, "kernel", 2)
-        spec = AvgPool2dSpec(n=n, c=c, h=h, w=w, kh=kh, kw=kw, stride=_ints(node, "stride", 2), pad=_with_ceil(node),
-                             pad_value=_int(node, "pad_value"), up=_int(node, "up"), lo=_int(node, "lo"),
-                             hi=_int(node, "hi"))
-        int32 = (-2**31, 2**31 - 1)
-        return spec, [_array(node, "count", None, *int32, cast="int32"),
-                      _array(node, "add", None, *int32, cast="int32")], (n, c, spec.oh, spec.ow)
-    if op == "concat":
-        axis = _axis(node, x)
-        for i, shape in enumerate(shapes):
-            if len(shape) != len(x) or shape[:axis] != x[:axis] or shape[axis + 1:] != x[axis + 1:]:
-                raise NodeError(node, f"input {i}", f"shape {shape} does not concatenate with {x} along axis {axis}")
-        outer, inner = _size(x[:axis]), _size(x[axis + 1:])
-        spec = ConcatSpec(outer=outer, inner=inner, parts=tuple(s[axis] for s in shapes),
-                          shifts=_ints(node, "shifts", len(shapes)), zps=_ints(node, "zps", len(shapes)),
-                          zp=_int(node, "zp"))
-        return spec, [], x[:axis] + (sum(spec.parts),) + x[axis + 1:]
-    if op == "gather":
-        shape = _ints(node, "shape", None)
-        spec = GatherSpec(n=1, size_in=_size(x), size_out=_size(shape))
-        consts = [_array(node, "index", None, -2**31, 2**31 - 1, cast="int32"),
-                  _array(node, "fill", None, -128, 127, cast="int8")]
-        for key, array in zip(("index", "fill"), consts):
-            if array.ndim != 1:  # flat, one per output element
-                raise NodeError(node, key, f"shape {array.shape} is not one-dimensional")
-        return spec, consts, shape
-    if op == "softmax":
-        axis = _axis(node, x)
-        spec = SoftmaxSpec(outer=_size(x[:axis]), axis=x[axis], inner=_size(x[axis + 1:]))
-        return spec, [_array(node, "table", None, -2**31, 2**31 - 1, cast="int32")], x
-    raise NodeError(node, "op", f"no CPU kernel for op {printable(op, 40)!r}")
+    """(spec, constant inputs, output shape) of a CPU op whose inputs have ``shapes`` (:data:`PLANS`)."""
+    if node.op not in PLANS:
+        raise NodeError(node, "op", f"no CPU kernel for op {printable(node.op, 40)!r}")
+    return PLANS[node.op](node, shapes)
 
 
 def kernel_plan(node: QNode, shapes: list[tuple]):

@@ -23,10 +23,12 @@ dense       weight int8 (M, K), bias int32, shift, lo, hi, wide
 add         a_shift, b_shift, offset, shift, lo, hi, a_mul and b_mul (default 1):
             clip(((a * a_mul << a_shift) + (b * b_mul << b_shift) + offset) >> shift, lo, hi)
             (multipliers other than 1 only on the CPU: the accelerator's ALU shifts)
-lut         table int8 (256,):  out = table[x + 128]   (ReLU, Clip, Sigmoid, HardSigmoid,
-            HardSwish, a scalar affine, any change of scale)
+lut         table int8 (256,):  out = table[x + 128]   (an element-wise op of
+            compiler.frontend.elementwise, a scalar affine, any change of scale)
 muladd      mul int32, add int32 (each shaped like one sample), shift, lo, hi:
             clip((x * mul + add) >> shift, lo, hi)   (per-channel or per-element affine)
+relu        --  out = max(x, 0) of the codes (a CPU kernel; the quantizer fuses a ReLU or
+            makes it a lut)
 maxpool     kernel, stride, pad, ceil   (padded positions never win)
 avgpool     up, add, lo, hi, wide: global pool, clip(floor(((sum << up) + add) / (H*W))), (N, C, 1, 1)
 avgpool2d   kernel, stride, pad, ceil, pad_value, count and add (int32 per output position), up,
@@ -39,6 +41,11 @@ softmax     axis, table (int32, 256 entries: 2**16 exp(-d 2**-frac) for d = 255.
 ==========  =================================================================================
 
 A graph is defined for its input's batch (usually 1); larger batches run in chunks of it.
+
+Each op's int8 meaning is one entry of ``compiler.quantize.reference.EVAL``, its CPU kernel one of
+``compiler.network.cpu_ops.PLANS`` and its placement ``compiler.network.partition.place``
+(tests/compiler/frontend/test_elementwise.py checks the three name the same ops). Element-wise
+float ops all become ``lut`` or ``muladd``: a new one adds nothing here.
 """
 
 from __future__ import annotations

@@ -186,39 +186,39 @@ def softmax(x, axis: int, table) -> np.ndarray:
     return np.minimum((e * 128 + s // 2) // s, 127).astype(np.int8)
 
 
+def _global_avg_pool(a, x) -> np.ndarray:
+    n, c = x.shape[:2]
+    return global_avg_pool(x, a["up"], a["add"], a["lo"], a["hi"], a["wide"]).reshape(n, c, 1, 1)
+
+
+# quantized op (compiler.quantize.qgraph) -> f(attrs, inputs): its int8 (or wide int32) output
+EVAL = {
+    "quantize": lambda a, args: quantize(args[0], a["frac"]),
+    "conv": lambda a, args: conv2d(args[0], a["weight"], a["bias"], stride=a["stride"], pad=a["pad"],
+                                   groups=a["groups"], pad_value=a["pad_value"], shift=a["shift"], lo=a["lo"],
+                                   hi=a["hi"], wide=a["wide"]),
+    "dense": lambda a, args: dense(args[0], a["weight"], a["bias"], shift=a["shift"], lo=a["lo"], hi=a["hi"],
+                                   wide=a["wide"]),
+    "add": lambda a, args: add(args[0], args[1], a["a_shift"], a["b_shift"], a["shift"], offset=a["offset"],
+                               lo=a["lo"], hi=a["hi"], a_mul=a.get("a_mul", 1), b_mul=a.get("b_mul", 1)),
+    "relu": lambda a, args: relu(args[0]),
+    "lut": lambda a, args: lut(args[0], a["table"]),
+    "muladd": lambda a, args: muladd(args[0], a["mul"], a["add"], a["shift"], a["lo"], a["hi"]),
+    "maxpool": lambda a, args: max_pool2d(args[0], *a["kernel"], a["stride"], a["pad"], a["ceil"]),
+    "avgpool": lambda a, args: _global_avg_pool(a, args[0]),
+    "avgpool2d": lambda a, args: avg_pool2d(args[0], a["kernel"], a["stride"], a["pad"], a["ceil"], a["count"],
+                                            a["add"], a["up"], a["pad_value"], a["lo"], a["hi"]),
+    "concat": lambda a, args: concat(args, a["axis"], a["shifts"], a["zps"], a["zp"]),
+    "reshape": lambda a, args: args[0].reshape(a["shape"]),
+    "gather": lambda a, args: gather(args[0], a["index"], a["fill"], a["shape"]),
+    "softmax": lambda a, args: softmax(args[0], a["axis"], a["table"]),
+}
+
+
 def eval_node(node: QNode, args: list[np.ndarray]) -> np.ndarray:
-    a, op, x = node.attrs, node.op, args[0]
-    if op == "quantize":
-        return quantize(x, a["frac"])
-    if op == "conv":
-        return conv2d(x, a["weight"], a["bias"], stride=a["stride"], pad=a["pad"], groups=a["groups"],
-                      pad_value=a["pad_value"], shift=a["shift"], lo=a["lo"], hi=a["hi"], wide=a["wide"])
-    if op == "dense":
-        return dense(x, a["weight"], a["bias"], shift=a["shift"], lo=a["lo"], hi=a["hi"], wide=a["wide"])
-    if op == "add":
-        return add(x, args[1], a["a_shift"], a["b_shift"], a["shift"], offset=a["offset"], lo=a["lo"], hi=a["hi"],
-                   a_mul=a.get("a_mul", 1), b_mul=a.get("b_mul", 1))
-    if op == "lut":
-        return lut(x, a["table"])
-    if op == "muladd":
-        return muladd(x, a["mul"], a["add"], a["shift"], a["lo"], a["hi"])
-    if op == "maxpool":
-        return max_pool2d(x, *a["kernel"], a["stride"], a["pad"], a["ceil"])
-    if op == "avgpool":
-        n, c = x.shape[:2]
-        return global_avg_pool(x, a["up"], a["add"], a["lo"], a["hi"], a["wide"]).reshape(n, c, 1, 1)
-    if op == "avgpool2d":
-        return avg_pool2d(x, a["kernel"], a["stride"], a["pad"], a["ceil"], a["count"], a["add"], a["up"],
-                          a["pad_value"], a["lo"], a["hi"])
-    if op == "concat":
-        return concat(args, a["axis"], a["shifts"], a["zps"], a["zp"])
-    if op == "reshape":
-        return x.reshape(a["shape"])
-    if op == "gather":
-        return gather(x, a["index"], a["fill"], a["shape"])
-    if op == "softmax":
-        return softmax(x, a["axis"], a["table"])
-    raise ValueError(f"unknown quantized op {op}")
+    if node.op not in EVAL:
+        raise ValueError(f"unknown quantized op {node.op}")
+    return EVAL[node.op](node.attrs, args)
 
 
 def run(graph: QGraph, x: np.ndarray) -> dict[str, np.ndarray]:

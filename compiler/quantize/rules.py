@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler.frontend import float_ref
-from compiler.frontend.graph import Graph, ModelError, Node
+from compiler.frontend.elementwise import BY_NAME, scalar_exp
+from compiler.frontend.graph import UNARY, Graph, ModelError, Node
 from compiler.quantize.exact import ceil_log2
 from compiler.quantize.reference import INT32_MAX, INT32_MIN
 from compiler.quantize.scales import choose_scale, weight_fracs
@@ -24,8 +25,7 @@ ZP_MAX_SHIFT = 23  # the bias holds zero_point << shift (|zero point| <= 128), w
 WIDE_UP = 8  # extra bits of a wide (int32) global average pool
 MULADD_BITS = 15  # |mul| of a muladd below 2**15
 BIAS_SAMPLES = 2  # calibration inputs used to measure the bias correction
-REQUANTIZING = ("conv", "dense", "add", "avgpool", "avgpool2d", "relu", "clip", "affine", "sigmoid",
-                "hardsigmoid", "hardswish")
+REQUANTIZING = ("conv", "dense", "add", "avgpool", "avgpool2d") + UNARY
 
 
 @dataclass
@@ -205,8 +205,8 @@ def _pool(ctx: Context, node: Node, act, out, inputs, wide):
 
 
 def _unary(ctx: Context, node: Node, act, out, inputs, wide):
-    """Clip, ReLU, Sigmoid, HardSigmoid, HardSwish and scalar affines become a 256-entry table;
-    per-channel or per-element affines a muladd."""
+    """An element-wise op (``compiler.frontend.elementwise``) becomes a 256-entry table of its
+    function (``Elementwise.tabulate``); per-channel or per-element affines a muladd."""
     fx, zx = ctx.fracs[inputs[0]], ctx.zps[inputs[0]]
     fy, zy = ctx.best[out]
     a = node.attrs
@@ -221,7 +221,7 @@ def _unary(ctx: Context, node: Node, act, out, inputs, wide):
         return {"op": "muladd", "mul": mul.astype(np.int32), "add": np.clip(add, INT32_MIN, INT32_MAX).astype(np.int32),
                 "shift": k, "lo": -128, "hi": 127}, fy, zy
     codes = np.arange(256, dtype=np.float64) - 128
-    ys = float_ref.TABLE_FUNCTIONS[node.op]((codes - zx) * 2.0 ** -fx, a)
+    ys = BY_NAME[node.op].tabulate((codes - zx) * 2.0 ** -fx, a)
     table = np.clip(np.rint(np.asarray(ys, np.float64).reshape(-1) * 2.0 ** fy) + zy, -128, 127).astype(np.int8)
     return {"op": "lut", "table": table, "function": node.op}, fy, zy
 
@@ -229,7 +229,7 @@ def _unary(ctx: Context, node: Node, act, out, inputs, wide):
 def _softmax(ctx: Context, node: Node, act, out, inputs, wide):
     fx = ctx.fracs[inputs[0]]
     d = np.arange(256, dtype=np.float64) - 255
-    table = np.rint(float_ref.scalar_exp(d * 2.0 ** -fx) * 65536.0).astype(np.int32)
+    table = np.rint(scalar_exp(d * 2.0 ** -fx) * 65536.0).astype(np.int32)
     return {"axis": node.attrs["axis"], "table": table}, 7, 0
 
 
@@ -250,10 +250,8 @@ def _copy(ctx: Context, node: Node, act, out, inputs, wide):
             "zps": tuple(ctx.zps[i] for i in inputs), "zp": zy}, fy, zy
 
 
-RULES = {"conv": _gemm, "dense": _gemm, "add": _add, "avgpool": _pool, "avgpool2d": _pool,
-         "relu": _unary, "clip": _unary, "affine": _unary, "sigmoid": _unary, "hardsigmoid": _unary,
-         "hardswish": _unary, "softmax": _softmax, "maxpool": _copy, "reshape": _copy, "gather": _copy,
-         "concat": _copy}
+RULES = {"conv": _gemm, "dense": _gemm, "add": _add, "avgpool": _pool, "avgpool2d": _pool, "softmax": _softmax,
+         "maxpool": _copy, "reshape": _copy, "gather": _copy, "concat": _copy, **{op: _unary for op in UNARY}}
 
 
 def quantize_node(ctx: Context, node: Node, act, out: str, inputs: list[str], wide: bool):
