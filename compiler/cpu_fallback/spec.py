@@ -188,8 +188,10 @@ def out_size(size, kernel, stride, pad, pad_hi=None):
 
 
 def valid_range(kernel_offset, stride, pad, in_size, out_len):
-    """Outputs ``[lo, hi)`` whose input ``o*stride + kernel_offset - pad`` is in ``[0, in_size)``."""
-    lo = max(0, -(-(pad - kernel_offset) // stride))
+    """Outputs ``[lo, hi)`` whose input ``o*stride + kernel_offset - pad`` is in ``[0, in_size)``;
+    ``0 <= lo <= hi <= out_len`` always (the padding on either side is ``[0, lo)`` and
+    ``[hi, out_len)``, also when the tap sees no input at all)."""
+    lo = min(out_len, max(0, -(-(pad - kernel_offset) // stride)))
     hi = min(out_len, (in_size - 1 + pad - kernel_offset) // stride + 1)
     return lo, max(lo, hi)
 

@@ -86,3 +86,28 @@ def test_conv2d_rejects_bad_shapes_and_params():
         cf.conv2d(x[:, :, :2, :2], w, b)
     with pytest.raises(ValueError):
         cf.conv2d(x, w, b, stride=0)
+
+
+def test_conv2d_taps_that_see_only_padding_jit_vs_reference():
+    """A tap whose every position is padding (pad left 2 of a 1-wide input under a 1x3 kernel):
+    its valid column range is empty and its padding is the whole row. The row kernel used to add
+    the pad value to columns past the row's end (a stack write out of bounds, found by
+    tests/fuzz/test_fuzz_kernels.py) and return garbage."""
+    from compiler.cpu_fallback.jit import host_jit
+    from compiler.quantize import reference
+
+    rng, jit = np.random.default_rng(5), host_jit()
+    cases = [(1, 3, (0, 2, 0, 0), 1, 1), (3, 3, (2, 2, 0, 0), 2, 1), (3, 1, (0, 0, 2, 0), 1, 2),
+             (3, 3, (2, 0, 0, 2), 1, 1), (1, 3, (0, 2, 0, 2), 1, 1)]
+    for kh, kw, pad, h, w in cases:
+        for pad_value, wide in [(-128, False), (5, True), (0, False)]:
+            x = rng.integers(-128, 128, (1, 2, h, w)).astype(np.int8)
+            weight = rng.integers(-128, 128, (3, 2, kh, kw)).astype(np.int8)
+            bias, shift = np.array([7, -9, 1000], np.int32), np.array([0, 1, 3], np.int32)
+            lo, hi = (-2**31, 2**31 - 1) if wide else (-128, 127)
+            spec = cf.Conv2dSpec(n=1, c=2, h=h, w=w, oc=3, kh=kh, kw=kw, pad=pad, pad_value=pad_value,
+                                 per_channel=True, lo=lo, hi=hi, wide=wide)
+            got = jit.kernel(spec)(x, weight, bias, shift)
+            want = reference.conv2d(x, weight, bias, pad=pad, pad_value=pad_value, shift=shift, lo=lo, hi=hi,
+                                    wide=wide)
+            np.testing.assert_array_equal(got.reshape(want.shape), want, err_msg=f"{kh}x{kw} pad {pad} {pad_value}")
