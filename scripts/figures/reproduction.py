@@ -42,8 +42,8 @@ def band(row: dict) -> str:
 def bar_table(rows: list[dict]) -> str:
     """One markdown row per study row: the bar, ours and the paper's with their unit, the error and the band."""
     lines = ["| bar | ours | paper | error | band |", "|---|---|---|---|---|"]
-    lines += [f"| {row['bar'].strip()} | {quantity(row['ours'], row['unit'])} | {quantity(row['paper'], row['unit'], '.4g')} "
-              f"| {error(row)} | {band(row)} |" for row in rows]
+    lines += [f"| {row['bar'].strip()} | {quantity(row['ours'], row['unit'])} | "
+              f"{quantity(row['paper'], row['unit'], '.4g')} | {error(row)} | {band(row)} |" for row in rows]
     return "\n".join(lines)
 
 
@@ -80,8 +80,8 @@ def fig10() -> str:
 
     config = load_config(tvm_fig10.OPTIONS[0].value)
     rows = {row["bar"]: row for row in tvm_fig10.comparison(tvm_fig10.measure(config, RESOLUTION), config)}
-    lines = ["| layer | ours LH (GOPS) | paper LH | error | ours no LH | paper no LH | error | ours ops/B | paper ops/B "
-             "| error |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| layer | ours LH (GOPS) | paper LH | error | ours no LH | paper no LH | error | ours ops/B "
+             "| paper ops/B | error |", "|---|---|---|---|---|---|---|---|---|---|"]
     for layer in paper.fig10():
         cells = [rows[f"{layer['label']} {what}"] for what in ("GOPS, latency hiding", "GOPS, no latency hiding",
                                                                "ops per byte")]
