@@ -40,9 +40,9 @@ FIGURE = re.compile(r"(?<![\w.-])\d[\d,]*(?:\.\d+)?(?:(?:x|×|%)(?!\w)| ?%|[ -]?
 # count may only fall (issue 26 asks for none). Lower an entry when you mark or generate a figure.
 BASELINE: dict[str, int] = {
     "README.md": 21, "docs/asm.md": 2, "docs/board.md": 7, "docs/caching.md": 3, "docs/compiler.md": 5,
-    "docs/cpu_fallback.md": 24, "docs/driver.md": 7, "docs/dse.md": 7, "docs/onnx.md": 5,
-    "docs/reproduction.md": 13, "docs/rtl.md": 0, "docs/simulator.md": 0, "docs/spec.md": 0,
-    "docs/timing.md": 0, "docs/vta.md": 5,
+    "docs/cpu_fallback.md": 0, "docs/driver.md": 0, "docs/dse.md": 7, "docs/onnx.md": 5,
+    "docs/reproduction.md": 0, "docs/rtl.md": 0, "docs/simulator.md": 0, "docs/spec.md": 0,
+    "docs/timing.md": 0, "docs/vta.md": 0,
 }
 
 
