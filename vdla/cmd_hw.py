@@ -14,6 +14,17 @@ from vdla_hw.limits import RTL_CYCLES_PER_S, RTL_MAX_CYCLES
 
 
 TOPS = ("core", "axi")
+# Where each key of `vdla rtl --json` comes from, the report's "measured_by": the RTL run, the
+# simulator's run of the same bundle beforehand (the bench counts no bytes and no token or queue
+# events), the program's instructions over the RTL's cycles, or nothing (None).
+RTL_REPORT_BASIS = {
+    "run settings": ("model", "bench", "top", "config"),
+    "rtl": ("cycles", "wall_cycles", "seconds", "busy", "stall", "memory", "axi_checks", "last_retire",
+            "dram_sha256", "retired"),
+    "program: its GEMM uops and instructions over the RTL's cycles": ("gops", "gemm_utilization", "instructions"),
+    "simulator: vdla_sim's run of the same bundle": ("bytes", "counters", "tokens_left"),
+    "not measured": ("queue_occupancy", "memory_port_busy"),
+}
 
 
 def cmd_hw_verilog(args) -> int:
@@ -119,7 +130,7 @@ def cmd_rtl(args) -> int:
         "busy": {m: v["busy"] for m, v in res.modules.items()},
         "stall": {m: {"token": v["stall_token"], "memory": v["stall_mem"], "queue": v["stall_queue"]}
                   for m, v in res.modules.items()},
-        "queue_occupancy": None,   # not measured by the RTL testbench
+        "queue_occupancy": None,
         "bytes": nbytes,
         "memory_port_busy": None,
         "memory": {"latency": bench["latency"], "write_latency": bench["write_latency"],
@@ -133,6 +144,7 @@ def cmd_rtl(args) -> int:
         "instructions": len(insns),
         "dram_sha256": hashlib.sha256(np.ascontiguousarray(res.dram)).hexdigest(),
         "retired": dict(res.counters),
+        "measured_by": {key: basis for basis, keys in RTL_REPORT_BASIS.items() for key in keys},
     }
     if args.json:
         print(json_text(report, indent=2))
@@ -140,12 +152,13 @@ def cmd_rtl(args) -> int:
     print(f"ran {bundle.insn_count} instructions on the RTL ({args.top} top, {args.sim}, "
           f"{choose_bench(args.sim, args.bench, args.vcd)} bench, {c.name})")
     print(f"  cycles {res.cycles} (wall clock {res.wall_cycles})  time {seconds * 1e6:.3f} us  "
-          f"{report['gops']:.2f} GOPS  GEMM utilisation {100 * report['gemm_utilization']:.1f}%")
+          f"{report['gops']:.2f} GOPS  GEMM utilisation {100 * report['gemm_utilization']:.1f}% "
+          "(of the program's GEMM uops)")
     print(f"  memory latency {bench['latency']}/{bench['write_latency']} cycles, stall probability "
           f"{bench['stall']:g}, {res.beats} beats; AXI protocol checks {checks['checks']}, violations "
           f"{checks['violations']}")
     print(f"  instructions retired per module: {report['retired']}")
-    print(f"  bytes {nbytes}")
+    print(f"  bytes {nbytes} (counted by the simulator on the same bundle; the RTL bench counts none)")
     if args.output:
         print(f"  final image written to {args.output}")
     if args.vcd:
@@ -193,7 +206,8 @@ def add_parser(sub) -> None:
     rtl.add_argument("-o", "--output", type=output_file, help="write the final image as a bundle (.npz, key 'dram')")
     rtl.add_argument("--vcd", type=output_file, metavar="W.vcd", help="write waves")
     rtl.add_argument("--json", action="store_true",
-                     help="machine-readable output: the keys of `vdla sim --json`, wall_cycles and axi_checks")
+                     help="machine-readable output: the keys of `vdla sim --json`, wall_cycles, axi_checks and "
+                          "measured_by (what the RTL measured, what the simulator or the program gave)")
     rtl.add_argument("--max-cycles", type=int_range(1), default=None,
                      help="refuse a program that would run longer, give up on the RTL after this many cycles "
                      "(default: a few minutes of the simulator and bench: "
