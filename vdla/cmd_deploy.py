@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 from vdla import commands
@@ -27,10 +26,6 @@ def cmd_serve(args) -> int:
     if args.bitstream and args.backend != "pynq":
         raise VdlaError(f"--bitstream is for --backend pynq; the {args.backend} backend has no bitstream")
     options = {"bitstream": args.bitstream} if args.bitstream else {}
-    if args.backend == "pynq" and os.environ.get("VDLA_PYNQ_SIM") == "1":  # the simulated PYNQ device
-        from driver import pynq_sim
-
-        pynq_sim.register()
     key = server_key(args.key_file)
     frame = args.max_frame_mib * MIB
     limits = ServerLimits(max_connections=args.max_connections, idle_timeout_s=args.idle_timeout,
