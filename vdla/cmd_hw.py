@@ -1,5 +1,6 @@
-"""Subcommands of the RTL flow (vdla_hw.rtl): `vdla hw verilog`, `vdla hw synth`, `vdla rtl`;
-registered by vdla.cli through add_parser."""
+"""Subcommands of the RTL flow (vdla_hw.rtl): `vdla hw verilog`, `vdla hw synth`, `vdla hw
+bitstream` (the PYNQ-Z1 Vivado project, ``bitstreams``), `vdla rtl`; registered by vdla.cli
+through add_parser."""
 
 from __future__ import annotations
 
@@ -68,6 +69,19 @@ def cmd_hw_synth(args) -> int:
     print(f"  latches  {res['latches']:>9}   (level-sensitive cells; the design has one clock and none)")
     print(f"  fits (LUT <= 80 %, DSP <= 220, BRAM36 <= 140): {'yes' if res['fits'] else 'NO'}")
     print(describe(res))
+    return 0
+
+
+def cmd_bitstream(args) -> int:
+    from bitstreams.pynq_z1 import missing_for_build, write_project
+    from vdla.cmd_run import warn_clock_of
+
+    command = write_project(args.config, args.output, port=args.port)
+    warn_clock_of(args.config)  # after the project is written: a user error stays the only stderr line
+    for problem in missing_for_build(args.output):
+        print(f"vdla: warning: {problem}", file=sys.stderr)
+    print(f"wrote the PYNQ-Z1 Vivado project to {args.output}; build it with:", file=sys.stderr, flush=True)
+    print(command)
     return 0
 
 
@@ -166,6 +180,16 @@ def cmd_rtl(args) -> int:
     return 0
 
 
+def _add_bitstream(sub) -> None:
+    p = sub.add_parser("bitstream", help="write the PYNQ-Z1 Vivado project (block design, .bit/.hwh, manifest)")
+    p.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
+    p.add_argument("--port", choices=("acp", "hp"), default=None,
+                   help="PS port of the memory master: acp (coherent, VTA's PYNQ build) or hp (HP0); default: the "
+                        "configuration's MEM_PORT. Another port also takes that port's timing parameters")
+    p.add_argument("-o", "--output", type=output_dir, required=True, metavar="DIR", help="project folder to write")
+    p.set_defaults(func=cmd_bitstream)
+
+
 def add_parser(sub) -> None:
     """Add this module's subcommands to the ``vdla`` argument parser."""
     hw = commands.add(sub, "hw")
@@ -186,6 +210,7 @@ def add_parser(sub) -> None:
     syn.add_argument("--keep", type=output_dir, metavar="DIR", help="keep the synthesis work directory (bypasses the cache)")
     syn.add_argument("--no-cache", action="store_true", help="synthesise even if a cached result exists")
     syn.set_defaults(func=cmd_hw_synth)
+    _add_bitstream(hw_sub)
 
     rtl = commands.add(sub, "rtl")
     rtl.add_argument("file", help="program bundle (.npz)")
