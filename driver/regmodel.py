@@ -27,7 +27,7 @@ START or CLEAR can interrupt the run. That is how the shared register corpus com
 with the RTL read for read (``tests/driver/regseq.py``). Mid-run values of the per-module
 counters are not modelled (they read as zero).
 
-Used by the simulated PYNQ device (:mod:`driver.pynq_sim`) and by tests of the register protocol.
+Used by the simulated PYNQ device (tests/board/pynq_sim.py) and by tests of the register protocol.
 """
 
 from __future__ import annotations

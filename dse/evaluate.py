@@ -160,6 +160,8 @@ class TimingDevice:
     """The executor's accelerator device for :class:`TimedProgram`: the stored cycles at the
     point's clock, the executor's counters and, as ``details``, the timing with its activity."""
 
+    target = "timing"  # the simulator's timings, stored (what a record's measured_by names)
+
     def __init__(self, config: Config):
         self.config = config
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The pynq backend's tests in their own virtual environment (.venv-board): numpy < 2 and the real
 # pynq 3.0.1 from PyPI, as on the PYNQ-Z1 image v3.0.1, against the simulated PYNQ device
-# (driver/pynq_sim.py). Idempotent: a second run only checks the pins and runs the tests.
+# (tests/board/pynq_sim.py). Idempotent: a second run only checks the pins and runs the tests.
 # Usage: bash scripts/board_tests.sh [pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."

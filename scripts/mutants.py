@@ -108,7 +108,7 @@ MUTANTS = (
       "padded[:o] = bias\n", "padded[:o] = bias[::-1]\n",
       ("tests/compiler/test_layout.py", "tests/compiler/test_layers.py"), "bias channels reversed"),
     M("comp_acc_fit_ignores_shift_rows", "compiler", "compiler/tensorize/search.py",
-      "(2 if layer.per_channel_shift else 1) + max(th * tw, 3)", "1 + max(th * tw, 3)",
+      "(2 if layer.per_channel_shift else 1) + max(th * tw, HAZARD_DISTINCT)", "1 + max(th * tw, HAZARD_DISTINCT)",
       ("tests/compiler/tensorize/test_quick_fit.py",), "the accumulator fit forgets the per-channel shift row"),
     # --- quantizer ----------------------------------------------------------------------------
     M("q_no_per_channel_scales", "quantizer", "compiler/quantize/rules.py",

@@ -1,13 +1,12 @@
-"""``vdla serve``, ``vdla deploy`` and ``vdla hw bitstream``: arguments and printing over
-:mod:`vdla.deploy` (the API), ``driver`` (protocol, server, package) and ``bitstreams``."""
+"""``vdla serve`` and ``vdla deploy``: arguments and printing over :mod:`vdla.deploy` (the API)
+and ``driver`` (protocol, server, package)."""
 
 from __future__ import annotations
 
-import os
 import sys
 
 from vdla import commands
-from vdla.argtypes import float_range, host_port, int_range, output_dir, port
+from vdla.argtypes import float_range, host_port, int_range, port
 from vdla.cmd_run import resolution_arg
 from vdla_hw.errors import VdlaError
 from vdla_hw.files import json_text, printable
@@ -27,10 +26,6 @@ def cmd_serve(args) -> int:
     if args.bitstream and args.backend != "pynq":
         raise VdlaError(f"--bitstream is for --backend pynq; the {args.backend} backend has no bitstream")
     options = {"bitstream": args.bitstream} if args.bitstream else {}
-    if args.backend == "pynq" and os.environ.get("VDLA_PYNQ_SIM") == "1":  # the simulated PYNQ device
-        from driver import pynq_sim
-
-        pynq_sim.register()
     key = server_key(args.key_file)
     frame = args.max_frame_mib * MIB
     limits = ServerLimits(max_connections=args.max_connections, idle_timeout_s=args.idle_timeout,
@@ -85,39 +80,6 @@ def cmd_deploy(args) -> int:
     return 0
 
 
-def cmd_bitstream(args) -> int:
-    from bitstreams.pynq_z1 import missing_for_build, write_project
-    from vdla.cmd_run import warn_clock_of
-
-    command = write_project(args.config, args.output, port=args.port)
-    warn_clock_of(args.config)  # after the project is written: a user error stays the only stderr line
-    for problem in missing_for_build(args.output):
-        _say(f"vdla: warning: {problem}")
-    _say(f"wrote the PYNQ-Z1 Vivado project to {args.output}; build it with:")
-    print(command)
-    return 0
-
-
-def _add_bitstream(sub) -> None:
-    p = sub.add_parser("bitstream", help="write the PYNQ-Z1 Vivado project (block design, .bit/.hwh, manifest)")
-    p.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
-    p.add_argument("--port", choices=("acp", "hp"), default=None,
-                   help="PS port of the memory master: acp (coherent, VTA's PYNQ build) or hp (HP0); default: the "
-                        "configuration's MEM_PORT. Another port also takes that port's timing parameters")
-    p.add_argument("-o", "--output", type=output_dir, required=True, metavar="DIR", help="project folder to write")
-    p.set_defaults(func=cmd_bitstream)
-
-
-def _hw_group(sub):
-    """The ``vdla hw`` group's subparsers (added by vdla.cmd_hw), or None."""
-    import argparse
-
-    hw = sub.choices.get("hw")
-    if hw is None:
-        return None
-    return next((a for a in hw._actions if isinstance(a, argparse._SubParsersAction)), None)
-
-
 KEY_HELP = "the shared key file (default $XDG_CONFIG_HOME/vdla/serve.key, i.e. ~/.config/vdla/serve.key)"
 
 
@@ -160,6 +122,3 @@ def add_parser(sub) -> None:
     d.add_argument("--timeout", type=float_range(0.0, low_open=True), default=3600.0,
                    help="seconds to wait for the board's answer")
     d.set_defaults(func=cmd_deploy)
-
-    group = _hw_group(sub)
-    _add_bitstream(group if group is not None else sub)

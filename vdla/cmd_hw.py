@@ -1,5 +1,6 @@
-"""Subcommands of the RTL flow (vdla_hw.rtl): `vdla hw verilog`, `vdla hw synth`, `vdla rtl`;
-registered by vdla.cli through add_parser."""
+"""Subcommands of the RTL flow (vdla_hw.rtl): `vdla hw verilog`, `vdla hw synth`, `vdla hw
+bitstream` (the PYNQ-Z1 Vivado project, ``bitstreams``), `vdla rtl`; registered by vdla.cli
+through add_parser."""
 
 from __future__ import annotations
 
@@ -14,6 +15,16 @@ from vdla_hw.limits import RTL_CYCLES_PER_S, RTL_MAX_CYCLES
 
 
 TOPS = ("core", "axi")
+# Where each key of `vdla rtl --json` comes from, the report's "measured_by": the RTL run, the
+# simulator's run of the same bundle beforehand (the bench counts no bytes and no token or queue
+# events), the program's instructions over the RTL's cycles, or nothing (None).
+RTL_REPORT_BASIS = {
+    "run settings": ("model", "bench", "top", "config"),
+    "rtl": ("cycles", "wall_cycles", "seconds", "modules", "memory", "axi_checks", "last_retire", "dram_sha256"),
+    "program: its GEMM uops and instructions over the RTL's cycles": ("gops", "gemm_utilization", "instructions"),
+    "simulator: vdla_sim's run of the same bundle": ("bytes", "counters", "tokens_left"),
+    "not measured": ("queue_occupancy", "memory_port_busy"),
+}
 
 
 def cmd_hw_verilog(args) -> int:
@@ -57,6 +68,19 @@ def cmd_hw_synth(args) -> int:
     print(f"  latches  {res['latches']:>9}   (level-sensitive cells; the design has one clock and none)")
     print(f"  fits (LUT <= 80 %, DSP <= 220, BRAM36 <= 140): {'yes' if res['fits'] else 'NO'}")
     print(describe(res))
+    return 0
+
+
+def cmd_bitstream(args) -> int:
+    from bitstreams.pynq_z1 import missing_for_build, write_project
+    from vdla.cmd_run import warn_clock_of
+
+    command = write_project(args.config, args.output, port=args.port)
+    warn_clock_of(args.config)  # after the project is written: a user error stays the only stderr line
+    for problem in missing_for_build(args.output):
+        print(f"vdla: warning: {problem}", file=sys.stderr)
+    print(f"wrote the PYNQ-Z1 Vivado project to {args.output}; build it with:", file=sys.stderr, flush=True)
+    print(command)
     return 0
 
 
@@ -117,7 +141,7 @@ def cmd_rtl(args) -> int:
         "gops": 2.0 * mac_uops * c.batch * c.block_in * c.block_out / seconds / 1e9 if res.cycles else 0.0,
         "gemm_utilization": mac_uops / res.cycles if res.cycles else 0.0,
         "modules": res.modules,
-        "queue_occupancy": None,   # not measured by the RTL testbench
+        "queue_occupancy": None,
         "bytes": nbytes,
         "memory_port_busy": None,
         "memory": {"latency": bench["latency"], "write_latency": bench["write_latency"],
@@ -130,7 +154,7 @@ def cmd_rtl(args) -> int:
         "tokens_left": ref.tokens_left,
         "instructions": len(insns),
         "dram_sha256": hashlib.sha256(np.ascontiguousarray(res.dram)).hexdigest(),
-        "retired": dict(res.counters),
+        "measured_by": {key: basis for basis, keys in RTL_REPORT_BASIS.items() for key in keys},
     }
     if args.json:
         print(json_text(report, indent=2))
@@ -138,17 +162,28 @@ def cmd_rtl(args) -> int:
     print(f"ran {bundle.insn_count} instructions on the RTL ({args.top} top, {args.sim}, "
           f"{choose_bench(args.sim, args.bench, args.vcd)} bench, {c.name})")
     print(f"  cycles {res.cycles} (wall clock {res.wall_cycles})  time {seconds * 1e6:.3f} us  "
-          f"{report['gops']:.2f} GOPS  GEMM utilisation {100 * report['gemm_utilization']:.1f}%")
+          f"{report['gops']:.2f} GOPS  GEMM utilisation {100 * report['gemm_utilization']:.1f}% "
+          "(of the program's GEMM uops)")
     print(f"  memory latency {bench['latency']}/{bench['write_latency']} cycles, stall probability "
           f"{bench['stall']:g}, {res.beats} beats; AXI protocol checks {checks['checks']}, violations "
           f"{checks['violations']}")
-    print(f"  instructions retired per module: {report['retired']}")
-    print(f"  bytes {nbytes}")
+    print(f"  instructions retired per module: { {m: v['insns'] for m, v in res.modules.items()} }")
+    print(f"  bytes {nbytes} (counted by the simulator on the same bundle; the RTL bench counts none)")
     if args.output:
         print(f"  final image written to {args.output}")
     if args.vcd:
         print(f"  waves written to {args.vcd}", file=sys.stderr)
     return 0
+
+
+def _add_bitstream(sub) -> None:
+    p = sub.add_parser("bitstream", help="write the PYNQ-Z1 Vivado project (block design, .bit/.hwh, manifest)")
+    p.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
+    p.add_argument("--port", choices=("acp", "hp"), default=None,
+                   help="PS port of the memory master: acp (coherent, VTA's PYNQ build) or hp (HP0); default: the "
+                        "configuration's MEM_PORT. Another port also takes that port's timing parameters")
+    p.add_argument("-o", "--output", type=output_dir, required=True, metavar="DIR", help="project folder to write")
+    p.set_defaults(func=cmd_bitstream)
 
 
 def add_parser(sub) -> None:
@@ -171,6 +206,7 @@ def add_parser(sub) -> None:
     syn.add_argument("--keep", type=output_dir, metavar="DIR", help="keep the synthesis work directory (bypasses the cache)")
     syn.add_argument("--no-cache", action="store_true", help="synthesise even if a cached result exists")
     syn.set_defaults(func=cmd_hw_synth)
+    _add_bitstream(hw_sub)
 
     rtl = commands.add(sub, "rtl")
     rtl.add_argument("file", help="program bundle (.npz)")
@@ -191,7 +227,8 @@ def add_parser(sub) -> None:
     rtl.add_argument("-o", "--output", type=output_file, help="write the final image as a bundle (.npz, key 'dram')")
     rtl.add_argument("--vcd", type=output_file, metavar="W.vcd", help="write waves")
     rtl.add_argument("--json", action="store_true",
-                     help="machine-readable output: the keys of `vdla sim --json`, wall_cycles and axi_checks")
+                     help="machine-readable output: the keys of `vdla sim --json`, wall_cycles, axi_checks and "
+                          "measured_by (what the RTL measured, what the simulator or the program gave)")
     rtl.add_argument("--max-cycles", type=int_range(1), default=None,
                      help="refuse a program that would run longer, give up on the RTL after this many cycles "
                      "(default: a few minutes of the simulator and bench: "

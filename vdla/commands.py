@@ -25,10 +25,6 @@ EXTENSIONS: dict[str, dict[str, str]] = {
                      "export-vta": "write a bundle as a VTA standalone case directory (or a flat image)"},
     "vdla.cmd_cache": {"cache": "the disk cache of built models, quantized graphs, schedules, analyses"},
 }
-# Modules loaded together, whichever of their commands is chosen: one adds to another's
-# commands (vdla.cmd_deploy adds `vdla hw bitstream` to vdla.cmd_hw's group).
-TOGETHER: tuple[frozenset[str], ...] = (frozenset({"vdla.cmd_hw", "vdla.cmd_deploy"}),)
-
 # Commands whose process ends without the interpreter's teardown once they have returned
 # (vdla.cli.main: atexit handlers run and stdout/stderr are flushed first, then os._exit): their
 # outputs are whole files, written and closed before they return, and they start no thread that
@@ -46,14 +42,10 @@ def add(sub, name: str, **kwargs):
 
 
 def modules_for(argv: list[str]) -> tuple[str, ...]:
-    """The modules that ``vdla ARGV`` needs, in :data:`EXTENSIONS` order: those of its command,
-    the first word that is not an option (the top-level options, -h and --version, take no
-    value); none for ``vdla --help``, a command of :mod:`vdla.cli` itself or an unknown word.
-    (A line this misreads, such as ``vdla -- run``, reaches a stub: :mod:`vdla.cli` then parses
-    it again with every module.)"""
+    """The modules that ``vdla ARGV`` needs: that of its command, the first word that is not an
+    option (the top-level options, -h and --version, take no value); none for ``vdla --help``, a
+    command of :mod:`vdla.cli` itself or an unknown word. (A line this misreads, such as
+    ``vdla -- run``, reaches a stub: :mod:`vdla.cli` then parses it again with every module.)"""
     command = next((word for word in argv if not word.startswith("-")), None)
     module = MODULE_OF.get(command)
-    if module is None:
-        return ()
-    wanted = set().union({module}, *(group for group in TOGETHER if module in group))
-    return tuple(m for m in EXTENSIONS if m in wanted)
+    return () if module is None else (module,)

@@ -73,15 +73,6 @@ def fetch_cycles(config: Config, insn_offset: int, count: int) -> int:
     return fetch_cost(config, insn_offset, count)[0]
 
 
-def transfer_rows(config: Config, insn: isa.Insn) -> tuple[np.ndarray, int]:
-    """(byte address of each DRAM row, bytes per row) a LOAD reads or a STORE writes."""
-    if not program.moves_data(insn):
-        return np.zeros(0, dtype=np.int64), 0
-    size = config.elem_bytes(insn.mem)
-    rows = insn.dram_base + np.arange(insn.y_size, dtype=np.int64) * insn.x_stride
-    return rows * size, insn.x_size * size
-
-
 def transfer_cost(config: Config, insn: isa.Insn) -> tuple[int, int]:
     """(port cycles, beats) of a LOAD's read or a STORE's write transaction ((0, 0) when it
     moves nothing: no request)."""
@@ -90,11 +81,6 @@ def transfer_cost(config: Config, insn: isa.Insn) -> tuple[int, int]:
     size = config.elem_bytes(insn.mem)
     return membus.transaction_cost(config, insn.kind == "STORE", insn.dram_base * size, insn.x_stride * size,
                                    insn.y_size, insn.x_size * size)
-
-
-def port_cycles(config: Config, insn: isa.Insn) -> int:
-    """Cycles a LOAD or STORE holds the memory port (0 when it moves nothing: no request)."""
-    return transfer_cost(config, insn)[0]
 
 
 def pad_cycles(insn: isa.Insn) -> int:

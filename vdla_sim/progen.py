@@ -17,9 +17,9 @@ Then compute pops the outstanding s2c tokens (x_size-0 flag carriers) and FINISH
 so FINISH retires after every store. Every access stays inside its partition, no GEMM breaks
 the accumulator hazard rule, and at most ``threads`` tokens wait in any queue.
 
-By default no non-reset GEMM repeats an accumulator within 3 uops anywhere in its loop nest
-(the stricter rule the simulator had before the rule became per sweep: these programs are the
-golden corpus). With ``repeats=True`` GEMMs may repeat accumulators across sweeps of their uop
+By default no non-reset GEMM repeats an accumulator of the ``timing.GEMM_HAZARD_DISTANCE`` uops
+before it anywhere in its loop nest (the stricter rule the simulator had before the rule became
+per sweep: these programs are the golden corpus). With ``repeats=True`` GEMMs may repeat accumulators across sweeps of their uop
 list (half of them sum over ``iter_in`` or ``iter_out`` with a zero dst factor, as VTA's
 kernels do), never within one sweep (``timing.gemm_hazard``).
 """

@@ -48,10 +48,12 @@ class RunStopped(VdlaError):
 
 
 class AcceleratorDevice(Protocol):
-    """What the executor needs of a device (``driver.Device`` is one): its configuration, and
-    ``run(bundle)`` returning an object with ``dram``, ``cycles``, ``seconds`` and ``counters``."""
+    """What the executor needs of a device (``driver.Device`` is one): its configuration, its
+    ``target`` name (what a record's ``measured_by`` names), and ``run(bundle)`` returning an
+    object with ``dram``, ``cycles``, ``seconds`` and ``counters``."""
 
     config: Config
+    target: str
 
     def run(self, bundle: Bundle): ...
 
@@ -75,8 +77,9 @@ class LayerRecord:
     cpu_basis: str = ""         # what the CPU time rests on
     host_seconds: float = 0.0   # modelled host work around an offloaded op (sum of host_parts)
     host_parts: dict = field(default_factory=dict)
-    utilization: float = 0.0    # GEMM utilisation on the accelerator
-    bytes: int = 0              # DRAM bytes the accelerator moved
+    utilization: float | None = 0.0  # GEMM utilisation on the accelerator (None: not measured)
+    bytes: int | None = 0       # DRAM bytes the accelerator moved (None: not measured)
+    measured_by: str = ""       # on VDLA: which device counted utilisation and bytes, or what it did not
     wall_seconds: float = 0.0   # host time spent compiling and running this op here
     estimate: dict = field(default_factory=dict)  # cost placement's pre-run comparison (placement_cost)
     extra: dict = field(default_factory=dict)
@@ -86,7 +89,7 @@ class LayerRecord:
             "useful_macs": "useful_macs",
             "cycles": "cycles", "seconds": "seconds", "cpu_s": "cpu_seconds", "cpu_cycles": "cpu_cycles",
             "cpu_basis": "cpu_basis", "host_s": "host_seconds", "host": "host_parts",
-            "utilization": "utilization", "bytes": "bytes", "estimate": "estimate"}
+            "utilization": "utilization", "bytes": "bytes", "measured_by": "measured_by", "estimate": "estimate"}
 
     def as_dict(self) -> dict:
         return {key: getattr(self, attr) for key, attr in self.KEYS.items()}
@@ -275,7 +278,7 @@ class Executor:
         start = time.perf_counter()
         bundles = self.bundles_for(node, args)
         compiled = time.perf_counter()
-        outputs, runs, busy, counted = [], [], 0.0, True
+        outputs, runs, counts = [], [], []
         # a subclass may give (bundle, layer, inputs): programs that need no inputs written
         bundles = [entry if len(entry) == 5 else (None, *entry, {}) for entry in bundles]
         for index, (key, bundle, layer, inputs, writes) in enumerate(bundles):
@@ -284,9 +287,7 @@ class Executor:
             runs.append(run.details)
             record.cycles += run.cycles
             record.seconds += run.seconds
-            busy += float(run.counters.get("gemm_utilization", 0.0)) * run.cycles
-            counted = counted and "gemm_utilization" in run.counters
-            record.bytes += int(sum(v for k, v in run.counters.get("bytes", {}).items() if k != "insn"))
+            counts.append((run.cycles, run.counters.get("gemm_utilization"), run.counters.get("bytes")))
             if self.cpu_model is not None:  # the groups' outputs unpack once, as one tensor
                 last = index == len(bundles) - 1
                 moved = {k: v - before.get(k, 0) for k, v in record.extra["moved"].items()}
@@ -296,12 +297,28 @@ class Executor:
                             device_wall=time.perf_counter() - compiled)
         self.compile_wall += compiled - start
         self.sim_wall += record.extra["device_wall"]
-        record.utilization = busy / record.cycles if record.cycles else 0.0
-        if record.macs and counted:  # conv and dense: the GEMM lanes' MACs (busy = non-reset GEMM uops)
-            c = self.config
-            record.macs = round(busy) * c.batch * c.block_in * c.block_out
+        self.count_activity(record, counts)
         out = outputs[0] if len(outputs) == 1 else np.concatenate(outputs, axis=1)
         return out.reshape(self.q.shapes[node.output])
+
+    def count_activity(self, record: LayerRecord, counts: list[tuple]) -> None:
+        """An offloaded op's GEMM utilisation, executed MACs and DRAM bytes from its runs'
+        ``(cycles, gemm_utilization, bytes by kind)``; a device that does not count them (rtl and
+        pynq report cycles and per-module counters only) leaves them None ("not measured"), the
+        op's own MACs as ``macs``, and ``measured_by`` says so."""
+        target = self.device.target
+        missing = [what for what, index in (("GEMM utilisation", 1), ("DRAM bytes", 2))
+                   if any(count[index] is None for count in counts)]
+        record.measured_by = f"{target} device" + (f"; not measured: {', '.join(missing)}" if missing else "")
+        record.utilization = record.bytes = None
+        if "GEMM utilisation" not in missing:
+            busy = sum(cycles * float(utilization) for cycles, utilization, _ in counts)
+            record.utilization = busy / record.cycles if record.cycles else 0.0
+            if record.macs:  # conv and dense: the GEMM lanes' MACs (busy = non-reset GEMM uops)
+                c = self.config
+                record.macs = round(busy) * c.batch * c.block_in * c.block_out
+        if "DRAM bytes" not in missing:
+            record.bytes = sum(int(v) for *_, moved in counts for k, v in moved.items() if k != "insn")
 
     def host_time(self, inputs: list[tuple], output: tuple | None, moved: dict, busy_s: float,
                   record: LayerRecord) -> None:

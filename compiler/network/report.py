@@ -9,7 +9,9 @@ accelerator times come from the device (simulated on sim/rtl).
 Work is counted two ways (:func:`useful_work`): ``macs``, the MACs an op executed where it ran
 (on VDLA every GEMM lane, padded channels included), and ``useful_macs``, those of the unpadded
 op; GOPS and utilisation are given for both. An offload slower than the CPU alone (accelerator
-+ host > CPU, :func:`slower_than_cpu`) is flagged.
++ host > CPU, :func:`slower_than_cpu`) is flagged. What the device did not measure (GEMM
+utilisation and DRAM bytes on the rtl and pynq targets: ``LayerRecord.measured_by``) is None in
+the JSON and "not measured" in the text, never 0.
 """
 
 from __future__ import annotations
@@ -83,13 +85,15 @@ def slower_than_cpu(record: LayerRecord) -> bool | None:
 def useful_work(record: LayerRecord) -> dict:
     """GOPS and GEMM utilisation of an offloaded conv or dense, of the executed lanes' MACs
     (``macs``, padding included) and of the useful ones (``useful_macs``); zeros elsewhere.
-    Useful utilisation = utilisation x useful_macs / macs (the same cycles, fewer real MACs)."""
+    Useful utilisation = utilisation x useful_macs / macs (the same cycles, fewer real MACs);
+    None where the device did not measure the utilisation."""
     on_gemm = record.placement == "vdla" and record.macs > 0 and record.seconds > 0
     if not on_gemm:
         return {"gops": 0.0, "useful_gops": 0.0, "useful_utilization": 0.0}
     return {"gops": 2 * record.macs / record.seconds / 1e9,
             "useful_gops": 2 * record.useful_macs / record.seconds / 1e9,
-            "useful_utilization": record.utilization * record.useful_macs / record.macs}
+            "useful_utilization": None if record.utilization is None else
+            record.utilization * record.useful_macs / record.macs}
 
 
 def layer_row(record: LayerRecord) -> dict:
@@ -102,20 +106,26 @@ def layer_row(record: LayerRecord) -> dict:
 
 
 def useful_totals(records: list[LayerRecord]) -> dict:
-    """Offloaded GEMM work both ways (MACs, GOPS, utilisation) and the offloads slower than the CPU."""
+    """Offloaded GEMM work both ways (MACs, GOPS, utilisation; the utilisations None if a device
+    did not measure one op's), what measured it (``measured_by``: the offloaded ops' distinct
+    bases) and the offloads slower than the CPU."""
     gemm = [r for r in records if r.placement == "vdla" and r.macs > 0]
     seconds, cycles = sum(r.seconds for r in gemm), sum(r.cycles for r in gemm)
     macs, useful = sum(r.macs for r in gemm), sum(r.useful_macs for r in gemm)
-    busy = sum(r.utilization * r.cycles for r in gemm)
+    measured = all(r.utilization is not None for r in gemm)
+    busy = sum(r.utilization * r.cycles for r in gemm) if measured else None
     return {"offloaded_ops": sum(r.placement == "vdla" for r in records), "offloaded_useful_macs": useful,
             "gemm_gops": 2 * macs / seconds / 1e9 if seconds else 0.0,
             "gemm_useful_gops": 2 * useful / seconds / 1e9 if seconds else 0.0,
-            "gemm_utilization": busy / cycles if cycles else 0.0,
-            "gemm_useful_utilization": busy / cycles * useful / macs if cycles and macs else 0.0,
+            "gemm_utilization": None if not measured else busy / cycles if cycles else 0.0,
+            "gemm_useful_utilization": None if not measured else busy / cycles * useful / macs if cycles and macs
+            else 0.0,
+            "measured_by": sorted({r.measured_by for r in records if r.placement == "vdla"}),
             "slower_offloads": [r.name for r in records if slower_than_cpu(r)]}
 
 
 SLOWER = "!"  # marks an offload slower than the CPU in the table's place column
+NOT_MEASURED = "n/m"  # a utilisation column the device did not measure
 
 
 def table(records: list[LayerRecord], totals: dict) -> str:
@@ -135,6 +145,8 @@ def table(records: list[LayerRecord], totals: dict) -> str:
               "included); useful: of the useful MACs",
               *([f"{SLOWER}: offloaded but slower than the CPU alone (accelerator + host > CPU): "
                  f"{len(t['slower_offloads'])} op(s)"] if t.get("slower_offloads") else []),
+              *([f"{NOT_MEASURED}: not measured ({'; '.join(t['measured_by'])})"]
+                if t.get("gemm_utilization", 0.0) is None else []),
               "",
               f"{'CPU only (modelled ' + cpu + '):':<36}{t['cpu_only_s']:.3f} s",
               f"host around offloads (modelled):    {t['host_s']:.3f} s   ({parts or 'none'})",
@@ -142,8 +154,9 @@ def table(records: list[LayerRecord], totals: dict) -> str:
               f"offloaded ops alone:                {t['accelerator_s'] * 1e3:.2f} ms on VDLA   "
               f"speedup {t['offloaded_speedup']:.1f}x",
               f"offloaded GEMM work:                {t['gemm_gops']:.1f} GOPS, "
-              f"utilisation {t['gemm_utilization'] * 100:.1f}% "
-              f"(every lane); useful {t['gemm_useful_gops']:.1f} GOPS, {t['gemm_useful_utilization'] * 100:.1f}%",
+              f"utilisation {_percent(t['gemm_utilization'], '.1f', 'not measured')} "
+              f"(every lane); useful {t['gemm_useful_gops']:.1f} GOPS, "
+              f"{_percent(t['gemm_useful_utilization'], '.1f', 'not measured')}",
               f"Amdahl bound (infinitely fast VDLA): {t['amdahl_bound']:.2f}x   "
               f"(CPU-resident time {t['cpu_resident_s']:.3f} s)"]
     lines += moved_lines(t.get("bytes_moved"))
@@ -166,5 +179,10 @@ def _work(r: LayerRecord) -> str:
     if r.placement != "vdla" or not r.macs:
         return " " * 27
     w = useful_work(r)
-    return (f"{w['gops']:6.1f} {w['useful_gops']:6.1f} {r.utilization * 100:5.1f}% "
-            f"{w['useful_utilization'] * 100:5.1f}%")
+    return (f"{w['gops']:6.1f} {w['useful_gops']:6.1f} {_percent(r.utilization, '5.1f'):>6} "
+            f"{_percent(w['useful_utilization'], '5.1f'):>6}")
+
+
+def _percent(fraction: float | None, spec: str, missing: str = NOT_MEASURED) -> str:
+    """``fraction`` as a percentage formatted by ``spec``, or ``missing`` for None (not measured)."""
+    return missing if fraction is None else f"{fraction * 100:{spec}}%"

@@ -15,8 +15,8 @@ Loop nest of a compiled convolution (``order="spatial"``; ``"oc"`` swaps the two
 
 Per thread, ACC holds ``toc`` bias vectors (then ``toc`` shift vectors for a per-channel shift)
 then ``toc`` groups of ``G`` accumulators, one per
-output pixel of the tile (``G = max(pixels, 3)``: the GEMM hazard rule needs three distinct
-accumulators in rotation, spare ones are scratch).
+output pixel of the tile (``G = max(pixels, HAZARD_DISTINCT)``: the GEMM hazard rule needs
+``timing.GEMM_HAZARD_DISTANCE + 1`` distinct accumulators in rotation, spare ones are scratch).
 """
 
 from __future__ import annotations

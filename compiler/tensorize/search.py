@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from compiler.layers import Conv2D
 import numpy as np
 
-from compiler.tensorize.schedule import (BUFFER_SIZE_PARAMS, BUFFERS, ORDERS, Plan, Schedule, ScheduleError, depths,
-                                         gemm_field_highs, misfit, shape_set, shape_summary)
+from compiler.tensorize.schedule import (BUFFER_SIZE_PARAMS, BUFFERS, HAZARD_DISTINCT, ORDERS, Plan, Schedule,
+                                         ScheduleError, depths, gemm_field_highs, misfit, shape_set, shape_summary)
 from vdla_hw.config import Config
 
 REFINE = 6
@@ -63,7 +63,7 @@ def _quick_fit(probe: Plan, th, tw, toc, tic, t, tky, depth: dict) -> bool:
     rows = th if probe.row_step > 1 else (th - 1) * layer.stride + tky
     cols = (tw - 1) * layer.stride + layer.k
     return (t * tic * rows * cols <= depth["inp"] and t * toc * tic * tky * layer.k <= depth["wgt"]
-            and t * toc * ((2 if layer.per_channel_shift else 1) + max(th * tw, 3)) <= depth["acc"])
+            and t * toc * ((2 if layer.per_channel_shift else 1) + max(th * tw, HAZARD_DISTINCT)) <= depth["acc"])
 
 
 def rough_cycles(plan: Plan) -> float:
@@ -321,7 +321,7 @@ class _Table:
             in_rows = th if probe.row_step > 1 else (th - 1) * layer.stride + rows
             cols = (tw - 1) * layer.stride + layer.k
             quick.append(np.stack([t * tic * in_rows * cols, t * toc * tic * rows * layer.k,
-                                   t * toc * (acc_vectors + np.maximum(th * tw, 3))], axis=-1))
+                                   t * toc * (acc_vectors + np.maximum(th * tw, HAZARD_DISTINCT))], axis=-1))
             # per (th, tw): the full tile's shape and what the buffer checks read of the tiling
             shape = np.zeros((len(sizes[0]), len(sizes[1]), 9), dtype=np.int64)
             for i, h in enumerate(sizes[0]):

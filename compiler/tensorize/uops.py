@@ -10,9 +10,9 @@ GEMM kernel of a tile shape (one table per thread and shape; rows are (dst, src,
     instruction loops: i over output-channel blocks (dst += G, wgt += tic*tky*K)
                        j over input-channel blocks  (src += in_rows*in_cols, wgt += tky*K)
 
-Consecutive uops write accumulators p, p+1, ... (mod G >= 3), and loop steps move dst by 0 or
-G, so no uop writes an accumulator written by either of the two uops before it (the GEMM
-hazard rule). The ALU kernel walks the tile's real pixels once: dst = acc + p, src = the bias
+Consecutive uops write accumulators p, p+1, ... (mod G >= HAZARD_DISTINCT), and loop steps move
+dst by 0 or G, so no uop writes an accumulator written by one of the GEMM_HAZARD_DISTANCE uops
+before it (the GEMM hazard rule). The ALU kernel walks the tile's real pixels once: dst = acc + p, src = the bias
 vector (loop i: dst += G, src += 1), strictly increasing destinations.
 """
 

@@ -5,6 +5,7 @@ unchanged, and returns the same output."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -37,7 +38,7 @@ for name, data in files.items():
 
 @pytest.mark.skipif(not HOST_PYTHON.exists(), reason="needs the host environment .venv (scripts/setup.sh)")
 def test_package_from_the_host_runs_on_the_pynq_backend(tmp_path):
-    from driver import pynq_sim
+    from tests.board import pynq_sim
     from tests.board.test_pynq import write_bitstream
 
     pkg = tmp_path / "pkg"
@@ -83,24 +84,41 @@ def test_package_from_the_host_runs_on_the_pynq_backend(tmp_path):
 
 @pytest.mark.skipif(not HOST_PYTHON.exists(), reason="needs the host environment .venv (scripts/setup.sh)")
 def test_the_readme_stand_in_bitstream_serves_the_simulated_device(tmp_path):
-    """The README's recipe, as written: `vdla hw bitstream` and `write_fake_bitstream` in the host
-    environment, then the pynq backend here runs a program on that stand-in like the simulator."""
+    """The README's recipe, as written: `vdla hw bitstream` and `tests.board.fake_bitstream` in the
+    host environment (the repository's root on the path), then the pynq backend here runs a program
+    on that stand-in like the simulator."""
     import numpy as np
 
-    from driver import open_device, pynq_sim
+    from driver import open_device
+    from tests.board import pynq_sim
     from tests.hw import programs
     from vdla_sim import simulate
 
     host_bin = HOST_PYTHON.parent
-    env = {**os.environ, "PATH": f"{host_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "PATH": f"{host_bin}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONPATH": str(ROOT)}
     subprocess.run(["vdla", "hw", "bitstream", "--config", "tiny", "-o", "simbit"], cwd=tmp_path, env=env,
                    check=True, capture_output=True, timeout=600)
-    subprocess.run(["python", "-c", "from driver.fake_bitstream import write_fake_bitstream; "
-                    "write_fake_bitstream('simbit/vdla.bit', 'tiny')"], cwd=tmp_path, env=env, check=True,
-                   timeout=120)
+    subprocess.run(["python", "-m", "tests.board.fake_bitstream", "simbit/vdla.bit", "tiny"], cwd=tmp_path,
+                   env=env, check=True, timeout=120)
     pynq_sim.register()
     bundle, _, _ = programs.blocked_matmul("tiny")
     with open_device("pynq", "tiny", bitstream=tmp_path / "simbit" / "vdla.bit") as device:
         result = device.run(bundle)
     expected = simulate(bundle)
     assert np.array_equal(result.dram, expected.dram) and result.cycles == expected.cycles
+    assert serve_simulated(tmp_path / "simbit" / "vdla.bit", tmp_path / "serve.key")["backend"] == "pynq"
+
+
+def serve_simulated(bitstream, key_file):
+    """The ping answer of the README's `python -m tests.board.serve_simulated` (vdla serve on the
+    simulated device, any free port), run from the repository's root until it answers."""
+    server = subprocess.Popen([sys.executable, "-m", "tests.board.serve_simulated", "--config", "tiny",
+                               "--bitstream", str(bitstream), "--port", "0", "--key-file", str(key_file)],
+                              cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        line = next(line for line in server.stderr if line.startswith("vdla serve: pynq device"))
+        address = re.search(r" on (\S+:\d+),", line).group(1)
+        return request(address, {"op": "ping"}, key=auth.load_key(key_file))[0]
+    finally:
+        server.terminate()
+        server.wait(30)

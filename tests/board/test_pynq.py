@@ -1,5 +1,5 @@
 """The pynq backend, on the real pynq 3.0.1 package, against the simulated PYNQ device
-(driver/pynq_sim.py: a pynq.Device subclass found by pynq's own device discovery, its
+(tests/board/pynq_sim.py: a pynq.Device subclass found by pynq's own device discovery, its
 programmable logic a register-level model backed by vdla_sim). The test bodies are the ones
 the sim and rtl backends pass (tests/driver/device_cases.py)."""
 
@@ -17,7 +17,7 @@ from tests.hw import programs
 from vdla_hw.config import load_config
 
 warnings.filterwarnings("ignore", message="No devices found")
-from driver import pynq_sim  # noqa: E402  (registers the simulated device with pynq)
+from tests.board import pynq_sim  # noqa: E402  (registers the simulated device with pynq)
 
 IP_NAME, CONTROL_BASE = "vdla_0", 0x43C0_0000
 

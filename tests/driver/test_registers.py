@@ -94,7 +94,11 @@ def test_control_slave_refuses_bad_run_registers():
 
 
 def test_executor_runs_a_network_unchanged_on_a_register_device():
+    """The same output and cycles as on the simulator; the register device (like rtl and pynq)
+    counts cycles and per-module counters only, so its records and report say GEMM utilisation
+    and DRAM bytes were not measured, never 0."""
     from compiler.network import execute as run_graph
+    from compiler.network.report import layer_row, summarise, table
     from vdla.network import prepare
 
     p = prepare("resnet18", resolution=32)
@@ -103,7 +107,19 @@ def test_executor_runs_a_network_unchanged_on_a_register_device():
     on_registers = run_graph(q, x, placements, ModelDevice(config))
     np.testing.assert_array_equal(on_registers.output, reference.output)
     assert [r.cycles for r in on_registers.records] == [r.cycles for r in reference.records]
-
+    offloaded = [(ref, reg) for ref, reg in zip(reference.records, on_registers.records) if ref.placement == "vdla"]
+    assert offloaded and all(ref.utilization > 0 and ref.bytes > 0 and ref.measured_by == "sim device"
+                             for ref, _ in offloaded)
+    unmeasured = "regmodel device; not measured: GEMM utilisation, DRAM bytes"
+    assert all(reg.utilization is None and reg.bytes is None and reg.measured_by == unmeasured
+               for _, reg in offloaded)
+    row = layer_row(next(reg for _, reg in offloaded if reg.op == "conv"))
+    assert row["utilization"] is row["bytes"] is row["useful_utilization"] is None
+    totals = summarise(on_registers.records)
+    assert totals["gemm_utilization"] is None and totals["measured_by"] == [unmeasured]
+    text = table(on_registers.records, totals)
+    assert "utilisation not measured" in text and f"n/m: not measured ({unmeasured})" in text
+    assert summarise(reference.records)["gemm_utilization"] > 0
 
 
 def test_run_register_accesses_counts_what_a_run_does():

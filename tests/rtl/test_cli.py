@@ -30,6 +30,10 @@ def test_vdla_rtl_json_matches_vdla_sim(tmp_path, capsys):
     for key in ("cycles", "dram_sha256", "instructions", "config", "last_retire", "modules"):
         assert rtl[key] == sim[key], key
     assert rtl["wall_cycles"] == rtl["cycles"]
+    basis = rtl.pop("measured_by")
+    assert set(basis) == set(rtl) and basis["cycles"] == basis["modules"] == "rtl"
+    assert basis["bytes"].startswith("simulator") and basis["queue_occupancy"] == "not measured"
+    assert all(rtl[key] is None for key, why in basis.items() if why == "not measured")
     assert rtl["axi_checks"]["violations"] == 0 and rtl["axi_checks"]["checks"] > 0
     assert (tmp_path / "out.npz").exists()
 

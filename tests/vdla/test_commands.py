@@ -55,7 +55,7 @@ def test_the_top_level_help_lists_every_command_without_loading_them():
 @pytest.mark.parametrize("argv, modules", [
     ([], ()), (["--help"], ()), (["config", "show"], ()), (["bogus"], ()),
     (["run", "resnet18", "--plots", "x"], ("vdla.cmd_run",)), (["--version", "sim", "a.npz"], ("vdla.cmd_sim",)),
-    (["hw", "synth"], ("vdla.cmd_hw", "vdla.cmd_deploy")), (["deploy", "--help"], ("vdla.cmd_hw", "vdla.cmd_deploy")),
+    (["hw", "synth"], ("vdla.cmd_hw",)), (["hw", "bitstream"], ("vdla.cmd_hw",)), (["deploy", "--help"], ("vdla.cmd_deploy",)),
 ])
 def test_modules_for_reads_the_command_word(argv, modules):
     assert commands.modules_for(argv) == modules

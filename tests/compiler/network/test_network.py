@@ -96,7 +96,7 @@ def test_macs_count_the_gemm_lanes_only_where_the_device_reports_them(resnet18_3
     device = open_device("sim", load_config("osdi18"))
 
     class NoGemmCounters:
-        config = device.config
+        config, target = device.config, "no-gemm-counters"
 
         def run(self, bundle):
             result = device.run(bundle)

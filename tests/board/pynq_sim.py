@@ -1,5 +1,6 @@
-"""A simulated PYNQ device, so the ``pynq`` backend runs against the real pynq 3.x package
-without a board (tests/board, and ``vdla serve --backend pynq`` with ``VDLA_PYNQ_SIM=1``).
+"""A simulated PYNQ device, a test double: the ``pynq`` backend runs against the real pynq 3.x
+package without a board (tests/board, and ``vdla serve --backend pynq`` through
+``python -m tests.board.serve_simulated``).
 
 Registration: pynq discovers devices through ``pynq.pl_server.device.DeviceMeta``: every
 subclass of ``pynq.Device`` that defines ``_probe_`` and a unique ``_probe_priority_`` is
@@ -21,7 +22,7 @@ bytes ``flushed`` and ``invalidated``. On a coherent port (ACP) the accelerator 
 the CPU's view directly (the SCU snoops the caches), and maintenance is still counted, so a test
 can check the driver does none.
 The "bitstream" is a JSON file naming the configuration of the simulated hardware
-(:func:`driver.fake_bitstream.write_fake_bitstream`); its metadata (what pynq parses from the ``.hwh`` on a board)
+(:func:`tests.board.fake_bitstream.write_fake_bitstream`); its metadata (what pynq parses from the ``.hwh`` on a board)
 comes from the manifest beside it.
 """
 
@@ -35,8 +36,8 @@ import numpy as np
 import pynq
 from pynq.buffer import PynqBuffer
 
-from driver.fake_bitstream import FAKE_FORMAT, write_fake_bitstream  # noqa: F401 - re-exported
 from driver.regmodel import RegisterModel
+from tests.board.fake_bitstream import FAKE_FORMAT, write_fake_bitstream  # noqa: F401 - re-exported
 from vdla_hw import regmap
 from vdla_hw.config import Config, load_config
 
