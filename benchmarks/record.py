@@ -3,9 +3,10 @@
 A benchmark that README quotes declares the figures it measures in a module constant
 ``FIGURES = {name: "unit: what it is", ...}`` and, run with ``--record``, writes them with
 :func:`write` to ``benchmarks/results/NAME.json``: the figures (exactly the declared names), the
-command line, the date (UTC), the commit (``+dirty`` when the checkout has uncommitted changes),
-the load average before and after, and the machine (CPU model, CPU count). Wall times depend
-on the load the record names; CPU times much less.
+command line, the date (UTC), the commit (``+dirty`` when code differs from it),
+the load average before and after, the machine (CPU model, CPU count) and the targets the
+benchmark sets for some figures (``{name: [OP, VALUE]}``, OP one of ``<=``, ``<``, ``>=``). Wall
+times depend on the load the record names; CPU times much less.
 
 ``python scripts/figures/performance.py`` renders README's "Performance" table from these
 files; tests/docs/test_readme.py checks that every record holds its benchmark's declared figure
@@ -48,19 +49,28 @@ def cpu_model() -> str:
 
 
 def commit() -> str:
-    """HEAD's commit, ``+dirty`` when tracked files differ from it."""
+    """HEAD's commit, ``+dirty`` when a tracked file that can change a measurement differs from it
+    (any but the Markdown docs and the recorded results)."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     head = git("rev-parse", "--short=12", "HEAD") or "unknown"
-    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!*.md", ":!benchmarks/results")
+    return head + ("+dirty" if changed else "")
 
 
-def write(name: str, declared: dict[str, str], figures: dict[str, float], load_before: list[float]) -> Path:
+OPS = ("<=", "<", ">=")
+
+
+def write(name: str, declared: dict[str, str], figures: dict[str, float], load_before: list[float],
+          targets: dict[str, tuple[str, float]] | None = None) -> Path:
     """Write ``benchmarks/results/NAME.json``; ``figures`` must have exactly the ``declared`` names
     (a benchmark that changes what it measures changes its FIGURES, and the README table's test
-    sees it). Returns the path written."""
+    sees it), ``targets`` only declared names. Returns the path written."""
+    targets = targets or {}
     if set(figures) != set(declared):
         raise ValueError(f"{name}: figures {sorted(figures)} are not the declared {sorted(declared)}")
+    if not set(targets) <= set(declared) or any(op not in OPS for op, _ in targets.values()):
+        raise ValueError(f"{name}: targets {targets} name undeclared figures or unknown comparisons")
     record = {
         "benchmark": f"benchmarks/{name}.py",
         "command": " ".join(["python", f"benchmarks/{name}.py", *sys.argv[1:]]),
@@ -71,6 +81,7 @@ def write(name: str, declared: dict[str, str], figures: dict[str, float], load_b
         "machine": {"cpu": cpu_model(), "cpus": os.cpu_count()},
         "figures": {key: figures[key] for key in declared},
         "units": dict(declared),
+        "targets": {key: [op, value] for key, (op, value) in targets.items()},
     }
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"

@@ -222,7 +222,8 @@ def main() -> int:
     if args.record:
         record.write("scalesim_compare", FIGURES, {
             "scalesim_cpu_s": round(s_cpu, 2), "cold_cpu_s": round(cold[1], 2), "warm_cpu_s": round(warm[1], 2),
-            "cold_ratio": round(s_cpu / cold[1]), "warm_ratio": round(s_cpu / warm[1])}, load_before)
+            "cold_ratio": round(s_cpu / cold[1]), "warm_ratio": round(s_cpu / warm[1])}, load_before,
+            {"cold_ratio": (">=", TARGET), "warm_ratio": (">=", TARGET)})
     return 0
 
 

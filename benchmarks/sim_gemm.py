@@ -23,6 +23,7 @@ from vdla_hw.semantics import execute
 from vdla_sim import simulate
 from vdla_sim.workloads import blocked_gemm
 
+TARGET_M_CYCLES_PER_S = 15.0  # issue 24
 # what --record writes (benchmarks/record.py)
 FIGURES = {"cycles_per_cpu_s": "M cycles/s: simulated cycles per CPU second, with data",
            "timing_cycles_per_cpu_s": "M cycles/s: simulated cycles per CPU second, timing only"}
@@ -74,7 +75,7 @@ def main() -> None:
     print(f"  simulated time          {result.seconds * 1e3:.3f} ms at {bundle.config.CLOCK_MHZ:g} MHz, "
           f"{result.gops:.1f} GOPS, GEMM utilisation {100 * result.gemm_utilization:.1f}%")
     print(f"  CPU seconds             {cpu:.3f} (load average {os.getloadavg()[0]:.2f})")
-    print(f"  cycles per CPU second   {result.cycles / cpu / 1e6:.1f} M (target >= 15 M)")
+    print(f"  cycles per CPU second   {result.cycles / cpu / 1e6:.1f} M (target >= {TARGET_M_CYCLES_PER_S:g} M)")
     print(f"  wall seconds            {wall:.3f}")
     print(f"  cycles per wall second  {result.cycles / wall / 1e6:.1f} M")
     print(f"  timing-only CPU seconds {timing_cpu:.3f} ({timing.cycles / timing_cpu / 1e6:.1f} M cycles/s, "
@@ -87,7 +88,7 @@ def main() -> None:
     if args.record:
         record.write("sim_gemm", FIGURES, {"cycles_per_cpu_s": round(result.cycles / cpu / 1e6, 1),
                                            "timing_cycles_per_cpu_s": round(timing.cycles / timing_cpu / 1e6, 1)},
-                     load_before)
+                     load_before, {"cycles_per_cpu_s": (">=", TARGET_M_CYCLES_PER_S)})
 
 
 if __name__ == "__main__":

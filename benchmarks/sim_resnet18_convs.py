@@ -31,6 +31,7 @@ from compiler.layers import Conv2D
 from compiler.quantize.reference import conv2d
 
 SHIFT = 8
+TARGET_CPU_S = 1.0  # issue 24: the 19 convs with data
 # what --record writes (benchmarks/record.py)
 FIGURES = {"data_cpu_s": "s: the 19 convs' simulation, CPU, with data",
            "timing_cpu_s": "s: the 19 convs' simulation, CPU, timing only"}
@@ -102,10 +103,11 @@ def main() -> None:
     print(f"{'total':<22}{totals['cycles']:>10,}{totals['data']:>12.3f}{totals['timing']:>14.3f}  "
           f"{totals['recorded']}/19      {totals['numpy']}/19")
     print(f"simulated cycles per CPU second: {totals['cycles'] / totals['data'] / 1e6:.1f} M with data, "
-          f"{totals['cycles'] / totals['timing'] / 1e6:.1f} M timing-only (target: 19 convs <= 1 s with data)")
+          f"{totals['cycles'] / totals['timing'] / 1e6:.1f} M timing-only (target: 19 convs <= {TARGET_CPU_S:g} s with data)")
     if args.record:
         record.write("sim_resnet18_convs", FIGURES, {"data_cpu_s": round(totals["data"], 3),
-                                                     "timing_cpu_s": round(totals["timing"], 3)}, load_before)
+                                                     "timing_cpu_s": round(totals["timing"], 3)}, load_before,
+                     {"data_cpu_s": ("<=", TARGET_CPU_S)})
 
 
 if __name__ == "__main__":
