@@ -68,6 +68,16 @@ def test_the_fit_paragraph_is_the_code():
     assert decode and int(decode[1]) == int(decode[2]) == overhead, text
 
 
+def test_the_mutation_paragraph_is_the_script():
+    from tests.test_mutants import mutants
+
+    text = " ".join(marked_paragraph(README, "test_the_mutation_paragraph_is_the_script").split())
+    listed = re.search(r"\((\d+) in version (\d+):", text)
+    assert listed and (int(listed[1]), int(listed[2])) == (len(mutants.MUTANTS), mutants.VERSION), text
+    target = re.search(r"exits 0 when the score is at least (\d+) %", text)
+    assert target and number(target[1]) / 100 == mutants.TARGET, text
+
+
 def declared_figures(benchmark: Path) -> dict:
     """A benchmark's FIGURES constant, read from its source (not imported: benchmarks are scripts)."""
     for node in ast.parse(benchmark.read_text()).body:
