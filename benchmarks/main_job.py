@@ -20,7 +20,7 @@ The machine's load (1-minute average) is printed before and after: wall times on
 machine are not the machine's; CPU times much less so.
 
     python benchmarks/main_job.py [--model resnet18] [--resolution 224] [--config osdi18]
-                                  [--skip memory,threads] [--resnet50 FILE] [--keep DIR]
+                                  [--skip memory,threads] [--resnet50 FILE] [--keep DIR] [--record]
 
 Exit status 0 when every run succeeded (the last line says which targets were missed), 1 if one failed.
 
@@ -42,12 +42,20 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import record
 from bytecode import compile_bytecode
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {"cold": 10.0, "warm": 5.0, "warm, no plots": 3.0}
 MISSED: list[str] = []  # the runs over their target
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+# what --record writes (benchmarks/record.py): the three timed runs' wall and CPU seconds
+FIGURES = {
+    "cold_wall_s": "s: cold run, wall", "cold_cpu_s": "s: cold run, CPU",
+    "warm_wall_s": "s: warm run, wall", "warm_cpu_s": "s: warm run, CPU",
+    "no_plots_wall_s": "s: warm run without --plots, wall", "no_plots_cpu_s": "s: warm run without --plots, CPU",
+}
+RECORDED = {"cold": "cold", "warm": "warm", "warm, no plots": "no_plots"}  # run label -> figure prefix
 
 
 @dataclass
@@ -142,7 +150,9 @@ def main() -> int:
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: memory, threads")
     parser.add_argument("--resnet50", metavar="FILE", help="a ResNet-50 ONNX file whose peak memory to measure")
     parser.add_argument("--keep", metavar="DIR", help="cache folder to use and keep (empty or absent)")
+    record.add_option(parser)
     args = parser.parse_args()
+    load_before = record.load_average()
     skip = {s for s in args.skip.split(",") if s}
     if skip - {"memory", "threads"}:
         parser.error(f"--skip: unknown part(s) {', '.join(sorted(skip - {'memory', 'threads'}))}")
@@ -157,9 +167,12 @@ def main() -> int:
         env = environment(cache)
         ok = True
         print(f"cache {cache} (VDLA_CACHE_DIR), figures into {plots}")
+        figures = {}
         for label, extra in (("cold", ["--plots", str(plots)]), ("warm", ["--plots", str(plots)]),
                              ("warm, no plots", [])):
-            ok &= show(label, run_vdla(["run", *common, *extra], env), TARGETS[label])
+            run = run_vdla(["run", *common, *extra], env)
+            ok &= show(label, run, TARGETS[label])
+            figures |= {f"{RECORDED[label]}_wall_s": round(run.wall, 2), f"{RECORDED[label]}_cpu_s": round(run.cpu, 2)}
         if "memory" not in skip:
             others = [("resnet34", ["run", "resnet34", "--resolution", str(args.resolution), "--config", args.config])]
             if args.resnet50:
@@ -186,6 +199,9 @@ def main() -> int:
             shutil.rmtree(cache, ignore_errors=True)
     print(f"after: {load()}")
     print("targets: all met" if not MISSED else f"targets NOT met: {', '.join(MISSED)}")
+    if args.record and ok:
+        record.write("main_job", FIGURES, figures, load_before,
+                     {f"{RECORDED[label]}_wall_s": ("<=", target) for label, target in TARGETS.items()})
     return 0 if ok else 1  # 1: a run failed
 
 

@@ -12,7 +12,10 @@ table (yosys synth_xilinx for the xc7z020) of the FPGA top for each preset.
 Targets (issue 13): >= 1 M simulated cycles/s on the conv layer with the compiled bench; the
 ResNet-18 run on the RTL under 60 s warm. `uptime`'s load is printed: the machine is shared.
 
-    .venv/bin/python benchmarks/rtl_speed.py [--preset osdi18] [--no-cocotb] [--no-resnet] [--synth]
+    .venv/bin/python benchmarks/rtl_speed.py [--preset osdi18] [--no-cocotb] [--no-resnet] [--synth] [--record]
+
+``--record`` (with the ResNet-18 run) writes the compiled bench's speeds and the two ResNet-18
+wall times to benchmarks/results/rtl_speed.json (benchmarks/record.py).
 """
 
 import argparse
@@ -22,6 +25,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -36,6 +41,11 @@ from vdla_sim import simulate  # noqa: E402
 VDLA = Path(sys.executable).with_name("vdla")
 TARGET_CYCLES_PER_S = 1e6
 TARGET_RESNET_S = 60.0
+# what --record writes (benchmarks/record.py)
+FIGURES = {"compiled_core_cycles_per_s": "M cycles/s: compiled Verilator bench, core top, conv layer",
+           "compiled_axi_cycles_per_s": "M cycles/s: compiled Verilator bench, FPGA top, conv layer",
+           "resnet18_sim_wall_s": "s: vdla run resnet18 --target sim, wall",
+           "resnet18_rtl_wall_s": "s: vdla run resnet18 --target rtl, wall (compiled bench, warm build)"}
 
 
 def load() -> str:
@@ -47,12 +57,14 @@ def conv_layer(preset: str):
     return layer, compile_layer(layer, load_config(preset), vthreads=2, seed=1)
 
 
-def speed(preset: str, copies: int, cocotb: bool) -> None:
+def speed(preset: str, copies: int, cocotb: bool) -> dict[str, float]:
+    """Print each bench's speed; the compiled bench's cycles/s (M) by top."""
     layer, bundle = conv_layer(preset)
     ref = simulate(bundle, race_check=False)
     print(f"RTL simulation speed, {preset}: conv {layer.h}x{layer.w} {layer.ic}->{layer.oc} k{layer.k}, "
           f"{bundle.insn_count} instructions, {ref.cycles} cycles per run, {copies} runs per simulation ({load()})")
     print(f"  {'bench':<9} {'top':<5} {'build s':>8} {'run s':>8} {'cycles/s':>11}  image and cycles as vdla_sim")
+    rates = {}
     benches = [("compiled", "core"), ("compiled", "axi")] + ([("cocotb", "core"), ("cocotb", "axi")] if cocotb else [])
     for bench, top in benches:
         t0 = time.perf_counter()
@@ -71,6 +83,9 @@ def speed(preset: str, copies: int, cocotb: bool) -> None:
         mark = "" if bench != "compiled" else ("  (target >= 1 M: met)" if rate >= TARGET_CYCLES_PER_S else
                                                 f"  (target >= 1 M: missed by {1 - rate / TARGET_CYCLES_PER_S:.0%})")
         print(f"  {bench:<9} {top:<5} {t1 - t0:>8.1f} {t3 - t2:>8.2f} {rate:>11,.0f}  {ok}{mark}", flush=True)
+        if bench == "compiled":
+            rates[f"compiled_{top}_cycles_per_s"] = round(rate / 1e6, 2)
+    return rates
 
 
 def run_json(args: list[str]) -> tuple[dict, float]:
@@ -87,7 +102,8 @@ def layer_cycles(report: dict) -> list:
     return [(layer["name"], layer["cycles"]) for layer in report["layers"] if layer["placement"] == "vdla"]
 
 
-def resnet() -> None:
+def resnet() -> dict[str, float]:
+    """Print the ResNet-18 runs on the simulator and the RTL; their wall seconds."""
     print(f"\nvdla run resnet18 --target rtl at 224 (compiled bench, osdi18 core top; {load()})")
     t0 = time.perf_counter()
     compiled.build("osdi18", "core", progress=lambda line: print("  " + line, flush=True))
@@ -103,6 +119,7 @@ def resnet() -> None:
           f"{len(layer_cycles(rtl))} layers on VDLA, {total:,} cycles")
     print(f"  output_sha256 equal: {same_sha}; per-layer cycles equal: {same_cycles}; bit exact: {rtl['bit_exact']}")
     print(f"  ({load()} at the end)")
+    return {"resnet18_sim_wall_s": round(sim_wall, 1), "resnet18_rtl_wall_s": round(rtl_wall, 1)}
 
 
 def synth_table() -> None:
@@ -129,12 +146,20 @@ def main() -> None:
     ap.add_argument("--no-cocotb", action="store_true", help="skip the cocotb bench (minutes per run)")
     ap.add_argument("--no-resnet", action="store_true", help="skip the ResNet-18 run")
     ap.add_argument("--synth", action="store_true", help="also print the synthesis table")
+    record.add_option(ap)
     args = ap.parse_args()
-    speed(args.preset, args.copies, not args.no_cocotb)
+    if args.record and args.no_resnet:
+        ap.error("--record needs the ResNet-18 run (no --no-resnet)")
+    load_before = record.load_average()
+    figures = speed(args.preset, args.copies, not args.no_cocotb)
     if not args.no_resnet:
-        resnet()
+        figures |= resnet()
     if args.synth:
         synth_table()
+    if args.record:
+        record.write("rtl_speed", FIGURES, figures, load_before,
+                     {"compiled_core_cycles_per_s": (">=", TARGET_CYCLES_PER_S / 1e6),
+                      "resnet18_rtl_wall_s": ("<", TARGET_RESNET_S)})
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ to install it and exits with status 2. It writes SCALE-Sim's config and topology
 layer, in its formats) into a temporary folder and runs ``PYTHON -m scalesim.scale`` there
 (traces not saved, its progress bar off: the cheapest SCALE-Sim run).
 
-    python benchmarks/scalesim_compare.py [--scalesim PYTHON] [--dataflow ws] [--config osdi18]
+    python benchmarks/scalesim_compare.py [--scalesim PYTHON] [--dataflow ws] [--config osdi18] [--record]
 
 VDLA runs as ``python -m vdla`` (this checkout's code) with an empty disk cache (cold: the
 schedule search and the compile included), then again with that cache (warm: what a user's
@@ -45,12 +45,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import record
 from bytecode import compile_bytecode
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 150.0
 # ResNet-18 layer1's 3x3 conv (the vdla compile arguments; SCALE-Sim gets the padded input)
 LAYER = {"h": 56, "w": 56, "ic": 64, "oc": 64, "k": 3, "stride": 1, "pad": 1}
+# what --record writes (benchmarks/record.py)
+FIGURES = {"scalesim_cpu_s": "s: SCALE-Sim 3 on the layer, CPU", "cold_cpu_s": "s: VDLA compile + sim, cold cache, CPU",
+           "warm_cpu_s": "s: VDLA compile + sim, warm cache, CPU",
+           "cold_ratio": "x: SCALE-Sim's CPU time over VDLA's, cold", "warm_ratio": "x: SCALE-Sim's CPU time over VDLA's, warm"}
 INSTALL = ('python3 -m venv .venv-scalesim && .venv-scalesim/bin/pip install scalesim==3.0.0 "numpy<2" '
            '"pandas<2.3" "matplotlib<3.10" "numba<0.61"')
 
@@ -175,7 +180,9 @@ def main() -> int:
     parser.add_argument("--scalesim", metavar="PYTHON", help="the Python that has SCALE-Sim (scalesim) installed")
     parser.add_argument("--dataflow", choices=("ws", "os", "is"), default="ws", help="SCALE-Sim's dataflow (default ws)")
     parser.add_argument("--config", default="osdi18", help="VDLA preset (default osdi18)")
+    record.add_option(parser)
     args = parser.parse_args()
+    load_before = record.load_average()
     python = find_scalesim(args.scalesim)
     if python is None:
         where = args.scalesim or "$SCALESIM_PYTHON, .venv-scalesim/bin/python or this Python"
@@ -212,6 +219,11 @@ def main() -> int:
         print(f"{label} (compile {steps[0]:.2f} + sim {steps[1]:.2f}): {cpu:6.2f} s CPU {wall:6.2f} s wall   "
               f"{report.get('cycles', 0):,} cycles   SCALE-Sim / VDLA = {ratio:.0f}x (target >= {TARGET:g}x: "
               f"{'met' if ratio >= TARGET else 'NOT met'})")
+    if args.record:
+        record.write("scalesim_compare", FIGURES, {
+            "scalesim_cpu_s": round(s_cpu, 2), "cold_cpu_s": round(cold[1], 2), "warm_cpu_s": round(warm[1], 2),
+            "cold_ratio": round(s_cpu / cold[1]), "warm_ratio": round(s_cpu / warm[1])}, load_before,
+            {"cold_ratio": (">=", TARGET), "warm_ratio": (">=", TARGET)})
     return 0
 
 

@@ -17,7 +17,7 @@ Starts `vdla serve --backend sim` as its own process (a fresh key file) and meas
    Printed: the server's peak RSS growth (VmHWM after minus VmRSS before), relative to the
    upload's size.
 
-    .venv/bin/python benchmarks/serve_preauth.py [--clients 64] [--seconds 10] [--upload-mib 127]
+    .venv/bin/python benchmarks/serve_preauth.py [--clients 64] [--seconds 10] [--upload-mib 127] [--record]
 
 Targets (issue 22): RSS rise under 64 MB and pings under 100 ms with 64 keyless clients; the
 upload's peak under 1.2x its size.
@@ -36,6 +36,8 @@ import threading
 import time
 from pathlib import Path
 
+import record
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -43,6 +45,12 @@ from driver import auth  # noqa: E402
 from driver.protocol import MAGIC, MAX_HEADER, NO_MAC, PROTOCOL_VERSION, START, request  # noqa: E402
 
 MIB = 1 << 20
+TARGETS = {"rss_rise_mb": ("<", 64.0), "ping_max_ms": ("<", 100.0), "upload_peak_ratio": ("<", 1.2)}  # issue 22
+# what --record writes (benchmarks/record.py)
+FIGURES = {"rss_rise_mb": "MB: the server's RSS rise under the keyless clients",
+           "ping_median_ms": "ms: an authenticated ping under the keyless clients, median",
+           "ping_max_ms": "ms: an authenticated ping under the keyless clients, max",
+           "upload_peak_ratio": "x: the server's peak memory growth over the upload's size"}
 
 
 def memory(pid: int) -> dict:
@@ -122,7 +130,7 @@ def attackers(port: int, clients: int, stop, counts, header: bytes) -> None:
         t.join()
 
 
-def keyless_clients(tmp: Path, clients: int, seconds: float) -> None:
+def keyless_clients(tmp: Path, clients: int, seconds: float) -> dict[str, float]:
     server = Server(tmp, "--max-connections", str(2 * clients))
     try:
         request(server.address, {"op": "ping"}, key=server.key, timeout_s=30)  # warm
@@ -165,11 +173,13 @@ def keyless_clients(tmp: Path, clients: int, seconds: float) -> None:
     print(f"  authenticated ping quiet: median {statistics.median(quiet) * 1e3:.1f} ms; under attack: median "
           f"{statistics.median(pings) * 1e3:.1f} ms, p95 {pings[int(0.95 * (len(pings) - 1))] * 1e3:.1f} ms, max "
           f"{pings[-1] * 1e3:.1f} ms over {len(pings)} pings, {len(failed)} failed{': ' + failed[0] if failed else ''}")
-    ok = rise < 64e6 and pings[-1] < 0.1 and not failed
+    ok = rise / 1e6 < TARGETS["rss_rise_mb"][1] and pings[-1] * 1e3 < TARGETS["ping_max_ms"][1] and not failed
     print(f"  targets (RSS rise < 64 MB, every ping < 100 ms): {'met' if ok else 'NOT met'}")
+    return {"rss_rise_mb": round(rise / 1e6, 1), "ping_median_ms": round(statistics.median(pings) * 1e3, 1),
+            "ping_max_ms": round(pings[-1] * 1e3, 1)}
 
 
-def large_upload(tmp: Path, mib: int) -> None:
+def large_upload(tmp: Path, mib: int) -> dict[str, float]:
     server = Server(tmp)
     try:
         request(server.address, {"op": "ping"}, key=server.key, timeout_s=30)
@@ -206,7 +216,10 @@ def large_upload(tmp: Path, mib: int) -> None:
     print(f"  anonymous memory (RssAnon, sampled every 5 ms): before {before['RssAnon'] / MIB:.1f} MiB, at most "
           f"{max(samples) / MIB:.1f} MiB: growth {anon / MIB:.1f} MiB = {anon / (mib * MIB):.3f}x the upload")
     worst = max(growth, anon)
-    print(f"  target (peak < 1.2x the upload): {'met' if worst < 1.2 * mib * MIB else 'NOT met'} ({worst / (mib * MIB):.3f}x)")
+    ratio = TARGETS["upload_peak_ratio"][1]
+    print(f"  target (peak < {ratio:g}x the upload): {'met' if worst < ratio * mib * MIB else 'NOT met'} "
+          f"({worst / (mib * MIB):.3f}x)")
+    return {"upload_peak_ratio": round(worst / (mib * MIB), 3)}
 
 
 def main() -> None:
@@ -214,13 +227,17 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--upload-mib", type=int, default=127)
+    record.add_option(ap)
     args = ap.parse_args()
+    load_before = record.load_average()
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs; protocol "
           f"{PROTOCOL_VERSION}, MAX_HEADER {MAX_HEADER} bytes")
     with tempfile.TemporaryDirectory(prefix="vdla-bench-") as tmp:
-        keyless_clients(Path(tmp), args.clients, args.seconds)
-        large_upload(Path(tmp), args.upload_mib)
+        figures = keyless_clients(Path(tmp), args.clients, args.seconds)
+        figures |= large_upload(Path(tmp), args.upload_mib)
     print(f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.record:
+        record.write("serve_preauth", FIGURES, figures, load_before, TARGETS)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ from dse.synth import TOP, rtl_generator_key, rtl_verilog_key
 
 DATA = json.loads(CALIBRATION_FILE.read_text())
 HEX16 = re.compile(r"^[0-9a-f]{16}$")
-# The clock model's largest relative error on the held-out syntheses (docs/dse.md states it: 3.3 %
-# on issue 25's top, 7.2 % on issue 23's; it is linear in log2(MACs), the critical paths are control logic).
+# The clock model's largest relative error on the held-out syntheses (docs/dse.md states it,
+# tests/docs/test_dse.py checks that; it is linear in log2(MACs), the critical paths are control logic).
 CLOCK_TARGET = 0.08
 
 
