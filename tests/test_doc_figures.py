@@ -36,6 +36,7 @@ UNIT = (r"(?:ms|µs|us|ns|s|min|minutes?|seconds?|hours?|h|MHz|GHz|GOPS|GOP/s|Go
         r"cycles/s|cycles?|points/s|insns/s|MiB|KiB|GiB|MB|KB|kB|GB|mW|W|LUTs?|FFs?|DSPs?|BRAMs?|DSP48E1s?|BRAM36s?)")
 FIGURE = re.compile(r"(?<![\w.-])\d[\d,]*(?:\.\d+)?(?:(?:x|×|%)(?!\w)| ?%|[ -]?(?:[kMG] )?" + UNIT + r"(?!\w))")
 
+
 def generated_blocks(path: Path) -> list[tuple[int, str, str]]:
     """(line, command, body) of every generated block of a file."""
     text = path.read_text()

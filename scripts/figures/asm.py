@@ -37,5 +37,9 @@ def size() -> str:
             f"to {small_text:.2f} MB.")
 
 
+BLOCKS = {"size": size}
+
 if __name__ == "__main__":
-    print({"size": size}[sys.argv[1]]())
+    from block_cli import main
+
+    sys.exit(main(BLOCKS))

@@ -28,5 +28,9 @@ def placement() -> str:
             f"{RESOLUTION}x{RESOLUTION}:\n" + ";\n".join(words) + ".")
 
 
+BLOCKS = {"placement": placement}
+
 if __name__ == "__main__":
-    print({"placement": placement}[sys.argv[1]]())
+    from block_cli import main
+
+    sys.exit(main(BLOCKS))

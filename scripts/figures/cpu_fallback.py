@@ -97,13 +97,7 @@ def memory() -> str:
 BLOCKS = {"cpu-only": cpu_only, "rates": rates, "memory": memory}
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 1 or argv[0] not in BLOCKS:
-        print(f"usage: cpu_fallback.py {' | '.join(BLOCKS)}", file=sys.stderr)
-        return 2
-    print(BLOCKS[argv[0]]())
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from block_cli import main
+
+    sys.exit(main(BLOCKS))

@@ -99,5 +99,9 @@ def sweep_answer() -> str:
             f"clock estimate.")
 
 
+BLOCKS = {"table": table, "sweep-answer": sweep_answer}
+
 if __name__ == "__main__":
-    print({"table": table, "sweep-answer": sweep_answer}[sys.argv[1]]())
+    from block_cli import main
+
+    sys.exit(main(BLOCKS))

@@ -73,5 +73,9 @@ def offload() -> str:
     return "\n".join(lines)
 
 
+BLOCKS = {"offload": offload}
+
 if __name__ == "__main__":
-    print({"offload": offload}[sys.argv[1]]())
+    from block_cli import main
+
+    sys.exit(main(BLOCKS))

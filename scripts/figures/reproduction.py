@@ -106,13 +106,7 @@ def fig10() -> str:
 BLOCKS = {"fig21": fig21, "fig10": fig10, "fig8": fig8}
 
 
-def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in BLOCKS:
-        print(f"usage: reproduction.py {' | '.join(BLOCKS)} [MODEL]", file=sys.stderr)
-        return 2
-    print(BLOCKS[argv[0]](*argv[1:]))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from block_cli import main
+
+    sys.exit(main(BLOCKS))

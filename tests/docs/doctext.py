@@ -1,25 +1,31 @@
-"""Read a doc's figures back for the tests of `<!-- checked-by: ... -->` markers: the test finds
-the paragraph that names it and pulls numbers out of it, so the doc cannot drift from the code."""
+"""Read a doc's figures back for the tests of ``<!-- checked-by: FILE::TEST -->`` markers: the test
+finds the paragraph (or table) its marker names and pulls numbers out of it, so the doc cannot
+drift from the code."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.test_doc_figures import ROOT, paragraphs
+
+__all__ = ["ROOT", "marked_paragraph", "number"]
 
 
 def marked_paragraph(doc: str, test_name: str) -> str:
-    """The paragraph (or table) of ``doc`` (a path from the repository's root) whose checked-by
-    marker names ``test_name``; fails when there is none or more than one."""
-    found = [p for p in re.split(r"\n\s*\n", (ROOT / doc).read_text())
-             if re.search(rf"<!-- checked-by: [^>]*::{re.escape(test_name)}\b", p)]
-    assert len(found) == 1, f"{doc}: {len(found)} paragraphs marked checked-by ...::{test_name}"
-    return found[0]
+    """The one paragraph of ``doc`` (a path from the repository's root) whose checked-by marker
+    names the test function ``test_name``, inline code kept, markers removed; fails when there
+    is none or more than one."""
+    found = [text for _, text in paragraphs(ROOT / doc)
+             if re.search(rf"<!-- checked-by: [^>]*::{re.escape(test_name)}\b", text)]
+    assert len(found) == 1, f"{doc}: {len(found)} paragraphs are marked checked-by ...::{test_name}"
+    return re.sub(r"<!--.*?-->", "", found[0])
 
 
-def number(text: str, pattern: str) -> float:
-    """The number ``pattern``'s group 1 matches in ``text`` (commas allowed); fails when absent."""
-    m = re.search(pattern, text)
-    assert m, f"the doc no longer says /{pattern}/"
-    return float(m.group(1).replace(",", ""))
+def number(text: str, pattern: str | None = None) -> float:
+    """A figure as written (``17,600``, ``0.5``) as a float: ``text`` itself, or what group 1 of
+    ``pattern`` matches in it (fails when the doc no longer says it)."""
+    if pattern is not None:
+        m = re.search(pattern, text)
+        assert m, f"the doc no longer says /{pattern}/"
+        text = m.group(1)
+    return float(text.replace(",", ""))

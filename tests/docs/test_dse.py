@@ -6,7 +6,7 @@ import re
 from dse.parts import PARTS_FILE
 from dse.resources import TARGET_ERROR
 from tests.dse.test_calibration import CLOCK_TARGET
-from tests.docs.marked import marked_paragraph, number
+from tests.docs.doctext import marked_paragraph, number
 
 DOC = "docs/dse.md"
 

@@ -3,7 +3,7 @@
 import re
 
 from compiler.quantize import scales
-from tests.docs.marked import marked_paragraph, number
+from tests.docs.doctext import marked_paragraph, number
 
 
 def test_the_scale_rules_are_the_code():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.marked import marked_paragraph, number
+from tests.docs.doctext import marked_paragraph, number
 from tests.test_doc_figures import ROOT
 from vdla_hw.config import load_config
 
