@@ -62,18 +62,21 @@ OPS = ("<=", "<", ">=")
 
 
 def write(name: str, declared: dict[str, str], figures: dict[str, float], load_before: list[float],
-          targets: dict[str, tuple[str, float]] | None = None) -> Path:
+          targets: dict[str, tuple[str, float]] | None = None, script: str | None = None) -> Path:
     """Write ``benchmarks/results/NAME.json``; ``figures`` must have exactly the ``declared`` names
     (a benchmark that changes what it measures changes its FIGURES, and the README table's test
-    sees it), ``targets`` only declared names. Returns the path written."""
+    sees it), ``targets`` only declared names. ``script`` is the measuring script's path from the
+    repository's root when it is not ``benchmarks/NAME.py`` (``scripts/mutants.py``). Returns the
+    path written."""
     targets = targets or {}
+    script = script or f"benchmarks/{name}.py"
     if set(figures) != set(declared):
         raise ValueError(f"{name}: figures {sorted(figures)} are not the declared {sorted(declared)}")
     if not set(targets) <= set(declared) or any(op not in OPS for op, _ in targets.values()):
         raise ValueError(f"{name}: targets {targets} name undeclared figures or unknown comparisons")
     record = {
-        "benchmark": f"benchmarks/{name}.py",
-        "command": " ".join(["python", f"benchmarks/{name}.py", *sys.argv[1:]]),
+        "benchmark": script,
+        "command": " ".join(["python", script, *sys.argv[1:]]),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "commit": commit(),
         "load_average_before": load_before,
@@ -86,5 +89,5 @@ def write(name: str, declared: dict[str, str], figures: dict[str, float], load_b
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"recorded {path.relative_to(ROOT)}")
+    print(f"recorded {path.relative_to(ROOT)}", file=sys.stderr)
     return path

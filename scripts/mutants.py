@@ -18,7 +18,7 @@ Before the mutants, each distinct selection runs once unmutated and must pass (`
 skips this): a selection that fails anyway would "kill" every mutant it is given.
 
 Progress goes to stderr, the table to stdout. The selections are kept small so the whole run
-stays under 10 minutes on a 2-core machine (docs/testing.md has the measured score and time);
+stays under 10 minutes on a 2-core machine (``--record``: README's Performance table shows the score and time);
 tests/test_mutants.py runs a few of them in CI through :func:`run`.
 """
 
@@ -38,6 +38,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 VERSION = 2       # bump when the list changes (the score in the README is for this version)
 TARGET = 0.95     # the score the run must reach
+MAX_WALL_S = 600  # the whole run on a 2-core machine (issue 26)
+# what --record writes (benchmarks/record.py; README's Performance table shows it)
+FIGURES = {"killed": "mutants: killed", "listed": "mutants: run", "score": "fraction: killed over run",
+           "wall_s": "s: wall time of the whole run, baselines included", "cpu_s": "s: CPU time of its tests"}
 TIMEOUT_S = 300   # per mutant: a selection still running then is killed by the timeout (detail says so)
 
 
@@ -276,13 +280,18 @@ def main(argv=None) -> int:
     ap.add_argument("--python", default=sys.executable, help="the interpreter that runs pytest")
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip running each selection unmutated first (it must pass for a kill to count)")
+    ap.add_argument("--record", action="store_true",
+                    help="write the score and times to benchmarks/results/mutants.json (a whole run only)")
     args = ap.parse_args(argv)
+    if args.record and (args.only or args.no_baseline or args.list):
+        ap.error("--record records a whole run: not with --only, --no-baseline or --list")
     mutants = by_name(args.only) if args.only else list(MUTANTS)
     if args.list:
         for m in mutants:
             print(f"{m.name:38} {m.area:11} {m.file:40} {' '.join(m.tests)}")
         return 0
-    start, load, cpu0 = time.monotonic(), os.getloadavg()[0], os.times()
+    start, loads, cpu0 = time.monotonic(), [round(x, 2) for x in os.getloadavg()], os.times()
+    load = loads[0]
     try:
         rows = run(mutants, args.python, progress=lambda line: print(line, file=sys.stderr, flush=True),
                    check_baseline=not args.no_baseline)
@@ -291,17 +300,24 @@ def main(argv=None) -> int:
         return 2
     wall, value, cpu1 = time.monotonic() - start, score(rows), os.times()
     cpu = cpu1.children_user + cpu1.children_system - cpu0.children_user - cpu0.children_system
+    killed = sum(r["status"] == "killed" for r in rows)
     if args.json:
         print(json.dumps({"version": VERSION, "score": value, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
                           "load": load, "rows": rows}, indent=1))
     else:
         for r in rows:
             print(f"{r['name']:38} {r['area']:11} {r['status']:9} {r['wall_s']:6.1f} s  {r['cpu_s']:6.1f} cpu-s")
-        killed = sum(r["status"] == "killed" for r in rows)
         errors = [r["name"] for r in rows if r["status"] == "error"]
         print(f"mutants v{VERSION}: {killed}/{len(rows)} killed, score {value:.1%} (target {TARGET:.0%}); "
               f"{wall:.0f} s wall, {cpu:.0f} cpu-s (baseline included), load {load:.2f} at start"
               + (f"; errors: {', '.join(errors)}" if errors else ""))
+    if args.record:
+        sys.path.insert(0, str(ROOT))
+        from benchmarks import record
+
+        record.write("mutants", FIGURES, {"killed": killed, "listed": len(rows), "score": round(value, 4),
+                                          "wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}, loads,
+                     {"score": (">=", TARGET), "wall_s": ("<", MAX_WALL_S)}, script="scripts/mutants.py")
     return 0 if value >= TARGET and not any(r["status"] == "error" for r in rows) else 1  # 2: baseline fails
 
 

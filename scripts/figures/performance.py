@@ -52,7 +52,17 @@ ROWS = [
      "ping_max_ms"),
     ("serve_preauth", "`vdla serve`: peak memory growth of one 127 MiB upload, over its size (issue 22)",
      [("upload_peak_ratio", "{:.3f}x")], "upload_peak_ratio"),
+    ("mutants", "mutation testing, every mutant of `scripts/mutants.py`: killed / run, score (issue 26)",
+     [("killed", "{:d}"), ("listed", "{:d}"), ("score", "{:.1%}")], "score"),
+    ("mutants", "the same: wall time of the whole run / CPU of its tests (issue 26)",
+     [("wall_s", "{:.0f} s wall"), ("cpu_s", "{:.0f} s CPU")], "wall_s"),
 ]
+SCRIPTS = {"mutants": "scripts/mutants.py"}  # the measuring scripts that are not benchmarks/NAME.py
+
+
+def script(name: str) -> str:
+    """The path (from the repository's root) of the script that records ``name``."""
+    return SCRIPTS.get(name, f"benchmarks/{name}.py")
 
 
 def records() -> dict[str, dict]:
@@ -74,11 +84,11 @@ def table() -> str:
     lines = ["| measured | recorded | target | benchmark |", "|---|---|---|---|"]
     for name, what, cells, target in ROWS:
         if name not in recorded:
-            lines.append(f"| {what} | not recorded | - | `benchmarks/{name}.py` |")
+            lines.append(f"| {what} | not recorded | - | `{script(name)}` |")
             continue
         record = recorded[name]
         shown = " / ".join(fmt.format(record["figures"][figure]) for figure, fmt in cells)
-        lines.append(f"| {what} | {shown} | {target_cell(record, target)} | `benchmarks/{name}.py` |")
+        lines.append(f"| {what} | {shown} | {target_cell(record, target)} | `{script(name)}` |")
     lines.append("")
     lines.append("Where each record comes from (load: the 1-minute load average before and after the run):")
     lines.append("")
