@@ -1,12 +1,13 @@
-"""Import a float ONNX model (opsets 13-21; older ones converted to 13) into the graph IR (``compiler.frontend.graph``).
+"""Import a float ONNX model (opsets 13-21; older ones converted to 13) into the graph IR
+(``compiler.frontend.graph``).
 
 Steps: read the file and its external data, fix the input shape and run onnx's shape
 inference (``onnx_read``); fold constants and the exporter's shape arithmetic with onnx's
 reference evaluator (``fold``); map what is left, node by node, onto the IR ops; then
 simplify (``simplify``: BatchNormalization and other per-channel affines folded into the Conv
 or Gemm before them, chains of data movement composed into one gather, dead nodes dropped).
-Shapes come from onnx's shape inference. Anything unsupported is one ModelError naming every
-unsupported node.
+Shapes come from onnx's shape inference. Every node is tried; anything unsupported is one
+ModelError naming every unsupported node (``refusal``: grouped, common patterns named).
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 attributes and inputs of every node checked in one pass, grouped by reason, common patterns read
 from the graph's structure; readable at 200 nodes (``vdla run --json``: tests/vdla/test_json_errors.py)."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -49,9 +52,9 @@ def fcn_and_attention():
     return n.model(n.op("Erf", [x], "erf"))
 
 
-def refusal(model) -> UnsupportedNodes:
+def refusal(model, where: str = "m.onnx") -> UnsupportedNodes:
     with pytest.raises(UnsupportedNodes) as err:
-        from_model(model, "m.onnx")
+        from_model(model, where)
     return err.value
 
 
@@ -135,3 +138,11 @@ def test_a_single_refusal_reads_as_before():
     with pytest.raises(ModelError, match=r"^m.onnx: node 'attn' \(MatMul\): attention: MatMul of two computed "
                                          r"tensors: MatMul of two computed tensors is not supported"):
         from_model(model, "m.onnx")
+
+
+def test_the_docs_show_the_message():
+    """docs/onnx.md's example refusal is what the importer prints for fcn_and_attention()."""
+    text = (Path(__file__).parents[3] / "docs" / "onnx.md").read_text()
+    after = text[text.index("test_refusal.py::test_the_docs_show_the_message"):]
+    shown = re.search(r"```\n\s*(vdla: error: .*)\n\s*```", after).group(1)
+    assert shown == f"vdla: error: {refusal(fcn_and_attention(), 'fcn.onnx')}"
