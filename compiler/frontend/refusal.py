@@ -115,7 +115,7 @@ class UnsupportedNodes(ModelError):
         if len(refused) == 1:
             one = refused[0]
             why = f"{one.pattern}: {one.reason}" if one.pattern else one.reason
-            super().__init__(where, why, one.node, one.op)
+            super().__init__(where, f"{why}; {DOCS}", one.node, one.op)
         else:
             super().__init__(where, f"{len(refused)} nodes cannot be imported ({DOCS}): {summary(refused)}")
 

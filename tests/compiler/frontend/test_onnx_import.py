@@ -73,7 +73,7 @@ def test_unsupported_op_names_the_node(tmp_path):
     text = str(err.value)
     assert text == (f"{path}: 2 nodes cannot be imported (see docs/onnx.md for what is supported): "
                     "unsupported op Sign (1 node: 'gate'); unsupported op Erf (1 node: 't')")
-    with pytest.raises(ModelError, match="m.onnx: node 'gate' \\(Sign\\): unsupported op Sign$"):
+    with pytest.raises(ModelError, match="m.onnx: node 'gate' \\(Sign\\): unsupported op Sign; see docs/onnx.md for what is supported$"):
         load_onnx(save(tmp_path, model_with(nodes[:1], {}, out_shape=[1, 4, 8, 8])))
 
 
