@@ -47,6 +47,11 @@ class ModelError(VdlaError):
         kind = f" ({op})" if op else ""
         super().__init__(f"{where}{at}{kind}: {why}")
 
+    def as_dict(self) -> dict:
+        """The error as JSON (``vdla ... --json`` prints ``{"error": ...}`` on stdout)."""
+        return {"kind": "model", "message": str(self), "file": self.where, "node": self.node, "op": self.op,
+                "reason": self.why}
+
 
 @dataclass
 class Node:
