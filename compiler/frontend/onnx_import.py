@@ -18,7 +18,7 @@ import numpy as np
 
 from compiler.frontend import fold as folding
 from compiler.frontend.elementwise import BY_ONNX
-from compiler.frontend.graph import Graph, ModelError, Node, ceil_extra
+from compiler.frontend.graph import Graph, ModelError, Node, ceil_extra, mul_extents
 from compiler.frontend.onnx_read import (check_names, data_input, infer_shapes, opset_of, read_model, resolve_shape,
                                          static_shapes, upgraded)
 from compiler.frontend.refusal import Refusals
@@ -192,8 +192,11 @@ class _Importer:
         names = list(node.input)
         consts = [n in self.consts for n in names]
         if not any(consts):
+            if node.op_type == "Mul":
+                self._product(node, names)
+                return
             if node.op_type != "Add":
-                raise self.fail(node, f"{node.op_type} of two computed tensors is not supported (only Add)")
+                raise self.fail(node, f"{node.op_type} of two computed tensors is not supported (only Add and Mul)")
             x, y = (self.tensor(node, n) for n in names)
             if self.shapes[x] != self.shapes[y]:
                 raise self.fail(node, f"Add inputs have shapes {self.shapes[x]} and {self.shapes[y]}; "
@@ -225,6 +228,19 @@ class _Importer:
         self.emit(node, "affine", [x], scale=scale, offset=offset)
 
     op_Add = op_Sub = op_Mul = op_Div = op_arith
+
+    def _product(self, node, names):
+        """Mul of two computed tensors (SiLU's x * sigmoid(x), a squeeze-excitation gate): one side
+        has the output's shape, the other equals it or broadcasts by batch, channel or all the
+        spatial axes at once (``graph.mul_extents``)."""
+        x, y = (self.tensor(node, n) for n in names)
+        out = self.out_shape(node)
+        shapes = (self.shapes[x], self.shapes[y])
+        if out not in shapes or any(mul_extents(shape, out) is None for shape in shapes):
+            raise self.fail(node, f"Mul inputs have shapes {shapes[0]} and {shapes[1]}; a product of two computed "
+                            "tensors takes equal shapes or one side broadcast over the other's batch, channels or "
+                            "all its spatial axes (such as (N, C, 1, 1) or (1,))")
+        self.emit(node, "mul", [x, y])
 
     def op_MaxPool(self, node, a):
         x = self.tensor(node, node.input[0])

@@ -124,6 +124,9 @@ REASONS = {
     "lut": "element-wise function (table lookup): the ALU has no table; runs on the CPU",
     "muladd": "element-wise affine with per-element constants: memory bound; runs on the CPU",
     "relu": "element-wise (not fused into a producer) runs on the CPU",
+    "mul": "CPU: the ALU has MUL, but by its operand's low 8 bits as int8: a gate's centred codes (zero point "
+           "-128) span 0..255 and the requantizing multiplier up to 2**14, and no ALU lowering of a product "
+           "exists (signed inputs and a power-of-two multiplier would be MUL, SHR, ADD, MIN, MAX)",
     "concat": "concatenation: a copy on the CPU (on a device, producers would store into one buffer)",
     "gather": "data movement (transpose/slice/gather): a copy on the CPU",
     "softmax": "softmax: exponentials and a division, on the CPU",
