@@ -76,7 +76,8 @@ def target_cell(record: dict, figure: str | None) -> str:
     op, value = record["targets"][figure]
     unit = record["units"][figure].split(":")[0]
     met = COMPARE[op](record["figures"][figure], value)
-    return f"{op} {value:g}{'' if unit == 'x' else ' '}{unit}: {'met' if met else '**not met**'}"
+    stated = f"{value:.0%}" if unit == "fraction" else f"{value:g}{'' if unit == 'x' else ' '}{unit}"
+    return f"{op} {stated}: {'met' if met else '**not met**'}"
 
 
 def table() -> str:
