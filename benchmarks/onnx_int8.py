@@ -20,11 +20,14 @@ benchmark runs anywhere. Images: synthetic (``compiler.frontend.inputs``) unless
 (a folder of PNG/JPEG) is given; the first ``--calibration`` of them calibrate, the next
 ``--tests`` are measured.
 
-    .venv/bin/python benchmarks/onnx_int8.py [--models DIR] [--calibration 8] [--tests 8] [--per-tensor]
+    .venv/bin/python benchmarks/onnx_int8.py [--models DIR] [--calibration 8] [--tests 8] [--per-tensor] [--record]
 
 ``--per-tensor`` also prints, for every value both int8 networks quantize (conv, add and pool
 outputs), its relative RMS error against the float model for each, and both steps (ours:
 ``2**-frac / scale``; onnxruntime's: its QDQ scale): where along the network one falls behind.
+
+``--record`` writes the table's figures (not its times) to ``benchmarks/results/onnx_int8.json``
+(benchmarks/record.py); ``python scripts/figures/onnx.py int8`` renders docs/onnx.md's table from it.
 """
 
 from __future__ import annotations
@@ -37,11 +40,27 @@ from pathlib import Path
 
 import numpy as np
 
+import record
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from compiler.frontend import float_ref, load_onnx  # noqa: E402
 from compiler.quantize import quantize_graph, reference  # noqa: E402
 from vdla.inputs import IMAGENET, load_inputs, synthetic  # noqa: E402
+
+# what --record writes (benchmarks/record.py): the table's columns per model, and what they were measured on
+FIGURES = {
+    "models": "per model (file stem): input (HxW); producer (the ONNX file's producer and version); float_vs_ort "
+              "(max abs difference of our float logits and onnxruntime's); logit_rms (RMS of onnxruntime's float "
+              "logits); vdla_rms and ort_rms (RMS error of vdla's and onnxruntime's int8 logits against their own "
+              "float model's); ratio (vdla_rms / ort_rms); vdla_top1 and ort_top1 (fraction of test inputs whose "
+              "int8 top-1 class is the float model's)",
+    "calibration": "inputs calibrating both int8 networks",
+    "tests": "test inputs measured (after the calibration inputs)",
+    "images": "the inputs: synthetic images (compiler.frontend.inputs) or the --images folder",
+    "models_folder": "the --models folder the .onnx files came from; null: it held none and the built-in "
+                     "ResNet-18 was measured",
+}
 
 
 def onnxruntime_int8(path: Path, name: str, calibration: np.ndarray, tests: np.ndarray, work: Path):
@@ -102,7 +121,17 @@ def rms(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(((a.astype(np.float64) - b.astype(np.float64)) ** 2).mean()))
 
 
-def measure(path: Path, args) -> dict:
+def producer(path: Path) -> str:
+    """The ONNX file's producer and its version (``pytorch 2.13.0``)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    return f"{model.producer_name} {model.producer_version}".strip()
+
+
+def measure(path: Path, args) -> tuple[dict, tuple[float, float]]:
+    """One model's row of the table (``FIGURES["models"]`` says what each entry is) and the wall
+    seconds (vdla's quantization and runs, onnxruntime's)."""
     graph = load_onnx(path)
     shape = graph.shapes[graph.input]
     if shape[0] != 1:
@@ -127,13 +156,14 @@ def measure(path: Path, args) -> dict:
         if args.per_tensor:
             print(f"{path.stem}: per value, relative RMS error against the float model", flush=True)
             per_tensor(graph, q, tests, Path(tmp))
-    scale = float(np.sqrt((ort_float.astype(np.float64) ** 2).mean()))
-    return {"model": path.stem, "input": "x".join(map(str, shape[2:])) or str(shape),
-            "float_vs_ort": float(np.abs(ours_float - ort_float).max()), "logit_rms": scale,
-            "ours": rms(ours_int8, ours_float), "ort": rms(ort_int8, ort_float),
-            "ours_top1": float((ours_int8.argmax(1) == ours_float.argmax(1)).mean()),
-            "ort_top1": float((ort_int8.argmax(1) == ort_float.argmax(1)).mean()),
-            "seconds": (ours_seconds, ort_seconds)}
+    ours, theirs = rms(ours_int8, ours_float), rms(ort_int8, ort_float)
+    row = {"input": "x".join(map(str, shape[2:])) or str(shape), "producer": producer(path),
+           "float_vs_ort": float(np.abs(ours_float - ort_float).max()),
+           "logit_rms": float(np.sqrt((ort_float.astype(np.float64) ** 2).mean())),
+           "vdla_rms": ours, "ort_rms": theirs, "ratio": ours / theirs,
+           "vdla_top1": float((ours_int8.argmax(1) == ours_float.argmax(1)).mean()),
+           "ort_top1": float((ort_int8.argmax(1) == ort_float.argmax(1)).mean())}
+    return row, (ours_seconds, ort_seconds)
 
 
 def main() -> None:
@@ -144,7 +174,9 @@ def main() -> None:
     ap.add_argument("--calibration", type=int, default=8)
     ap.add_argument("--tests", type=int, default=8)
     ap.add_argument("--per-tensor", action="store_true", help="print every value's error, ours and onnxruntime's")
+    record.add_option(ap)
     args = ap.parse_args()
+    load_before = record.load_average()
     folder = Path(args.models)
     paths = sorted(folder.glob("*.onnx")) if folder.is_dir() else []
     if args.only:
@@ -162,13 +194,19 @@ def main() -> None:
     print(f"int8 logits' RMS error against each one's float model ({args.calibration} calibration and "
           f"{args.tests} test inputs: {source})")
     print(f"{'model':<24} {'input':>8} {'|float-ort|':>11} {'logit RMS':>9} {'vdla int8':>10} {'ort int8':>9} "
-          f"{'ratio':>6} {'top1 vdla/ort':>13} {'time s vdla/ort':>16}")
+          f"{'ratio':>6} {'top1 vdla/ort':>13} {'wall s vdla/ort':>16}")
+    rows = {}
     for path in paths:
-        r = measure(path, args)
-        print(f"{r['model']:<24} {r['input']:>8} {r['float_vs_ort']:11.2e} {r['logit_rms']:9.4f} {r['ours']:10.5f} "
-              f"{r['ort']:9.5f} {r['ours'] / r['ort']:6.2f} {r['ours_top1'] * 100:6.0f}%/{r['ort_top1'] * 100:4.0f}% "
-              f"{r['seconds'][0]:8.1f}/{r['seconds'][1]:.1f}", flush=True)
+        r, seconds = measure(path, args)
+        rows[path.stem] = r
+        print(f"{path.stem:<24} {r['input']:>8} {r['float_vs_ort']:11.2e} {r['logit_rms']:9.4f} {r['vdla_rms']:10.5f} "
+              f"{r['ort_rms']:9.5f} {r['ratio']:6.2f} {r['vdla_top1'] * 100:6.0f}%/{r['ort_top1'] * 100:4.0f}% "
+              f"{seconds[0]:8.1f}/{seconds[1]:.1f}", flush=True)
     print("ratio < 1: vdla's int8 network is closer to its float model than onnxruntime's int8 network to its own")
+    if args.record:
+        record.write("onnx_int8", FIGURES, {"models": rows, "calibration": args.calibration, "tests": args.tests,
+                                            "images": source, "models_folder": None if work else str(folder)},
+                     load_before)
     if work is not None:
         work.cleanup()
 
