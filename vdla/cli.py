@@ -32,6 +32,9 @@ from this module and :mod:`vdla.argtypes`, and that new commands keep by using t
   that can use the second core runs beside the main one).
 * **``--json`` is strict JSON** (:func:`_print_json`: a NaN or an infinity is ``null``), and
   error messages have their control characters escaped (they may quote a file or the network).
+  A command that refuses a model under ``--json`` (``run``, ``deploy``, ``sweep``: a
+  ``compiler.frontend.ModelError``) also prints ``{"error": {...}}`` on stdout, with every
+  unsupported node listed (:func:`_json_error`); the one line on stderr and status 2 stay.
 
 Only the standard library is imported at module level: everything else loads inside
 :func:`main`'s handlers, so an interrupt or an error while importing is reported like any other.
@@ -342,6 +345,7 @@ def _main(argv: list[str] | None) -> int:
         quiet_broken_pipe()
         return EXIT_BROKEN_PIPE
     except VdlaError as err:
+        _json_error(args, err)
         return _error(str(err), EXIT_USER_ERROR)
     except OSError as err:  # the file system said no (disk full, permission, ...)
         where = f"{err.filename}: " if err.filename else ""
@@ -355,6 +359,18 @@ def _main(argv: list[str] | None) -> int:
             raise
         return _error(f"{type(err).__name__}: {err} (a bug: please report it with the command line; "
                       "VDLA_DEBUG=1 shows the traceback)", EXIT_INTERNAL_ERROR, prefix="vdla: internal error: ")
+
+
+def _json_error(args, err) -> None:
+    """Under ``--json``, a model the command refuses (``ModelError``: every unsupported node, the
+    missing file, ...) is also ``{"error": ...}`` on stdout (``ModelError.as_dict``)."""
+    graph = sys.modules.get("compiler.frontend.graph")  # not loaded: the error cannot be a ModelError
+    if getattr(args, "json", False) and graph is not None and isinstance(err, graph.ModelError):
+        try:
+            _print_json({"error": err.as_dict()})
+            sys.stdout.flush()
+        except (BrokenPipeError, OSError):
+            pass
 
 
 def _error(message: str, code: int, prefix: str = "vdla: error: ") -> int:

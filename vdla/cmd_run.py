@@ -213,7 +213,7 @@ def add_parser(sub) -> None:
     from vdla.inputs import IMAGENET, input_shape_arg, normalize_arg
 
     run = commands.add(sub, "run")
-    run.add_argument("model", help="resnet18, resnet34 or a float ONNX file (opset 13-21)")
+    run.add_argument("model", help="resnet18, resnet34 or a float ONNX file (opset 13-21; older ones are converted)")
     run.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
     run.add_argument("--target", default="sim", choices=["sim", "rtl", "pynq"],
                      help="device backend for accelerator ops (rtl: Verilator, slow; pynq: on the board)")
@@ -224,7 +224,9 @@ def add_parser(sub) -> None:
     run.add_argument("--placement", choices=["cost", "all"], default="cost",
                      help="cost (default): each op the accelerator can run goes where the whole network is faster "
                           "(estimates, reason printed); all: every such op on the accelerator")
-    run.add_argument("--stem-on-vdla", action="store_true", help="let the 3-channel stem run on VDLA (padded to 16)")
+    run.add_argument("--stem-on-vdla", action="store_true",
+                     help="let the 3-channel stem (and any conv of fewer input channels than a GEMM block) run on "
+                     "VDLA, its channels padded to a block")
     run.add_argument("--add-on-vdla", action="store_true", help="run residual adds on the ALU")
     run.add_argument("--fc-on-vdla", action="store_true",
                      help="run the classifiers as GEMMs (the last layer then keeps int8 instead of int32 logits)")

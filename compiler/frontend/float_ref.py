@@ -236,6 +236,8 @@ EVAL = {
     "conv": lambda a, args: conv2d(args[0], a["weight"], a["bias"], a["stride"], a["pad"], a.get("groups", 1)),
     "dense": lambda a, args: dense(args[0], a["weight"], a["bias"]),
     "add": lambda a, args: args[0] + args[1],
+    # the float64 product of two float32 values is exact (48 significant bits): one rounding, to float32
+    "mul": lambda a, args: np.multiply(args[0], args[1], dtype=np.float64),
     "softmax": lambda a, args: softmax(args[0], a["axis"]),
     "maxpool": lambda a, args: maxpool(args[0], a["kernel"], a["stride"], a["pad"], a.get("ceil", (0, 0))),
     "avgpool": lambda a, args: args[0].mean(axis=(2, 3), keepdims=True, dtype=np.float64),

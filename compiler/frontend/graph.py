@@ -10,6 +10,10 @@ op           attrs
 conv         weight (O, I/groups, kh, kw), bias (O,), stride (sh, sw), pad (t, l, b, r), groups
 dense        weight (M, K), bias (M,)          input (N, K)
 add          --                                two inputs of the same shape
+mul          --                                two inputs; the output has the shape of one of them and
+                                               the other broadcasts (numpy rules) by batch, channel or
+                                               all spatial axes at once (:func:`mul_extents`): SiLU
+                                               x * sigmoid(x), a squeeze-excitation gate (N, C, 1, 1)
 softmax      axis
 maxpool      kernel (kh, kw), stride, pad (t, l, b, r), ceil (extra bottom, right rows of ceil mode)
 avgpool      --                                global mean over H x W, output (N, C, 1, 1)
@@ -35,7 +39,7 @@ from vdla_hw.errors import VdlaError
 
 # Element-wise ops of one input (compiler.frontend.elementwise): in int8 a 256-entry table or a muladd.
 UNARY = NAMES
-OPS = ("conv", "dense", "add", "softmax", "maxpool", "avgpool", "avgpool2d", "concat", "reshape", "gather") + UNARY
+OPS = ("conv", "dense", "add", "mul", "softmax", "maxpool", "avgpool", "avgpool2d", "concat", "reshape", "gather") + UNARY
 
 
 class ModelError(VdlaError):
@@ -46,6 +50,11 @@ class ModelError(VdlaError):
         at = f": node {node!r}" if node else ""
         kind = f" ({op})" if op else ""
         super().__init__(f"{where}{at}{kind}: {why}")
+
+    def as_dict(self) -> dict:
+        """The error as JSON (``vdla ... --json`` prints ``{"error": ...}`` on stdout)."""
+        return {"kind": "model", "message": str(self), "file": self.where, "node": self.node, "op": self.op,
+                "reason": self.why}
 
 
 @dataclass
@@ -93,3 +102,31 @@ def ceil_extra(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int) ->
     if ceil_out > floor_out and (ceil_out - 1) * stride >= size + pad_lo:
         ceil_out -= 1
     return (ceil_out - floor_out) * stride if ceil_out > floor_out else 0
+
+
+def mul_extents(shape: tuple[int, ...], out: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """(batch, channels, the rest) extents of ``shape`` right-aligned against the product's
+    ``out`` (numpy broadcasting) when each is the output's or 1: the broadcasts a product of two
+    tensors may have (equal shapes, a per-sample-and-channel gate (N, C, 1, 1), a per-channel
+    (1, C, 1, 1), a scalar-like (1,) ...); None for any other, such as (1, 1, H, 1)."""
+    out = tuple(int(d) for d in out)
+    if len(shape) > len(out):
+        return None
+    mine = (1,) * (len(out) - len(shape)) + tuple(int(d) for d in shape)
+    extents = []
+    for lo, hi in ((0, 1), (1, 2), (2, len(out))):
+        size = 1
+        for d in out[lo:hi]:
+            size *= d
+        if mine[lo:hi] == out[lo:hi]:
+            extents.append(size)
+        elif all(d == 1 for d in mine[lo:hi]):
+            extents.append(1)
+        else:
+            return None
+    return tuple(extents)
+
+
+def out_extents(out: tuple[int, ...]) -> tuple[int, int, int]:
+    """(batch, channels, the rest) extents of a product's output shape."""
+    return mul_extents(out, out)

@@ -1,12 +1,13 @@
-"""Import a float ONNX model (opsets 13-21) into the graph IR (``compiler.frontend.graph``).
+"""Import a float ONNX model (opsets 13-21; older ones converted to 13) into the graph IR
+(``compiler.frontend.graph``).
 
 Steps: read the file and its external data, fix the input shape and run onnx's shape
 inference (``onnx_read``); fold constants and the exporter's shape arithmetic with onnx's
 reference evaluator (``fold``); map what is left, node by node, onto the IR ops; then
 simplify (``simplify``: BatchNormalization and other per-channel affines folded into the Conv
 or Gemm before them, chains of data movement composed into one gather, dead nodes dropped).
-Shapes come from onnx's shape inference. Anything unsupported is one ModelError naming every
-unsupported node.
+Shapes come from onnx's shape inference. Every node is tried; anything unsupported is one
+ModelError naming every unsupported node (``refusal``: grouped, common patterns named).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import numpy as np
 
 from compiler.frontend import fold as folding
 from compiler.frontend.elementwise import BY_ONNX
-from compiler.frontend.graph import Graph, ModelError, Node, ceil_extra
+from compiler.frontend.graph import Graph, ModelError, Node, ceil_extra, mul_extents
 from compiler.frontend.onnx_read import (check_names, data_input, infer_shapes, opset_of, read_model, resolve_shape,
-                                         static_shapes)
+                                         static_shapes, upgraded)
+from compiler.frontend.refusal import Refusals
 from compiler.frontend.simplify import simplify
 
 ALIASES = ("Identity", "Dropout")
@@ -40,10 +42,15 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+class _AfterRefused(Exception):
+    """A node reads a value that only a refused node computes (and onnx gave no shape for)."""
+
+
 class _Importer:
     def __init__(self, model, where: str, input_shape=None):
         self.where = where
         check_names(model, where)
+        model = upgraded(model, where)
         self.opset = opset_of(model, where)
         from onnx import numpy_helper
 
@@ -59,6 +66,7 @@ class _Importer:
                                  "infinite values; the model cannot be quantized")
         self.consts, self.todo = folding.fold(model, self.inferred, self.opset, where)
         self.alias: dict[str, str] = {}
+        self.refused_values: set[str] = set()  # outputs of refused nodes
         self.nodes: list[Node] = []
         self.shapes: dict[str, tuple[int, ...]] = {self.input.name: shape}
         self.output_name = model.graph.output[0].name
@@ -90,6 +98,8 @@ class _Importer:
     def tensor(self, node, name: str) -> str:
         value = self.value(name)
         if value not in self.shapes:
+            if value in self.refused_values:
+                raise _AfterRefused(value)
             if name in self.consts:
                 raise self.fail(node, f"input {name!r} is a constant where the network's data is expected")
             raise self.fail(node, f"input {name!r} is not produced by an earlier node or the graph input")
@@ -190,8 +200,11 @@ class _Importer:
         names = list(node.input)
         consts = [n in self.consts for n in names]
         if not any(consts):
+            if node.op_type == "Mul":
+                self._product(node, names)
+                return
             if node.op_type != "Add":
-                raise self.fail(node, f"{node.op_type} of two computed tensors is not supported (only Add)")
+                raise self.fail(node, f"{node.op_type} of two computed tensors is not supported (only Add and Mul)")
             x, y = (self.tensor(node, n) for n in names)
             if self.shapes[x] != self.shapes[y]:
                 raise self.fail(node, f"Add inputs have shapes {self.shapes[x]} and {self.shapes[y]}; "
@@ -223,6 +236,19 @@ class _Importer:
         self.emit(node, "affine", [x], scale=scale, offset=offset)
 
     op_Add = op_Sub = op_Mul = op_Div = op_arith
+
+    def _product(self, node, names):
+        """Mul of two computed tensors (SiLU's x * sigmoid(x), a squeeze-excitation gate): one side
+        has the output's shape, the other equals it or broadcasts by batch, channel or all the
+        spatial axes at once (``graph.mul_extents``)."""
+        x, y = (self.tensor(node, n) for n in names)
+        out = self.out_shape(node)
+        shapes = (self.shapes[x], self.shapes[y])
+        if out not in shapes or any(mul_extents(shape, out) is None for shape in shapes):
+            raise self.fail(node, f"Mul inputs have shapes {shapes[0]} and {shapes[1]}; a product of two computed "
+                            "tensors takes equal shapes or one side broadcast over the other's batch, channels or "
+                            "all its spatial axes (such as (N, C, 1, 1) or (1,))")
+        self.emit(node, "mul", [x, y])
 
     def op_MaxPool(self, node, a):
         x = self.tensor(node, node.input[0])
@@ -319,6 +345,8 @@ class _Importer:
 
     def op_MatMul(self, node, a):
         x = self.tensor(node, node.input[0])
+        if len(node.input) > 1 and node.input[1] not in self.consts:
+            raise self.fail(node, "MatMul of two computed tensors is not supported (only by a constant matrix)")
         w = self.weight(node, 1)
         if w is None or w.ndim != 2:
             raise self.fail(node, "only MatMul by a constant 2-D matrix is supported")
@@ -356,30 +384,47 @@ class _Importer:
 
     # --- driver ---------------------------------------------------------------------------
     def supported(self, node) -> bool:
-        return node.op_type in ALIASES or hasattr(self, f"op_{node.op_type}")
+        return node.domain in ("", "ai.onnx") and (node.op_type in ALIASES or hasattr(self, f"op_{node.op_type}"))
+
+    def take(self, node) -> None:
+        """Map ``node`` onto the IR; a ModelError (naming it) says why it cannot be."""
+        if not self.supported(node):
+            domain = f" of domain {node.domain!r}" if node.domain not in ("", "ai.onnx") else ""
+            raise self.fail(node, f"unsupported op {node.op_type}{domain}")
+        try:
+            if node.op_type in ALIASES:
+                self.alias[node.output[0]] = self.tensor(node, node.input[0])
+            else:
+                getattr(self, f"op_{node.op_type}")(node, _attrs(node))
+        except (ModelError, _AfterRefused):
+            raise
+        except MALFORMED as err:  # inputs, attributes or initializers not of the form the op needs
+            raise self.fail(node, f"malformed {node.op_type} node ({type(err).__name__}: {err})") from None
+        out = node.output[0] if node.output else None
+        if out in self.shapes and min(self.shapes[out], default=1) <= 0:
+            raise self.fail(node, f"output shape {self.shapes[out]} is empty (a window or stride larger "
+                            "than its input?)")
+
+    def refused(self, node) -> None:
+        """Stand in for a node that cannot be imported: its outputs keep onnx's shapes, so the
+        nodes after it are still checked (an output without one stops its readers quietly)."""
+        for out in node.output:
+            self.alias.pop(out, None)
+            self.refused_values.add(out)
+            if out in self.inferred:
+                self.shapes[out] = self.inferred[out]
 
     def run(self) -> Graph:
-        unsupported = [n for n in self.todo if not self.supported(n) or n.domain not in ("", "ai.onnx")]
-        if unsupported:
-            first = unsupported[0]
-            more = f" (and {len(unsupported) - 1} more: {', '.join(sorted({n.op_type for n in unsupported[1:]}))})" \
-                if len(unsupported) > 1 else ""
-            raise ModelError(self.where, f"unsupported op {first.op_type}{more}; see docs/onnx.md for the "
-                             "supported ops", first.name or first.output[0], first.op_type)
+        refusals = Refusals(self.todo, self.consts)
         for node in self.todo:
             try:
-                if node.op_type in ALIASES:
-                    self.alias[node.output[0]] = self.tensor(node, node.input[0])
-                else:
-                    getattr(self, f"op_{node.op_type}")(node, _attrs(node))
-            except ModelError:
-                raise
-            except MALFORMED as err:  # inputs, attributes or initializers not of the form the op needs
-                raise self.fail(node, f"malformed {node.op_type} node ({type(err).__name__}: {err})") from None
-            out = node.output[0] if node.output else None
-            if out in self.shapes and min(self.shapes[out], default=1) <= 0:
-                raise self.fail(node, f"output shape {self.shapes[out]} is empty (a window or stride larger "
-                                "than its input?)")
+                self.take(node)
+            except _AfterRefused:  # an input that only a refused node computes: already reported
+                self.refused(node)
+            except ModelError as err:
+                refusals.add(node, err.why)
+                self.refused(node)
+        refusals.check(self.where)
         output = self.value(self.output_name)
         if output not in self.shapes:  # (the input itself is fine: a network of no layers)
             why = "is a constant" if self.output_name in self.consts else "is not computed by any node"

@@ -4,7 +4,8 @@
 ``torch.onnx.export`` writes it), with one-line ModelErrors for a missing file, a missing data
 file, a protobuf that is not a model. ``prepare(model, where, input_shape)`` fixes the input's
 shape (dynamic dimensions need ``input_shape``; never a silent 1), checks the opset and runs
-onnx's shape inference, so every value gets a static shape.
+onnx's shape inference, so every value gets a static shape. :func:`upgraded` converts a model of
+an opset below 13 to opset 13 with onnx's version converter first.
 
 External data is read here, not by onnx (:func:`load_external`): per the ONNX spec a tensor's
 ``offset`` defaults to 0 and its ``length`` to the rest of the file, but a tensor can only hold
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -193,14 +195,46 @@ def check_names(model, where: str) -> None:
             writers[out] = this
 
 
-def opset_of(model, where: str) -> int:
+def _default_opset(model, where: str) -> int:
     versions = {o.domain or "ai.onnx": o.version for o in model.opset_import}
     version = versions.get("ai.onnx")
     if version is None:
         raise ModelError(where, "the model imports no ai.onnx opset")
+    return version
+
+
+def upgraded(model, where: str):
+    """``model``, or, if its opset is below OPSET_MIN, its conversion to OPSET_MIN by onnx's
+    version converter (``onnx.version_converter.convert_version``: older exports, e.g. resnet18 at
+    opset 11). A conversion that fails is one ModelError naming the opset and the reason."""
+    import onnx
+    from onnx import version_converter
+
+    version = _default_opset(model, where)
+    if version >= OPSET_MIN:
+        return model
+    cannot = f"opset {version} cannot be converted to opset {OPSET_MIN} by onnx's version converter"
+    unknown = sorted({n.op_type for n in model.graph.node if n.domain in ("", "ai.onnx")
+                      and not onnx.defs.has(n.op_type, version, "")})
+    if unknown:
+        raise ModelError(where, f"{cannot}: opset {version} has no op {', '.join(unknown)}; re-export with "
+                         f"opset_version {OPSET_MIN} to {OPSET_MAX}")
+    try:
+        return version_converter.convert_version(model, OPSET_MIN)
+    except (RuntimeError, ValueError, onnx.checker.ValidationError) as err:
+        lines = str(err).strip().splitlines() or [type(err).__name__]
+        # without the converter's C++ source position and assertion: "...transformers.h:35: operator():
+        # Assertion `node->i(attr) == value` failed: Attribute spatial must have value 1"
+        reason = re.sub(r"^\S+\.(cc|h):\d+: [\w()]+: (Assertion `.*?` failed: )?", "", lines[0])
+        raise ModelError(where, f"{cannot}: {reason}; re-export with opset_version {OPSET_MIN} to "
+                         f"{OPSET_MAX}") from None
+
+
+def opset_of(model, where: str) -> int:
+    version = _default_opset(model, where)
     if not OPSET_MIN <= version <= OPSET_MAX:
-        raise ModelError(where, f"opset {version} is not supported (supported: {OPSET_MIN} to {OPSET_MAX}); "
-                         "re-export with opset_version in that range")
+        raise ModelError(where, f"opset {version} is not supported (supported: {OPSET_MIN} to {OPSET_MAX}, older "
+                         f"ones converted to {OPSET_MIN}); re-export with opset_version in that range")
     return version
 
 

@@ -21,16 +21,18 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.cpu_fallback import (AddSpec, AvgPool2dSpec, ConcatSpec, Conv2dSpec, DenseSpec, GatherSpec,
-                                   GlobalAvgPoolSpec, LutSpec, MaxPool2dSpec, MulAddSpec, QuantizeSpec, ReluSpec,
+                                   GlobalAvgPoolSpec, LutSpec, MaxPool2dSpec, MulAddSpec, MulSpec, QuantizeSpec, ReluSpec,
                                    SoftmaxSpec)
 from compiler.cpu_fallback.errors import KernelError, KernelValueError
+from compiler.cpu_fallback.product import collapse
+from compiler.frontend.graph import mul_extents, out_extents
 from compiler.quantize.qgraph import QGraph, QNode
 from vdla_hw.errors import VdlaError
 from vdla_hw.files import printable
 
 RESHAPES = ("reshape",)
 # inputs each op takes (concat: any number, at least one)
-ARITY = {"add": 2, "concat": None}
+ARITY = {"add": 2, "mul": 2, "concat": None}
 
 
 class NodeError(VdlaError):
@@ -164,6 +166,22 @@ def _plan_add(node: QNode, shapes: list[tuple]):
     return spec, [], shapes[0]
 
 
+def _plan_mul(node: QNode, shapes: list[tuple]):
+    """The product's output is its larger input's shape; the other broadcasts by batch, channels
+    or all the rest at once (``graph.mul_extents``, what the reference's numpy broadcasting then agrees with)."""
+    out = max(shapes, key=_size)
+    exts = [mul_extents(shape, out) for shape in shapes]
+    for i, (shape, ext) in enumerate(zip(shapes, exts)):
+        if ext is None:
+            raise NodeError(node, f"input {i}", f"shape {shape} does not broadcast to {out} by batch, channels "
+                            "or all the rest")
+    (n, c, inner), a_ext, b_ext = collapse(out_extents(out), *exts)
+    spec = MulSpec(n=n, c=c, inner=inner, a_ext=a_ext, b_ext=b_ext, a_zp=_int(node, "a_zp"), b_zp=_int(node, "b_zp"),
+                   mul=_int(node, "mul"), shift=_int(node, "shift"), zp=_int(node, "zp"), lo=_int(node, "lo"),
+                   hi=_int(node, "hi"))
+    return spec, [], out
+
+
 def _plan_lut(node: QNode, shapes: list[tuple]):
     return LutSpec(size=_size(shapes[0])), [_array(node, "table", "int8")], shapes[0]
 
@@ -243,7 +261,7 @@ def _plan_softmax(node: QNode, shapes: list[tuple]):
 # quantized op -> its planner: (spec, constant inputs, output shape) from the node and its inputs'
 # shapes (the output shape the numpy reference gives); the kernel's inputs are the activations
 # (reshaped to the spec's first arguments), then these constants. RESHAPES have no kernel.
-PLANS = {"quantize": _plan_quantize, "conv": _plan_gemm, "dense": _plan_gemm, "add": _plan_add, "lut": _plan_lut,
+PLANS = {"quantize": _plan_quantize, "conv": _plan_gemm, "dense": _plan_gemm, "add": _plan_add, "mul": _plan_mul, "lut": _plan_lut,
          "muladd": _plan_muladd, "relu": _plan_relu, "maxpool": _plan_maxpool, "avgpool": _plan_avgpool,
          "avgpool2d": _plan_avgpool2d, "concat": _plan_concat, "gather": _plan_gather, "softmax": _plan_softmax}
 

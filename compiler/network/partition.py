@@ -1,7 +1,9 @@
 """Place every op of a quantized graph on VDLA or the CPU, with the reason shown.
 
 The default follows the TVM paper's ResNet-18 flow: convolutions on VDLA except the
-3-channel stem; pooling, residual adds, the classifier and input quantization on the CPU.
+3-channel stem (the conv reading the network's input; another conv of fewer input channels
+than a GEMM block stays on the CPU too, named by its kind: pointwise, 3x3, ...); pooling,
+residual adds, the classifier and input quantization on the CPU.
 Grouped convolutions with at least a GEMM block of input channels per group run on VDLA as
 one GEMM per group; depthwise ones (one channel per group) and every element-wise op stay on
 the CPU. Options move the stem (channels padded to a whole block), the residual adds (ALU)
@@ -52,6 +54,21 @@ def _parts_or_reason(node: QNode, q: QGraph, config: Config):
     return parts, None
 
 
+def reads_network_input(node: QNode, q: QGraph) -> bool:
+    """Whether ``node`` reads the network's input (directly or its quantization): the stem."""
+    source = node.inputs[0]
+    producer = next((n for n in q.nodes if n.output == source), None)
+    return source == q.input or (producer is not None and producer.op == "quantize" and producer.inputs[0] == q.input)
+
+
+def conv_kind(node: QNode) -> str:
+    """What a conv is, from its weight and groups: depthwise, grouped, pointwise or KHxKW."""
+    groups, (oc, per_group, kh, kw) = int(node.attrs["groups"]), node.attrs["weight"].shape
+    if groups > 1:
+        return "depthwise convolution" if per_group == 1 else f"grouped convolution ({groups} groups)"
+    return "pointwise (1x1) convolution" if (kh, kw) == (1, 1) else f"{kh}x{kw} convolution"
+
+
 def _place_conv(node: QNode, q: QGraph, config: Config, options: PartitionOptions) -> Placement:
     groups, per_group = int(node.attrs["groups"]), node.attrs["weight"].shape[1]
     if groups > 1 and per_group < config.block_in:
@@ -63,8 +80,11 @@ def _place_conv(node: QNode, q: QGraph, config: Config, options: PartitionOption
         return Placement("cpu", f"not on the accelerator: {problem}")
     layer = parts[0].layer
     if layer.ic < config.block_in and not options.stem_on_vdla:
-        return Placement("cpu", f"{layer.ic}-channel stem: fills {layer.ic} of {config.block_in} GEMM input "
-                         "lanes (paper: CPU); --stem-on-vdla pads it")
+        lanes = f"fills {layer.ic} of {config.block_in} GEMM input lanes"
+        if reads_network_input(node, q):
+            return Placement("cpu", f"{layer.ic}-channel stem: {lanes} (paper: CPU); --stem-on-vdla pads it")
+        return Placement("cpu", f"{conv_kind(node)} of {layer.ic} input channels: {lanes}; --stem-on-vdla pads it "
+                         f"(every conv of fewer than {config.block_in})")
     how = f"as {groups} per-group GEMMs ({layer.ic} channels each)" if groups > 1 else "on the GEMM core"
     notes = [" channels padded to a whole block" if layer.ic % config.block_in else "",
              " input padded with its zero point" if parts[0].pad is not None else ""]
@@ -104,6 +124,9 @@ REASONS = {
     "lut": "element-wise function (table lookup): the ALU has no table; runs on the CPU",
     "muladd": "element-wise affine with per-element constants: memory bound; runs on the CPU",
     "relu": "element-wise (not fused into a producer) runs on the CPU",
+    "mul": "CPU: the ALU has MUL, but by its operand's low 8 bits as int8: a gate's centred codes (zero point "
+           "-128) span 0..255 and the requantizing multiplier up to 2**14, and no ALU lowering of a product "
+           "exists (signed inputs and a power-of-two multiplier would be MUL, SHR, ADD, MIN, MAX)",
     "concat": "concatenation: a copy on the CPU (on a device, producers would store into one buffer)",
     "gather": "data movement (transpose/slice/gather): a copy on the CPU",
     "softmax": "softmax: exponentials and a division, on the CPU",

@@ -23,6 +23,9 @@ dense       weight int8 (M, K), bias int32, shift, lo, hi, wide
 add         a_shift, b_shift, offset, shift, lo, hi, a_mul and b_mul (default 1):
             clip(((a * a_mul << a_shift) + (b * b_mul << b_shift) + offset) >> shift, lo, hi)
             (multipliers other than 1 only on the CPU: the accelerator's ALU shifts)
+mul         a_zp, b_zp, mul (0..2**14), shift (0..31), zp, lo, hi; inputs broadcast (numpy rules) as
+            ``compiler.frontend.graph.mul_extents`` allows:
+            clip((((a - a_zp) * (b - b_zp) * mul + 2**(shift-1)) >> shift) + zp, lo, hi)
 lut         table int8 (256,):  out = table[x + 128]   (an element-wise op of
             compiler.frontend.elementwise, a scalar affine, any change of scale)
 muladd      mul int32, add int32 (each shaped like one sample), shift, lo, hi:

@@ -120,6 +120,15 @@ def add(a, b, a_shift=0, b_shift=0, shift=0, relu: bool = False, *, offset: int 
     return requantize(total, shift, relu, lo=lo, hi=hi)
 
 
+def mul(a, b, a_zp: int, b_zp: int, mul_: int, shift: int, zp: int, lo: int = -128, hi: int = 127) -> np.ndarray:
+    """clip((((a - a_zp) * (b - b_zp) * mul + 2**(shift-1)) >> shift) + zp, lo, hi), numpy broadcasting
+    (no rounding term when ``shift`` is 0). With int8 zero points, ``0 <= mul <= 2**14`` and
+    ``shift <= 31`` every intermediate fits int32 (``compiler.cpu_fallback.product``)."""
+    p = (np.asarray(a, np.int64) - int(a_zp)) * (np.asarray(b, np.int64) - int(b_zp))
+    total = p * int(mul_) + ((1 << (shift - 1)) if shift else 0)
+    return np.clip((total >> shift) + int(zp), lo, hi).astype(np.int8)
+
+
 def relu(x) -> np.ndarray:
     """int8 ReLU (the CPU kernel's definition; in graphs a ReLU is fused or a ``lut``)."""
     return np.maximum(x, 0).astype(np.int8)
@@ -201,6 +210,8 @@ EVAL = {
                                    wide=a["wide"]),
     "add": lambda a, args: add(args[0], args[1], a["a_shift"], a["b_shift"], a["shift"], offset=a["offset"],
                                lo=a["lo"], hi=a["hi"], a_mul=a.get("a_mul", 1), b_mul=a.get("b_mul", 1)),
+    "mul": lambda a, args: mul(args[0], args[1], a["a_zp"], a["b_zp"], a["mul"], a["shift"], a["zp"], a["lo"],
+                               a["hi"]),
     "relu": lambda a, args: relu(args[0]),
     "lut": lambda a, args: lut(args[0], a["table"]),
     "muladd": lambda a, args: muladd(args[0], a["mul"], a["add"], a["shift"], a["lo"], a["hi"]),

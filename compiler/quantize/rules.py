@@ -25,7 +25,7 @@ ZP_MAX_SHIFT = 23  # the bias holds zero_point << shift (|zero point| <= 128), w
 WIDE_UP = 8  # extra bits of a wide (int32) global average pool
 MULADD_BITS = 15  # |mul| of a muladd below 2**15
 BIAS_SAMPLES = 2  # calibration inputs used to measure the bias correction
-REQUANTIZING = ("conv", "dense", "add", "avgpool", "avgpool2d") + UNARY
+REQUANTIZING = ("conv", "dense", "add", "mul", "avgpool", "avgpool2d") + UNARY
 
 
 @dataclass
@@ -185,6 +185,36 @@ def _add_mul(ctx: Context, node: Node, act, out, inputs):
             "lo": lo, "hi": hi}, fy, zy
 
 
+MUL_BITS = 14  # a product's multiplier lies in (2**13, 2**14]: compiler.cpu_fallback.product's bound
+MUL_RANGE = 16  # output frac at most this far below the product's fa + fb (keeps the shift <= 31)
+
+
+def _mul(ctx: Context, node: Node, act, out, inputs, wide):
+    """The product of two int8 values (SiLU's x * sigmoid(x), a squeeze-excitation gate): the
+    codes' product ``(a - za) * (b - zb)`` has step ``2**-(fa + fb)``; one integer multiplier and
+    a rounding shift take it to the output's step (its frac from calibration, kept within
+    [fa + fb - MUL_RANGE, fa + fb]: a finer output step than the product's buys nothing, and a
+    coarser one than 2**MUL_RANGE product steps holds nothing but its zero point, since
+    ``|(a - za) * (b - zb)| < 2**16``)::
+
+        y = clip(((a - za) * (b - zb) * mul + 2**(shift-1)) >> shift) + zy, -128, 127)
+        mul = round(2**(fy - fa - fb) * s_y / (s_a * s_b) * 2**shift), in (2**13, 2**14]
+
+    (``s`` the equalization factors, 1 unless a factor was folded around the value). With
+    ``mul <= 2**14`` and ``shift <= 31`` the int32 intermediate cannot overflow (see
+    ``compiler.cpu_fallback.product``)."""
+    (fa, fb), (za, zb) = (ctx.fracs[i] for i in inputs), (ctx.zps[i] for i in inputs)
+    sa, sb, sy = ((ctx.scales or {}).get(name, 1.0) for name in (node.inputs[0], node.inputs[1], node.output))
+    fp = fa + fb
+    fy = int(np.clip(ctx.best[out][0], fp - MUL_RANGE, fp))
+    zy = ctx.zp(out, fy)
+    real = 2.0 ** (fy - fp) * sy / (sa * sb)
+    shift = int(np.clip(MUL_BITS - ceil_log2(real), 0, MAX_SHIFT))
+    mul = int(np.clip(np.rint(real * 2.0 ** shift), 0, 1 << MUL_BITS))
+    return {"a_zp": int(za), "b_zp": int(zb), "mul": mul, "shift": shift, "zp": int(zy), "lo": -128,
+            "hi": 127}, fy, zy
+
+
 def _pool(ctx: Context, node: Node, act, out, inputs, wide):
     fx, zx = ctx.fracs[inputs[0]], ctx.zps[inputs[0]]
     up = WIDE_UP if wide else int(np.clip(ctx.best[out][0] - fx, 0, MAX_UP))
@@ -250,7 +280,7 @@ def _copy(ctx: Context, node: Node, act, out, inputs, wide):
             "zps": tuple(ctx.zps[i] for i in inputs), "zp": zy}, fy, zy
 
 
-RULES = {"conv": _gemm, "dense": _gemm, "add": _add, "avgpool": _pool, "avgpool2d": _pool, "softmax": _softmax,
+RULES = {"conv": _gemm, "dense": _gemm, "add": _add, "mul": _mul, "avgpool": _pool, "avgpool2d": _pool, "softmax": _softmax,
          "maxpool": _copy, "reshape": _copy, "gather": _copy, "concat": _copy, **{op: _unary for op in UNARY}}
 
 

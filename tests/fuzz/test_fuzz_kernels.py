@@ -1,5 +1,5 @@
 """Fuzzing the CPU kernels through deployment packages (issue 22, item 2): a valid tiny graph for
-every CPU kernel family (quantize, conv, dense, add, lut, muladd, relu, maxpool, global and
+every CPU kernel family (quantize, conv, dense, add, mul, lut, muladd, relu, maxpool, global and
 windowed average pool, concat, gather, softmax, reshape), then hostile changes to its attributes
 (indices past the input, zero divisors, huge or negative sizes, strides and pads, wrong dtypes
 and shapes, non-integers) and to the declared shapes. The package runs the server's path
@@ -90,6 +90,13 @@ def valid_graph(draw, op):
         inputs = ["xq", "xq"]
         attrs = {"a_shift": draw(st.integers(0, 3)), "b_shift": draw(st.integers(0, 3)), "shift": draw(st.integers(0, 4)),
                  "offset": draw(st.integers(-500, 500)), "a_mul": draw(st.integers(0, 300)), "b_mul": 1, **_clip(draw)}
+    elif op == "mul":  # by itself, or by a per-channel gate (N, C, 1, 1) broadcast over H x W
+        if draw(st.booleans()):
+            extra = [QNode("gate", "gather", ["xq"], "gate", {"index": (np.arange(c) * h * w).astype(np.int32),
+                                                              "fill": np.zeros(c, np.int8), "shape": (n, c, 1, 1)})]
+        inputs = ["xq", "gate" if extra else "xq"]
+        attrs = {"a_zp": draw(st.sampled_from([0, -128, 17])), "b_zp": draw(st.sampled_from([0, -128])),
+                 "mul": draw(st.integers(0, 1 << 14)), "shift": draw(st.integers(0, 31)), "zp": 0, **_clip(draw)}
     elif op == "lut":
         attrs = {"table": np.random.default_rng(3).integers(-128, 128, 256, dtype=np.int8)}
     elif op == "muladd":
@@ -199,7 +206,7 @@ def fuzz_one(device, data, op):
         raise AssertionError(f"a valid {op} package was refused: {result}")
 
 
-OPS = ["quantize", "conv", "dense", "add", "lut", "muladd", "maxpool", "avgpool", "avgpool2d", "concat",
+OPS = ["quantize", "conv", "dense", "add", "mul", "lut", "muladd", "maxpool", "avgpool", "avgpool2d", "concat",
        "gather", "softmax", "reshape"]
 
 

@@ -84,6 +84,8 @@ def _fp32_of(spec, tile):
         return ((fp32.Fp32GlobalAvgPoolSpec(n=spec.n, c=spec.c, h=spec.h, w=spec.w), 1),)
     if f == "add":
         return ((fp32.Fp32EltwiseSpec(size=spec.size, inputs=2, relu=spec.relu), 1),)
+    if f == "mul":  # a float product: one vmul.f32 where the add has a vadd.f32, the same traffic
+        return ((fp32.Fp32EltwiseSpec(size=spec.size, inputs=2), 1),)
     if f == "relu":
         return ((fp32.Fp32EltwiseSpec(size=spec.size, inputs=1, relu=True), 1),)
     return None

@@ -54,6 +54,12 @@ def share(spec, cores: int = 2):
     if f in ("add", "relu", "quantize", "dequantize", "lut", "fp32_eltwise"):
         size = _half(spec.size, ELEMENT_GRAIN)
         return None if size is None else _replace(spec, size=size)
+    if f == "mul":  # the rows of a gate (channels), else a flat product's elements
+        axis, half = (1, _half(spec.c)) if spec.c > 1 else (2, _half(spec.inner, ELEMENT_GRAIN))
+        if half is None:
+            return None
+        exts = [tuple(half if i == axis and e > 1 else e for i, e in enumerate(ext)) for ext in (spec.a_ext, spec.b_ext)]
+        return _replace(spec, **{("c", "c", "inner")[axis]: half}, a_ext=exts[0], b_ext=exts[1])
     if f in ("dense", "fp32_dense"):
         m = _half(spec.m)
         return None if m is None else _replace(spec, m=m)

@@ -85,6 +85,14 @@ def _network_kernels(seed=99):
         cf.ConcatSpec(outer=2, inner=15, parts=(3, 1, 4), shifts=(0, 2, 1), zps=(-128, 0, 5), zp=-128),
         cf.GatherSpec(n=2, size_in=60, size_out=45),
         cf.SoftmaxSpec(outer=3, axis=17, inner=2),
+        # products (quantize.rules._mul): a squeeze-excitation gate (N*C rows of H*W, the gate once
+        # per row), a SiLU (equal shapes, one flat loop), a per-channel factor over a batch of 2,
+        # a scalar-like factor, and the bound of the int32 intermediate (mul 2**14, shift 31)
+        cf.MulSpec(n=1, c=24, inner=49, b_ext=(1, 24, 1), a_zp=-52, b_zp=-128, mul=16384, shift=21, zp=-119),
+        cf.MulSpec(n=1, c=1, inner=1001, a_zp=3, b_zp=-128, mul=11585, shift=20, zp=0, lo=-100, hi=120),
+        cf.MulSpec(n=2, c=5, inner=7, a_ext=(1, 5, 1), a_zp=-128, b_zp=0, mul=9000, shift=16, zp=-128),
+        cf.MulSpec(n=1, c=3, inner=10, a_ext=(1, 1, 1), a_zp=0, b_zp=5, mul=1, shift=0, zp=7),
+        cf.MulSpec(n=1, c=4, inner=33, b_ext=(1, 4, 1), a_zp=127, b_zp=127, mul=1 << 14, shift=31, zp=-128),
     ]
 
 

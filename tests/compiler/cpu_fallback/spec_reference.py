@@ -30,6 +30,10 @@ def reference_of(spec, inputs):
     if f == "avgpool2d":
         return ref.avg_pool2d(inputs[0], (spec.kh, spec.kw), spec.stride, spec.pad, (0, 0), inputs[1].astype(np.int64),
                               inputs[2], spec.up, spec.pad_value, spec.lo, spec.hi)
+    if f == "mul":
+        a, b = (x.reshape(ext) for x, ext in zip(inputs, (spec.a_ext, spec.b_ext)))
+        out = ref.mul(a, b, spec.a_zp, spec.b_zp, spec.mul, spec.shift, spec.zp, spec.lo, spec.hi)
+        return np.broadcast_to(out, (spec.n, spec.c, spec.inner)).reshape(-1)
     if f == "lut":
         return ref.lut(*inputs)
     if f == "muladd":
