@@ -148,6 +148,8 @@ class _Importer:
         w = self.weight(node, 1)
         if w is None or w.ndim != 4:
             raise self.fail(node, f"only 2-D convolutions with a constant weight are supported")
+        if "kernel_shape" in a and tuple(a["kernel_shape"]) != w.shape[2:]:  # onnx's shapes follow the attribute
+            raise self.fail(node, f"kernel_shape {list(a['kernel_shape'])} does not match the weight's {w.shape[2:]}")
         groups = int(a.get("group", 1))
         c = self.shapes[x][1]
         if c % groups or w.shape[0] % groups or w.shape[1] * groups != c:
