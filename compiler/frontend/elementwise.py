@@ -13,15 +13,16 @@ Everything else is derived from it (docs/extending.md walks through adding an op
   (``compiler.quantize.reference``, ``compiler.network.cpu_ops``, ``compiler.network.partition``),
   which run any table: a new op needs none of them changed.
 
-``fn(x, attrs, exp)`` takes float64 ``x``, the node's attributes and the exponential to use, and
-returns the float values (float32 after the float model's cast). The float model passes numpy's
-vectorised ``np.exp``; the tables pass :func:`scalar_exp` (the C library's, one value at a time),
-because numpy's SIMD variants differ in the last bit between CPUs and the model build and
-calibration must decide the same bits everywhere. So one function defines both and they cannot
-disagree. (Another transcendental function would be written with ``exp`` or become a parameter
-like it.) ``attrs(onnx_attrs)`` gives the graph attributes from the ONNX node's attributes; ops
-reached by other importer rules (``clip`` from Clip's constant inputs, ``affine`` from
-BatchNormalization and constant arithmetic) name no ONNX op here.
+``fn(x, attrs, m)`` takes float64 ``x``, the node's attributes and the math functions to use
+(:class:`Math`: ``m.exp``, ``m.tanh``, ``m.log1p``), and returns the float values (float32 after
+the float model's cast). The float model passes numpy's vectorised functions (:data:`VECTOR`);
+the tables pass the C library's, one value at a time (:data:`SCALAR`), because numpy's SIMD
+variants differ in the last bit between CPUs and the model build and calibration must decide the
+same bits everywhere. So one function defines both and they cannot disagree. (Another
+transcendental function becomes a field of :class:`Math`, in both.) ``attrs(onnx_attrs)`` gives
+the graph attributes from the ONNX node's attributes; ops reached by other importer rules
+(``clip`` from Clip's constant inputs, ``affine`` from BatchNormalization and constant
+arithmetic) name no ONNX op here.
 """
 
 from __future__ import annotations
@@ -42,14 +43,49 @@ def hardsigmoid(x, alpha=0.2, beta=0.5):
     return np.clip(alpha * x + beta, 0.0, 1.0)
 
 
-def scalar_exp(x) -> np.ndarray:
-    """exp of every element by the C library's ``exp`` (for the 256 entries of a table)."""
-    x = np.asarray(x, dtype=np.float64)
-    return np.array([math.exp(v) for v in x.reshape(-1)], dtype=np.float64).reshape(x.shape)
+def softplus(x, m: Math):
+    """log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|))."""
+    return np.maximum(x, 0.0) + m.log1p(m.exp(-np.abs(x)))
+
+
+def _scalar(f: Callable[[float], float]) -> Callable[[np.ndarray], np.ndarray]:
+    """``f`` (a C library function of ``math``) applied to every element, one at a time; an
+    overflow (``math.exp`` of more than about 709) is infinite, as numpy's."""
+    def one(v: float) -> float:
+        try:
+            return f(v)
+        except OverflowError:
+            return math.inf
+
+    def apply(x) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        return np.array([one(v) for v in x.reshape(-1).tolist()], dtype=np.float64).reshape(x.shape)
+    apply.__name__ = f"scalar_{f.__name__}"
+    return apply
+
+
+@dataclass(frozen=True)
+class Math:
+    """The transcendental functions an op's ``fn`` may call (elementwise on float64 arrays)."""
+
+    exp: Callable[[np.ndarray], np.ndarray]
+    tanh: Callable[[np.ndarray], np.ndarray]
+    log1p: Callable[[np.ndarray], np.ndarray]
+
+
+VECTOR = Math(exp=np.exp, tanh=np.tanh, log1p=np.log1p)  # the float model's
+SCALAR = Math(exp=_scalar(math.exp), tanh=_scalar(math.tanh), log1p=_scalar(math.log1p))  # the tables'
+scalar_exp = SCALAR.exp  # exp of every element by the C library's (also Softmax's table)
 
 
 def _no_attrs(onnx_attrs: dict) -> dict:
     return {}
+
+
+def floats(**defaults: float) -> Callable[[dict], dict]:
+    """The parser of an op's float attributes, each defaulting to ONNX's default (a float32, as
+    the ONNX schema stores it: LeakyRelu's 0.01 is 0.009999999776...)."""
+    return lambda a: {name: float(a.get(name, np.float32(value))) for name, value in defaults.items()}
 
 
 @dataclass(frozen=True)
@@ -60,28 +96,39 @@ class Elementwise:
 
     name: str
     onnx: tuple[str, ...]
-    fn: Callable[[np.ndarray, dict, Callable], np.ndarray]
+    fn: Callable[[np.ndarray, dict, Math], np.ndarray]
     attrs: Callable[[dict], dict] = _no_attrs
 
     def evaluate(self, x: np.ndarray, attrs: dict) -> np.ndarray:
         """The float model's values of float64 ``x``."""
-        return self.fn(x, attrs, np.exp)
+        return self.fn(x, attrs, VECTOR)
 
     def tabulate(self, x: np.ndarray, attrs: dict) -> np.ndarray:
         """The values of float64 ``x``, the inputs of an int8 table (the same bits on every CPU)."""
-        return self.fn(x, attrs, scalar_exp)
+        return self.fn(x, attrs, SCALAR)
 
 
 ELEMENTWISE = (
-    Elementwise("relu", ("Relu",), lambda x, a, exp: np.maximum(x, 0.0)),
+    Elementwise("relu", ("Relu",), lambda x, a, m: np.maximum(x, 0.0)),
     # lo, hi: floats, -inf/inf when a side is open
-    Elementwise("clip", (), lambda x, a, exp: np.clip(x, a["lo"], a["hi"])),
+    Elementwise("clip", (), lambda x, a, m: np.clip(x, a["lo"], a["hi"])),
     # scale, offset: each a scalar or one value per channel (axis 1), or per element
-    Elementwise("affine", (), lambda x, a, exp: affine(x, a["scale"], a["offset"])),
-    Elementwise("sigmoid", ("Sigmoid",), lambda x, a, exp: 1.0 / (1.0 + exp(-x))),
-    Elementwise("hardsigmoid", ("HardSigmoid",), lambda x, a, exp: hardsigmoid(x, a["alpha"], a["beta"]),
+    Elementwise("affine", (), lambda x, a, m: affine(x, a["scale"], a["offset"])),
+    Elementwise("sigmoid", ("Sigmoid",), lambda x, a, m: 1.0 / (1.0 + m.exp(-x))),
+    Elementwise("hardsigmoid", ("HardSigmoid",), lambda x, a, m: hardsigmoid(x, a["alpha"], a["beta"]),
                 lambda a: {"alpha": float(a.get("alpha", 0.2)), "beta": float(a.get("beta", 0.5))}),
-    Elementwise("hardswish", ("HardSwish",), lambda x, a, exp: x * hardsigmoid(x, 1.0 / 6.0, 0.5)),
+    Elementwise("hardswish", ("HardSwish",), lambda x, a, m: x * hardsigmoid(x, 1.0 / 6.0, 0.5)),
+    Elementwise("leakyrelu", ("LeakyRelu",), lambda x, a, m: np.where(x >= 0, x, a["alpha"] * x), floats(alpha=0.01)),
+    # exp(min(x, 0)): the exponential of the positive inputs, which np.where drops, cannot overflow
+    Elementwise("elu", ("Elu",), lambda x, a, m: np.where(x >= 0, x, a["alpha"] * (m.exp(np.minimum(x, 0.0)) - 1.0)),
+                floats(alpha=1.0)),
+    Elementwise("selu", ("Selu",),
+                lambda x, a, m: a["gamma"] * np.where(x > 0, x, a["alpha"] * (m.exp(np.minimum(x, 0.0)) - 1.0)),
+                floats(alpha=1.67326319217681884765625, gamma=1.05070102214813232421875)),
+    Elementwise("tanh", ("Tanh",), lambda x, a, m: m.tanh(x)),
+    Elementwise("softplus", ("Softplus",), lambda x, a, m: softplus(x, m)),
+    Elementwise("mish", ("Mish",), lambda x, a, m: x * m.tanh(softplus(x, m))),
+    Elementwise("softsign", ("Softsign",), lambda x, a, m: x / (1.0 + np.abs(x))),
 )
 
 BY_NAME = {op.name: op for op in ELEMENTWISE}

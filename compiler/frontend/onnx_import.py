@@ -148,6 +148,8 @@ class _Importer:
         w = self.weight(node, 1)
         if w is None or w.ndim != 4:
             raise self.fail(node, f"only 2-D convolutions with a constant weight are supported")
+        if "kernel_shape" in a and tuple(a["kernel_shape"]) != w.shape[2:]:  # onnx's shapes follow the attribute
+            raise self.fail(node, f"kernel_shape {list(a['kernel_shape'])} does not match the weight's {w.shape[2:]}")
         groups = int(a.get("group", 1))
         c = self.shapes[x][1]
         if c % groups or w.shape[0] % groups or w.shape[1] * groups != c:
@@ -175,10 +177,18 @@ class _Importer:
         locals()[f"op_{_op}"] = op_elementwise
     del _op
 
+    def bound(self, node, name: str, what: str) -> float:
+        """Clip's ``min`` or ``max`` input: a constant scalar (ONNX: a tensor of empty shape; one
+        element of shape (1,) is taken too)."""
+        value = self.const(node, name, f" ({what})")
+        if value.size != 1:
+            raise self.fail(node, f"{what} {name!r} must be a scalar, not of shape {value.shape}")
+        return float(value.reshape(-1)[0])
+
     def op_Clip(self, node, a):
         x = self.tensor(node, node.input[0])
-        bound = [float(self.const(node, n).reshape(-1)[0]) if len(node.input) > i and (n := node.input[i]) else None
-                 for i in (1, 2)]
+        bound = [self.bound(node, node.input[i], what) if len(node.input) > i and node.input[i] else None
+                 for i, what in ((1, "min"), (2, "max"))]
         lo = -np.inf if bound[0] is None else bound[0]
         hi = np.inf if bound[1] is None else bound[1]
         if lo > hi:

@@ -7,6 +7,7 @@ inserted into a scratch copy of ``compiler/`` and run there)."""
 from __future__ import annotations
 
 import ast
+import math
 import os
 import re
 import shutil
@@ -84,20 +85,26 @@ def cpu_forward(q: QGraph, x: np.ndarray) -> dict[str, np.ndarray]:
     return values
 
 
-def elementwise_model(onnx_op: str, **attrs):
-    """input -> Conv (4 -> 8 channels, 3x3) -> ``onnx_op`` -> output, as an exporter writes it."""
+def elementwise_model(onnx_op: str, bounds=(), *, on_input: bool = False, **attrs):
+    """input -> Conv (4 -> 8 channels, 3x3) -> ``onnx_op`` -> output, as an exporter writes it, or
+    ``onnx_op`` of the graph input itself when ``on_input``. ``bounds`` are the op's constant
+    inputs after the data (Clip's min and max): each a float32 scalar initializer, None an omitted
+    input (the empty name)."""
     b = Builder(seed=len(onnx_op))
-    out = b.op(onnx_op, [b.conv("input", SHAPE[1], 8, 3)], **attrs)
-    return b.model(SHAPE, out, [1, 8] + list(SHAPE[2:]))
+    x = "input" if on_input else b.conv("input", SHAPE[1], 8, 3)
+    consts = ["" if v is None else b.init(f"bound{k}", np.float32(v)) for k, v in enumerate(bounds)]
+    out = b.op(onnx_op, [x] + consts, **attrs)
+    return b.model(SHAPE, out, [1, SHAPE[1] if on_input else 8] + list(SHAPE[2:]))
 
 
-def check_every_level(onnx_op: str, **attrs) -> None:
-    """``onnx_op`` after a conv: imported as its table's graph op, the float model within 1e-4
-    (of the output's peak) of onnxruntime, quantized, the CPU kernels bit for bit the int8
-    reference, the int8 output within a tenth (RMS) of the float one."""
-    model = elementwise_model(onnx_op, **attrs)
+def check_every_level(onnx_op: str, bounds=(), *, on_input: bool = False, op: str | None = None, **attrs) -> None:
+    """``onnx_op`` after a conv (or on the graph input): imported as its graph op (``op``, by
+    default its table's), the float model within 1e-4 (of the output's peak) of onnxruntime,
+    quantized, the CPU kernels bit for bit the int8 reference, the int8 output within a tenth
+    (RMS) of the float one. Returns that relative RMS error."""
+    model = elementwise_model(onnx_op, bounds, on_input=on_input, **attrs)
     g = from_model(model, onnx_op)
-    assert [n.op for n in g.nodes] == ["conv", elementwise.BY_ONNX[onnx_op].name]
+    assert [n.op for n in g.nodes] == ([] if on_input else ["conv"]) + [op or elementwise.BY_ONNX[onnx_op].name]
     rng = np.random.default_rng(0)
     x = rng.standard_normal(SHAPE).astype(np.float32)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -110,12 +117,67 @@ def check_every_level(onnx_op: str, **attrs) -> None:
     for name in int8:
         np.testing.assert_array_equal(on_cpu[name], int8[name], err_msg=name)
     error = q.dequantize_output(int8[q.output]) - got
-    assert np.sqrt((error ** 2).mean()) < 0.1 * np.sqrt((got ** 2).mean())
+    relative = float(np.sqrt((error ** 2).mean() / (got ** 2).mean()))
+    assert relative < 0.1, relative
+    return relative
 
 
+@pytest.mark.parametrize("on_input", [False, True], ids=["after_conv", "on_input"])
 @pytest.mark.parametrize("onnx_op", sorted(elementwise.BY_ONNX))
-def test_each_elementwise_onnx_op_through_every_level(onnx_op):
-    check_every_level(onnx_op)
+def test_each_elementwise_onnx_op_through_every_level(onnx_op, on_input):
+    check_every_level(onnx_op, on_input=on_input)
+
+
+# Attributes other than ONNX's defaults, as exporters write them (torch's hardsigmoid is 1/6, 0.5;
+# LeakyReLU(0.1) in YOLO-style detectors, 0.2 in GAN discriminators).
+ATTRIBUTES = [("LeakyRelu", {"alpha": 0.1}), ("LeakyRelu", {"alpha": 0.2}), ("Elu", {"alpha": 0.5}),
+              ("Selu", {"alpha": 1.5, "gamma": 1.2}), ("HardSigmoid", {"alpha": 1.0 / 6.0, "beta": 0.5})]
+
+
+@pytest.mark.parametrize("onnx_op,attrs", ATTRIBUTES, ids=[f"{op}-{list(a.values())}" for op, a in ATTRIBUTES])
+def test_elementwise_attributes_through_every_level(onnx_op, attrs):
+    check_every_level(onnx_op, **attrs)
+
+
+# Clip as exporters write it (opset 11+: the bounds are inputs, an omitted one the empty name):
+# ReLU6 and hardtanh after a conv are fused into it; on the graph input a clip is a table.
+CLIPS = [((0.0, 6.0), "clip"), ((0.0,), "relu"), ((0.0, None), "relu"), ((None, 6.0), "clip"),
+         ((-1.0, 1.0), "clip"), ((), "clip")]
+
+
+@pytest.mark.parametrize("on_input", [False, True], ids=["after_conv", "on_input"])
+@pytest.mark.parametrize("bounds,op", CLIPS, ids=[str(list(b)) for b, _ in CLIPS])
+def test_clip_variants_through_every_level(bounds, op, on_input):
+    check_every_level("Clip", bounds, on_input=on_input, op=op)
+
+
+def test_clip_bounds_must_be_scalars():
+    b = Builder()
+    model = b.model(SHAPE, b.op("Clip", ["input", b.init("lo", np.zeros(2, np.float32))]), list(SHAPE))
+    with pytest.raises(ModelError, match=r"node 'node_Clip_1' \(Clip\): min 'lo' must be a scalar, not of shape \(2,\)"):
+        from_model(model, "m")
+
+
+def test_tables_use_the_c_library_one_value_at_a_time(monkeypatch):
+    """Every op's table is the same on every CPU: :data:`elementwise.SCALAR` is the C library's
+    functions element by element, and no op's ``fn`` calls numpy's vectorised transcendental
+    functions behind the namespace's back (they raise here while the tables are made)."""
+    x = np.linspace(-20.0, 20.0, 257)
+    for name, f, domain in (("exp", math.exp, x), ("tanh", math.tanh, x), ("log1p", math.log1p, np.abs(x))):
+        want = np.array([f(v) for v in domain.tolist()])
+        assert np.array_equal(getattr(elementwise.SCALAR, name)(domain), want), name
+        assert not isinstance(getattr(elementwise.SCALAR, name), np.ufunc), name  # (equal on this CPU only)
+        assert getattr(elementwise.VECTOR, name) is getattr(np, name)
+    assert elementwise.SCALAR.exp(np.array([1000.0]))[0] == np.inf  # overflow as numpy's, no exception
+    attrs = {"alpha": 0.5, "beta": 0.5, "gamma": 1.5, "lo": -1.0, "hi": 1.0, "scale": 2.0, "offset": 1.0}
+
+    def vectorised(*args, **kwargs):
+        raise AssertionError("a table called numpy's vectorised transcendental function")
+    for name in ("exp", "expm1", "exp2", "tanh", "log", "log1p", "logaddexp", "sinh", "cosh", "power"):
+        monkeypatch.setattr(np, name, vectorised)
+    for op in elementwise.ELEMENTWISE:  # (VECTOR holds numpy's own functions, not the patched names)
+        np.testing.assert_allclose(op.tabulate(x, attrs), op.evaluate(x, attrs), rtol=1e-12, atol=1e-15,
+                                   err_msg=op.name)
 
 
 def worked_example() -> tuple[str, str]:

@@ -87,6 +87,14 @@ def test_unsupported_conv_forms(tmp_path, attrs, words):
         load_onnx(save(tmp_path, model_with([node], {"w": w}, out_shape=None)))
 
 
+def test_kernel_shape_must_match_the_weight(tmp_path):
+    """onnx's shape inference follows ``kernel_shape`` (a 1x2 window: output 8x7), the weight is
+    1x1 (found by tests/fuzz/test_fuzz_onnx.py): refused, naming both."""
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c", kernel_shape=[1, 2])
+    with pytest.raises(ModelError, match=r"node 'c' \(Conv\): kernel_shape \[1, 2\] does not match the weight's \(1, 1\)"):
+        load_onnx(save(tmp_path, model_with([node], {"w": np.zeros((4, 4, 1, 1))}, out_shape=None)))
+
+
 @pytest.mark.parametrize("op,size,kernel,stride", [("MaxPool", 1, 2, 2), ("Conv", 1, 2, 2), ("MaxPool", 2, 3, 2),
                                                    ("Conv", 2, 3, 1), ("AveragePool", 1, 2, 1)])
 def test_window_larger_than_its_input(tmp_path, op, size, kernel, stride):
