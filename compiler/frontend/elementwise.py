@@ -75,7 +75,6 @@ class Math:
 
 VECTOR = Math(exp=np.exp, tanh=np.tanh, log1p=np.log1p)  # the float model's
 SCALAR = Math(exp=_scalar(math.exp), tanh=_scalar(math.tanh), log1p=_scalar(math.log1p))  # the tables'
-scalar_exp = SCALAR.exp  # exp of every element by the C library's (also Softmax's table)
 
 
 def _no_attrs(onnx_attrs: dict) -> dict:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler.frontend import float_ref
-from compiler.frontend.elementwise import BY_NAME, scalar_exp
+from compiler.frontend.elementwise import BY_NAME, SCALAR
 from compiler.frontend.graph import UNARY, Graph, ModelError, Node
 from compiler.quantize.exact import ceil_log2
 from compiler.quantize.reference import INT32_MAX, INT32_MIN
@@ -259,7 +259,7 @@ def _unary(ctx: Context, node: Node, act, out, inputs, wide):
 def _softmax(ctx: Context, node: Node, act, out, inputs, wide):
     fx = ctx.fracs[inputs[0]]
     d = np.arange(256, dtype=np.float64) - 255
-    table = np.rint(scalar_exp(d * 2.0 ** -fx) * 65536.0).astype(np.int32)
+    table = np.rint(SCALAR.exp(d * 2.0 ** -fx) * 65536.0).astype(np.int32)
     return {"axis": node.attrs["axis"], "table": table}, 7, 0
 
 
