@@ -27,7 +27,7 @@ outputs), its relative RMS error against the float model for each, and both step
 ``2**-frac / scale``; onnxruntime's: its QDQ scale): where along the network one falls behind.
 
 ``--record`` writes the table's figures (not its times) to ``benchmarks/results/onnx_int8.json``
-(benchmarks/record.py); ``python scripts/figures/onnx.py int8`` renders docs/onnx.md's table from it.
+(benchmarks/record.py); ``python scripts/figures/onnx_int8.py int8`` renders docs/onnx.md's table from it.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ the load average before and after, the machine (CPU model, CPU count) and the ta
 benchmark sets for some figures (``{name: [OP, VALUE]}``, OP one of ``<=``, ``<``, ``>=``). Wall
 times depend on the load the record names; CPU times much less.
 
+:func:`read_all` and :func:`provenance` are how the generators (``scripts/figures``) read them back:
 ``python scripts/figures/performance.py`` renders README's "Performance" table from these
 files; tests/docs/test_readme.py checks that every record holds its benchmark's declared figure
 names and that every benchmark the table names exists.
@@ -91,3 +92,16 @@ def write(name: str, declared: dict[str, str], figures: dict[str, float], load_b
     path.write_text(json.dumps(record, indent=1) + "\n")
     print(f"recorded {path.relative_to(ROOT)}", file=sys.stderr)
     return path
+
+
+def read_all() -> dict[str, dict]:
+    """Every recorded result by benchmark name (the file's stem), in name order."""
+    return {path.stem: json.loads(path.read_text()) for path in sorted(RESULTS.glob("*.json"))}
+
+
+def provenance(record: dict) -> str:
+    """Where a record comes from, one clause: its command, date, commit, the 1-minute load average
+    before and after the run and the machine."""
+    before, after = record["load_average_before"][0], record["load_average_after"][0]
+    return (f"`{record['command']}`, {record['date']}, commit {record['commit']}, load {before:g} -> {after:g}, "
+            f"{record['machine']['cpu']} ({record['machine']['cpus']} CPUs)")

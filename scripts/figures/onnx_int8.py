@@ -2,7 +2,7 @@
 from the record that ``python benchmarks/onnx_int8.py --models DIR --record`` writes
 (``benchmarks/results/onnx_int8.json``, benchmarks/record.py):
 
-    python scripts/figures/onnx.py int8   # where the record comes from, the table, what it shows
+    python scripts/figures/onnx_int8.py int8   # where the record comes from, the table, what it shows
 
 Nothing is measured here: re-run the benchmark with ``--record`` and paste this output into
 docs/onnx.md (tests/test_doc_figures.py checks that the doc holds exactly what it prints).
@@ -10,11 +10,13 @@ docs/onnx.md (tests/test_doc_figures.py checks that the doc holds exactly what i
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
-RECORD = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "onnx_int8.json"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks import record as recording  # noqa: E402
+
 COLUMNS = ("model", "input", "float vs onnxruntime (max abs)", "logit RMS", "vdla int8", "onnxruntime int8",
            "ratio", "top-1 kept, vdla / onnxruntime")
 
@@ -28,9 +30,7 @@ def provenance(record: dict) -> str:
         measured = "the built-in ResNet-18 (`vdla model resnet18`; the `--models` folder held no exports)"
     else:
         measured = f"the {len(models)} models in `{folder}` (ONNX files produced by {producers})"
-    before, after = record["load_average_before"][0], record["load_average_after"][0]
-    return (f"Recorded by `{record['command']}` on {record['date']} (commit {record['commit']}, load {before:g} -> "
-            f"{after:g}, {record['machine']['cpu']}, {record['machine']['cpus']} CPUs): {measured}, "
+    return (f"Recorded by {recording.provenance(record)}: {measured}, "
             f"{figures['calibration']} calibration and {figures['tests']} test inputs ({figures['images']}). Each int8 "
             "column is the RMS error of that network's logits against its own float model's; top-1 kept: the test "
             "inputs whose int8 top-1 class is the float model's.")
@@ -56,7 +56,7 @@ def summary(models: dict[str, dict]) -> str:
 
 
 def int8() -> str:
-    record = json.loads(RECORD.read_text())
+    record = recording.read_all()["onnx_int8"]
     models = record["figures"]["models"]
     lines = [provenance(record), "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += [row(model, r) for model, r in models.items()]

@@ -11,13 +11,15 @@ README (tests/test_doc_figures.py checks that README holds exactly what it print
 
 from __future__ import annotations
 
-import json
 import operator
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import record as recording  # noqa: E402
+
 COMPARE = {"<=": operator.le, "<": operator.lt, ">=": operator.ge}
 
 # (record, what is measured, [(figure, format)], the figure its target is on or None); the
@@ -65,11 +67,6 @@ def script(name: str) -> str:
     return SCRIPTS.get(name, f"benchmarks/{name}.py")
 
 
-def records() -> dict[str, dict]:
-    """Every recorded result by benchmark name."""
-    return {path.stem: json.loads(path.read_text()) for path in sorted(RESULTS.glob("*.json"))}
-
-
 def target_cell(record: dict, figure: str | None) -> str:
     if figure is None or figure not in record["targets"]:
         return "-"
@@ -81,7 +78,7 @@ def target_cell(record: dict, figure: str | None) -> str:
 
 
 def table() -> str:
-    recorded = records()
+    recorded = recording.read_all()
     lines = ["| measured | recorded | target | benchmark |", "|---|---|---|---|"]
     for name, what, cells, target in ROWS:
         if name not in recorded:
@@ -97,14 +94,12 @@ def table() -> str:
     for name, record in recorded.items():
         if name not in shown:
             continue
-        before, after = record["load_average_before"][0], record["load_average_after"][0]
-        lines.append(f"- `{name}`: `{record['command']}`, {record['date']}, commit {record['commit']}, load "
-                     f"{before:g} -> {after:g}, {record['machine']['cpu']} ({record['machine']['cpus']} CPUs)")
+        lines.append(f"- `{name}`: {recording.provenance(record)}")
     return "\n".join(lines)
 
 
 def sweep_answer() -> str:
-    record = records()["sweep_resnet18"]
+    record = recording.read_all()["sweep_resnet18"]
     best = record["figures"]["answer"]["resnet18"]
     return (f"The recorded sweep's answer: the fastest configuration that fits the xc7z020 within its clock "
             f"estimate is `{best['fingerprint'].split('-')[0]}` (fingerprint without its hash) at {best['clock_mhz']:g} MHz (its estimate {best['fmax_mhz']:g} "

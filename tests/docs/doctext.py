@@ -4,11 +4,12 @@ drift from the code."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 from tests.test_doc_figures import ROOT, paragraphs
 
-__all__ = ["ROOT", "marked_paragraph", "number"]
+__all__ = ["ROOT", "generator", "marked_paragraph", "number"]
 
 
 def marked_paragraph(doc: str, test_name: str) -> str:
@@ -29,3 +30,12 @@ def number(text: str, pattern: str | None = None) -> float:
         assert m, f"the doc no longer says /{pattern}/"
         text = m.group(1)
     return float(text.replace(",", ""))
+
+
+def generator(name: str):
+    """scripts/figures/NAME.py as a module, loaded by its path: putting scripts/figures on
+    sys.path would let its file names shadow packages for every later test."""
+    spec = importlib.util.spec_from_file_location(f"figures_{name}", ROOT / "scripts" / "figures" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

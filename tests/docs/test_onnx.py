@@ -3,7 +3,7 @@
 import re
 
 from compiler.quantize import scales
-from tests.docs.doctext import marked_paragraph, number
+from tests.docs.doctext import generator, marked_paragraph, number
 from tests.test_doc_figures import ROOT
 
 
@@ -15,18 +15,8 @@ def test_the_scale_rules_are_the_code():
     assert gain and number(gain[1]) / 100 == scales.PER_CHANNEL_GAIN, text
 
 
-def onnx_figures():
-    """scripts/figures/onnx.py, loaded by path (its name would shadow the onnx package)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("onnx_figures", ROOT / "scripts" / "figures" / "onnx.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_int8_summary_counts_the_models_where_vdla_is_closer():
-    summary = onnx_figures().summary
+    summary = generator("onnx_int8").summary
     row = lambda ratio, gap: {"ratio": ratio, "float_vs_ort": gap}  # noqa: E731
     assert "within 3.0e-05 of onnxruntime's on all 2" in summary({"a": row(0.6, 1e-6), "b": row(0.9, 3e-5)})
     said = summary({"a": row(0.6, 1e-6), "b": row(1.0, 1e-6), "c": row(1.2, 1e-6)})

@@ -5,19 +5,17 @@ import ast
 import json
 import math
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.docs.doctext import marked_paragraph, number
+from tests.docs.doctext import generator, marked_paragraph, number
 from tests.test_doc_figures import ROOT
 from vdla_hw.config import load_config
 
 README = "README.md"
 BENCHMARKS = ROOT / "benchmarks"
-sys.path.insert(0, str(ROOT / "scripts" / "figures"))
-import performance  # noqa: E402  (scripts/figures/performance.py: the table's renderer)
+performance = generator("performance")  # scripts/figures/performance.py: the table's renderer
 
 
 def table_rows(text: str) -> list[list[str]]:
@@ -105,7 +103,7 @@ def test_each_record_holds_what_its_benchmark_measures_today(path):
 
 
 def test_every_row_of_the_performance_table_names_a_recorded_figure():
-    recorded = performance.records()
+    recorded = performance.recording.read_all()
     for name, _, cells, target in performance.ROWS:
         declared = declared_figures(ROOT / performance.script(name))
         assert {figure for figure, _ in cells} | ({target} - {None}) <= set(declared), name
