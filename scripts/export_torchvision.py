@@ -6,6 +6,15 @@ Needs torch and torchvision (not project dependencies; use a separate venv, see 
     python scripts/export_torchvision.py resnet18 -o models/resnet18.onnx
     python scripts/export_torchvision.py mobilenet_v2 --size 160x224 -o models/mobilenet_v2_160x224.onnx
     python scripts/export_torchvision.py resnet50 --weights DEFAULT -o models/resnet50.onnx   # downloads
+    python scripts/export_torchvision.py fcn_resnet50 --size 224x224 -o models/fcn_resnet50.onnx
+    python scripts/export_torchvision.py resnet18_fpn -o models/resnet18_fpn.onnx
+    python scripts/export_torchvision.py resnet18 --legacy --opset 11 -o models/resnet18_opset11.onnx
+    python scripts/export_torchvision.py --all models/    # every network docs/onnx.md lists
+
+Segmentation models (``fcn_resnet50``, ``lraspp_mobilenet_v3_large``, ...) export their ``out``
+map (no auxiliary head, no downloaded backbone); ``resnet<N>_fpn`` is torchvision's
+``resnet_fpn_backbone`` with its five feature maps as five outputs (``0`` to ``3`` and ``pool``),
+with ordinary BatchNorm in place of the frozen one so its statistics can be set as below.
 
 ``torch.onnx.export`` is called with its defaults (PyTorch >= 2.9: the dynamo exporter, opset 18,
 weights in ``<name>.onnx.data``); ``--legacy`` uses the TorchScript exporter instead.
@@ -52,9 +61,79 @@ def set_batchnorm_statistics(model, images, seed: int) -> None:
     model.eval()
 
 
+# --all: (file stem, model, size, extra options); the networks docs/onnx.md and issue 27 name
+ALL = [
+    ("efficientnet_b0", "efficientnet_b0", "224x224", []),
+    ("mobilenet_v3_small", "mobilenet_v3_small", "224x224", []),
+    ("regnet_y_400mf", "regnet_y_400mf", "224x224", []),
+    ("shufflenet_v2_x1_0", "shufflenet_v2_x1_0", "224x224", []),
+    ("densenet121", "densenet121", "224x224", []),
+    ("inception_v3", "inception_v3", "299x299", []),
+    ("lraspp_mobilenet_v3_large", "lraspp_mobilenet_v3_large", "224x224", []),
+    ("fcn_resnet50", "fcn_resnet50", "224x224", []),
+    ("resnet18_fpn", "resnet18_fpn", "224x224", []),
+    ("resnet18_opset11", "resnet18", "224x224", ["--legacy", "--opset", "11"]),
+]
+
+
+class _Outputs:
+    """Wraps a model whose forward returns a dict into one returning a tuple (ONNX outputs)."""
+
+    def __init__(self, model, keys):
+        import torch
+
+        class Wrapper(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = model
+
+            def forward(self, x):
+                out = self.inner(x)
+                return tuple(out[k] for k in keys)
+
+        self.module = Wrapper()
+
+
+def build(name: str):
+    """(model, output names) for a torchvision model name, a segmentation model or resnet<N>_fpn."""
+    import torch
+    import torchvision
+    from torchvision.models import segmentation
+
+    if name.endswith("_fpn"):
+        from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
+
+        backbone = resnet_fpn_backbone(backbone_name=name[:-4], weights=None, norm_layer=torch.nn.BatchNorm2d,
+                                       trainable_layers=5)
+        keys = ["0", "1", "2", "3", "pool"]
+        return _Outputs(backbone, keys).module, [f"p{k}" for k in keys]
+    if name in torchvision.models.list_models(module=segmentation):
+        model = torchvision.models.get_model(name, weights=None, weights_backbone=None, aux_loss=False)
+        return _Outputs(model, ["out"]).module, ["out"]
+    model = torchvision.models.get_model(name, weights=None)
+    return model, ["logits"]
+
+
 def main(argv=None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--all"]:
+        if len(argv) != 2:
+            print("export_torchvision: usage: --all FOLDER", file=sys.stderr)
+            return 2
+        folder = Path(argv[1])
+        for stem, name, size, extra in ALL:
+            target = folder / f"{stem}.onnx"
+            if target.exists():
+                print(f"{target}: exists, kept", file=sys.stderr)
+                continue
+            status = main([name, "--size", size, "-o", str(target), *extra])
+            if status:
+                return status
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("model", help="a torchvision.models classifier name (resnet18, mobilenet_v2, ...)")
+    parser.add_argument("model", help="a torchvision.models name (resnet18, mobilenet_v2, fcn_resnet50, ...) "
+                                      "or resnet<N>_fpn")
     parser.add_argument("-o", "--output", required=True, help="ONNX file to write")
     parser.add_argument("--size", default="224x224", help="input HxW (default 224x224)")
     parser.add_argument("--batch", type=int, default=1)
@@ -71,7 +150,10 @@ def main(argv=None) -> int:
         return 2
     height, width = (int(v) for v in args.size.lower().split("x"))
     torch.manual_seed(args.seed)
-    model = torchvision.models.get_model(args.model, weights=args.weights)
+    if args.weights is None:
+        model, output_names = build(args.model)
+    else:
+        model, output_names = torchvision.models.get_model(args.model, weights=args.weights), ["logits"]
     if args.weights is None:
         set_batchnorm_statistics(model, smooth_images(32, height, width, args.seed + 100), args.seed)
     model.eval()
@@ -81,11 +163,13 @@ def main(argv=None) -> int:
     options = {"dynamo": False} if args.legacy else {}
     if args.opset:
         options["opset_version"] = args.opset
-    torch.onnx.export(model, (x,), str(out), input_names=["input"], output_names=["logits"], **options)
+    torch.onnx.export(model, (x,), str(out), input_names=["input"], output_names=output_names, **options)
     with torch.no_grad():
         y = model(x)
+    y = y[0] if isinstance(y, tuple) else y
+    y = y.reshape(y.shape[0], -1)
     print(f"wrote {out} ({args.model}, input {tuple(x.shape)}, torch {torch.__version__}, "
-          f"torchvision {torchvision.__version__}); logits[0, :4] = {y[0, :4].tolist()}", file=sys.stderr)
+          f"torchvision {torchvision.__version__}); first output[0, :4] = {y[0, :4].tolist()}", file=sys.stderr)
     return 0
 
 
