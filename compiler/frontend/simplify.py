@@ -6,6 +6,10 @@
 - two ``affine`` nodes in a row become one;
 - a ``gather`` whose input is a ``gather`` or ``reshape`` used by nothing else takes that
   node's input directly (index maps composed), so a chain of data-movement ops is one copy;
+- a per-channel ``affine`` (and the ReLU/Clip after it) whose input is a channel ``concat``
+  used by nothing else is applied to each of the concat's inputs (DenseNet's BatchNorm-ReLU
+  after each concat): int8 then rounds each input once, at the concat's scale, instead of
+  rounding it to the concat's step, through the affine and again through the ReLU;
 - nodes whose outputs do not reach the graph output are dropped.
 """
 
@@ -50,6 +54,66 @@ def _compose(outer: Node, inner: Node, inner_shape) -> None:
     outer.inputs = list(inner.inputs)
 
 
+def _split_affine(node: Node, concat: Node, act: Node | None, graph: Graph, shapes: dict) -> list[Node] | None:
+    """``concat(affine_i(x_i))`` (each followed by ``act``) for ``act(affine(concat(x)))``, or None."""
+    rank = len(graph.shapes[concat.output])
+    if concat.attrs.get("axis") not in (1, 1 - rank) or rank < 2:
+        return None
+    channels = graph.shapes[concat.output][1]
+    scale = _per_channel(node.attrs["scale"], rank, channels, 1)
+    offset = _per_channel(node.attrs["offset"], rank, channels, 1)
+    if scale is None or offset is None:
+        return None
+    nodes, parts, start = [], [], 0
+    shape = (-1,) + (1,) * (rank - 2)
+    for k, x in enumerate(concat.inputs):
+        c = graph.shapes[x][1]
+        out = f"{node.output}.part{k}"
+        nodes.append(Node(f"{node.name}.part{k}", "affine", [x], out,
+                          {"scale": scale[start:start + c].reshape(shape).copy(),
+                           "offset": offset[start:start + c].reshape(shape).copy()}))
+        shapes[out] = graph.shapes[x]
+        if act is not None:
+            nodes.append(Node(f"{act.name}.part{k}", act.op, [out], f"{out}.act", dict(act.attrs)))
+            out = f"{out}.act"
+            shapes[out] = graph.shapes[x]
+        parts.append(out)
+        start += c
+    last = act if act is not None else node
+    nodes.append(Node(concat.name, "concat", parts, last.output, dict(concat.attrs)))
+    return nodes
+
+
+def _push_through_concats(graph: Graph, nodes: list[Node], shapes: dict) -> list[Node]:
+    """Apply :func:`_split_affine` wherever it fits (each concat used only by the affine, the
+    affine only by its activation, if any, and neither the graph output)."""
+    by_output = {n.output: n for n in nodes}
+    users: dict[str, list] = {}
+    for n in nodes:
+        for i in n.inputs:
+            users.setdefault(i, []).append(n)
+    out, drop = [], set()
+    for node in nodes:
+        if node.name in drop:
+            continue
+        concat = by_output.get(node.inputs[0]) if node.op == "affine" else None
+        if concat is None or concat.op != "concat" or len(users.get(concat.output, [])) != 1 or \
+                concat.output == graph.output:
+            out.append(node)
+            continue
+        after = users.get(node.output, [])
+        act = after[0] if len(after) == 1 and after[0].op in ("relu", "clip") and node.output != graph.output else None
+        new = _split_affine(node, concat, act, graph, shapes)
+        if new is None:
+            out.append(node)
+            continue
+        out.remove(concat)
+        out.extend(new)
+        if act is not None:
+            drop.add(act.name)
+    return out
+
+
 def simplify(graph: Graph) -> Graph:
     nodes = list(graph.nodes)
     changed = True
@@ -83,6 +147,9 @@ def simplify(graph: Graph) -> Graph:
                 nodes.remove(producer)
                 changed = True
                 break
+    shapes = dict(graph.shapes)
+    nodes = _push_through_concats(graph, nodes, shapes)
+    graph = Graph(graph.name, graph.input, graph.output, nodes, shapes)
     live, needed = [], {graph.output}
     for node in reversed(nodes):
         if node.output in needed:

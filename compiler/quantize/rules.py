@@ -59,7 +59,7 @@ def fuse_activations(graph: Graph):
             continue
         users = graph.consumers(node.output)
         act = users[0] if len(users) == 1 and users[0].op in ("relu", "clip") and \
-            node.op in ("conv", "dense", "add") and node.output != graph.output else None
+            node.op in ("conv", "dense", "add", "affine") and node.output != graph.output else None
         if act is not None:
             skip.add(act.name)
         fused.append((node, act))
@@ -248,10 +248,13 @@ def _unary(ctx: Context, node: Node, act, out, inputs, wide):
         k = int(np.clip(MULADD_BITS - 1 - ceil_log2(peak) if peak > 0 else 0, 0, 24))
         mul = np.rint(scale * 2.0 ** k).astype(np.int64)
         add = np.rint(offset * 2.0 ** (fy + k)) + (zy << k) - zx * mul + ((1 << k) >> 1)
+        lo, hi = _bounds(act, fy, zy, False)  # a fused ReLU/Clip: one rounding, its bounds the clip's
         return {"op": "muladd", "mul": mul.astype(np.int32), "add": np.clip(add, INT32_MIN, INT32_MAX).astype(np.int32),
-                "shift": k, "lo": -128, "hi": 127}, fy, zy
+                "shift": k, "lo": lo, "hi": hi}, fy, zy
     codes = np.arange(256, dtype=np.float64) - 128
     ys = BY_NAME[node.op].tabulate((codes - zx) * 2.0 ** -fx, a)
+    if act is not None:  # a fused ReLU/Clip (an affine's): applied to the table's values, rounded once
+        ys = np.maximum(ys, 0.0) if act.op == "relu" else np.clip(ys, act.attrs["lo"], act.attrs["hi"])
     table = np.clip(np.rint(np.asarray(ys, np.float64).reshape(-1) * 2.0 ** fy) + zy, -128, 127).astype(np.int8)
     return {"op": "lut", "table": table, "function": node.op}, fy, zy
 

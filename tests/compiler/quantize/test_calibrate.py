@@ -220,3 +220,28 @@ def test_fracs_for_is_frac_for_of_every_value():
         assert scales.fracs_for(values, top).tolist() == [scales.frac_for(float(v), top) for v in values]
     with pytest.raises(ValueError):
         scales.fracs_for(np.array([1.0, np.inf]))
+
+
+def test_affine_after_concat_is_applied_per_input_with_its_relu_fused():
+    """DenseNet's BatchNorm-ReLU after a concat: simplify applies it to each input, the int8
+    graph rounds once per input (a muladd clipped at the ReLU's zero point), the float unchanged."""
+    from compiler.frontend.graph import Graph, Node
+    from compiler.frontend.simplify import simplify
+    rng = np.random.default_rng(3)
+    conv = lambda name, x, y: Node(name, "conv", [x], y, {"weight": rng.normal(size=(3, 2, 1, 1)).astype(np.float32),
+                                                            "bias": np.zeros(3, np.float32), "stride": (1, 1), "pad": (0, 0, 0, 0)})
+    s = (1, 2, 4, 4)
+    nodes = [conv("a", "x", "pa"), Node("ra", "relu", ["pa"], "p"), conv("b", "x", "qb"),
+             Node("rb", "relu", ["qb"], "q"), Node("cat", "concat", ["p", "q"], "c", {"axis": 1}),
+             Node("bn", "affine", ["c"], "d", {"scale": rng.uniform(0.2, 3, (6, 1, 1)), "offset": rng.normal(size=(6, 1, 1))}),
+             Node("r", "relu", ["d"], "y")]
+    shapes = {"x": s, "pa": (1, 3, 4, 4), "qb": (1, 3, 4, 4), "p": (1, 3, 4, 4), "q": (1, 3, 4, 4), "c": (1, 6, 4, 4), "d": (1, 6, 4, 4), "y": (1, 6, 4, 4)}
+    graph = Graph("g", "x", "y", nodes, shapes)
+    x = rng.normal(size=(4, 2, 4, 4)).astype(np.float32)
+    simple = simplify(graph)
+    assert [n.op for n in simple.nodes].count("affine") == 2 and simple.nodes[-1].op == "concat"
+    np.testing.assert_array_equal(float_ref.run(simple, x)["y"], float_ref.run(graph, x)["y"])
+    q = quantize_graph(simple, x)
+    muladds = [n for n in q.nodes if n.op == "muladd"]
+    assert len(muladds) == 2 and not any(n.op in ("relu", "lut") for n in q.nodes)
+    assert all(n.attrs["lo"] == q.zps[q.output] for n in muladds)
