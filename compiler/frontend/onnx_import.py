@@ -42,6 +42,24 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _dilated(node, a: dict, w: np.ndarray, fail) -> np.ndarray:
+    """A Conv's OIHW weight with its ``dilations`` (dh, dw) made zeros between the taps: a kernel
+    of (kh - 1) * dh + 1 rows by (kw - 1) * dw + 1 columns whose products with the padded input
+    are the dilated conv's, term for term (the zeros add exact zeros on every level, so the graph
+    IR, the references, the CPU kernels and the accelerator take it as an ordinary conv; the cost
+    is the zero taps' MACs: 25/9 for a 3x3 at dilation 2, 81/9 at 4)."""
+    dilations = [int(d) for d in a.get("dilations", [1, 1])]
+    if len(dilations) != 2 or any(d < 1 for d in dilations):
+        raise fail(node, f"dilations {dilations} must be two positive integers")
+    dh, dw = dilations
+    if dh == dw == 1:
+        return w
+    o, i, kh, kw = w.shape
+    out = np.zeros((o, i, (kh - 1) * dh + 1, (kw - 1) * dw + 1), w.dtype)
+    out[:, :, ::dh, ::dw] = w
+    return out
+
+
 class _AfterRefused(Exception):
     """A node reads a value that only a refused node computes (and onnx gave no shape for)."""
 
@@ -155,7 +173,8 @@ class _Importer:
         if c % groups or w.shape[0] % groups or w.shape[1] * groups != c:
             raise self.fail(node, f"weight {w.shape} with group={groups} does not match {c} input channels")
         b = self.weight(node, 2)
-        stride, pad = self.spatial(node, a, x, w.shape[2:])
+        w = _dilated(node, a, w, self.fail)
+        stride, pad = self.spatial(node, {k: v for k, v in a.items() if k != "dilations"}, x, w.shape[2:])
         self.emit(node, "conv", [x], weight=w, bias=np.zeros(w.shape[0], np.float32) if b is None else b,
                   stride=stride, pad=pad, groups=groups)
 

@@ -5,7 +5,7 @@ type, reason) to :class:`Refusals`; at the end :meth:`Refusals.check` raises one
 :class:`UnsupportedNodes` listing them all. A refused node's pattern is read from the graph's
 structure (:func:`pattern`), never from names: ``SiLU: Mul(x, Sigmoid(x))``, a squeeze-excitation
 or other gate ``Mul(x, Sigmoid(y))``, ``attention: MatMul of two computed tensors``, ``dilated
-conv (dilations [2, 2])``. The message groups the nodes by pattern (or reason), the largest group
+pooling (dilations [2, 2])``. The message groups the nodes by pattern (or reason), the largest group
 first, with at most :data:`NAMES_SHOWN` names per group and :data:`GROUPS_SHOWN` groups, saying
 how many more; :meth:`UnsupportedNodes.as_dict` (``vdla ... --json``) lists every node.
 """
@@ -99,11 +99,11 @@ def pattern(node, graph: _Graph) -> str | None:
         return _gate(graph, node)
     if node.op_type == "MatMul" and len(graph.data_inputs(node)) == 2:
         return "attention: MatMul of two computed tensors"
-    if node.op_type == "Conv":
+    if node.op_type in ("MaxPool", "AveragePool"):
         dilations = next((list(onnx.helper.get_attribute_value(a)) for a in node.attribute
                           if a.name == "dilations"), [])
         if any(d != 1 for d in dilations):
-            return f"dilated conv (dilations {dilations})"
+            return f"dilated pooling (dilations {dilations})"
     return None
 
 

@@ -18,7 +18,7 @@ def test_vdla_run_json_prints_the_error_object(capsys, tmp_path):
     error = json.loads(out)["error"]
     assert error["file"] == str(path) and error["message"] == last[len("vdla: error: "):]
     assert [(r["name"], r["op"], r["pattern"]) for r in error["nodes"]][3:5] == [
-        ("head", "Conv", "dilated conv (dilations [2, 2])"),
+        ("head", "MaxPool", "dilated pooling (dilations [2, 2])"),
         ("scores", "MatMul", "attention: MatMul of two computed tensors")]
     code, out, err = run(capsys, "run", tmp_path / "missing.onnx", "--json")
     assert code == 2 and json.loads(out)["error"]["reason"] == "no such file" and "nodes" not in json.loads(out)["error"]
