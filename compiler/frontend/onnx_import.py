@@ -21,6 +21,7 @@ from compiler.frontend.elementwise import BY_ONNX
 from compiler.frontend.graph import Graph, ModelError, Node, ceil_extra, mul_extents
 from compiler.frontend.onnx_read import (check_names, data_input, infer_shapes, opset_of, read_model, resolve_shape,
                                          static_shapes, upgraded)
+from compiler.frontend.patterns import rewrite
 from compiler.frontend.refusal import Refusals
 from compiler.frontend.simplify import simplify
 
@@ -83,6 +84,7 @@ class _Importer:
                 raise ModelError(where, f"initializer {tensor.name!r} holds {int((~np.isfinite(value)).sum())} NaN or "
                                  "infinite values; the model cannot be quantized")
         self.consts, self.todo = folding.fold(model, self.inferred, self.opset, where)
+        self.todo = rewrite(self.todo, self.consts)
         self.alias: dict[str, str] = {}
         self.refused_values: set[str] = set()  # outputs of refused nodes
         self.nodes: list[Node] = []
@@ -195,6 +197,16 @@ class _Importer:
     for _op in BY_ONNX:
         locals()[f"op_{_op}"] = op_elementwise
     del _op
+
+    def op_PRelu(self, node, a):
+        """PRelu with one slope for every element (a scalar, or per channel all equal): LeakyRelu."""
+        x = self.tensor(node, node.input[0])
+        slope = self.const(node, node.input[1], " (slope)").astype(np.float32)
+        if slope.size == 0 or not np.all(slope == slope.reshape(-1)[0]):
+            raise self.fail(node, f"PRelu with {np.unique(slope).size} different slopes is not supported "
+                            "(one slope for all channels is: it is LeakyRelu)")
+        op = BY_ONNX["LeakyRelu"]
+        self.emit(node, op.name, [x], **op.attrs({"alpha": float(slope.reshape(-1)[0])}))
 
     def bound(self, node, name: str, what: str) -> float:
         """Clip's ``min`` or ``max`` input: a constant scalar (ONNX: a tensor of empty shape; one
