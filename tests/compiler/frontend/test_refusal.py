@@ -40,13 +40,12 @@ class Net:
 
 
 def fcn_and_attention():
-    """A dilated pooling, a Split, a Resize, an attention MatMul (after a Transpose) and an Erf: each
+    """A dilated pooling, an LpNormalization, a Resize, an attention MatMul (after a Transpose) and an Erf: each
     refused for its own reason, none hidden behind the first."""
     n = Net()
     x = n.conv("x", "conv1")
     x = n.dilated_pool(x, "aspp")
-    n.op("Split", [x, n.init("halves", [4, 4], np.int64)], "split", outputs=["left", "right"], axis=1)
-    x = n.op("Concat", ["left", "right"], "cat", axis=1)
+    x = n.op("LpNormalization", [x], "norm", axis=1)
     x = n.op("Resize", [x, "", n.init("scales", [1, 1, 2, 2])], "up", mode="nearest")
     x = n.dilated_pool(x, "head")
     k = n.op("Transpose", [x], "keys", perm=[0, 1, 3, 2])
@@ -62,11 +61,11 @@ def refusal(model, where: str = "m.onnx") -> UnsupportedNodes:
 
 def test_every_unsupported_node_is_named_with_its_reason():
     err = refusal(fcn_and_attention())
-    assert [(r.node, r.op) for r in err.refused] == [("aspp", "MaxPool"), ("split", "Split"), ("up", "Resize"),
+    assert [(r.node, r.op) for r in err.refused] == [("aspp", "MaxPool"), ("norm", "LpNormalization"), ("up", "Resize"),
                                                      ("head", "MaxPool"), ("scores", "MatMul"), ("erf", "Erf")]
     assert str(err) == (
         "m.onnx: 6 nodes cannot be imported (see docs/onnx.md for what is supported): "
-        "dilated pooling (dilations [2, 2]) (2 nodes: 'aspp', 'head'); unsupported op Split (1 node: 'split'); "
+        "dilated pooling (dilations [2, 2]) (2 nodes: 'aspp', 'head'); unsupported op LpNormalization (1 node: 'norm'); "
         "unsupported op Resize (1 node: 'up'); attention: MatMul of two computed tensors (1 node: 'scores'); "
         "unsupported op Erf (1 node: 'erf')")
     reasons = {r.node: r.reason for r in err.refused}
