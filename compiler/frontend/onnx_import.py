@@ -415,6 +415,14 @@ class _Importer:
         locals()[f"op_{_op}"] = op_movement
     del _op
 
+    def op_Resize(self, node, a):
+        """Resize in ``nearest`` mode is a copy (every coordinate transformation and nearest_mode
+        onnx defines, found by running it): a gather. Linear and cubic modes compute new values."""
+        mode = _text(a.get("mode", "nearest"))
+        if mode != "nearest":
+            raise self.fail(node, f"Resize mode {mode!r} is not supported (only 'nearest', a copy)")
+        self.op_movement(node, a)
+
     def op_Split(self, node, a):
         """Split: each output a gather of its slice of the input along ``axis`` (shufflenet's
         channel halves); sizes from the ``split`` input (opset 13+) or attribute, ``num_outputs``
