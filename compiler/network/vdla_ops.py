@@ -44,9 +44,11 @@ def vdla_parts(node: QNode, shape: tuple[int, ...]) -> list[Part]:
         return [Part(node.name, Dense(name=node.name, n=shape[0], ic=k, oc=m, **clip), slice(0, k), slice(0, m), None)]
     o, cg, kh, kw = a["weight"].shape
     (sh, sw), pads, groups = a["stride"], tuple(a["pad"]), int(a["groups"])
-    if kh != kw or sh != sw:
-        raise LayerError(node.name, "shape", f"kernel {kh}x{kw}, stride {sh}x{sw}: the accelerator compiler takes "
-                         "square kernels and equal strides")
+    if sh != sw:
+        raise LayerError(node.name, "shape", f"stride {sh}x{sw}: the accelerator compiler takes equal strides")
+    if kh != kw:  # squared up: zero taps below/right (square_weight), the input padded to match
+        t, left, b, r = pads
+        pads, kh = (t, left, b + max(kh, kw) - kh, r + max(kh, kw) - kw), max(kh, kw)
     n, _, h, w = shape
     explicit = a["pad_value"] != 0 or len(set(pads)) != 1
     if explicit:
@@ -63,6 +65,18 @@ def vdla_parts(node: QNode, shape: tuple[int, ...]) -> list[Part]:
     return parts
 
 
+def square_weight(weight: np.ndarray) -> np.ndarray:
+    """An OIHW kernel of kh x kw (inception's 1x7 and 7x1) as the k x k kernel, k = max(kh, kw),
+    with zero taps below and right: with the input padded by k - kh more rows at the bottom and
+    k - kw more columns at the right (vdla_parts), every output sums the same products plus exact
+    zeros. The accelerator then does (k / min(kh, kw)) times the MACs; the cost placement weighs it."""
+    o, i, kh, kw = weight.shape
+    if kh == kw:
+        return weight
+    k = max(kh, kw)
+    return np.pad(weight, ((0, 0), (0, 0), (0, k - kh), (0, k - kw)))
+
+
 def part_tensors(node: QNode, part: Part, x: np.ndarray) -> dict[str, np.ndarray]:
     """The input, weight and bias (and per-channel shift) of one part, for input ``x`` of the node."""
     a = node.attrs
@@ -74,5 +88,6 @@ def part_tensors(node: QNode, part: Part, x: np.ndarray) -> dict[str, np.ndarray
     if part.pad is not None:
         t, left, b, r = part.pad
         x = np.pad(x, ((0, 0), (0, 0), (t, b), (left, r)), constant_values=int(a["pad_value"]))
-    return {"input": np.ascontiguousarray(x), "weight": np.ascontiguousarray(a["weight"][part.out_channels]),
+    weight = square_weight(a["weight"][part.out_channels])
+    return {"input": np.ascontiguousarray(x), "weight": np.ascontiguousarray(weight),
             "bias": np.ascontiguousarray(a["bias"][part.out_channels]), **shift}

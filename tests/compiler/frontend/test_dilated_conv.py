@@ -1,4 +1,4 @@
-"""Dilated convolutions (DeepLab/FCN/LRASPP heads): imported as the ordinary conv of the kernel
+"""Dilated convolutions (DeepLab/FCN/LRASPP heads) and non-square kernels (inception): imported as the ordinary conv of the kernel
 with zeros between its taps, so onnxruntime's float result, the int8 reference, the CPU kernels
 and the accelerator (on the simulator) all agree with no dilation-specific code below the importer."""
 
@@ -20,6 +20,10 @@ CASES = [  # (kernel (kh, kw), dilations, pads (t, l, b, r), strides)
     ((3, 3), (4, 4), (4, 4, 4, 4), (1, 1)),
     ((3, 1), (2, 1), (2, 0, 2, 0), (1, 1)),
     ((3, 3), (2, 2), (1, 2, 3, 2), (2, 2)),
+]
+NON_SQUARE = [  # inception's 1x7 and 7x1 (squared up with zero taps on the accelerator)
+    ((1, 7), (1, 1), (0, 3, 0, 3), (1, 1)),
+    ((7, 1), (1, 1), (3, 0, 3, 0), (1, 1)),
 ]
 
 
@@ -57,7 +61,7 @@ def test_the_kernel_has_zeros_between_its_taps():
     assert not w[:, :, 1::2].any() and w[:, :, ::2].all()
 
 
-@pytest.mark.parametrize("kernel,dilations,pads,strides", CASES[:1] + CASES[3:])
+@pytest.mark.parametrize("kernel,dilations,pads,strides", CASES[:1] + CASES[2:] + NON_SQUARE)
 def test_int8_on_the_accelerator_is_the_reference(kernel, dilations, pads, strides):
     """The dilated conv placed on VDLA (simulator) gives the int8 reference's bits, and the
     int8 result stays within a few output steps of the float model."""
