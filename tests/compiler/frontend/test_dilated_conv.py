@@ -10,10 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from compiler.frontend import float_ref, from_model
 from compiler.frontend.inputs import synthetic_images
-from compiler.network.executor import execute
-from compiler.network.partition import PartitionOptions, partition
-from compiler.quantize import quantize_graph, reference
-from driver import open_device
+from tests.compiler.frontend.int8_run import run_int8
 
 CASES = [  # (kernel (kh, kw), dilations, pads (t, l, b, r), strides)
     ((3, 3), (2, 2), (2, 2, 2, 2), (1, 1)),
@@ -66,13 +63,8 @@ def test_int8_on_the_accelerator_is_the_reference(kernel, dilations, pads, strid
     """The dilated conv placed on VDLA (simulator) gives the int8 reference's bits, and the
     int8 result stays within a few output steps of the float model."""
     graph = from_model(dilated_net(kernel, dilations, pads, strides), "d.onnx")
-    q = quantize_graph(graph, synthetic_images(2, 12, 1), wide_output=False)  # int8 output: VDLA may store it
-    device = open_device("sim", "osdi18")
-    placements = partition(q, device.config, PartitionOptions())
+    q, placements, x, result = run_int8(graph, 12, wide_output=False)  # int8 output: VDLA may store it
     aspp = next(n for n in q.nodes if n.name.startswith("aspp"))
     assert placements[aspp.name].target == "vdla", placements[aspp.name].reason
-    x = synthetic_images(1, 12, 2)
-    result = execute(q, x, placements, device)
-    assert np.array_equal(result.output, reference.forward(q, x))
     float_out = float_ref.forward(graph, x)
     assert np.sqrt(np.mean((q.dequantize_output(result.output) - float_out) ** 2)) < 0.1 * np.sqrt(np.mean(float_out ** 2))

@@ -9,10 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 from compiler.frontend import float_ref, from_model
 from compiler.frontend.graph import ModelError
 from compiler.frontend.inputs import synthetic_images
-from compiler.network.executor import execute
-from compiler.network.partition import PartitionOptions, partition
-from compiler.quantize import quantize_graph, reference
-from driver import open_device
+from tests.compiler.frontend.int8_run import run_int8
 
 FORMS = [  # (coordinate_transformation_mode, nearest_mode, sizes or None, scales or None)
     ("asymmetric", "floor", None, [1, 1, 2, 2]),  # F.interpolate(scale_factor=2, mode="nearest")
@@ -56,11 +53,7 @@ def test_nearest_resize_is_onnxruntimes(form):
 
 def test_int8_run_is_the_reference():
     graph = from_model(upsample(*FORMS[0]), "r.onnx")
-    q = quantize_graph(graph, synthetic_images(2, 8, 1))
-    device = open_device("sim", "osdi18")
-    x = synthetic_images(1, 8, 2)
-    result = execute(q, x, partition(q, device.config, PartitionOptions()), device)
-    assert np.array_equal(result.output, reference.forward(q, x))
+    run_int8(graph, 8)
 
 
 def test_linear_resize_is_refused_by_name():
