@@ -107,7 +107,8 @@ def layer_row(record: LayerRecord) -> dict:
 
 def useful_totals(records: list[LayerRecord]) -> dict:
     """Offloaded GEMM work both ways (MACs, GOPS, utilisation; the utilisations None if a device
-    did not measure one op's), what measured it (``measured_by``: the offloaded ops' distinct
+    did not measure one op's), the network's useful MACs and how many ops with MACs stay on the
+    CPU (each with its reason in the table), what measured it (``measured_by``: the offloaded ops' distinct
     bases) and the offloads slower than the CPU."""
     gemm = [r for r in records if r.placement == "vdla" and r.macs > 0]
     seconds, cycles = sum(r.seconds for r in gemm), sum(r.cycles for r in gemm)
@@ -115,6 +116,8 @@ def useful_totals(records: list[LayerRecord]) -> dict:
     measured = all(r.utilization is not None for r in gemm)
     busy = sum(r.utilization * r.cycles for r in gemm) if measured else None
     return {"offloaded_ops": sum(r.placement == "vdla" for r in records), "offloaded_useful_macs": useful,
+            "useful_macs": sum(r.useful_macs for r in records),
+            "cpu_ops_with_macs": sum(r.placement != "vdla" and r.useful_macs > 0 for r in records),
             "gemm_gops": 2 * macs / seconds / 1e9 if seconds else 0.0,
             "gemm_useful_gops": 2 * useful / seconds / 1e9 if seconds else 0.0,
             "gemm_utilization": None if not measured else busy / cycles if cycles else 0.0,
@@ -157,10 +160,19 @@ def table(records: list[LayerRecord], totals: dict) -> str:
               f"utilisation {_percent(t['gemm_utilization'], '.1f', 'not measured')} "
               f"(every lane); useful {t['gemm_useful_gops']:.1f} GOPS, "
               f"{_percent(t['gemm_useful_utilization'], '.1f', 'not measured')}",
+              *([offload_share(t)] if "useful_macs" in t else []),
               f"Amdahl bound (infinitely fast VDLA): {t['amdahl_bound']:.2f}x   "
               f"(CPU-resident time {t['cpu_resident_s']:.3f} s)"]
     lines += moved_lines(t.get("bytes_moved"))
     return "\n".join(lines)
+
+
+def offload_share(t: dict) -> str:
+    """The share of the network's useful MACs offloaded, and how many ops with MACs stay on the CPU."""
+    total, on = t["useful_macs"], t["offloaded_useful_macs"]
+    share = f"{on / total * 100:.1f}%" if total else "no MACs"
+    return (f"{'MACs offloaded:':<36}{on / 1e6:.1f} of {total / 1e6:.1f} M useful MACs ({share}); "
+            f"{t['cpu_ops_with_macs']} op(s) with MACs on the CPU (each with its reason above)")
 
 
 def moved_lines(moved: dict | None) -> list[str]:

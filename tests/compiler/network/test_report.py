@@ -40,3 +40,11 @@ def test_an_offload_slower_than_the_cpu_is_flagged():
     assert next(line for line in lines if line.startswith("slow ")).split()[2] == "vdla" + SLOWER
     assert next(line for line in lines if line.startswith("c ")).split()[2] == "vdla"
     assert any(line.startswith(f"{SLOWER}: offloaded but slower") and "1 op(s)" in line for line in lines)
+
+
+def test_the_share_of_macs_offloaded_is_reported():
+    on, off = conv_3_to_10(), conv_3_to_10("cpu")
+    totals = summarise([on, off, off])
+    assert totals["useful_macs"] == 3 * on.useful_macs and totals["cpu_ops_with_macs"] == 2
+    line = next(line for line in table([on, off, off], totals).splitlines() if line.startswith("MACs offloaded:"))
+    assert f"{on.useful_macs / 1e6:.1f} of {3 * on.useful_macs / 1e6:.1f} M useful MACs (33.3%); 2 op(s)" in line
