@@ -11,6 +11,7 @@ evaluator (``onnx.reference``), so no op's semantics are written again here.
   comes from: the node is run on numbered inputs, once with ``+k`` and once with ``-k`` for the
   element numbered ``k``; an output that flips sign is a copy of element ``k``, one that does
   not is a constant. Any other outcome means the node computes, and it is refused.
+  ``index_maps`` gives one map per output (Split).
 """
 
 from __future__ import annotations
@@ -65,22 +66,31 @@ def fold(model, shapes: dict[str, tuple[int, ...]], opset: int, where: str):
 
 def index_map(node, data: str, consts: dict, data_shape: tuple[int, ...], opset: int, where: str):
     """(index, fill, out_shape) of a data-movement node: out.flat[i] = x.flat[index[i]] or fill[i]."""
+    return index_maps(node, data, consts, data_shape, opset, where)[0]
+
+
+def index_maps(node, data: str, consts: dict, data_shape: tuple[int, ...], opset: int, where: str):
+    """:func:`index_map` of each of a node's outputs (Split has several), from one pair of runs."""
     size = int(np.prod(data_shape))
     if size >= MAX_NUMBERED:
         raise ModelError(where, f"input of {size} elements is too large to map", node.name, node.op_type)
     numbered = np.arange(1, size + 1, dtype=np.float32).reshape(data_shape)
     feeds = {name: consts[name] for name in node.input if name and name != data}
     try:
-        plus = np.asarray(evaluate(node, {**feeds, data: numbered}, opset)[0], dtype=np.float64)
-        minus = np.asarray(evaluate(node, {**feeds, data: -numbered}, opset)[0], dtype=np.float64)
+        pluses = evaluate(node, {**feeds, data: numbered}, opset)
+        minuses = evaluate(node, {**feeds, data: -numbered}, opset)
     except Exception as err:
         raise ModelError(where, f"cannot evaluate the node on numbered inputs: {type(err).__name__}: {err}",
                          node.name or node.output[0], node.op_type) from None
-    copy = (plus == -minus) & (plus != 0)
-    constant = plus == minus
-    if not np.all(copy | constant) or np.any(np.abs(plus[copy]) != np.rint(np.abs(plus[copy]))):
-        raise ModelError(where, "the node computes new values from its input (it is not a pure copy or "
-                         "selection); this op is not supported here", node.name or node.output[0], node.op_type)
-    index = np.where(copy, np.abs(plus) - 1, -1).astype(np.int64).reshape(-1)
-    fill = np.where(copy, 0.0, plus).astype(np.float32).reshape(-1)
-    return index, fill, tuple(int(d) for d in plus.shape)
+    maps = []
+    for plus, minus in zip(pluses, minuses):
+        plus, minus = np.asarray(plus, dtype=np.float64), np.asarray(minus, dtype=np.float64)
+        copy = (plus == -minus) & (plus != 0)
+        constant = plus == minus
+        if not np.all(copy | constant) or np.any(np.abs(plus[copy]) != np.rint(np.abs(plus[copy]))):
+            raise ModelError(where, "the node computes new values from its input (it is not a pure copy or "
+                             "selection); this op is not supported here", node.name or node.output[0], node.op_type)
+        index = np.where(copy, np.abs(plus) - 1, -1).astype(np.int64).reshape(-1)
+        fill = np.where(copy, 0.0, plus).astype(np.float32).reshape(-1)
+        maps.append((index, fill, tuple(int(d) for d in plus.shape)))
+    return maps

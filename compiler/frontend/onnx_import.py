@@ -424,36 +424,17 @@ class _Importer:
         self.op_movement(node, a)
 
     def op_Split(self, node, a):
-        """Split: each output a gather of its slice of the input along ``axis`` (shufflenet's
-        channel halves); sizes from the ``split`` input (opset 13+) or attribute, ``num_outputs``
-        (opset 18: chunks of ceil(size / n), the last one smaller) or equal parts."""
+        """Split (shufflenet's channel halves): each output a gather of its slice, the slices found
+        by running the node (the ``split`` input or attribute, ``num_outputs``, equal parts)."""
         x = self.tensor(node, node.input[0])
-        shape = self.shapes[x]
-        axis = int(a.get("axis", 0))
-        if not -len(shape) <= axis < len(shape):
-            raise self.fail(node, f"axis {axis} is out of range for an input of shape {shape}")
-        axis %= len(shape)
-        size, count = shape[axis], len(node.output)
-        if len(node.input) > 1 and node.input[1]:
-            sizes = [int(v) for v in self.const(node, node.input[1], " (split)").reshape(-1)]
-        elif "split" in a:
-            sizes = [int(v) for v in a["split"]]
-        else:
-            chunk = -(-size // int(a.get("num_outputs", count)))
-            sizes = [min(chunk, size - k * chunk) for k in range(count)]
-        if len(sizes) != count or any(v < 0 for v in sizes) or sum(sizes) != size:
-            raise self.fail(node, f"split sizes {sizes} do not cut axis {axis} of size {size} into {count} outputs")
-        numbered = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
-        start = 0
-        for k, (out, length) in enumerate(zip(node.output, sizes)):
-            part = np.take(numbered, np.arange(start, start + length), axis=axis)
-            start += length
+        maps = folding.index_maps(node, node.input[0], self.consts, self.shapes[x], self.opset, self.where)
+        for k, (out, (index, fill, shape)) in enumerate(zip(node.output, maps)):
+            if out and shape != self.inferred.get(out, shape):
+                raise self.fail(node, f"evaluated shape {shape} of {out!r} differs from the inferred {self.inferred[out]}")
             if out:
-                index = part.reshape(-1)
                 self.nodes.append(Node(f"{node.name or node.output[0]}.{k}", "gather", [x], out,
-                                       {"index": index, "fill": np.zeros(index.size, np.float32),
-                                        "shape": tuple(int(d) for d in part.shape)}))
-                self.shapes[out] = tuple(int(d) for d in part.shape)
+                                       {"index": index, "fill": fill, "shape": shape}))
+                self.shapes[out] = shape
 
     # --- driver ---------------------------------------------------------------------------
     def supported(self, node) -> bool:
