@@ -76,22 +76,20 @@ ALL = [
 ]
 
 
-class _Outputs:
-    """Wraps a model whose forward returns a dict into one returning a tuple (ONNX outputs)."""
+def as_tuple(model, keys):
+    """``model`` (whose forward returns a dict) as a module returning ``out[k]`` for ``keys``: ONNX outputs."""
+    import torch
 
-    def __init__(self, model, keys):
-        import torch
+    class Outputs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = model
 
-        class Wrapper(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.inner = model
+        def forward(self, x):
+            out = self.inner(x)
+            return tuple(out[k] for k in keys)
 
-            def forward(self, x):
-                out = self.inner(x)
-                return tuple(out[k] for k in keys)
-
-        self.module = Wrapper()
+    return Outputs()
 
 
 def build(name: str):
@@ -106,10 +104,10 @@ def build(name: str):
         backbone = resnet_fpn_backbone(backbone_name=name[:-4], weights=None, norm_layer=torch.nn.BatchNorm2d,
                                        trainable_layers=5)
         keys = ["0", "1", "2", "3", "pool"]
-        return _Outputs(backbone, keys).module, [f"p{k}" for k in keys]
+        return as_tuple(backbone, keys), [f"p{k}" for k in keys]
     if name in torchvision.models.list_models(module=segmentation):
         model = torchvision.models.get_model(name, weights=None, weights_backbone=None, aux_loss=False)
-        return _Outputs(model, ["out"]).module, ["out"]
+        return as_tuple(model, ["out"]), ["out"]
     model = torchvision.models.get_model(name, weights=None)
     return model, ["logits"]
 
@@ -150,11 +148,10 @@ def main(argv=None) -> int:
         return 2
     height, width = (int(v) for v in args.size.lower().split("x"))
     torch.manual_seed(args.seed)
-    if args.weights is None:
-        model, output_names = build(args.model)
-    else:
+    if args.weights is not None:
         model, output_names = torchvision.models.get_model(args.model, weights=args.weights), ["logits"]
-    if args.weights is None:
+    else:
+        model, output_names = build(args.model)
         set_batchnorm_statistics(model, smooth_images(32, height, width, args.seed + 100), args.seed)
     model.eval()
     x = smooth_images(args.batch, height, width, args.seed + 200)

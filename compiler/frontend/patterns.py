@@ -43,7 +43,7 @@ def rewrite(nodes: list, consts: dict) -> list:
 
     for node in nodes:
         if node.op_type == "Where" and len(node.input) == 3:
-            cond, x, soft = (producer.get(name) for name in node.input)
+            cond, _, soft = (producer.get(name) for name in node.input)
             if cond is not None and soft is not None and cond.op_type == "Greater" and soft.op_type == "Softplus" \
                     and cond.input[0] == node.input[1] == soft.input[0] and only_reader(cond):
                 threshold = _scalar(consts, cond.input[1])

@@ -160,7 +160,7 @@ def table(records: list[LayerRecord], totals: dict) -> str:
               f"utilisation {_percent(t['gemm_utilization'], '.1f', 'not measured')} "
               f"(every lane); useful {t['gemm_useful_gops']:.1f} GOPS, "
               f"{_percent(t['gemm_useful_utilization'], '.1f', 'not measured')}",
-              *([offload_share(t)] if "useful_macs" in t else []),
+              offload_share(t),
               f"Amdahl bound (infinitely fast VDLA): {t['amdahl_bound']:.2f}x   "
               f"(CPU-resident time {t['cpu_resident_s']:.3f} s)"]
     lines += moved_lines(t.get("bytes_moved"))

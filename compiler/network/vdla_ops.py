@@ -70,7 +70,7 @@ def square_weight(weight: np.ndarray) -> np.ndarray:
     with zero taps below and right: with the input padded by k - kh more rows at the bottom and
     k - kw more columns at the right (vdla_parts), every output sums the same products plus exact
     zeros. The accelerator then does (k / min(kh, kw)) times the MACs; the cost placement weighs it."""
-    o, i, kh, kw = weight.shape
+    kh, kw = weight.shape[2:]
     if kh == kw:
         return weight
     k = max(kh, kw)
