@@ -223,7 +223,7 @@ def evaluate(q: QGraph, config: Config, knobs: dict, cache_dir=None, cpu: str = 
     # first point of this process with those analyses them (shared with the other workers), the
     # others find them in memory. (A wrong answer here would only cost time: the run analyses
     # what it lacks.)
-    kernels = (q.name, q.output, tuple(p.target for p in placements.values()), config.batch, config.block_in,
+    kernels = (q.name, q.outputs, tuple(p.target for p in placements.values()), config.batch, config.block_in,
                config.block_out)
     if kernels not in _PRICED:
         analyse_shared(executor.kernel_specs(), model, Path(cache_dir) / "cpu-claims" if cache_dir else None)

@@ -62,7 +62,7 @@ def qgraph_hash(q) -> str:
     import numpy as np
 
     h = hashlib.sha256()
-    h.update(json.dumps([q.name, q.input, q.output, {k: list(v) for k, v in q.shapes.items()}, q.fracs],
+    h.update(json.dumps([q.name, q.input, list(q.outputs), {k: list(v) for k, v in q.shapes.items()}, q.fracs],
                         sort_keys=True).encode())
     for node in q.nodes:
         h.update(json.dumps([node.name, node.op, node.inputs, node.output]).encode())

@@ -20,8 +20,10 @@ for pkg in "${APT_PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing system packages: ${missing[*]}"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+    # another apt (a second setup running at once) holds the lock: wait for it, up to 10 minutes
+    WAIT=(-o DPkg::Lock::Timeout=600)
+    $SUDO apt-get "${WAIT[@]}" update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get "${WAIT[@]}" install -y -qq "${missing[@]}" >/dev/null
 fi
 
 PY=${PYTHON:-python3}

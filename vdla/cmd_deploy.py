@@ -52,7 +52,7 @@ def cmd_deploy(args) -> int:
         report = deploy(args.model, args.board, key=key, config=args.config, resolution=args.resolution,
                         options=options, vthreads=args.vthreads, arm_library=not args.no_arm_library,
                         timeout_s=args.timeout, progress=beat.say)
-    report.pop("output")
+    report.pop("outputs")
     if args.json:
         print(json_text(report, indent=2))
         return 0

@@ -155,7 +155,7 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
         if plot_dir:  # its phases join the run's (--json: wall_seconds)
             write_outputs(report, plot_dir, outputs, timings=report.timings, worker=worker)
         if args.output:
-            outputs.write(args.output, lambda fh: np.save(fh, report.output_float, allow_pickle=False))
+            outputs.write(args.output, lambda fh: save_outputs(fh, report))
         written = outputs.commit()
     if args.json:
         print(json_text(report.as_dict(), indent=2))
@@ -164,9 +164,12 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
         q = report.quantization
         errors = sorted(q["per_layer_error"].values())
         median = f"{errors[len(errors) // 2] * 100:.1f}%" if errors else "n/a (no quantized layers)"
-        print(f"quantization: top-1 agreement with the float model {q['top1_agreement'] * 100:.0f}% on "
-              f"{q['test_inputs']} inputs ({q['test_source']}); median per-layer error {median}; output RMS error "
-              f"{q['output_rms_error']:.4g} ({q['output_relative_error'] * 100:.2f}% of the float output's RMS)")
+        print(f"quantization on {q['test_inputs']} inputs ({q['test_source']}): median per-layer error {median}")
+        for out in q["outputs"]:
+            top1 = f"top-1 agreement with the float model {out['top1_agreement'] * 100:.0f}%; " \
+                if "top1_agreement" in out else ""
+            print(f"  output {out['name']} {'x'.join(map(str, out['shape']))}: {top1}RMS error {out['rms_error']:.4g} "
+                  f"({out['relative_error'] * 100:.2f}% of the float output's RMS)")
         print(f"calibration: {q['calibration']['method']} on {q['calibration']['count']} inputs "
               f"({q['calibration']['source']}); executed input: {report.input['source']}")
         print(f"bit exact vs the quantized numpy reference: {report.bit_exact}   output sha256 {report.output_sha256}")
@@ -174,6 +177,16 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
         print(f"wall time {t['total']:.1f} s (simulation {t['simulate']:.1f} s, compile {t['compile']:.1f} s)")
         for path in written:
             print(f"wrote {path}")
+
+
+def save_outputs(fh, report) -> None:
+    """``--output``: the float output as .npy, or every output by name as .npz when there are several."""
+    import numpy as np
+
+    if len(report.outputs_float) == 1:
+        np.save(fh, report.outputs_float[0], allow_pickle=False)
+    else:
+        np.savez(fh, **dict(zip(report.output_names, report.outputs_float)))
 
 
 def warn_slower(totals: dict) -> None:
@@ -252,7 +265,8 @@ def add_parser(sub) -> None:
     run.add_argument("--input", metavar="FILE",
                      help="the executed input: .npy/.npz (float32, the model's shape, already normalised) or an image")
     run.add_argument("--output", type=output_file, metavar="FILE",
-                     help="write the network's final output, dequantized to float32, as .npy (to FILE, whatever its name)")
+                     help="write the network's output, dequantized to float32, as .npy (a model of several outputs: "
+                          "all of them as .npz, keyed by output name; to FILE, whatever its name)")
     run.set_defaults(func=cmd_run)
 
     model = commands.add(sub, "model")

@@ -11,7 +11,6 @@ executor; the answer's ``output_sha256`` is ``vdla run``'s for the same model an
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from pathlib import Path
 
@@ -104,7 +103,8 @@ def deploy(model: str, board: str, *, key: bytes, config=None, resolution: int =
     """Check ``board`` (:func:`check_board`), then compile and package ``model``, run it there
     and return the report (with the output)."""
     from compiler.network import PartitionOptions
-    from compiler.network.package import npy_array
+    from compiler.network.executor import outputs_sha256
+    from compiler.network.package import npy_array, output_blob
     from compiler.quantize import reference
     from driver.package import PackageError
     from driver.protocol import parse_address, request
@@ -120,17 +120,18 @@ def deploy(model: str, board: str, *, key: bytes, config=None, resolution: int =
     size = sum(len(d) for d in files.values())
     progress(f"sending a {size / 1e6:.1f} MB package to {board}")
     result, blobs, stats = request(address, {"op": "run"}, files, key=key, timeout_s=timeout_s)
-    output = npy_array(blobs.get("output.npy", b""), "the server's output.npy")
-    sha = hashlib.sha256(np.ascontiguousarray(output).tobytes()).hexdigest()
+    outputs = tuple(npy_array(blobs.get(output_blob(k), b""), f"the server's {output_blob(k)}")
+                    for k in range(len(p.q.outputs)))
+    sha = outputs_sha256(outputs)
     if sha != result.get("output_sha256"):
-        raise PackageError(f"{board}: the output's SHA-256 differs from the one the server reported")
+        raise PackageError(f"{board}: the outputs' SHA-256 differs from the one the server reported")
     layers = _layers(blobs, board)
     x = p.tests[:1]
     return {"model": model, "config": p.config.name, "fingerprint": p.config.fingerprint, "board": board,
             "backend": result.get("backend"), "cpu_kernels": result.get("cpu_kernels"), "layers": layers,
-            "totals": {**measured_totals(layers), "bytes_moved": _moved(result.get("bytes_moved"))}, "bit_exact": bool(np.array_equal(output, reference.forward(p.q, x))),
+            "totals": {**measured_totals(layers), "bytes_moved": _moved(result.get("bytes_moved"))}, "bit_exact": all(np.array_equal(got, want) for got, want in zip(outputs, reference.forward_all(p.q, x))),
             "output_sha256": sha, "package_bytes": size, "transfer": stats, "server_seconds": result.get("seconds"),
-            "output": output}
+            "outputs": outputs}
 
 
 def run_package(files: dict[str, bytes], device, should_stop=None) -> tuple[dict, dict[str, bytes]]:

@@ -19,6 +19,7 @@ from compiler.frontend import load_onnx
 from compiler.frontend import float_ref
 from compiler.frontend.graph import Graph, ModelError
 from compiler.network import PartitionOptions, execute, partition
+from compiler.network.executor import outputs_sha256
 from compiler.network.report import layer_row, summarise
 from compiler.quantize import quantize_graph, reference
 from compiler.quantize.qgraph import QGraph
@@ -233,31 +234,42 @@ def quantize_model(graph: Graph, model: str, calibration: int = 4, wide_output: 
                      wide_output=wide_output, add_scales=add_scales)
 
 
+def is_classifier_output(shape: tuple[int, ...]) -> bool:
+    """Whether an output of ``shape`` is one score per class per sample ((N, K) or (N, K, 1, 1),
+    K >= 2), for which top-1 agreement means something; a feature map or a segmentation map is not."""
+    return len(shape) >= 2 and shape[1] >= 2 and all(d == 1 for d in shape[2:])
+
+
 def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
-    """Per-layer relative RMS error of the int8 network against the float one, the final output's
-    RMS error, and top-1 agreement, on the test inputs. Both networks run one batch of the graph at
-    a time, each value freed once read: memory is one batch's live values, not every activation of
-    every test input."""
+    """Per-layer relative RMS error of the int8 network against the float one, each output's RMS
+    error, and top-1 agreement for classifier outputs (:func:`is_classifier_output`), on the test
+    inputs. ``output_rms_error``/``output_relative_error`` are those of the only output, or of the
+    output with the largest relative error (``worst_output`` names it). Both networks run one
+    batch of the graph at a time, each value freed once read: memory is one batch's live values,
+    not every activation of every test input."""
     q_node = {node.output: node for node in q.nodes[1:]}
     sums = {node.name: np.zeros(3) for node in q.nodes[1:]}  # (sum of squared errors, sum of squares, count)
-    outputs = []
+    ends = {"float": {k: [] for k in range(len(q.outputs))}, "int8": {k: [] for k in range(len(q.outputs))}}
+    float_index = {name: [k for k, o in enumerate(graph.outputs) if o == name] for name in graph.outputs}
+    int8_index = {name: [k for k, o in enumerate(q.outputs) if o == name] for name in q.outputs}
     for part in float_ref.batches(graph, tests.array):
         # both networks one batch at a time, side by side: a float value waits only until the
         # quantized node that produces the same value has run. The outputs are taken by name
         # (a model whose output is its input, such as a lone Identity, has no node for it).
-        floats, pending, ends = float_ref.iter_graph(graph, part, float_ref.eval_node), {}, {}
+        floats, pending, seen = float_ref.iter_graph(graph, part, float_ref.eval_node), {}, set()
 
         def pull(done) -> None:  # run the float network until done()
             while not done():
                 fname, fv = next(floats)
-                if fname == graph.output:
-                    ends["float"] = fv.astype(np.float64)
+                for k in float_index.get(fname, ()):
+                    ends["float"][k].append(fv.astype(np.float64))
+                    seen.add(k)
                 if fname in q_node:
                     pending[fname] = fv
 
         for name, qv in float_ref.iter_graph(q, part, reference.eval_node):
-            if name == q.output:
-                ends["int8"] = q.dequantize(name, qv).astype(np.float64)
+            for k in int8_index.get(name, ()):
+                ends["int8"][k].append(q.dequantize(name, qv).astype(np.float64))
             node = q_node.get(name)
             if node is None:
                 continue
@@ -265,19 +277,29 @@ def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
             f = pending.pop(name).astype(np.float64)
             d = q.dequantize(name, qv).astype(np.float64)
             sums[node.name] += (((f - d) ** 2).sum(), (f ** 2).sum(), f.size)
-        pull(lambda: "float" in ends)
-        outputs.append((ends["float"], ends["int8"]))
+        pull(lambda: len(seen) == len(q.outputs))
     errors = {name: float(np.sqrt(e / n) / max(np.sqrt(f2 / n), 1e-12)) for name, (e, f2, n) in sums.items()}
-    want, got = (np.concatenate([o[i] for o in outputs]) for i in (0, 1))
-    rms = float(np.sqrt(((got - want) ** 2).mean()))
-    flat_f, flat_q = want.reshape(len(want), -1), got.reshape(len(got), -1)
-    report = {"per_layer_error": errors, "output_rms_error": rms,
-              "output_relative_error": rms / max(float(np.sqrt((want ** 2).mean())), 1e-12),
-              "top1_agreement": float((flat_f.argmax(axis=1) == flat_q.argmax(axis=1)).mean()),
+    outputs, classifier = [], None
+    for k, name in enumerate(q.outputs):
+        want, got = np.concatenate(ends["float"][k]), np.concatenate(ends["int8"][k])
+        rms = float(np.sqrt(((got - want) ** 2).mean()))
+        entry = {"name": name, "shape": list(q.shapes[name]), "rms_error": rms,
+                 "relative_error": rms / max(float(np.sqrt((want ** 2).mean())), 1e-12)}
+        if is_classifier_output(q.shapes[name]):
+            flat_f, flat_q = want.reshape(len(want), -1), got.reshape(len(got), -1)
+            entry["top1_agreement"] = float((flat_f.argmax(axis=1) == flat_q.argmax(axis=1)).mean())
+            if classifier is None:
+                classifier = (entry, flat_f, flat_q)
+        outputs.append(entry)
+    worst = max(outputs, key=lambda o: o["relative_error"])
+    report = {"per_layer_error": errors, "outputs": outputs, "output_rms_error": worst["rms_error"],
+              "output_relative_error": worst["relative_error"], "worst_output": worst["name"],
+              "top1_agreement": classifier[0]["top1_agreement"] if classifier else None,
               "test_inputs": len(tests.array), "test_source": tests.source,
               "scales": "power-of-two per value (zero point -128 for never-negative values), weights per layer "
                         "or per output channel"}
-    if tests.names:
+    if tests.names and classifier:
+        _, flat_f, flat_q = classifier
         report["images"] = [{"file": name, "float_top1": int(f.argmax()), "int8_top1": int(g.argmax())}
                             for name, f, g in zip(tests.names, flat_f, flat_q)]
     return report
@@ -293,11 +315,12 @@ class NetworkReport:
     totals: dict
     quantization: dict
     bit_exact: bool
-    output: np.ndarray
+    outputs: tuple[np.ndarray, ...]   # the executed input's outputs (int8 codes, or int32 if wide)
     timings: dict = field(default_factory=dict)
     resolution: int = 0   # input height of the network
     input: dict = field(default_factory=dict)
-    output_float: np.ndarray | None = None  # the output dequantized (float32)
+    outputs_float: tuple = ()  # the outputs dequantized (float32)
+    output_names: tuple = ()   # the quantized graph's names of the outputs
     # conv name -> (layer, configuration key, timing-only run without latency hiding), computed
     # beside the run (run_network); roofline_without_latency_hiding uses the entries that match
     one_thread_timing: dict = field(default_factory=dict, repr=False)
@@ -306,13 +329,16 @@ class NetworkReport:
 
     @property
     def output_sha256(self) -> str:
-        return hashlib.sha256(np.ascontiguousarray(self.output).tobytes()).hexdigest()
+        """SHA-256 of every output's bytes, one after another (``executor.outputs_sha256``)."""
+        return outputs_sha256(self.outputs)
 
     def as_dict(self) -> dict:
         return {"model": self.model, "config": self.config_name, "fingerprint": self.fingerprint,
                 "target": self.target, "resolution": self.resolution, "layers": [layer_row(r) for r in self.records],
                 "totals": self.totals, "quantization": self.quantization, "bit_exact": self.bit_exact,
-                "input": self.input, "output_shape": list(self.output.shape), "output_sha256": self.output_sha256,
+                "input": self.input, "output_shape": list(self.outputs[0].shape), "output_sha256": self.output_sha256,
+                "outputs": [{"name": name, "shape": list(out.shape), "sha256": outputs_sha256([out])}
+                            for name, out in zip(self.output_names, self.outputs)],
                 "wall_seconds": self.timings}
 
 
@@ -405,7 +431,7 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     quant = report.result()
     clock["report"] = time.perf_counter() - waited
     quant["calibration"] = {**p.calibration.describe(), "method": method}
-    bit_exact = bool(np.array_equal(result.output, want))
+    bit_exact = len(result.outputs) == len(want) and all(np.array_equal(g, w) for g, w in zip(result.outputs, want))
     timings = {"import": clock["import"] - clock["start"], "quantize": clock["quantize"] - clock["import"],
                "execute": clock["execute"] - clock["quantize"], "simulate": result.sim_wall_seconds,
                "compile": result.compile_wall_seconds, "cpu_kernels": result.cpu_wall_seconds,
@@ -415,9 +441,10 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     shape = graph.shapes[graph.input]
     totals = {**summarise(result.records, cpu_model.describe(), result.bytes_moved), "placement": placement}
     return NetworkReport(model, config.name, config.fingerprint, target, result.records, totals, quant, bit_exact,
-                         result.output, timings,
+                         result.outputs, timings,
                          resolution=int(shape[2]) if len(shape) == 4 else 0, input=run_input.describe(),
-                         output_float=q.dequantize_output(result.output), one_thread_timing=report.timing(),
+                         outputs_float=q.dequantize_outputs(result.outputs), output_names=q.outputs,
+                         one_thread_timing=report.timing(),
                          vta_warning=network_shift_warning(q.nodes, placements))
 
 
@@ -439,7 +466,7 @@ def _execute(p: Prepared, model, x, normalize, target, say, vthreads, cpu_model,
     result = execute(q, run_input.array, placements, device, progress=say, vthreads=vthreads, cpu_model=cpu_model,
                      runtime=board_runtime(config))
     clock["execute"] = time.perf_counter()
-    want = cached("reference", (content_digest(q), run_input.array), lambda: reference.forward(q, run_input.array))
+    want = cached("reference", (content_digest(q), run_input.array), lambda: reference.forward_all(q, run_input.array))
     clock["check"] = time.perf_counter()
     return result, want, run_input
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from compiler.frontend.blas import one_thread
 from compiler.frontend.elementwise import ELEMENTWISE
-from compiler.frontend.graph import Graph, Node, conv_out
+from compiler.frontend.graph import Graph, Node, conv_out, only_output
 
 EXACT_BITS = 53  # float64's significand: integers up to 2**53 are exact
 COLS_ELEMENTS = 1 << 20  # im2col buffer of conv_taps, per chunk of samples (8 MB as float64)
@@ -258,12 +258,13 @@ def eval_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
 
 
 def last_readers(graph) -> dict[str, int]:
-    """value -> index of the last node reading it (the graph's output: past the end)."""
+    """value -> index of the last node reading it (the graph's outputs: past the end)."""
     last = {}
     for k, node in enumerate(graph.nodes):
         for name in node.inputs:
             last[name] = k
-    last[graph.output] = len(graph.nodes)
+    for name in graph.outputs:
+        last[name] = len(graph.nodes)
     return last
 
 
@@ -312,4 +313,17 @@ def run(graph: Graph, x: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def forward(graph: Graph, x: np.ndarray) -> np.ndarray:
-    return run_graph(graph, x, eval_node, keep={graph.output})[graph.output]
+    """The only output of a one-output ``graph`` for ``x`` (:func:`forward_all` for any graph)."""
+    return only_output(graph.name, forward_all(graph, x))
+
+
+def forward_all(graph: Graph, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The graph's outputs for ``x``, in ``graph.outputs``' order."""
+    return outputs_of(graph, x, eval_node)
+
+
+def outputs_of(graph, x: np.ndarray, evaluate) -> tuple[np.ndarray, ...]:
+    """The outputs of ``graph`` (float or quantized, evaluated by ``evaluate``) for ``x``, in
+    ``graph.outputs``' order; every other value is freed after its last reader."""
+    kept = run_graph(graph, x, evaluate, keep=set(graph.outputs))
+    return tuple(kept[name] for name in graph.outputs)

@@ -68,13 +68,20 @@ class Node:
 
 @dataclass
 class Graph:
-    """Nodes in topological order; ``shapes`` maps every value name to its shape."""
+    """Nodes in topological order; ``shapes`` maps every value name to its shape. ``outputs``
+    names the network's outputs in the model's order (a classifier has one; a detection backbone
+    such as an FPN several, and an output may also be read by later nodes)."""
 
     name: str
     input: str
-    output: str
+    outputs: tuple[str, ...]
     nodes: list[Node]
     shapes: dict[str, tuple[int, ...]]
+
+    @property
+    def output(self) -> str:
+        """The only output of a one-output graph (ValueError if it has several)."""
+        return only_output(self.name, self.outputs)
 
     def consumers(self, value: str) -> list[Node]:
         return [n for n in self.nodes if value in n.inputs]
@@ -87,6 +94,13 @@ class Graph:
             if n.name == name:
                 return n
         raise KeyError(name)
+
+
+def only_output(name: str, outputs: tuple):
+    """The one entry of ``outputs`` (a graph's or a run's); ValueError naming ``name`` if there are several."""
+    if len(outputs) != 1:
+        raise ValueError(f"{name} has {len(outputs)} outputs, not one: use its outputs")
+    return outputs[0]
 
 
 def conv_out(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int) -> int:

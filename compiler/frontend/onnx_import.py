@@ -89,7 +89,7 @@ class _Importer:
         self.refused_values: set[str] = set()  # outputs of refused nodes
         self.nodes: list[Node] = []
         self.shapes: dict[str, tuple[int, ...]] = {self.input.name: shape}
-        self.output_name = model.graph.output[0].name
+        self.output_names = [value.name for value in model.graph.output]
         self.graph_name = model.graph.name if model.graph.name not in ("", "main_graph") else Path(where).stem
 
     # --- helpers ----------------------------------------------------------------------------
@@ -479,11 +479,12 @@ class _Importer:
                 refusals.add(node, err.why)
                 self.refused(node)
         refusals.check(self.where)
-        output = self.value(self.output_name)
-        if output not in self.shapes:  # (the input itself is fine: a network of no layers)
-            why = "is a constant" if self.output_name in self.consts else "is not computed by any node"
-            raise ModelError(self.where, f"graph output {self.output_name!r} {why}; there is no network to run")
-        return simplify(Graph(self.graph_name, self.input.name, output, self.nodes, self.shapes))
+        outputs = tuple(self.value(name) for name in self.output_names)
+        for name, output in zip(self.output_names, outputs):
+            if output not in self.shapes:  # (the input itself is fine: a network of no layers)
+                why = "is a constant" if name in self.consts else "is not computed by any node"
+                raise ModelError(self.where, f"graph output {name!r} {why}; there is no network to run")
+        return simplify(Graph(self.graph_name, self.input.name, outputs, self.nodes, self.shapes))
 
 
 def _import(model, where: str, input_shape) -> Graph:

@@ -180,7 +180,7 @@ def resnet_graph(depth: int = 18, resolution: int = 224, seed: int = 0, calib_ba
             shape = (n, weight.shape[0])
         nodes.append(node)
         shapes[output] = shape
-    return simplify(Graph(f"resnet{depth}", "input", "logits", nodes, shapes))
+    return simplify(Graph(f"resnet{depth}", "input", ("logits",), nodes, shapes))
 
 
 def write_resnet(path: str | Path, depth: int = 18, resolution: int = 224, seed: int = 0) -> Path:

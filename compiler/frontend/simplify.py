@@ -98,11 +98,11 @@ def _push_through_concats(graph: Graph, nodes: list[Node], shapes: dict) -> list
             continue
         concat = by_output.get(node.inputs[0]) if node.op == "affine" else None
         if concat is None or concat.op != "concat" or len(users.get(concat.output, [])) != 1 or \
-                concat.output == graph.output:
+                concat.output in graph.outputs:
             out.append(node)
             continue
         after = users.get(node.output, [])
-        act = after[0] if len(after) == 1 and after[0].op in ("relu", "clip") and node.output != graph.output else None
+        act = after[0] if len(after) == 1 and after[0].op in ("relu", "clip") and node.output not in graph.outputs else None
         new = _split_affine(node, concat, act, graph, shapes)
         if new is None:
             out.append(node)
@@ -126,7 +126,7 @@ def simplify(graph: Graph) -> Graph:
                 uses[i] = uses.get(i, 0) + 1
         for node in nodes:
             producer = by_output.get(node.inputs[0]) if node.inputs else None
-            if producer is None or uses.get(producer.output, 0) != 1 or producer.output == graph.output:
+            if producer is None or uses.get(producer.output, 0) != 1 or producer.output in graph.outputs:
                 continue
             if node.op == "affine" and producer.op in ("conv", "dense") and \
                     _fold_affine(node, producer, len(graph.shapes[producer.output])):
@@ -149,12 +149,12 @@ def simplify(graph: Graph) -> Graph:
                 break
     shapes = dict(graph.shapes)
     nodes = _push_through_concats(graph, nodes, shapes)
-    graph = Graph(graph.name, graph.input, graph.output, nodes, shapes)
-    live, needed = [], {graph.output}
+    graph = Graph(graph.name, graph.input, graph.outputs, nodes, shapes)
+    live, needed = [], set(graph.outputs)
     for node in reversed(nodes):
         if node.output in needed:
             live.append(node)
             needed.update(node.inputs)
     live.reverse()
     shapes = {k: v for k, v in graph.shapes.items() if k == graph.input or any(n.output == k for n in live)}
-    return Graph(graph.name, graph.input, graph.output, live, shapes)
+    return Graph(graph.name, graph.input, graph.outputs, live, shapes)

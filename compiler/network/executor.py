@@ -24,6 +24,7 @@ did) are by category of :data:`driver.session.CATEGORIES`.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -37,6 +38,7 @@ from compiler.network.alu_add import add_output, compile_vdla_add
 from compiler.network.cpu_ops import cpu_kernel, layout_specs
 from compiler.network.partition import Placement
 from compiler.network.vdla_ops import part_tensors, vdla_parts
+from compiler.frontend.graph import only_output
 from compiler.quantize.qgraph import QGraph, QNode
 from vdla_hw.bundle import BYTE_CATEGORIES, Bundle
 from vdla_hw.config import Config
@@ -102,7 +104,7 @@ class LayerRecord:
 
 @dataclass
 class ExecResult:
-    output: np.ndarray
+    outputs: tuple[np.ndarray, ...]   # the network's outputs, in ``QGraph.outputs``' order
     records: list[LayerRecord]
     sim_wall_seconds: float = 0.0
     compile_wall_seconds: float = 0.0
@@ -110,8 +112,22 @@ class ExecResult:
     model_wall_seconds: float = 0.0   # host time spent in the CPU model (analyses, cache reads)
     bytes_moved: dict = field(default_factory=dict)  # {"load": {category: bytes}, "per_inference": {...}}
 
+    @property
+    def output(self) -> np.ndarray:
+        """The only output of a one-output network's run (ValueError if it has several)."""
+        return only_output("the run", self.outputs)
+
 
 CATEGORIES = BYTE_CATEGORIES
+
+
+def outputs_sha256(outputs) -> str:
+    """SHA-256 of a run's outputs: their bytes (C order) one after another, in the graph's order
+    (for a network of one output, the SHA-256 of that array's bytes)."""
+    h = hashlib.sha256()
+    for output in outputs:
+        h.update(np.ascontiguousarray(output).tobytes())
+    return h.hexdigest()
 
 
 def bytes_moved(records: list[LayerRecord]) -> dict:
@@ -382,7 +398,7 @@ class Executor:
             where = f"{record.cycles:>10,d} cycles" if place.target == "vdla" else f"{record.cpu_seconds * 1e3:8.3f} ms {cpu}"
             self.progress(f"[{index + 1:>2}/{len(self.q.nodes)}] {node.name:<24} {node.op:<8} {place.target:<4} {where}"
                           f"  ({record.wall_seconds:.2f} s)")
-        return ExecResult(values[self.q.output], records, self.sim_wall, self.compile_wall, self.cpu_wall,
+        return ExecResult(tuple(values[name] for name in self.q.outputs), records, self.sim_wall, self.compile_wall, self.cpu_wall,
                           self.model_wall, bytes_moved(records))
 
 

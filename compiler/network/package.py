@@ -9,7 +9,7 @@ executor on a device, after checking every op's attributes, constants and declar
 the CPU ops' work (``cpu_ops.check_graph``): each accelerator op is its packaged bundle with
 the op's actual input written into its ``inp`` (conv, dense) or ``a``/``b`` (ALU add) symbols,
 loaded only when the op runs; CPU ops use the packaged ARM library through ctypes on an ARMv7
-machine, the host JIT elsewhere. The output's SHA-256 is ``vdla run``'s ``output_sha256``.
+machine, the host JIT elsewhere. The outputs' SHA-256 is ``vdla run``'s ``output_sha256``.
 
 The container around these files (manifest, sizes, hashes, the configuration check) is
 ``driver.package``; the transport is ``driver.protocol``.
@@ -18,7 +18,6 @@ The container around these files (manifest, sizes, hashes, the configuration che
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import io
 import json
 import platform
@@ -73,7 +72,7 @@ def graph_files(q: QGraph) -> dict[str, bytes]:
                 attrs[key] = value.item() if isinstance(value, np.generic) else value
         nodes.append({"name": node.name, "op": node.op, "inputs": list(node.inputs), "output": node.output,
                       "attrs": attrs})
-    graph = {"name": q.name, "input": q.input, "output": q.output, "nodes": nodes,
+    graph = {"name": q.name, "input": q.input, "outputs": list(q.outputs), "nodes": nodes,
              "shapes": {k: list(v) for k, v in q.shapes.items()}, "fracs": dict(q.fracs), "zps": dict(q.zps),
              "scales": dict(q.scales)}
     buf = io.BytesIO()
@@ -98,7 +97,10 @@ def graph_from_files(files: dict[str, bytes]) -> QGraph:
                     attrs[key] = value
             nodes.append(QNode(str(n["name"]), str(n["op"]), [str(i) for i in n["inputs"]], str(n["output"]), attrs))
         shapes = {str(k): tuple(int(d) for d in v) for k, v in graph["shapes"].items()}
-        q = QGraph(str(graph["name"]), str(graph["input"]), str(graph["output"]), nodes, shapes,
+        outputs = graph["outputs"]
+        if not isinstance(outputs, list) or not outputs:
+            raise ValueError(f"outputs is {outputs!r}, not a list of value names")
+        q = QGraph(str(graph["name"]), str(graph["input"]), tuple(str(o) for o in outputs), nodes, shapes,
                    {str(k): int(v) for k, v in graph["fracs"].items()},
                    {str(k): int(v) for k, v in graph.get("zps", {}).items()},
                    {str(k): float(v) for k, v in graph.get("scales", {}).items()})
@@ -124,8 +126,10 @@ def _check_structure(q: QGraph) -> None:
             raise NetworkFilesError(f"graph.json: node {node.name!r} {why}")
         defined.add(node.output)
         names.add(node.name)
-    if q.input not in q.shapes or q.output not in defined:
-        raise NetworkFilesError("graph.json: the graph's input has no shape or its output is never written")
+    unwritten = [name for name in q.outputs if name not in defined]
+    if q.input not in q.shapes or unwritten:
+        raise NetworkFilesError("graph.json: the graph's input has no shape" if q.input not in q.shapes else
+                                f"graph.json: the graph's output {unwritten[0]!r} is never written")
 
 
 # --- building the files (host side) -------------------------------------------------------
@@ -251,14 +255,15 @@ class _Bundles(Mapping):
 
 def run_files(files: dict[str, bytes], device, progress=None, should_stop=None,
               model=None) -> tuple[dict, dict[str, bytes]]:
-    """Run a network's files on ``device``: (report, {"output.npy": ..., "layers.json": ...}).
+    """Run a network's files on ``device``: (report, {"output.npy": ..., "layers.json": ...}), with
+    one blob per output of a network of several (:func:`output_blob`).
     The report has ``backend``, ``cpu_kernels``, ``output_sha256`` and ``seconds`` (load,
     execute); ``layers.json`` (a blob: it grows with the network, a frame header does not)
     lists each op's record with measured ``wall_seconds`` and ``device_wall_seconds``.
     ``should_stop``: the executor's (checked before every op); ``model``: the loaded model to run
     on (the executor's default: a new one); the report's ``bytes_moved`` says what moved."""
     from compiler.network.cpu_ops import check_graph
-    from compiler.network.executor import Executor
+    from compiler.network.executor import Executor, outputs_sha256
 
     start = time.perf_counter()
     q = graph_from_files(files)
@@ -300,9 +305,15 @@ def run_files(files: dict[str, bytes], device, progress=None, should_stop=None,
         row["wall_seconds"] = r.wall_seconds
         row["device_wall_seconds"] = r.extra.get("device_wall", 0.0)
         layers.append(row)
-    output = np.ascontiguousarray(result.output)
     reply = {"backend": device.target, "cpu_kernels": "arm-library" if kernels is not None else "host-jit",
-             "output_sha256": hashlib.sha256(output.tobytes()).hexdigest(),
+             "output_sha256": outputs_sha256(result.outputs),
              "seconds": {"load": loaded - start, "execute": time.perf_counter() - loaded},
              "bytes_moved": result.bytes_moved}
-    return reply, {"output.npy": npy_bytes(output), LAYERS: json_text(layers).encode()}
+    blobs = {output_blob(k): npy_bytes(np.ascontiguousarray(out)) for k, out in enumerate(result.outputs)}
+    return reply, {**blobs, LAYERS: json_text(layers).encode()}
+
+
+def output_blob(k: int) -> str:
+    """The name of the answer's blob holding output ``k``: ``output.npy`` for the first (a
+    network's only one), ``output.<k>.npy`` for the others."""
+    return "output.npy" if k == 0 else f"output.{k}.npy"

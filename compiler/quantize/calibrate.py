@@ -74,7 +74,10 @@ def quantize_graph(graph: Graph, calibration: np.ndarray, *, method: str = "mse"
 
     ``per_channel``: allow per-output-channel weight scales where an op can shift per channel.
     ``bias_correction``: remove each conv and dense channel's mean output error that weight
-    rounding causes, measured on the first calibration inputs. ``wide_output``: the last op keeps int32 results.
+    rounding causes, measured on the first calibration inputs. ``wide_output``: the op computing a
+    network's only output keeps int32 results (logits at the accumulator's resolution; the
+    outputs of a network with several are feature maps, int8 like every other value, so the
+    layers computing them can run on the accelerator).
     ``equalize_scales``: give activations between layers their optimal step by folding a factor
     into the weights around them (``compiler.quantize.equalize``). ``add_scales``: residual adds
     take their inputs and output at any step (integer multipliers, so the add runs on the CPU;
@@ -113,8 +116,8 @@ def quantize_graph(graph: Graph, calibration: np.ndarray, *, method: str = "mse"
         inputs = [rename[i] for i in node.inputs]
         rename[node.output] = rename[out] = out
         shapes[out] = graph.shapes[node.output]
-        wide = wide_output and out == graph.output
+        wide = wide_output and graph.outputs == (out,) and not graph.consumers(out)
         attrs, fracs[out], zps[out] = rules.quantize_node(ctx, node, act, out, inputs, wide)
         nodes.append(QNode(node.name, attrs.pop("op", node.op), inputs, out, attrs))
     scales = {name: s for name, s in scales.items() if name in fracs}
-    return QGraph(graph.name, graph.input, rename[graph.output], nodes, shapes, fracs, zps, scales)
+    return QGraph(graph.name, graph.input, tuple(rename[o] for o in graph.outputs), nodes, shapes, fracs, zps, scales)

@@ -42,7 +42,7 @@ def _reach(graph: Graph, value: str, layer_ops: tuple[str, ...]):
     scaled, layers, todo = [value], [], [value]
     while todo:
         for user in graph.consumers(todo.pop()):
-            if user.op in TRANSPARENT and user.output != graph.output:
+            if user.op in TRANSPARENT and user.output not in graph.outputs:
                 scaled.append(user.output)
                 todo.append(user.output)
             elif user.op in layer_ops:
@@ -57,7 +57,7 @@ def equalize(graph: Graph, values: dict, through_adds: bool = False, method: str
     place; the given graph is not changed (its nodes' attributes are copied where rewritten).
     ``through_adds``: adds (which then requantize with multipliers, ``rules._add_mul``) count as
     producers and consumers that absorb any factor, so residual streams get their steps too."""
-    graph = Graph(graph.name, graph.input, graph.output,
+    graph = Graph(graph.name, graph.input, graph.outputs,
                   [Node(n.name, n.op, list(n.inputs), n.output, dict(n.attrs)) for n in graph.nodes],
                   dict(graph.shapes))
     fused = {node.name: act for node, act in fuse_activations(graph)}
@@ -68,7 +68,7 @@ def equalize(graph: Graph, values: dict, through_adds: bool = False, method: str
             continue
         act = fused.get(node.name)
         out = act.output if act is not None else node.output
-        if out == graph.output or out in scales:
+        if out in graph.outputs or out in scales:
             continue
         reach = _reach(graph, out, layer_ops)
         if reach is None:

@@ -57,6 +57,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from compiler.frontend.graph import only_output
+
 
 @dataclass
 class QNode:
@@ -76,12 +78,17 @@ class QNode:
 class QGraph:
     name: str
     input: str
-    output: str
+    outputs: tuple[str, ...]   # the network's outputs, in the model's order
     nodes: list[QNode]
     shapes: dict[str, tuple[int, ...]]
     fracs: dict[str, int]
     zps: dict[str, int] = field(default_factory=dict)
     scales: dict[str, float] = field(default_factory=dict)  # factor folded into the layers around a value
+
+    @property
+    def output(self) -> str:
+        """The only output of a one-output network (ValueError if it has several)."""
+        return only_output(self.name, self.outputs)
 
     def node(self, name: str) -> QNode:
         return next(n for n in self.nodes if n.name == name)
@@ -95,4 +102,9 @@ class QGraph:
         return real.astype(np.float32)
 
     def dequantize_output(self, values: np.ndarray) -> np.ndarray:
+        """The real values of the codes of the only output."""
         return self.dequantize(self.output, values)
+
+    def dequantize_outputs(self, values) -> tuple[np.ndarray, ...]:
+        """The real values of the codes of every output (``values`` in ``outputs``' order)."""
+        return tuple(self.dequantize(name, v) for name, v in zip(self.outputs, values))

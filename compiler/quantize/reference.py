@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.frontend.float_ref import _conv_out, conv_taps, pair, quad, run_graph, windows
+from compiler.frontend.float_ref import _conv_out, conv_taps, outputs_of, pair, quad, run_graph, windows
+from compiler.frontend.graph import only_output
 from compiler.quantize.qgraph import QGraph, QNode
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -238,5 +239,11 @@ def run(graph: QGraph, x: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def forward(graph: QGraph, x: np.ndarray) -> np.ndarray:
-    """The network's output for ``x`` (each intermediate value freed after its last reader)."""
-    return run_graph(graph, x, eval_node, keep={graph.output})[graph.output]
+    """The only output of a one-output network for ``x`` (each intermediate value freed after its
+    last reader; :func:`forward_all` for any network)."""
+    return only_output(graph.name, forward_all(graph, x))
+
+
+def forward_all(graph: QGraph, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The network's outputs for ``x``, in ``graph.outputs``' order."""
+    return outputs_of(graph, x, eval_node)

@@ -59,7 +59,7 @@ def fuse_activations(graph: Graph):
             continue
         users = graph.consumers(node.output)
         act = users[0] if len(users) == 1 and users[0].op in ("relu", "clip") and \
-            node.op in ("conv", "dense", "add", "affine") and node.output != graph.output else None
+            node.op in ("conv", "dense", "add", "affine") and node.output not in graph.outputs else None
         if act is not None:
             skip.add(act.name)
         fused.append((node, act))

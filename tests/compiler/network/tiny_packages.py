@@ -33,7 +33,7 @@ def graph(x_shape: tuple, nodes: list[QNode], shapes: dict, name: str = "hostile
     nodes = [QNode("q", "quantize", ["x"], "xq", {"frac": 4}), *nodes]
     shapes = {"x": tuple(x_shape), "xq": tuple(x_shape), **{k: tuple(v) for k, v in shapes.items()}}
     fracs = {t: 4 for t in shapes}
-    return QGraph(name, "x", nodes[-1].output, nodes, shapes, fracs)
+    return QGraph(name, "x", (nodes[-1].output,), nodes, shapes, fracs)
 
 
 def package(q: QGraph, x: np.ndarray, config=CONFIG, sealed: bool = True) -> dict[str, bytes]:

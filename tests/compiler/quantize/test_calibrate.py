@@ -139,7 +139,7 @@ def test_add_multipliers_follow_the_real_steps():
     from compiler.frontend.graph import Graph, Node
     from compiler.quantize import rules
 
-    graph = Graph("g", "x", "y", [Node("add", "add", ["a", "b"], "y")], {"a": (1, 4), "b": (1, 4), "y": (1, 4)})
+    graph = Graph("g", "x", ("y",), [Node("add", "add", ["a", "b"], "y")], {"a": (1, 4), "b": (1, 4), "y": (1, 4)})
     rng = np.random.default_rng(0)
     values = {"a": rng.uniform(-1, 1, (64, 4)), "b": rng.uniform(-3, 3, (64, 4))}
     values["y"] = values["a"] + values["b"]
@@ -236,7 +236,7 @@ def test_affine_after_concat_is_applied_per_input_with_its_relu_fused():
              Node("bn", "affine", ["c"], "d", {"scale": rng.uniform(0.2, 3, (6, 1, 1)), "offset": rng.normal(size=(6, 1, 1))}),
              Node("r", "relu", ["d"], "y")]
     shapes = {"x": s, "pa": (1, 3, 4, 4), "qb": (1, 3, 4, 4), "p": (1, 3, 4, 4), "q": (1, 3, 4, 4), "c": (1, 6, 4, 4), "d": (1, 6, 4, 4), "y": (1, 6, 4, 4)}
-    graph = Graph("g", "x", "y", nodes, shapes)
+    graph = Graph("g", "x", ("y",), nodes, shapes)
     x = rng.normal(size=(4, 2, 4, 4)).astype(np.float32)
     simple = simplify(graph)
     assert [n.op for n in simple.nodes].count("affine") == 2 and simple.nodes[-1].op == "concat"
