@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from compiler.frontend import float_ref, load_onnx  # noqa: E402
 from compiler.quantize import quantize_graph, reference  # noqa: E402
 from vdla.inputs import IMAGENET, load_inputs, synthetic  # noqa: E402
+from vdla.network import is_classifier_output  # noqa: E402
 
 # what --record writes (benchmarks/record.py): the table's columns per model, and what they were measured on
 FIGURES = {
@@ -54,7 +55,8 @@ FIGURES = {
               "(max abs difference of our float logits and onnxruntime's); logit_rms (RMS of onnxruntime's float "
               "logits); vdla_rms and ort_rms (RMS error of vdla's and onnxruntime's int8 logits against their own "
               "float model's); ratio (vdla_rms / ort_rms); vdla_top1 and ort_top1 (fraction of test inputs whose "
-              "int8 top-1 class is the float model's)",
+              "int8 top-1 class is the float model's; null for an output that is not a classifier's scores); a model of "
+              "several outputs gives these for the output with the largest ratio, and each output's in outputs",
     "calibration": "inputs calibrating both int8 networks",
     "tests": "test inputs measured (after the calibration inputs)",
     "images": "the inputs: synthetic images (compiler.frontend.inputs) or the --images folder",
@@ -64,7 +66,8 @@ FIGURES = {
 
 
 def onnxruntime_int8(path: Path, name: str, calibration: np.ndarray, tests: np.ndarray, work: Path):
-    """(float outputs, int8 outputs) of onnxruntime on ``tests``, quantized on ``calibration``."""
+    """(float outputs, int8 outputs) of onnxruntime on ``tests``, quantized on ``calibration``:
+    each a list with one array per graph output (the test inputs along axis 0)."""
     import onnx
     import onnxruntime as ort
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
@@ -85,7 +88,10 @@ def onnxruntime_int8(path: Path, name: str, calibration: np.ndarray, tests: np.n
     options = {"providers": ["CPUExecutionProvider"]}
     fp32 = ort.InferenceSession(str(path), **options)
     int8 = ort.InferenceSession(str(quantized), **options)
-    run = lambda s: np.concatenate([s.run(None, {name: t[None]})[0] for t in tests])  # noqa: E731
+    def run(session) -> list[np.ndarray]:
+        answers = [session.run(None, {name: t[None]}) for t in tests]
+        return [np.concatenate([a[k] for a in answers]) for k in range(len(answers[0]))]
+
     return run(fp32), run(int8)
 
 
@@ -117,6 +123,10 @@ def per_tensor(graph, q, tests: np.ndarray, work: Path) -> None:
               f"{step:10.4g} {steps[v]:10.4g}")
 
 
+def percent(fraction) -> str:
+    return "-" if fraction is None else f"{fraction * 100:.0f}%"
+
+
 def rms(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(((a.astype(np.float64) - b.astype(np.float64)) ** 2).mean()))
 
@@ -146,8 +156,8 @@ def measure(path: Path, args) -> tuple[dict, tuple[float, float]]:
         tests = synthetic(shape, args.tests, 2).array
     start = time.perf_counter()
     q = quantize_graph(graph, calibration)
-    ours_float = float_ref.forward(graph, tests)
-    ours_int8 = q.dequantize_output(reference.forward(q, tests))
+    ours_float = float_ref.forward_all(graph, tests)
+    ours_int8 = q.dequantize_outputs(reference.forward_all(q, tests))
     ours_seconds = time.perf_counter() - start
     with tempfile.TemporaryDirectory(prefix="vdla-bench-") as tmp:
         start = time.perf_counter()
@@ -156,14 +166,27 @@ def measure(path: Path, args) -> tuple[dict, tuple[float, float]]:
         if args.per_tensor:
             print(f"{path.stem}: per value, relative RMS error against the float model", flush=True)
             per_tensor(graph, q, tests, Path(tmp))
-    ours, theirs = rms(ours_int8, ours_float), rms(ort_int8, ort_float)
+    outputs = {name: output_row(*values) for name, *values in
+               zip(graph.outputs, ours_float, ours_int8, ort_float, ort_int8)}
+    worst = max(outputs.values(), key=lambda o: o["ratio"])  # the only output, or the one furthest behind
     row = {"input": "x".join(map(str, shape[2:])) or str(shape), "producer": producer(path),
-           "float_vs_ort": float(np.abs(ours_float - ort_float).max()),
-           "logit_rms": float(np.sqrt((ort_float.astype(np.float64) ** 2).mean())),
-           "vdla_rms": ours, "ort_rms": theirs, "ratio": ours / theirs,
-           "vdla_top1": float((ours_int8.argmax(1) == ours_float.argmax(1)).mean()),
-           "ort_top1": float((ort_int8.argmax(1) == ort_float.argmax(1)).mean())}
+           **{key: worst[key] for key in ("float_vs_ort", "logit_rms", "vdla_rms", "ort_rms", "ratio", "vdla_top1",
+                                          "ort_top1")}}
+    if len(outputs) > 1:
+        row["outputs"] = outputs
     return row, (ours_seconds, ort_seconds)
+
+
+def output_row(ours_float, ours_int8, ort_float, ort_int8) -> dict:
+    """One output's figures (``FIGURES["models"]``); top-1 only for a classifier's scores."""
+    ours, theirs = rms(ours_int8, ours_float), rms(ort_int8, ort_float)
+    classifier = is_classifier_output(ours_float.shape)
+    top1 = lambda a, b: float((a.reshape(len(a), -1).argmax(1) == b.reshape(len(b), -1).argmax(1)).mean())  # noqa: E731
+    return {"float_vs_ort": float(np.abs(ours_float - ort_float).max()),
+            "logit_rms": float(np.sqrt((ort_float.astype(np.float64) ** 2).mean())),
+            "vdla_rms": ours, "ort_rms": theirs, "ratio": ours / theirs,
+            "vdla_top1": top1(ours_int8, ours_float) if classifier else None,
+            "ort_top1": top1(ort_int8, ort_float) if classifier else None}
 
 
 def main() -> None:
@@ -200,8 +223,11 @@ def main() -> None:
         r, seconds = measure(path, args)
         rows[path.stem] = r
         print(f"{path.stem:<24} {r['input']:>8} {r['float_vs_ort']:11.2e} {r['logit_rms']:9.4f} {r['vdla_rms']:10.5f} "
-              f"{r['ort_rms']:9.5f} {r['ratio']:6.2f} {r['vdla_top1'] * 100:6.0f}%/{r['ort_top1'] * 100:4.0f}% "
+              f"{r['ort_rms']:9.5f} {r['ratio']:6.2f} {percent(r['vdla_top1']):>7}/{percent(r['ort_top1']):>5} "
               f"{seconds[0]:8.1f}/{seconds[1]:.1f}", flush=True)
+        for name, o in r.get("outputs", {}).items():
+            print(f"  output {name:<15} {'':>8} {o['float_vs_ort']:11.2e} {o['logit_rms']:9.4f} {o['vdla_rms']:10.5f} "
+                  f"{o['ort_rms']:9.5f} {o['ratio']:6.2f}")
     print("ratio < 1: vdla's int8 network is closer to its float model than onnxruntime's int8 network to its own")
     if args.record:
         record.write("onnx_int8", FIGURES, {"models": rows, "calibration": args.calibration, "tests": args.tests,

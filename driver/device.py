@@ -241,11 +241,13 @@ class SimDevice(HostMemoryDevice):
 
     target = "sim"
 
-    def __init__(self, config: Config | str | None = None, *, race_check: bool = True, uninit: str = "off"):
+    def __init__(self, config: Config | str | None = None, *, race_check: bool = True, uninit: str = "off",
+                 max_work: int | None = None):
         from vdla_hw.sram_state import SramState, check_mode
 
         super().__init__(config)
         self.race_check = race_check
+        self.max_work = max_work  # the simulator's work bound per program (None: limits.SIM_MAX_WORK)
         self.uninit = check_mode(uninit)
         self.sram = SramState.fresh(self.config)
 
@@ -255,7 +257,8 @@ class SimDevice(HostMemoryDevice):
 
         try:
             result = vdla_sim.simulate(self.image_bundle(bundle, buffer), max_cycles=timeout_cycles,
-                                       race_check=self.race_check, sram=self.sram, uninit=self.uninit)
+                                       race_check=self.race_check, sram=self.sram, uninit=self.uninit,
+                                       max_work=self.max_work)
         except (vdla_sim.CycleLimitError, vdla_sim.DeadlockError) as err:
             raise self._hang(timeout_cycles, err) from None
         except LimitError as err:  # the simulator's own work bound, checked before it ran

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from vdla import commands
 from vdla.argtypes import int_range, output_dir, output_file, seed
+from vdla.cmd_sim import add_max_work
+from vdla_hw.limits import SIM_MAX_WORK
 from vdla_hw.errors import VdlaError
 
 
@@ -118,6 +120,8 @@ def cmd_run(args) -> int:
     if args.plots and args.target != "sim":
         raise VdlaError(f"--plots needs --target sim (the timeline and roofline read the simulator's "
                         f"instruction spans); run --target {args.target} without --plots")
+    if args.max_work != SIM_MAX_WORK and args.target != "sim":
+        raise VdlaError(f"--max-work bounds the simulator's work (--target sim); --target {args.target} has its own bound")
     plot_dir = Path(args.plots) if args.plots else None
     check_writable([*(study_files(plot_dir) if plot_dir else ()), *((args.output,) if args.output else ())])
     options = PartitionOptions(stem_on_vdla=args.stem_on_vdla, add_on_vdla=args.add_on_vdla,
@@ -143,7 +147,8 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
                          cpu_baseline=args.cpu_baseline, cpu_threads=args.cpu_threads,
                          input_shape=args.input_shape, calibration=calibration, method=args.calibration_method,
                          normalize=args.normalize, images=args.images, x=args.input, placement=args.placement,
-                         roofline=plot_dir is not None)
+                         roofline=plot_dir is not None,
+                         max_work=args.max_work if args.max_work != SIM_MAX_WORK else None)
     warn_slower(report.totals)
     if report.vta_warning:
         print(f"vdla: {report.vta_warning}", file=sys.stderr)
@@ -234,6 +239,7 @@ def add_parser(sub) -> None:
     run.add_argument("--plots", type=output_dir, metavar="DIR", help="write layers.csv, summary.json and the four figures here")
     run.add_argument("--json", action="store_true", help="machine-readable report on stdout")
     run.add_argument("--vthreads", type=int_range(1), default=None, help="virtual threads per layer (default: search)")
+    add_max_work(run)
     run.add_argument("--placement", choices=["cost", "all"], default="cost",
                      help="cost (default): each op the accelerator can run goes where the whole network is faster "
                           "(estimates, reason printed); all: every such op on the accelerator")

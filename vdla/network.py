@@ -396,7 +396,8 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
                 calibration: int | str = 4, test_inputs: int = 4, progress=None, cpu: str = DEFAULT_CPU,
                 input_shape: tuple[int, ...] | None = None, method: str = "mse", normalize=IMAGENET,
                 images: str | None = None, x: str | None = None, cpu_baseline: str = "int8",
-                cpu_threads: int = 1, placement: str = "cost", roofline: bool = False) -> NetworkReport:
+                cpu_threads: int = 1, placement: str = "cost", roofline: bool = False,
+                max_work: int | None = None) -> NetworkReport:
     """Import, quantize, partition and run ``model`` once on ``target``; check it bit for bit.
     ``cpu`` names the CPU whose modelled times the report gives (``cost.cpu_names()``), priced
     by the kernels of ``cpu_baseline`` (``cost.baseline_names()``: int8, fp32) on ``cpu_threads``
@@ -405,7 +406,8 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     ``placement``: ``"cost"`` (default: each op where the whole network is faster) or ``"all"``
     (every op the accelerator can run goes there). ``roofline``: the caller will ask for
     :func:`roofline_without_latency_hiding` (its runs are then done beside this one, with the
-    quantization report, when that is computed)."""
+    quantization report, when that is computed). ``max_work``: the sim device's work bound per
+    program (``vdla_hw/limits.py``; None: the default)."""
     from compiler.cpu_fallback.cost import CpuModel
     from compiler.vta_compat import network_shift_warning
 
@@ -423,7 +425,7 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     report = report_beside(graph, q, tests, p.graph_digest, layers=offloaded_convs(q, placements) if roofline else None,
                            config=config)
     try:
-        result, want, run_input = _execute(p, model, x, normalize, target, say, vthreads, cpu_model, clock)
+        result, want, run_input = _execute(p, model, x, normalize, target, say, vthreads, cpu_model, clock, max_work)
     except BaseException:
         report.cancel()
         raise
@@ -448,7 +450,7 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
                          vta_warning=network_shift_warning(q.nodes, placements))
 
 
-def _execute(p: Prepared, model, x, normalize, target, say, vthreads, cpu_model, clock: dict):
+def _execute(p: Prepared, model, x, normalize, target, say, vthreads, cpu_model, clock: dict, max_work=None):
     """The run of :func:`run_network` after the preparation: (executor result, the reference's
     output, the executed input); ``clock`` gets the ends of ``import``, ``quantize`` (with the
     placement), ``execute`` and ``check`` (the reference)."""
@@ -460,7 +462,7 @@ def _execute(p: Prepared, model, x, normalize, target, say, vthreads, cpu_model,
         raise ModelError(model, f"--input {x} holds {len(run_input.array)} samples; the model runs {batch} at a time")
     clock["import"] = clock["start"] + p.timings["import"]
     clock["quantize"] = time.perf_counter()  # includes the placement
-    device = open_device(target, config)
+    device = open_device(target, config, **({"max_work": max_work} if max_work is not None else {}))
     say(f"running {sum(p.target == 'vdla' for p in placements.values())} ops on VDLA ({target}, {config.name}) "
         f"and {sum(p.target == 'cpu' for p in placements.values())} on the CPU")
     result = execute(q, run_input.array, placements, device, progress=say, vthreads=vthreads, cpu_model=cpu_model,

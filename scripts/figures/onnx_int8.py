@@ -36,9 +36,14 @@ def provenance(record: dict) -> str:
             "inputs whose int8 top-1 class is the float model's.")
 
 
+def top1(r: dict) -> str:
+    """The top-1 cell: both networks' agreement, or a dash for a model whose output is not a classifier's."""
+    return "-" if r.get("vdla_top1") is None else f"{r['vdla_top1']:.0%} / {r['ort_top1']:.0%}"
+
+
 def row(model: str, r: dict) -> str:
     cells = [model, r["input"], f"{r['float_vs_ort']:.2e}", f"{r['logit_rms']:.4f}", f"{r['vdla_rms']:.5f}",
-             f"{r['ort_rms']:.5f}", f"{r['ratio']:.2f}", f"{r['vdla_top1']:.0%} / {r['ort_top1']:.0%}"]
+             f"{r['ort_rms']:.5f}", f"{r['ratio']:.2f}", top1(r)]
     return "| " + " | ".join(cells) + " |"
 
 
