@@ -227,6 +227,12 @@ def gather(x, index, fill):
     return np.where(index >= 0, picked, fill)
 
 
+def resize(x, index, weight, shape):
+    """Each output pixel of a plane: the weighted sum of ``index``'s pixels of its input plane."""
+    planes = x.reshape(x.shape[0] * x.shape[1], -1).astype(np.float64)
+    return (planes[:, index] * weight.astype(np.float64)).sum(axis=-1).reshape(shape)
+
+
 def _elementwise(op):
     return lambda a, args: op.evaluate(args[0].astype(np.float64), a)
 
@@ -246,6 +252,7 @@ EVAL = {
     "concat": lambda a, args: np.concatenate(args, axis=a["axis"]),
     "reshape": lambda a, args: args[0].reshape(a["shape"]),
     "gather": lambda a, args: gather(args[0], a["index"], a["fill"]).reshape(a["shape"]),
+    "resize": lambda a, args: resize(args[0], a["index"], a["weight"], a["shape"]),
     **{op.name: _elementwise(op) for op in ELEMENTWISE},
 }
 

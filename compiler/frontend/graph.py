@@ -24,6 +24,9 @@ gather       index (int64, one per output element, flat into the input; -1 takes
              shape (the output shape): every data-movement op (Transpose, Gather, GatherND, Slice,
              Where with a constant side, Pad, ...) becomes one, its index map found by running the
              ONNX node on numbered inputs (compiler.frontend.fold)
+resize       index (P, 4) int64, weight (P, 4), shape (N, C, H', W'): each output pixel of a plane
+             is the weighted sum of four pixels of the same input plane (flat positions in
+             H x W), P = H' x W'; bilinear Resize (compiler.frontend.resize)
 ===========  ===============================================================================
 
 and the element-wise ops of one input (:data:`UNARY`: relu, clip, affine, sigmoid, ...), each one
@@ -39,7 +42,7 @@ from vdla_hw.errors import VdlaError
 
 # Element-wise ops of one input (compiler.frontend.elementwise): in int8 a 256-entry table or a muladd.
 UNARY = NAMES
-OPS = ("conv", "dense", "add", "mul", "softmax", "maxpool", "avgpool", "avgpool2d", "concat", "reshape", "gather") + UNARY
+OPS = ("conv", "dense", "add", "mul", "softmax", "maxpool", "avgpool", "avgpool2d", "concat", "reshape", "gather", "resize") + UNARY
 
 
 class ModelError(VdlaError):

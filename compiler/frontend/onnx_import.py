@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler.frontend import fold as folding
+from compiler.frontend import resize
 from compiler.frontend.elementwise import BY_ONNX
 from compiler.frontend.graph import Graph, ModelError, Node, ceil_extra, mul_extents
 from compiler.frontend.onnx_read import (check_names, data_input, infer_shapes, opset_of, read_model, resolve_shape,
@@ -417,11 +418,39 @@ class _Importer:
 
     def op_Resize(self, node, a):
         """Resize in ``nearest`` mode is a copy (every coordinate transformation and nearest_mode
-        onnx defines, found by running it): a gather. Linear and cubic modes compute new values."""
+        onnx defines, found by running it): a gather. ``linear`` mode over H and W (bilinear
+        upsampling, ``compiler.frontend.resize``) is a weighted gather: ``resize``. Cubic refused."""
         mode = _text(a.get("mode", "nearest"))
-        if mode != "nearest":
-            raise self.fail(node, f"Resize mode {mode!r} is not supported (only 'nearest', a copy)")
-        self.op_movement(node, a)
+        if mode == "nearest":
+            self.op_movement(node, a)
+        elif mode == "linear":
+            self.bilinear(node, a)
+        else:
+            raise self.fail(node, f"Resize mode {mode!r} is not supported (only 'nearest', a copy, and 'linear' "
+                            "over height and width)")
+
+    def bilinear(self, node, a) -> None:
+        x = self.tensor(node, node.input[0])
+        shape, out = self.shapes[x], self.out_shape(node)
+        ctm = _text(a.get("coordinate_transformation_mode", "half_pixel"))
+        if ctm not in resize.MODES:
+            raise self.fail(node, f"linear Resize with coordinate_transformation_mode {ctm!r} is not supported "
+                            f"(supported: {', '.join(resize.MODES)})")
+        if _text(a.get("keep_aspect_ratio_policy", "stretch")) != "stretch":
+            raise self.fail(node, "linear Resize with a keep_aspect_ratio_policy other than 'stretch' is not supported")
+        if len(shape) != 4 or len(out) != 4 or out[:2] != shape[:2]:
+            raise self.fail(node, f"linear Resize of {shape} to {out}: only the height and width of an NCHW "
+                            "tensor can be resized")
+        axes = [int(v) % 4 for v in a.get("axes", range(4))]
+        scales = self.const(node, node.input[2]) if len(node.input) > 2 and node.input[2] else np.zeros(0)
+        by_axis = dict(zip(axes, (float(v) for v in scales.reshape(-1)))) if scales.size else {}
+        if any(by_axis.get(d, 1.0) != 1.0 for d in (0, 1)):
+            raise self.fail(node, f"linear Resize scales {scales.tolist()}: only height and width may change")
+        factors = tuple(by_axis.get(d, out[d] / shape[d]) for d in (2, 3))
+        if a.get("antialias", 0) and min(factors) < 1:
+            raise self.fail(node, "linear Resize with antialias when shrinking is not supported")
+        index, weight = resize.bilinear_map(shape[2:], out[2:], factors, ctm)
+        self.emit(node, "resize", [x], index=index, weight=weight.astype(np.float32), shape=out)
 
     def op_Split(self, node, a):
         """Split (shufflenet's channel halves): each output a gather of its slice, the slices found

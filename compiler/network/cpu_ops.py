@@ -22,7 +22,7 @@ import numpy as np
 
 from compiler.cpu_fallback import (AddSpec, AvgPool2dSpec, ConcatSpec, Conv2dSpec, DenseSpec, GatherSpec,
                                    GlobalAvgPoolSpec, LutSpec, MaxPool2dSpec, MulAddSpec, MulSpec, QuantizeSpec, ReluSpec,
-                                   SoftmaxSpec)
+                                   ResizeSpec, SoftmaxSpec)
 from compiler.cpu_fallback.errors import KernelError, KernelValueError
 from compiler.cpu_fallback.product import collapse
 from compiler.frontend.graph import mul_extents, out_extents
@@ -251,6 +251,18 @@ def _plan_gather(node: QNode, shapes: list[tuple]):
     return spec, consts, shape
 
 
+def _plan_resize(node: QNode, shapes: list[tuple]):
+    x, shape = shapes[0], _ints(node, "shape", 4)
+    if len(x) != 4 or tuple(shape[:2]) != tuple(x[:2]):
+        raise NodeError(node, "shape", f"{tuple(shape)} does not resize the planes of an input of shape {x}")
+    spec = ResizeSpec(planes=x[0] * x[1], size_in=x[2] * x[3], size_out=shape[2] * shape[3], frac=_int(node, "frac"))
+    consts = [_array(node, key, None, -2**31, 2**31 - 1, cast="int32") for key in ("index", "weight")]
+    for key, array in zip(("index", "weight"), consts):
+        if array.shape != (spec.size_out, 4):  # four taps per output pixel of a plane
+            raise NodeError(node, key, f"shape {array.shape} is not ({spec.size_out}, 4)")
+    return spec, consts, shape
+
+
 def _plan_softmax(node: QNode, shapes: list[tuple]):
     x = shapes[0]
     axis = _axis(node, x)
@@ -263,7 +275,8 @@ def _plan_softmax(node: QNode, shapes: list[tuple]):
 # (reshaped to the spec's first arguments), then these constants. RESHAPES have no kernel.
 PLANS = {"quantize": _plan_quantize, "conv": _plan_gemm, "dense": _plan_gemm, "add": _plan_add, "mul": _plan_mul, "lut": _plan_lut,
          "muladd": _plan_muladd, "relu": _plan_relu, "maxpool": _plan_maxpool, "avgpool": _plan_avgpool,
-         "avgpool2d": _plan_avgpool2d, "concat": _plan_concat, "gather": _plan_gather, "softmax": _plan_softmax}
+         "avgpool2d": _plan_avgpool2d, "concat": _plan_concat, "gather": _plan_gather, "resize": _plan_resize,
+         "softmax": _plan_softmax}
 
 
 def _plan(node: QNode, shapes: list[tuple]):

@@ -129,6 +129,8 @@ REASONS = {
            "exists (signed inputs and a power-of-two multiplier would be MUL, SHR, ADD, MIN, MAX)",
     "concat": "concatenation: a copy on the CPU (on a device, producers would store into one buffer)",
     "gather": "data movement (transpose/slice/gather): a copy on the CPU",
+    "resize": "bilinear resize: a weighted gather of four pixels each; the accelerator's loads move whole "
+              "blocks, not pixels, so it runs on the CPU",
     "softmax": "softmax: exponentials and a division, on the CPU",
 }
 

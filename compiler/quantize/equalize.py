@@ -24,7 +24,7 @@ from compiler.quantize.exact import floor_log2
 from compiler.quantize.rules import fuse_activations
 from compiler.quantize.scales import sample, value_range
 
-TRANSPARENT = ("maxpool", "avgpool", "avgpool2d", "reshape")  # commute with a positive factor
+TRANSPARENT = ("maxpool", "avgpool", "avgpool2d", "reshape", "resize")  # commute with a positive factor
 FREE_WINDOW = {"mse": "minmax", "minmax": "minmax", "percentile": "percentile"}  # window of a free step
 
 

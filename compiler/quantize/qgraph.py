@@ -39,6 +39,9 @@ avgpool2d   kernel, stride, pad, ceil, pad_value, count and add (int32 per outpu
 concat      axis, shifts, zps (one per input), zp: out = clip(((x - zp_i + rnd_i) >> shift_i) + zp)
 reshape     shape
 gather      index int32 (flat, -1 takes fill), fill int8 (one per output element), shape
+resize      index int32 (P, 4), weight int32 (P, 4) (each row sums to 2**frac), frac, shape: each output
+            pixel of a plane is clip((sum of weight * x over four pixels of its input plane
+            + 2**(frac-1)) >> frac, -128, 127): bilinear interpolation at the input's scale
 softmax     axis, table (int32, 256 entries: 2**16 exp(-d 2**-frac) for d = 255..0):
             e = table[x - max + 255]; out = min((e * 128 + s // 2) // s, 127), s = sum e; frac 7
 ==========  =================================================================================

@@ -189,6 +189,15 @@ def gather(x, index, fill, shape) -> np.ndarray:
     return np.where(index >= 0, flat[np.maximum(index, 0)], fill).astype(np.int8).reshape(shape)
 
 
+def resize(x, index, weight, frac: int, shape) -> np.ndarray:
+    """Each output pixel of a plane: clip((sum of weight * x over its four input pixels
+    + 2**(frac-1)) >> frac, -128, 127), in int32 (the CPU kernel's arithmetic)."""
+    planes = np.asarray(x).reshape(x.shape[0] * x.shape[1], -1).astype(np.int64)
+    acc = (planes[:, np.asarray(index, np.int64)] * np.asarray(weight, np.int64)).sum(axis=-1)
+    acc = wrap32(acc + (1 << (frac - 1)))  # the kernel's int32 arithmetic
+    return np.clip(acc >> frac, -128, 127).astype(np.int8).reshape(shape)
+
+
 def softmax(x, axis: int, table) -> np.ndarray:
     x = np.asarray(x, dtype=np.int64)
     e = np.asarray(table, dtype=np.int64)[x - x.max(axis=axis, keepdims=True) + 255]
@@ -223,6 +232,7 @@ EVAL = {
     "concat": lambda a, args: concat(args, a["axis"], a["shifts"], a["zps"], a["zp"]),
     "reshape": lambda a, args: args[0].reshape(a["shape"]),
     "gather": lambda a, args: gather(args[0], a["index"], a["fill"], a["shape"]),
+    "resize": lambda a, args: resize(args[0], a["index"], a["weight"], a["frac"], a["shape"]),
     "softmax": lambda a, args: softmax(args[0], a["axis"], a["table"]),
 }
 

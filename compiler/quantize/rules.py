@@ -266,6 +266,22 @@ def _softmax(ctx: Context, node: Node, act, out, inputs, wide):
     return {"axis": node.attrs["axis"], "table": table}, 7, 0
 
 
+RESIZE_FRAC = 14  # resize weights' fixed point: 4 * 2**14 * 128 stays far inside int32
+
+
+def _resize(ctx: Context, node: Node, act, out, inputs, wide):
+    """Bilinear weights in fixed point, each row rounded to sum to exactly 2**RESIZE_FRAC (its
+    largest weight takes the rounding's remainder), so the output keeps the input's scale and
+    zero point: a weighted mean of codes is a code within their range, and the zero point's
+    share cancels."""
+    exact = node.attrs["weight"].astype(np.float64)
+    weight = np.rint(exact * 2.0 ** RESIZE_FRAC).astype(np.int64)
+    rows = np.arange(len(weight))
+    weight[rows, exact.argmax(axis=1)] += (1 << RESIZE_FRAC) - weight.sum(axis=1)
+    return {"index": node.attrs["index"].astype(np.int32), "weight": weight.astype(np.int32), "frac": RESIZE_FRAC,
+            "shape": tuple(node.attrs["shape"])}, ctx.fracs[inputs[0]], ctx.zps[inputs[0]]
+
+
 def _copy(ctx: Context, node: Node, act, out, inputs, wide):
     fx, zx = ctx.fracs[inputs[0]], ctx.zps[inputs[0]]
     a = node.attrs
@@ -284,7 +300,7 @@ def _copy(ctx: Context, node: Node, act, out, inputs, wide):
 
 
 RULES = {"conv": _gemm, "dense": _gemm, "add": _add, "mul": _mul, "avgpool": _pool, "avgpool2d": _pool, "softmax": _softmax,
-         "maxpool": _copy, "reshape": _copy, "gather": _copy, "concat": _copy, **{op: _unary for op in UNARY}}
+         "maxpool": _copy, "reshape": _copy, "gather": _copy, "resize": _resize, "concat": _copy, **{op: _unary for op in UNARY}}
 
 
 def quantize_node(ctx: Context, node: Node, act, out: str, inputs: list[str], wide: bool):

@@ -84,6 +84,9 @@ def _network_kernels(seed=99):
         cf.MulAddSpec(n=2, size=int(rng.integers(10, 500)), shift=11, lo=-100, hi=110),
         cf.ConcatSpec(outer=2, inner=15, parts=(3, 1, 4), shifts=(0, 2, 1), zps=(-128, 0, 5), zp=-128),
         cf.GatherSpec(n=2, size_in=60, size_out=45),
+        # bilinear resizes: a 2x upsampling of three planes, and one output pixel of weight 2**frac
+        cf.ResizeSpec(planes=3, size_in=7 * 7, size_out=14 * 14, frac=14),
+        cf.ResizeSpec(planes=1, size_in=5, size_out=1, frac=1),
         cf.SoftmaxSpec(outer=3, axis=17, inner=2),
         # products (quantize.rules._mul): a squeeze-excitation gate (N*C rows of H*W, the gate once
         # per row), a SiLU (equal shapes, one flat loop), a per-channel factor over a batch of 2,

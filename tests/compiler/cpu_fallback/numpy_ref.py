@@ -28,6 +28,8 @@ def random_inputs(spec, rng, int32_range=(-50_000, 50_000), float_scale=60.0):
     (indices, divisors, shifts, tables) get values in their valid range."""
     special = {
         ("gather", "index"): lambda a: rng.integers(-1, spec.size_in, a.shape).astype(np.int32),
+        ("resize", "index"): lambda a: rng.integers(0, spec.size_in, a.shape).astype(np.int32),
+        ("resize", "weight"): lambda a: rng.integers(0, (1 << spec.frac) + 1, a.shape).astype(np.int32),
         ("avgpool2d", "count"): lambda a: rng.integers(1, spec.kh * spec.kw + 1, a.shape).astype(np.int32),
         ("avgpool2d", "add"): lambda a: rng.integers(-2000, 2000, a.shape).astype(np.int32),
         ("softmax", "table"): lambda a: np.rint(np.exp((np.arange(256) - 255) / 16.0) * 65536).astype(np.int32),

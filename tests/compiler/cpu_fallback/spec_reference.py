@@ -44,6 +44,9 @@ def reference_of(spec, inputs):
     if f == "gather":
         index, fill = inputs[1], inputs[2]
         return np.stack([ref.gather(row, index, fill, index.shape) for row in inputs[0]])
+    if f == "resize":
+        planes = inputs[0].reshape(spec.planes, 1, spec.size_in, 1)
+        return ref.resize(planes, inputs[1], inputs[2], spec.frac, (spec.planes, spec.size_out))
     if f == "softmax":
         return ref.softmax(inputs[0], 1, inputs[1])
     if f == "relu":

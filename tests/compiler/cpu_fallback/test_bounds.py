@@ -43,6 +43,18 @@ def test_the_gather_code_itself_reads_only_inside_its_input():
     assert (out == 99).all()
 
 
+def test_the_resize_code_itself_reads_only_inside_its_input():
+    """Called without the checks, an index at or past size_in (or negative) reads pixel 0."""
+    spec = cf.ResizeSpec(planes=1, size_in=4, size_out=3, frac=2)
+    kernel = cf.host_jit().kernel(spec)
+    x = np.array([[9, 1, 1, 1]], np.int8)
+    index = np.array([[4, 5, 2**31 - 1, -1], [0, 0, 0, 0], [1, 2, 3, 1]], np.int32)
+    weight = np.ones((3, 4), np.int32)
+    out = np.zeros((1, 3), np.int8)
+    kernel._fn(*(ctypes.c_void_p(a.ctypes.data) for a in (x, index, weight, out)))
+    assert out.tolist() == [[9, 9, 1]]
+
+
 @pytest.mark.parametrize("spec, buffer, value", [
     (cf.AvgPool2dSpec(n=1, c=1, h=4, w=4, kh=2, kw=2, stride=2), "count", 0),
     (cf.AvgPool2dSpec(n=1, c=1, h=4, w=4, kh=2, kw=2, stride=2), "count", 5),
@@ -51,6 +63,9 @@ def test_the_gather_code_itself_reads_only_inside_its_input():
     (cf.SoftmaxSpec(outer=1, axis=4), "table", -1),
     (cf.Conv2dSpec(n=1, c=1, h=3, w=3, oc=2, kh=1, kw=1, per_channel=True), "shift", 32),
     (cf.DenseSpec(n=1, k=3, m=2, per_channel=True), "shift", -1),
+    (cf.ResizeSpec(planes=1, size_in=4, size_out=2, frac=14), "index", 4),
+    (cf.ResizeSpec(planes=1, size_in=4, size_out=2, frac=14), "index", -1),
+    (cf.ResizeSpec(planes=1, size_in=4, size_out=2, frac=14), "weight", (1 << 14) + 1),
 ])
 def test_index_like_buffers_are_checked_before_the_call(spec, buffer, value):
     inputs = [np.zeros(a.shape, a.dtype) for a in spec.args() if a.is_input]

@@ -40,13 +40,13 @@ class Net:
 
 
 def fcn_and_attention():
-    """A dilated pooling, an LpNormalization, a bilinear Resize, an attention MatMul (after a
+    """A dilated pooling, an LpNormalization, a bicubic Resize, an attention MatMul (after a
     Transpose) and an Erf: each refused for its own reason, none hidden behind the first."""
     n = Net()
     x = n.conv("x", "conv1")
     x = n.dilated_pool(x, "aspp")
     x = n.op("LpNormalization", [x], "norm", axis=1)
-    x = n.op("Resize", [x, "", n.init("scales", [1, 1, 2, 2])], "up", mode="linear")
+    x = n.op("Resize", [x, "", n.init("scales", [1, 1, 2, 2])], "up", mode="cubic")
     x = n.dilated_pool(x, "head")
     k = n.op("Transpose", [x], "keys", perm=[0, 1, 3, 2])
     x = n.op("MatMul", [x, k], "scores")
@@ -66,7 +66,7 @@ def test_every_unsupported_node_is_named_with_its_reason():
     assert str(err) == (
         "m.onnx: 6 nodes cannot be imported (see docs/onnx.md for what is supported): "
         "dilated pooling (dilations [2, 2]) (2 nodes: 'aspp', 'head'); unsupported op LpNormalization (1 node: 'norm'); "
-        "Resize mode 'linear' is not supported (only 'nearest', a copy) (1 node: 'up'); attention: MatMul of two computed tensors (1 node: 'scores'); "
+        "Resize mode 'cubic' is not supported (only 'nearest', a copy, and 'linear' over height and width) (1 node: 'up'); attention: MatMul of two computed tensors (1 node: 'scores'); "
         "unsupported op Erf (1 node: 'erf')")
     reasons = {r.node: r.reason for r in err.refused}
     assert reasons["aspp"] == "dilation [2, 2] is not supported"

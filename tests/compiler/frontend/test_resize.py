@@ -1,5 +1,8 @@
 """Resize in nearest mode (FPN's top-down upsampling) is a copy: a gather, equal to onnxruntime's
-for every coordinate transformation and rounding, by sizes or scales; int8 bit-exact; linear refused."""
+for every coordinate transformation and rounding, by sizes or scales; linear mode (bilinear
+upsampling: LR-ASPP, FCN) is a weighted gather (``resize``), equal to onnxruntime's for every
+coordinate transformation it supports, up and down, by sizes or scales; both int8 bit-exact on the
+simulator and the CPU kernels; cubic and the rest refused by name."""
 
 import numpy as np
 import onnxruntime as ort
@@ -56,6 +59,68 @@ def test_int8_run_is_the_reference():
     run_int8(graph, 8)
 
 
-def test_linear_resize_is_refused_by_name():
-    with pytest.raises(ModelError, match=r"node 'up' \(Resize\): Resize mode 'linear' is not supported"):
-        from_model(upsample("half_pixel", "floor", [1, 8, 16, 16], None, mode="linear"), "r.onnx")
+LINEAR = [(ctm, sizes, scales) for ctm in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+          for sizes, scales in (([1, 8, 16, 16], None), ([1, 8, 13, 11], None), (None, [1, 1, 2, 2]),
+                                (None, [1, 1, 1.5, 2.5]), ([1, 8, 5, 3], None), ([1, 8, 1, 1], None))]
+
+
+@pytest.mark.parametrize("form", LINEAR, ids=lambda f: f"{f[0]}-{f[1] or f[2]}")
+def test_linear_resize_is_onnxruntimes(form):
+    ctm, sizes, scales = form
+    model = upsample(ctm, "floor", sizes, scales, mode="linear")
+    graph = from_model(model, "r.onnx")
+    assert sorted(n.op for n in graph.nodes) == ["conv", "relu", "resize"]
+    x = synthetic_images(1, 8, 3)
+    theirs = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    ours = float_ref.forward(graph, x)
+    assert ours.shape == theirs.shape and np.abs(ours - theirs).max() < 1e-5
+
+
+@pytest.mark.parametrize("form", [LINEAR[0], LINEAR[9], LINEAR[16]], ids=lambda f: f"{f[0]}-{f[1] or f[2]}")
+def test_linear_int8_run_is_the_reference_and_near_the_float(form):
+    ctm, sizes, scales = form
+    graph = from_model(upsample(ctm, "floor", sizes, scales, mode="linear"), "r.onnx")
+    q, placements, x, result = run_int8(graph, 8)
+    node = next(n for n in q.nodes if n.op == "resize")
+    assert placements[node.name].target == "cpu" and "bilinear" in placements[node.name].reason
+    assert (node.attrs["weight"].sum(axis=1) == 1 << node.attrs["frac"]).all()
+    assert q.fracs[node.output] == q.fracs[node.inputs[0]] and q.zp(node.output) == q.zp(node.inputs[0])
+    want = float_ref.forward(graph, x)
+    got = q.dequantize_output(result.output)
+    assert np.sqrt(((got - want) ** 2).mean()) < 0.05 * np.sqrt((want ** 2).mean())
+
+
+def test_int8_resize_of_one_plane_is_the_rounded_weighted_mean():
+    """The quantized op on its own, against plain numpy: rounding to nearest of the fixed-point mean."""
+    from compiler.quantize import reference
+
+    rng = np.random.default_rng(4)
+    x = rng.integers(-128, 128, (2, 3, 4, 5)).astype(np.int8)
+    index = rng.integers(0, 20, (6, 4)).astype(np.int32)
+    weight = rng.integers(0, 1 << 12, (6, 4)).astype(np.int32)
+    weight[:, 0] += (1 << 14) - weight.sum(axis=1)
+    got = reference.resize(x, index, weight, 14, (2, 3, 2, 3))
+    planes = x.reshape(6, 20).astype(np.float64)
+    want = np.floor((planes[:, index] * weight).sum(axis=-1) / 2 ** 14 + 0.5).reshape(2, 3, 2, 3)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("attrs, why", [
+    (dict(mode="cubic"), "Resize mode 'cubic' is not supported"),
+    (dict(mode="linear", coordinate_transformation_mode="tf_crop_and_resize"),
+     "coordinate_transformation_mode 'tf_crop_and_resize' is not supported"),
+    (dict(mode="linear", keep_aspect_ratio_policy="not_larger"), "keep_aspect_ratio_policy"),
+    (dict(mode="linear", antialias=1, sizes=[1, 8, 4, 4]), "antialias when shrinking"),
+    (dict(mode="linear", sizes=[1, 4, 8, 8]), "only the height and width"),
+])
+def test_other_resizes_are_refused_by_name(attrs, why):
+    attrs = dict(attrs)
+    sizes = attrs.pop("sizes", [1, 8, 16, 16])
+    model = upsample("half_pixel", "floor", sizes, None, mode=attrs.pop("mode"))
+    node = next(n for n in model.graph.node if n.op_type == "Resize")
+    node.attribute.extend(helper.make_attribute(k, v) for k, v in attrs.items() if k != "coordinate_transformation_mode")
+    if "coordinate_transformation_mode" in attrs:
+        next(a for a in node.attribute if a.name == "coordinate_transformation_mode").s = \
+            attrs["coordinate_transformation_mode"].encode()
+    with pytest.raises(ModelError, match=r"node 'up' \(Resize\): .*" + why):
+        from_model(model, "r.onnx")
