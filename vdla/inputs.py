@@ -43,6 +43,17 @@ class Inputs:
     source: str
     names: tuple[str, ...] = ()
 
+    def held_out(self) -> tuple["Inputs", "Inputs"] | None:
+        """(calibration, test) split of these inputs: the last quarter (at least one) held out
+        for the quantization report, the rest to calibrate; None for fewer than two inputs."""
+        n = len(self.array)
+        if n < 2:
+            return None
+        k = n - max(1, n // 4)
+        return (Inputs(self.array[:k], f"{self.source} (the first {k} of {n})", self.names[:k]),
+                Inputs(self.array[k:], f"{self.source} (the last {n - k} of {n}, held out from calibration)",
+                       self.names[k:]))
+
     def describe(self) -> dict:
         return {"source": self.source, "count": int(len(self.array)), "shape": list(self.array.shape[1:]),
                 **({"files": list(self.names)} if self.names else {})}

@@ -367,7 +367,9 @@ def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
 
     ``calibration``: a number of synthetic inputs, or a folder of images / an image / a .npy or
     .npz of inputs; ``images``: test inputs (the quantization report's) from such a source,
-    instead of ``test_inputs`` synthetic ones. ``placement``: ``"all"`` (the rules alone) or
+    instead of ``test_inputs`` synthetic ones. Given a source of calibration inputs and no
+    ``images``, the report measures on the calibration source's last quarter, held out of the
+    calibration (``Inputs.held_out``), not on synthetic inputs. ``placement``: ``"all"`` (the rules alone) or
     ``"cost"`` (needs ``cpu_model``; see :func:`compiler.network.partition`).
     """
     say = progress or (lambda message: None)
@@ -380,10 +382,15 @@ def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
     imported = time.perf_counter()
     calib = load_inputs(calibration, shape, normalize) if isinstance(calibration, str) else \
         synthetic(shape, calibration, CALIBRATION_SEED)
+    tests = load_inputs(images, shape, normalize) if images else None
+    split = calib.held_out() if tests is None and isinstance(calibration, str) else None
+    if split is not None:  # the user's own inputs, none of them synthetic: measure on a held-out part
+        calib, tests = split
+    elif tests is None:
+        tests = synthetic(shape, test_inputs, TEST_SEED)
     say(f"quantizing ({method}) on {len(calib.array)} calibration inputs: {calib.source}")
     q = quantized(graph, calib.array, digest, method=method, wide_output=not options.fc_on_vdla,
                   add_scales=not options.add_on_vdla)
-    tests = load_inputs(images, shape, normalize) if images else synthetic(shape, test_inputs, TEST_SEED)
     placed = time.perf_counter()
     placements = partition(q, config, options, placement=placement, cpu_model=cpu_model,
                            runtime=board_runtime(config) if placement == "cost" else None, vthreads=vthreads, progress=say)

@@ -38,11 +38,14 @@ def test_input_output_and_calibration_files(capsys, files):
     assert code == 0, err
     report = json.loads(out)
     assert report["bit_exact"] and report["input"]["source"] == str(files / "x.npy")
-    assert report["quantization"]["calibration"] == {"source": str(files / "cal.npz"), "count": 5,
+    # the user's five inputs: four calibrate, the last is held out for the report (not synthetic ones)
+    assert report["quantization"]["calibration"] == {"source": f"{files / 'cal.npz'} (the first 4 of 5)", "count": 4,
                                                      "shape": list(SHAPE[1:]), "method": "mse"}
+    assert report["quantization"]["test_source"] == f"{files / 'cal.npz'} (the last 1 of 5, held out from calibration)"
+    assert report["quantization"]["test_inputs"] == 1
     # The written output is the int8 network's output, dequantized, on exactly that input.
     graph = from_model(mobilenet_like(shape=SHAPE), "m")
-    q = quantize_graph(graph, np.load(files / "cal.npz")["inputs"])
+    q = quantize_graph(graph, np.load(files / "cal.npz")["inputs"][:4])
     want = q.dequantize_output(reference.forward(q, np.load(files / "x.npy")))
     got = np.load(out_path)
     assert got.dtype == np.float32 and got.shape == (1, 8)
