@@ -19,7 +19,7 @@ import numpy as np
 from compiler.frontend import fold as folding
 from compiler.frontend import resize
 from compiler.frontend.elementwise import BY_ONNX
-from compiler.frontend.graph import Graph, ModelError, Node, ceil_extra, mul_extents
+from compiler.frontend.graph import Graph, ModelError, Node, ceil_extra, conv_out, mul_extents
 from compiler.frontend.onnx_read import (check_names, data_input, infer_shapes, opset_of, read_model, resolve_shape,
                                          static_shapes, upgraded)
 from compiler.frontend.patterns import rewrite
@@ -60,6 +60,25 @@ def _dilated(node, a: dict, w: np.ndarray, fail) -> np.ndarray:
     out = np.zeros((o, i, (kh - 1) * dh + 1, (kw - 1) * dw + 1), w.dtype)
     out[:, :, ::dh, ::dw] = w
     return out
+
+
+def _reaching(w: np.ndarray, size: tuple[int, int], stride: tuple, pad: tuple) -> tuple[np.ndarray, tuple]:
+    """(weight, pad) of a (dilated) conv on an H x W input with the kernel rows and columns outside
+    the first and last that hold a weight and read the input for some output dropped (their products
+    are exact zeros) and the padding shrunk to
+    match, so every output sums the same products: a dilated ASPP branch (DeepLab's rate 36 on a
+    14 x 14 map) becomes the few taps that ever touch the input, not a 73 x 73 kernel."""
+    keep, new_pad = [], list(pad)
+    for axis, (n, s, lo, hi) in enumerate(zip(size, stride, pad[:2], pad[2:])):
+        k = w.shape[2 + axis]
+        starts = np.arange(conv_out(n, k, s, lo, hi)) * s - lo  # the input row each output's tap 0 reads
+        nonzero = np.moveaxis(w, 2 + axis, 0).reshape(k, -1).any(axis=1)  # the zeros between taps add nothing
+        rows = [r for r in range(k) if nonzero[r] and ((starts + r >= 0) & (starts + r < n)).any()]
+        if not rows:  # every tap reads only padding: leave the conv as it is (its output is the bias)
+            return w, tuple(pad)
+        keep.append(slice(rows[0], rows[-1] + 1))
+        new_pad[axis], new_pad[axis + 2] = lo - rows[0], hi - (k - 1 - rows[-1])
+    return np.ascontiguousarray(w[:, :, keep[0], keep[1]]), tuple(new_pad)
 
 
 class _AfterRefused(Exception):
@@ -176,8 +195,11 @@ class _Importer:
         if c % groups or w.shape[0] % groups or w.shape[1] * groups != c:
             raise self.fail(node, f"weight {w.shape} with group={groups} does not match {c} input channels")
         b = self.weight(node, 2)
-        w = _dilated(node, a, w, self.fail)
-        stride, pad = self.spatial(node, {k: v for k, v in a.items() if k != "dilations"}, x, w.shape[2:])
+        dilated = _dilated(node, a, w, self.fail)
+        stride, pad = self.spatial(node, {k: v for k, v in a.items() if k != "dilations"}, x, dilated.shape[2:])
+        if dilated is not w:  # only dilated kernels grow past their input (an undilated conv stays as written)
+            dilated, pad = _reaching(dilated, self.shapes[x][2:], stride, pad)
+        w = dilated
         self.emit(node, "conv", [x], weight=w, bias=np.zeros(w.shape[0], np.float32) if b is None else b,
                   stride=stride, pad=pad, groups=groups)
 

@@ -17,6 +17,8 @@ CASES = [  # (kernel (kh, kw), dilations, pads (t, l, b, r), strides)
     ((3, 3), (4, 4), (4, 4, 4, 4), (1, 1)),
     ((3, 1), (2, 1), (2, 0, 2, 0), (1, 1)),
     ((3, 3), (2, 2), (1, 2, 3, 2), (2, 2)),
+    ((3, 3), (36, 36), (36, 36, 36, 36), (1, 1)),  # DeepLab's ASPP rate 36 on a 12x12 map: only the centre tap reads it
+    ((3, 3), (8, 8), (8, 8, 8, 8), (1, 1)),        # rate 8 on 12x12: every tap reads some of it
 ]
 NON_SQUARE = [  # inception's 1x7 and 7x1 (squared up with zero taps on the accelerator)
     ((1, 7), (1, 1), (0, 3, 0, 3), (1, 1)),
@@ -49,6 +51,16 @@ def test_float_model_matches_onnxruntime(kernel, dilations, pads, strides):
     theirs = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     assert ours.shape == theirs.shape
     assert np.abs(ours - theirs).max() < 1e-4
+
+
+def test_taps_that_read_only_padding_are_dropped():
+    """A 3x3 at dilation 36 on 12x12 would be a 73x73 kernel (5 GB for DeepLab's 960 -> 256
+    channels); only its centre tap ever reads the input, so it is a 1x1 conv without padding."""
+    graph = from_model(dilated_net((3, 3), (36, 36), (36, 36, 36, 36), (1, 1)), "d.onnx")
+    node = graph.node("aspp")
+    assert node.attrs["weight"].shape == (16, 16, 1, 1) and tuple(node.attrs["pad"]) == (0, 0, 0, 0)
+    node = from_model(dilated_net((3, 3), (8, 8), (8, 8, 8, 8), (1, 1)), "d.onnx").node("aspp")
+    assert node.attrs["weight"].shape == (16, 16, 17, 17)  # every tap reads some input: all kept
 
 
 def test_the_kernel_has_zeros_between_its_taps():
