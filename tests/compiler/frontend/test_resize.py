@@ -43,15 +43,19 @@ def upsample(ctm, nearest, sizes, scales, mode="nearest"):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 
 
-@pytest.mark.parametrize("form", FORMS, ids=lambda f: f"{f[0]}-{f[1]}")
-def test_nearest_resize_is_onnxruntimes(form):
-    model = upsample(*form)
+def check_against_onnxruntime(model, ops: list[str]) -> None:
+    """The imported graph has ``ops`` (sorted) and gives onnxruntime's float output."""
     graph = from_model(model, "r.onnx")
-    assert sorted(n.op for n in graph.nodes) == ["conv", "gather", "relu"]
+    assert sorted(n.op for n in graph.nodes) == ops
     x = synthetic_images(1, 8, 3)
     theirs = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     ours = float_ref.forward(graph, x)
     assert ours.shape == theirs.shape and np.abs(ours - theirs).max() < 1e-5
+
+
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f"{f[0]}-{f[1]}")
+def test_nearest_resize_is_onnxruntimes(form):
+    check_against_onnxruntime(upsample(*form), ["conv", "gather", "relu"])
 
 
 def test_int8_run_is_the_reference():
@@ -67,13 +71,7 @@ LINEAR = [(ctm, sizes, scales) for ctm in ("half_pixel", "pytorch_half_pixel", "
 @pytest.mark.parametrize("form", LINEAR, ids=lambda f: f"{f[0]}-{f[1] or f[2]}")
 def test_linear_resize_is_onnxruntimes(form):
     ctm, sizes, scales = form
-    model = upsample(ctm, "floor", sizes, scales, mode="linear")
-    graph = from_model(model, "r.onnx")
-    assert sorted(n.op for n in graph.nodes) == ["conv", "relu", "resize"]
-    x = synthetic_images(1, 8, 3)
-    theirs = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    ours = float_ref.forward(graph, x)
-    assert ours.shape == theirs.shape and np.abs(ours - theirs).max() < 1e-5
+    check_against_onnxruntime(upsample(ctm, "floor", sizes, scales, mode="linear"), ["conv", "relu", "resize"])
 
 
 @pytest.mark.parametrize("form", [LINEAR[0], LINEAR[9], LINEAR[16]], ids=lambda f: f"{f[0]}-{f[1] or f[2]}")
