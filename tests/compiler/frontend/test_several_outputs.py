@@ -150,3 +150,20 @@ def test_an_output_that_is_a_constant_or_missing_is_refused():
     del model.graph.output[:]
     with pytest.raises(ModelError, match="has no output"):
         from_model(model)
+
+
+def test_vdla_run_max_work_bounds_each_accelerator_program(tmp_path):
+    """``--max-work`` is the sim device's per-program bound (resnet18_fpn's 56x56 conv passes the
+    default): one line, exit 2, when a program needs more; refused for another target."""
+    path = tmp_path / "fpn.onnx"
+    onnx.save(fpn_model(), str(path))
+    run = lambda *extra: subprocess.run([sys.executable, "-m", "vdla", "run", str(path), "--placement", "all", *extra],  # noqa: E731
+                                        cwd=ROOT,
+                                        capture_output=True, text=True, timeout=600)
+    small = run("--max-work", "1000")
+    error = small.stderr.splitlines()[-1]  # after the progress lines, one error line
+    assert small.returncode == 2 and error.startswith("vdla: error: ") and small.stderr.count("error") == 1
+    assert "past the limit of 1,000 multiply-add equivalents" in error and "--max-work" in error
+    assert run("--max-work", "100000000").returncode == 0
+    other = run("--max-work", "1000", "--target", "rtl")
+    assert other.returncode == 2 and "--max-work bounds the simulator's work" in other.stderr
