@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from compiler.frontend import float_ref, load_onnx  # noqa: E402
 from compiler.quantize import quantize_graph, reference  # noqa: E402
 from vdla.inputs import IMAGENET, load_inputs, synthetic  # noqa: E402
-from vdla.network import is_classifier_output  # noqa: E402
+from vdla.network import is_classifier_output, top1_agreement  # noqa: E402
 
 # what --record writes (benchmarks/record.py): the table's columns per model, and what they were measured on
 FIGURES = {
@@ -181,12 +181,11 @@ def output_row(ours_float, ours_int8, ort_float, ort_int8) -> dict:
     """One output's figures (``FIGURES["models"]``); top-1 only for a classifier's scores."""
     ours, theirs = rms(ours_int8, ours_float), rms(ort_int8, ort_float)
     classifier = is_classifier_output(ours_float.shape)
-    top1 = lambda a, b: float((a.reshape(len(a), -1).argmax(1) == b.reshape(len(b), -1).argmax(1)).mean())  # noqa: E731
     return {"float_vs_ort": float(np.abs(ours_float - ort_float).max()),
             "logit_rms": float(np.sqrt((ort_float.astype(np.float64) ** 2).mean())),
             "vdla_rms": ours, "ort_rms": theirs, "ratio": ours / theirs,
-            "vdla_top1": top1(ours_int8, ours_float) if classifier else None,
-            "ort_top1": top1(ort_int8, ort_float) if classifier else None}
+            "vdla_top1": top1_agreement(ours_float, ours_int8) if classifier else None,
+            "ort_top1": top1_agreement(ort_float, ort_int8) if classifier else None}
 
 
 def main() -> None:

@@ -240,6 +240,19 @@ def is_classifier_output(shape: tuple[int, ...]) -> bool:
     return len(shape) >= 2 and shape[1] >= 2 and all(d == 1 for d in shape[2:])
 
 
+def top1_agreement(want: np.ndarray, got: np.ndarray) -> float:
+    """The fraction of samples (axis 0) whose highest score is in the same place in both."""
+    return float((want.reshape(len(want), -1).argmax(axis=1) == got.reshape(len(got), -1).argmax(axis=1)).mean())
+
+
+def positions(names: tuple[str, ...]) -> dict[str, list[int]]:
+    """value name -> its places among a graph's outputs (a value may be listed more than once)."""
+    places: dict[str, list[int]] = {}
+    for k, name in enumerate(names):
+        places.setdefault(name, []).append(k)
+    return places
+
+
 def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
     """Per-layer relative RMS error of the int8 network against the float one, each output's RMS
     error, and top-1 agreement for classifier outputs (:func:`is_classifier_output`), on the test
@@ -250,8 +263,7 @@ def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
     q_node = {node.output: node for node in q.nodes[1:]}
     sums = {node.name: np.zeros(3) for node in q.nodes[1:]}  # (sum of squared errors, sum of squares, count)
     ends = {"float": {k: [] for k in range(len(q.outputs))}, "int8": {k: [] for k in range(len(q.outputs))}}
-    float_index = {name: [k for k, o in enumerate(graph.outputs) if o == name] for name in graph.outputs}
-    int8_index = {name: [k for k, o in enumerate(q.outputs) if o == name] for name in q.outputs}
+    float_index, int8_index = positions(graph.outputs), positions(q.outputs)
     for part in float_ref.batches(graph, tests.array):
         # both networks one batch at a time, side by side: a float value waits only until the
         # quantized node that produces the same value has run. The outputs are taken by name
@@ -287,7 +299,7 @@ def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
                  "relative_error": rms / max(float(np.sqrt((want ** 2).mean())), 1e-12)}
         if is_classifier_output(q.shapes[name]):
             flat_f, flat_q = want.reshape(len(want), -1), got.reshape(len(got), -1)
-            entry["top1_agreement"] = float((flat_f.argmax(axis=1) == flat_q.argmax(axis=1)).mean())
+            entry["top1_agreement"] = top1_agreement(flat_f, flat_q)
             if classifier is None:
                 classifier = (entry, flat_f, flat_q)
         outputs.append(entry)

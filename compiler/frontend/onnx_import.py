@@ -63,11 +63,11 @@ def _dilated(node, a: dict, w: np.ndarray, fail) -> np.ndarray:
 
 
 def _reaching(w: np.ndarray, size: tuple[int, int], stride: tuple, pad: tuple) -> tuple[np.ndarray, tuple]:
-    """(weight, pad) of a (dilated) conv on an H x W input with the kernel rows and columns outside
-    the first and last that hold a weight and read the input for some output dropped (their products
-    are exact zeros) and the padding shrunk to
-    match, so every output sums the same products: a dilated ASPP branch (DeepLab's rate 36 on a
-    14 x 14 map) becomes the few taps that ever touch the input, not a 73 x 73 kernel."""
+    """(weight, pad) of a (dilated) conv on an H x W input, without the kernel rows and columns
+    outside the first and last that hold a weight and read the input for some output (their
+    products are exact zeros), the padding shrunk to match: every output sums the same products.
+    A dilated ASPP branch (DeepLab's rate 36 on a 14 x 14 map) becomes the taps that ever touch
+    the input, not a 73 x 73 kernel."""
     keep, new_pad = [], list(pad)
     for axis, (n, s, lo, hi) in enumerate(zip(size, stride, pad[:2], pad[2:])):
         k = w.shape[2 + axis]
