@@ -95,6 +95,24 @@ def test_verilog_is_byte_for_byte_deterministic(tmp_path):
     assert texts[0] == texts[1] and b"// File:" not in texts[0] and b"// Date:" not in texts[0]
 
 
+PLAIN_STACK = ("import sys\nfrom vdla_hw.config import load_config\nfrom vdla_hw.rtl import convert, elaborate\n"
+               "elaborate.install = lambda: None\n"   # MyHDL's own inspect.stack(), reading every frame's source
+               "sys.stdout.write(convert._convert(load_config('tiny'), 'vdla_top'))\n")
+
+
+def test_light_stack_gives_the_same_verilog(tmp_path):
+    """vdla_hw.rtl.elaborate (stack records without source lines) changes nothing MyHDL
+    elaborates: tiny's core converts to the same Verilog with MyHDL's own inspect.stack()."""
+    import os
+
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    plain = subprocess.run([sys.executable, "-c", PLAIN_STACK], env=env, capture_output=True, text=True, check=True)
+    subprocess.run([sys.executable, "-m", "vdla_hw.rtl.convert", load_config("tiny").to_json(), "vdla_top", str(tmp_path)],
+                   env=env, check=True)
+    assert "module vdla_top" in plain.stdout
+    assert (tmp_path / "vdla_top.v").read_text() == plain.stdout
+
+
 def test_build_cache_key_covers_spec_and_myhdl(tmp_path, monkeypatch):
     """The RTL build cache key changes with any vdla_hw module the Verilog is generated from
     (the spec, not only vdla_hw/rtl) and with the MyHDL version, but not with a build tool."""

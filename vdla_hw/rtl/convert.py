@@ -64,6 +64,9 @@ def to_verilog(config: Config | str, out_dir: str | Path, top: str = TOP) -> Pat
 
 def _block(config: Config, top: str):
     """The MyHDL block of ``top`` with its port signals."""
+    from vdla_hw.rtl import elaborate
+
+    elaborate.install()
     p = rtl_params(config)
     if top == "vdla_axi_top":
         from vdla_hw.rtl.axi_top import axi_top_ports, vdla_axi_top
