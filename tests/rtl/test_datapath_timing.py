@@ -5,19 +5,18 @@ and write-back registers; not the compute module's LOAD DMA, whose paths belong 
 pipelining) is longer than the 10 ns period minus the clock uncertainty. The ALU multiplies
 start at operand registers packed into their DSP48E1 (unnamed in the netlist), so a path from
 an unnamed DSP48E1 counts when it ends in the datapath (the acc[dst] latch, the forward register). Before the pipelining the acc SRAM
-read -> ALU -> acc write path alone took 15.7 ns. Slow: one synthesis of tiny (about 1.5 min).
+read -> ALU -> acc write path alone took 15.7 ns. Slow: one synthesis of tiny (about a minute),
+shared through the clock estimate's cache with every other test that synthesises tiny's FPGA top.
 """
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 
 from vdla_hw.config import load_config
-from vdla_hw.rtl import sta
-from vdla_hw.rtl.fmax import estimate_fmax
+from vdla_hw.rtl import fmax, sta
 
 pytestmark = [pytest.mark.rtl, pytest.mark.slow]
 
@@ -28,10 +27,9 @@ def _in_datapath(signal: str) -> bool:
     return bool(DATAPATH.search(signal)) and "dma_read" not in signal
 
 
-def test_datapath_paths_fit_100_mhz(tmp_path):
+def test_datapath_paths_fit_100_mhz():
     config = load_config("tiny")
-    estimate_fmax(config, "axi", keep=tmp_path, use_cache=False)
-    timing = sta.analyse(json.loads((tmp_path / "netlist.json").read_text()), "vdla_axi_top", worst=100_000)
+    timing = sta.analyse(fmax.netlist(config, "axi"), "vdla_axi_top", worst=100_000)
     budget = 1000.0 / config.CLOCK_MHZ - timing["clock_uncertainty_ns"]
     paths = timing["worst_paths"]
     assert paths[-1]["delay_ns"] < budget, "not every endpoint was listed"

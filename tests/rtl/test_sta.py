@@ -205,3 +205,29 @@ def test_cache_hit_skips_synthesis_and_key_covers_the_delay_table(tmp_path, monk
     assert fmax.cache_key(fmax.load_config("tiny"), "core") != key
     with pytest.raises(VdlaError, match="unknown top 'fpga'"):
         fmax.estimate_fmax("tiny", "fpga")
+
+
+def test_the_netlist_is_cached_beside_the_result_and_synthesised_once(tmp_path, monkeypatch):
+    """fmax.netlist gives the netlist estimate_fmax timed, from the cache; a key is synthesised
+    once even when two threads ask for it at the same time (the lock)."""
+    import threading
+
+    calls = []
+    timing = {"fmax_mhz": 50.0, "period_ns": 20.0, "clock_uncertainty_ns": 0.0, "critical_path": {}, "worst_paths": []}
+
+    def fake_analyse(vfile, module, work):
+        calls.append(module)
+        (Path(work) / "netlist.json").write_text(json.dumps({"modules": {module: {"cells": {}}}}))
+        return "       3   FDRE\n", timing
+
+    monkeypatch.setenv("VDLA_TIMING_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fmax, "analyse_verilog", fake_analyse)
+    monkeypatch.setattr("vdla_hw.rtl.convert.to_verilog", lambda config, out, top: Path(out) / f"{top}.v")
+    threads = [threading.Thread(target=fmax.netlist, args=("tiny", "axi")) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert calls == ["vdla_axi_top"]
+    assert fmax.netlist("tiny", "axi") == {"modules": {"vdla_axi_top": {"cells": {}}}}
+    assert fmax.estimate_fmax("tiny", "axi")["fmax_mhz"] == 50.0 and calls == ["vdla_axi_top"]
