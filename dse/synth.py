@@ -80,7 +80,7 @@ def synthesize(config: Config | str | dict) -> dict:
     ``config``'s FPGA top from yosys and the project's static timing analysis
     (``vdla_hw.rtl.fmax.estimate_fmax``, cached there); ``seconds`` is the wall time (a cache
     hit takes milliseconds). Runs niced."""
-    from vdla_hw.rtl.fmax import estimate_fmax
+    from vdla_hw.rtl.fmax_shared import estimate
 
     if isinstance(config, dict):
         config = Config.from_preset(config.get("preset", "osdi18"),
@@ -90,7 +90,7 @@ def synthesize(config: Config | str | dict) -> dict:
     if current < NICE:
         os.nice(NICE - current)  # only ever lowers this process's priority
     start = time.perf_counter()
-    result = estimate_fmax(config, TOP)
+    result = estimate(config, TOP)   # one process synthesises a configuration at a time
     out = {k: result[k] for k in ("lut", "lut_logic", "lut_ram", "ff", "dsp", "bram36", "fmax_mhz")}
     path = result.get("critical_path") or {}
     out["critical_path"] = (f"{path['start']['signal']} -> {path['end']['signal']}, {path['logic_levels']} levels"

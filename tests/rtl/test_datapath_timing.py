@@ -16,7 +16,7 @@ import re
 import pytest
 
 from vdla_hw.config import load_config
-from vdla_hw.rtl import fmax, sta
+from vdla_hw.rtl import fmax_shared, sta
 
 pytestmark = [pytest.mark.rtl, pytest.mark.slow]
 
@@ -29,7 +29,7 @@ def _in_datapath(signal: str) -> bool:
 
 def test_datapath_paths_fit_100_mhz():
     config = load_config("tiny")
-    timing = sta.analyse(fmax.netlist(config, "axi"), "vdla_axi_top", worst=100_000)
+    timing = sta.analyse(fmax_shared.netlist(config, "axi"), "vdla_axi_top", worst=100_000)
     budget = 1000.0 / config.CLOCK_MHZ - timing["clock_uncertainty_ns"]
     paths = timing["worst_paths"]
     assert paths[-1]["delay_ns"] < budget, "not every endpoint was listed"

@@ -208,9 +208,11 @@ def test_cache_hit_skips_synthesis_and_key_covers_the_delay_table(tmp_path, monk
 
 
 def test_the_netlist_is_cached_beside_the_result_and_synthesised_once(tmp_path, monkeypatch):
-    """fmax.netlist gives the netlist estimate_fmax timed, from the cache; a key is synthesised
-    once even when two threads ask for it at the same time (the lock)."""
+    """fmax_shared.estimate and .netlist: one synthesis of a key, even when several threads ask
+    for its estimate and its netlist at the same time (the key's lock), then both from the cache."""
     import threading
+
+    from vdla_hw.rtl import fmax_shared
 
     calls = []
     timing = {"fmax_mhz": 50.0, "period_ns": 20.0, "clock_uncertainty_ns": 0.0, "critical_path": {}, "worst_paths": []}
@@ -223,11 +225,13 @@ def test_the_netlist_is_cached_beside_the_result_and_synthesised_once(tmp_path, 
     monkeypatch.setenv("VDLA_TIMING_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(fmax, "analyse_verilog", fake_analyse)
     monkeypatch.setattr("vdla_hw.rtl.convert.to_verilog", lambda config, out, top: Path(out) / f"{top}.v")
-    threads = [threading.Thread(target=fmax.netlist, args=("tiny", "axi")) for _ in range(3)]
+    threads = [threading.Thread(target=ask, args=("tiny", "axi")) for ask in [fmax_shared.estimate, fmax_shared.netlist] * 3]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert calls == ["vdla_axi_top"]
-    assert fmax.netlist("tiny", "axi") == {"modules": {"vdla_axi_top": {"cells": {}}}}
-    assert fmax.estimate_fmax("tiny", "axi")["fmax_mhz"] == 50.0 and calls == ["vdla_axi_top"]
+    assert fmax_shared.netlist("tiny", "axi") == {"modules": {"vdla_axi_top": {"cells": {}}}}
+    assert fmax_shared.estimate("tiny", "axi")["fmax_mhz"] == 50.0 and calls == ["vdla_axi_top"]
+    with pytest.raises(VdlaError, match="unknown top 'fpga'"):
+        fmax_shared.netlist("tiny", "fpga")

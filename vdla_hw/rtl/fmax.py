@@ -5,20 +5,13 @@ the mapped netlist) + :mod:`vdla_hw.rtl.sta` (the worst register-to-register pat
 (``build/timing/<key>.json``, override with ``VDLA_TIMING_CACHE``) is keyed on everything the result
 depends on: the configuration, the top, every source file of ``vdla_hw`` (the Verilog is generated
 from them), the MyHDL and yosys versions, the synthesis script, the delay table and the analysis
-code; a hit costs milliseconds, a miss one synthesis (about a minute for ``tiny``, two for ``osdi18``).
-The mapped netlist is kept beside the result (``<key>.netlist.json.gz``; :func:`netlist`), and one
-process at a time synthesises a key (``<key>.lock``): a second asking for the same configuration
-waits for the first's result instead of synthesising it again."""
+code; a hit costs milliseconds, a miss one synthesis (seconds for ``tiny``, minutes for ``osdi18``)."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import gzip
 import hashlib
 import json
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -71,51 +64,14 @@ def estimate_fmax(config: Config | str | None, top: str = "core", *, keep: str |
     ``critical_path`` (start/end signals, logic levels, cells), ``worst_paths``, ``timing_method``.
     ``progress(msg)`` is called before a synthesis that misses the cache."""
     config = load_config(config)
-    _module(top)
+    module = _module(top)
     key = cache_key(config, top)
     cached = cache_root() / f"{key}.json"
-    if not use_cache:
-        return _synthesise(config, top, key, keep, progress)
-    with _locked(key):
-        if cached.exists() and not keep:
-            return json.loads(cached.read_text())
-        return _synthesise(config, top, key, keep, progress, store=cached)
-
-
-def netlist(config: Config | str | None, top: str = "core", progress=None) -> dict:
-    """The yosys netlist (``write_json``) of ``config``'s ``top`` that :func:`estimate_fmax` timed,
-    from the cache (synthesising once, and storing the result too, if it is not there)."""
-    config = load_config(config)
-    _module(top)
-    key = cache_key(config, top)
-    path = cache_root() / f"{key}.netlist.json.gz"
-    with _locked(key):
-        if not path.exists():
-            _synthesise(config, top, key, None, progress, store=cache_root() / f"{key}.json")
-    with gzip.open(path, "rt") as f:
-        return json.load(f)
-
-
-@contextlib.contextmanager
-def _locked(key: str):
-    """Hold ``<key>.lock`` in the cache folder (one synthesis of a key at a time, across processes)."""
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{key}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _synthesise(config: Config, top: str, key: str, keep, progress, store: Path | None = None) -> dict:
-    """Synthesise and time ``config``'s ``top``; with ``store``, write the result there and the
-    netlist beside it (each file written whole, then renamed into place)."""
-    module = _module(top)
+    if use_cache and cached.exists() and not keep:
+        return json.loads(cached.read_text())
     if progress:
         progress(f"synthesising {config.name} ({module}) with yosys synth_xilinx and timing it; "
-                 "this takes about a minute (tiny) to minutes (osdi18)")
+                 "this takes seconds (tiny) to minutes (osdi18)")
     from vdla_hw.rtl.convert import to_verilog
 
     with tempfile.TemporaryDirectory(prefix="vdla-fmax-") as tmp:
@@ -123,12 +79,6 @@ def _synthesise(config: Config, top: str, key: str, keep, progress, store: Path 
         work.mkdir(parents=True, exist_ok=True)
         vfile = to_verilog(config, work, top=module)
         stat, timing = analyse_verilog(vfile, module, work)
-        if store is not None and (work / "netlist.json").exists():
-            store.parent.mkdir(parents=True, exist_ok=True)
-            packed = store.parent / f".{key}.netlist.tmp"
-            with open(work / "netlist.json", "rb") as src, gzip.open(packed, "wb", compresslevel=6) as dst:
-                shutil.copyfileobj(src, dst)
-            packed.replace(store.parent / f"{key}.netlist.json.gz")
     res = synth.resources(stat, config)
     res.pop("cells", None)
     target = float(config.CLOCK_MHZ)
@@ -137,11 +87,11 @@ def _synthesise(config: Config, top: str, key: str, keep, progress, store: Path 
                slack_ns=round(1000.0 / target - timing["period_ns"], 3),
                clock_uncertainty_ns=timing["clock_uncertainty_ns"], critical_path=timing["critical_path"],
                worst_paths=timing["worst_paths"], timing_method=METHOD, cache_key=key)
-    if store is not None:
-        store.parent.mkdir(parents=True, exist_ok=True)
-        tmpfile = store.parent / f".{key}.json.tmp"
+    if use_cache:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmpfile = cached.with_suffix(".tmp")
         tmpfile.write_text(json.dumps(res, indent=1))
-        tmpfile.replace(store)
+        tmpfile.replace(cached)
     return res
 
 

@@ -1,0 +1,132 @@
+"""What the test suite costs (issue 43): the fast tier in this checkout, and the clean-clone CI
+(``CI=true bash .ci/run`` in a fresh ``git clone`` of HEAD: set-up, the whole suite on every core,
+the board tests), each as wall and CPU seconds, with the whole suite's own wall time, its number
+of tests and its 20 slowest tests, and the machine's load before and after.
+
+    python benchmarks/test_suite.py [--tiers fast,ci] [--keep DIR] [--record]
+
+Targets: the fast tier in at most 3 minutes wall, the clean-clone CI in at most 10 (on this
+2-core machine at load <= 1: wall times under load are not the machine's; CPU times much less).
+
+Each pytest session writes its tests' durations into ``VDLA_TEST_REPORT`` (tests/conftest.py); CPU
+seconds are the user + system time of the command and every process it waited for (the xdist
+workers, compilers and simulators; not Ray's daemons, which are not its children). The clone is
+made from HEAD, so uncommitted changes are not measured (the record's commit says which). Exit
+status 0 when every run passed, 1 if one failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import record
+
+ROOT = Path(__file__).resolve().parents[1]
+TIERS = ("fast", "ci")
+FAST = [".venv/bin/python", "-m", "pytest", "-n", "auto", "-m", "not slow", "-q", "-p", "no:cacheprovider"]
+CI = ["bash", ".ci/run"]
+SLOWEST = 20
+TARGETS = {"fast_wall_s": ("<=", 180.0), "ci_wall_s": ("<=", 600.0)}
+# what --record writes (benchmarks/record.py; README's Performance table shows it)
+FIGURES = {
+    "fast_wall_s": "s: fast tier (-m 'not slow', every core), wall",
+    "fast_cpu_s": "s: fast tier, CPU",
+    "fast_tests": "tests: run by the fast tier",
+    "ci_wall_s": "s: clean-clone CI=true bash .ci/run, wall",
+    "ci_cpu_s": "s: clean-clone CI, CPU",
+    "suite_wall_s": "s: the whole suite's pytest session inside the CI run, wall",
+    "suite_tests": "tests: run by the whole suite (the CI's main pytest session)",
+    "board_tests": "tests: run by the board tests (.venv-board)",
+    "slowest": "list: the whole suite's 20 slowest tests, [seconds, test id]",
+}
+
+
+def run(command: list[str], cwd: Path, env: dict, log: Path) -> tuple[float, float, int]:
+    """Run ``command``; returns (wall seconds, CPU seconds of it and its waited-for children, exit status)."""
+    before = os.times()
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        status = subprocess.run(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+    wall = time.perf_counter() - start
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return wall, cpu, status
+
+
+def sessions(folder: Path) -> list[dict]:
+    """The pytest sessions' reports in ``folder``, largest first."""
+    found = [json.loads(p.read_text()) for p in folder.glob("pytest-*.json")]
+    return sorted(found, key=lambda r: len(r["tests"]), reverse=True)
+
+
+def count(report: dict, outcome: str = "passed") -> int:
+    return sum(1 for _, result in report["tests"].values() if result == outcome)
+
+
+def measure(tier: str, work: Path) -> dict:
+    """Run ``tier`` and return its figures (a failed run raises SystemExit naming its log)."""
+    reports = work / f"{tier}-reports"
+    env = {**os.environ, "VDLA_TEST_REPORT": str(reports), "CI": "true"}
+    log = work / f"{tier}.log"
+    if tier == "fast":
+        wall, cpu, status = run(FAST, ROOT, env, log)
+    else:
+        clone = work / "clone"
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        wall, cpu, status = run(CI, clone, env, log)
+    found = sessions(reports) if reports.exists() else []
+    print(f"{tier}: {wall:.0f} s wall, {cpu:.0f} s CPU, exit {status}; log {log}", file=sys.stderr)
+    if status != 0 or not found:
+        raise SystemExit(f"test_suite: the {tier} run failed (exit {status}); see {log}")
+    main = found[0]
+    if tier == "fast":
+        return {"fast_wall_s": round(wall, 1), "fast_cpu_s": round(cpu, 1), "fast_tests": count(main)}
+    slowest = sorted(((round(s, 2), test) for test, (s, _) in main["tests"].items()), reverse=True)[:SLOWEST]
+    return {"ci_wall_s": round(wall, 1), "ci_cpu_s": round(cpu, 1),
+            "suite_wall_s": round(main["finished"] - main["started"], 1), "suite_tests": count(main),
+            "board_tests": count(found[1]) if len(found) > 1 else 0, "slowest": [list(row) for row in slowest]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tiers", default=",".join(TIERS), help=f"comma-separated, of {', '.join(TIERS)}")
+    parser.add_argument("--keep", help="keep the logs, reports and clone in this folder (else a temporary one)")
+    record.add_option(parser)
+    args = parser.parse_args(argv)
+    tiers = args.tiers.split(",")
+    if any(t not in TIERS for t in tiers):
+        parser.error(f"--tiers: choose from {', '.join(TIERS)}")
+    if args.record and sorted(tiers) != sorted(TIERS):
+        parser.error("--record measures every tier (leave out --tiers)")
+    load_before = record.load_average()
+    print(f"load average before: {load_before}", file=sys.stderr)
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="vdla-test-suite-"))
+    work.mkdir(parents=True, exist_ok=True)
+    figures = {}
+    try:
+        for tier in tiers:
+            figures.update(measure(tier, work))
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"load average after: {record.load_average()}", file=sys.stderr)
+    for name, value in figures.items():
+        if name != "slowest":
+            print(f"{name}: {value}  ({FIGURES[name]})")
+    for seconds, test in figures.get("slowest", []):
+        print(f"  {seconds:7.1f} s  {test}")
+    if args.record:
+        record.write("test_suite", FIGURES, figures, load_before, TARGETS)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
