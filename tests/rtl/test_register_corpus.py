@@ -16,7 +16,8 @@ from vdla_hw import regmap
 from vdla_hw.config import load_config
 from vdla_hw.rtl.axi_check import rule_names
 
-pytestmark = pytest.mark.rtl
+# xdist_group: its module's one simulation of the whole corpus on one worker (pytest -n with --dist loadgroup, pyproject.toml)
+pytestmark = [pytest.mark.rtl, pytest.mark.xdist_group("rtl-register-corpus")]
 CONFIG = load_config("tiny")
 
 

@@ -19,7 +19,8 @@ from vdla_hw.errors import VdlaError
 from driver.rtl_run import run_bundles
 from vdla_sim import simulate
 
-pytestmark = pytest.mark.rtl
+# xdist_group: its module's shared simulation on one worker (pytest -n with --dist loadgroup, pyproject.toml)
+pytestmark = [pytest.mark.rtl, pytest.mark.xdist_group("rtl-errors")]
 E = regmap.ERROR_BITS
 PRESET = "tiny"
 
