@@ -133,14 +133,9 @@ def is_slow(item) -> bool:
             or path in SLOW_MODULES or name in SLOW_TESTS.get(path, ()))
 
 
-# The longest single tests (a synthesis each, minutes): run first, so that on several workers
-# none of them starts last and leaves the other workers idle at the end.
-FIRST = ("tests/rtl/test_synth.py", "tests/rtl/test_datapath_timing.py", "tests/rtl/test_fmax_reference.py")
-
-
-@pytest.hookimpl(trylast=True)   # after pytest-randomly's shuffle (the order is the same on every worker)
+@pytest.hookimpl(tryfirst=True)   # before -m selects by marker
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if is_slow(item) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: item.path.relative_to(ROOT).as_posix() not in FIRST)
+

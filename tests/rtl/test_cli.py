@@ -15,8 +15,7 @@ from vdla_hw.asm import assemble
 from tests.rtl.conftest import EXAMPLES
 from vdla_sim.progen import random_program
 
-# xdist_group: shares the corpus runs of test_rtl_vs_sim (pytest -n with --dist loadgroup, pyproject.toml)
-pytestmark = [pytest.mark.rtl, pytest.mark.xdist_group("rtl-corpus")]
+pytestmark = pytest.mark.rtl
 
 
 def test_vdla_rtl_json_matches_vdla_sim(tmp_path, capsys):

@@ -15,8 +15,7 @@ from vdla_hw.config import load_config
 from vdla_hw.rtl.compare import diverge
 from vdla_sim import simulate
 
-# xdist_group: its module's shared simulation on one worker (pytest -n with --dist loadgroup, pyproject.toml)
-pytestmark = [pytest.mark.rtl, pytest.mark.xdist_group("rtl-compiled-layers")]
+pytestmark = pytest.mark.rtl
 
 LAYERS = {
     "conv3x3_s1_vt1": (Conv2D(name="a", h=6, w=5, ic=6, oc=5, k=3, stride=1, pad=1, shift=7, relu=True), 1),

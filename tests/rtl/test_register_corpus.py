@@ -16,8 +16,7 @@ from vdla_hw import regmap
 from vdla_hw.config import load_config
 from vdla_hw.rtl.axi_check import rule_names
 
-# xdist_group: its module's one simulation of the whole corpus on one worker (pytest -n with --dist loadgroup, pyproject.toml)
-pytestmark = [pytest.mark.rtl, pytest.mark.xdist_group("rtl-register-corpus")]
+pytestmark = pytest.mark.rtl
 CONFIG = load_config("tiny")
 
 

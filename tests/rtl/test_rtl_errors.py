@@ -19,8 +19,7 @@ from vdla_hw.errors import VdlaError
 from driver.rtl_run import run_bundles
 from vdla_sim import simulate
 
-# xdist_group: its module's shared simulation on one worker (pytest -n with --dist loadgroup, pyproject.toml)
-pytestmark = [pytest.mark.rtl, pytest.mark.xdist_group("rtl-errors")]
+pytestmark = pytest.mark.rtl
 E = regmap.ERROR_BITS
 PRESET = "tiny"
 

@@ -13,8 +13,7 @@ from vdla_hw.rtl.compare import diverge
 
 from tests.rtl.conftest import PAIRS, corpus_names
 
-# xdist_group: the session's corpus runs (tests/rtl/conftest.py rtl_runs) on one worker (pytest -n with --dist loadgroup, pyproject.toml)
-pytestmark = [pytest.mark.rtl, pytest.mark.xdist_group("rtl-corpus")]
+pytestmark = pytest.mark.rtl
 
 CASES = [(preset, sim, name) for preset, sim in PAIRS for name in corpus_names(preset, sim)]
 

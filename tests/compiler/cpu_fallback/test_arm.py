@@ -12,9 +12,6 @@ from compiler.cpu_fallback.arm import arm_assembly, require_tool
 
 from .arm_cases import arm_specs
 
-# the session's one ARM library and qemu harness (conftest.py arm_build) built on one worker
-pytestmark = pytest.mark.xdist_group("arm-library")
-
 
 def _readelf(*args):
     readelf = require_tool("arm-linux-gnueabihf-readelf", "binutils-arm-linux-gnueabihf")

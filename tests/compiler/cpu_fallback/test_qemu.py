@@ -10,9 +10,6 @@ from . import numpy_ref as ref
 from .arm_cases import arm_specs, case_id
 from .spec_reference import reference_of
 
-# the session's one ARM library and qemu harness (conftest.py arm_build) built on one worker
-pytestmark = pytest.mark.xdist_group("arm-library")
-
 SPECS = arm_specs()
 
 
