@@ -27,6 +27,7 @@ settings.load_profile("ci" if os.environ.get("CI") else "default")
 def pytest_configure(config):
     config._vdla_cache = tempfile.mkdtemp(prefix="vdla-test-cache-")
     os.environ["VDLA_CACHE_DIR"] = config._vdla_cache
+    config.pluginmanager.register(LongestFirst(), "vdla-longest-first")
 
 
 def pytest_unconfigure(config):
@@ -139,3 +140,23 @@ def pytest_collection_modifyitems(config, items):
         if is_slow(item) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
 
+
+# The longest single tests of the suite (a synthesis each, minutes): run first, so that on several
+# workers none of them starts last and leaves the other workers idle at the end. The sweeps come
+# after tiny's synthesis for the datapath timing, whose cached result their --synth test reads
+# (vdla_hw/rtl/fmax_shared.py) instead of waiting on its lock.
+FIRST = ("tests/rtl/test_synth.py", "tests/rtl/test_datapath_timing.py", "tests/rtl/test_fmax_reference.py",
+         "tests/dse/test_sweep.py")
+
+
+class LongestFirst:
+    """Moves the modules of :data:`FIRST` to the front, in that order (a plugin of its own: its
+    hook runs after pytest-randomly's shuffle, so the order is the same on every worker)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items):
+        def rank(item) -> int:
+            path = item.path.relative_to(ROOT).as_posix()
+            return FIRST.index(path) if path in FIRST else len(FIRST)
+
+        items.sort(key=rank)

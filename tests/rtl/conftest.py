@@ -98,17 +98,6 @@ class Runs:
         return self.cache[key]
 
 
-# The longest single tests of the suite (a synthesis each, minutes): run first, so that on several
-# workers none of them starts last and leaves the other workers idle at the end.
-FIRST = ("tests/rtl/test_synth.py", "tests/rtl/test_datapath_timing.py", "tests/rtl/test_fmax_reference.py")
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.hookimpl(trylast=True)   # after pytest-randomly's shuffle (the same order on every worker)
-def pytest_collection_modifyitems(items):
-    items.sort(key=lambda item: item.path.relative_to(ROOT).as_posix() not in FIRST)
-
-
 @pytest.fixture(scope="session")
 def rtl_runs():
     return Runs()

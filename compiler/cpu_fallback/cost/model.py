@@ -46,6 +46,7 @@ CMA) and freeing, and the ctypes call into each CPU kernel.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 
@@ -141,11 +142,12 @@ class CpuModel:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(todo)),
-                                   mp_context=multiprocessing.get_context("spawn"))
-        for spec in todo:
-            self._pending[spec] = pool.submit(analyse, spec, self.cpu)
-        pool.shutdown(wait=False)  # the workers finish the queue, then exit
+        with _sigint_held():   # the workers start in the submits
+            pool = ProcessPoolExecutor(max_workers=min(self.workers, len(todo)),
+                                       mp_context=multiprocessing.get_context("spawn"), initializer=_quiet_on_sigint)
+            for spec in todo:
+                self._pending[spec] = pool.submit(analyse, spec, self.cpu)
+            pool.shutdown(wait=False)  # the workers finish the queue, then exit
         return len(todo)
 
     @property
@@ -259,3 +261,44 @@ def poll_delay(busy_s: float, runtime: RuntimeProfile, read_s: float) -> float:
         now += pause + runtime.sleep_slack_s + read_s
         pause = min(2 * pause, runtime.poll_max_s)
     return now - busy_s
+
+
+@contextlib.contextmanager
+def _sigint_held():
+    """Hold back Ctrl-C (SIGINT) while prefetch workers start, then deliver it.
+
+    A KeyboardInterrupt in the middle of starting a worker cut its start-up data short, and the
+    worker printed 'EOFError: Ran out of input'. Inside: SIGINT is blocked in this thread (the
+    workers inherit the blocked signal until :func:`_quiet_on_sigint`) and, on the main thread,
+    one delivered to another thread is only noted; on leaving, a noted one goes to the previous
+    handler (vdla's, which raises KeyboardInterrupt)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        return
+    noted = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)   # one still pending is noted now
+        signal.signal(signal.SIGINT, previous)
+    if noted and callable(previous):
+        previous(signal.SIGINT, None)
+
+
+def _quiet_on_sigint() -> None:
+    """A prefetch worker's start: Ctrl-C (SIGINT, sent to the whole foreground process group)
+    ends it at once without a traceback, the default action, and is no longer held back (the
+    worker inherits its parent's blocked SIGINT from the moment it was started)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

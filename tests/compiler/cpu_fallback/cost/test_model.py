@@ -100,3 +100,41 @@ def test_prefetched_analyses_equal_in_process_ones(tmp_path, monkeypatch):
     monkeypatch.setenv(analysis.CACHE_ENV, str(tmp_path / "elsewhere"))
     assert [CpuModel("cortex-a9", workers=0).kernel_cost(s).cycles for s in specs] == ahead
     assert CpuModel("cortex-a9", workers=0).prefetch(specs) == 0
+
+
+CTRL_C_IN_A_SUBMIT = """
+import os, signal, sys
+from concurrent.futures import ProcessPoolExecutor
+import compiler.cpu_fallback as cf
+from compiler.cpu_fallback.cost.model import CpuModel
+
+submit = ProcessPoolExecutor.submit
+def interrupted_submit(self, *args, **kwargs):
+    os.kill(os.getpid(), signal.SIGINT)      # Ctrl-C while the workers are being started
+    return submit(self, *args, **kwargs)
+ProcessPoolExecutor.submit = interrupted_submit
+model = CpuModel("cortex-a9", workers=2)
+try:
+    model.prefetch([cf.ReluSpec(size=n) for n in (1024, 2048, 4096, 8192)])
+except KeyboardInterrupt:
+    print("interrupted after", len(model._pending), "submits", flush=True)
+    sys.exit(130)
+print("not interrupted")
+"""
+
+
+def test_ctrl_c_while_prefetch_workers_start_is_raised_after_and_no_worker_speaks(tmp_path):
+    """A Ctrl-C in the middle of starting the analysis workers is held until all have started
+    (a worker cut off in its start-up printed 'EOFError: Ran out of input'), then raised; the
+    workers end without a word."""
+    import os
+    import subprocess
+    import sys
+
+    from compiler.cpu_fallback.cost import analysis
+
+    env = {**os.environ, analysis.CACHE_ENV: str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", CTRL_C_IN_A_SUBMIT], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 130 and done.stdout == "interrupted after 4 submits\n", (done.stdout, done.stderr)
+    assert done.stderr == ""
