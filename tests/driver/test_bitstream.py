@@ -46,16 +46,18 @@ def test_tcl_block_design_matches_the_driver(project):
     assert "out/vdla.bit" in tcl and "out/vdla.hwh" in tcl
 
 
-def test_manifest_is_what_the_pynq_driver_checks(project):
+def test_manifest_is_what_the_pynq_driver_checks(project, tmp_path):
     out, _, _ = project
     manifest = load_manifest(out / "vdla.bit", load_config("tiny"))
     assert manifest["clock_mhz"] == 100.0 and manifest["vivado"] == pynq_z1.VIVADO_VERSION
     assert manifest["registers"]["ID_CONFIG"] == 0x2C and manifest["control_base"] == pynq_z1.CONTROL_BASE
     with pytest.raises(DeviceError, match="built for configuration 1x4_.*not 1x16_.*vdla hw bitstream --config"):
         load_manifest(out / "vdla.bit", load_config("osdi18"))
-    (out / "other.json").write_text(json.dumps({**manifest, "isa_version": 99}))
+    # in this test's own folder: the module's project folder is shared (a file written there was
+    # seen by the test that lists its files when pytest-randomly ran this one first)
+    (tmp_path / "other.json").write_text(json.dumps({**manifest, "isa_version": 99}))
     with pytest.raises(DeviceError, match="ISA v99"):
-        load_manifest(out / "other.bit", load_config("tiny"))
+        load_manifest(tmp_path / "other.bit", load_config("tiny"))
 
 
 def test_the_fpga_top_has_the_axi3_master(project):
