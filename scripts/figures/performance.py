@@ -4,6 +4,7 @@ benchmarks/record.py):
 
     python scripts/figures/performance.py table          # the table, then where each record comes from
     python scripts/figures/performance.py sweep-answer   # the recorded sweep's answer, one sentence
+    python scripts/figures/performance.py slowest-tests  # the test suite's 20 slowest tests, recorded
 
 Nothing is measured here: re-run a benchmark with ``--record`` and paste this output into
 README (tests/test_doc_figures.py checks that README holds exactly what it prints).
@@ -54,6 +55,12 @@ ROWS = [
      "ping_max_ms"),
     ("serve_preauth", "`vdla serve`: peak memory growth of one 127 MiB upload, over its size (issue 22)",
      [("upload_peak_ratio", "{:.3f}x")], "upload_peak_ratio"),
+    ("test_suite", "the fast tier, `pytest -n auto -m \"not slow\"` on 2 cores: wall / CPU / tests (issue 43)",
+     [("fast_wall_s", "{:.0f} s wall"), ("fast_cpu_s", "{:.0f} s CPU"), ("fast_tests", "{:d} tests")], "fast_wall_s"),
+    ("test_suite", "clean-clone `CI=true bash .ci/run` (set-up, whole suite on 2 cores, board tests): wall / CPU "
+     "(issue 43)", [("ci_wall_s", "{:.0f} s wall"), ("ci_cpu_s", "{:.0f} s CPU")], "ci_wall_s"),
+    ("test_suite", "the same: its whole-suite pytest session, wall / tests; board tests",
+     [("suite_wall_s", "{:.0f} s wall"), ("suite_tests", "{:d} tests"), ("board_tests", "{:d} tests")], None),
     ("mutants", "mutation testing, every mutant of `scripts/mutants.py`: killed / run, score (issue 26)",
      [("killed", "{:d}"), ("listed", "{:d}"), ("score", "{:.1%}")], "score"),
     ("mutants", "the same: wall time of the whole run / CPU of its tests (issue 26)",
@@ -108,7 +115,15 @@ def sweep_answer() -> str:
             f"clock estimate.")
 
 
-BLOCKS = {"table": table, "sweep-answer": sweep_answer}
+def slowest_tests() -> str:
+    """The whole suite's slowest tests in the recorded clean-clone CI run (setup + call + teardown)."""
+    record = recording.read_all()["test_suite"]
+    lines = ["| seconds | test |", "|---|---|"]
+    lines += [f"| {seconds:.1f} | `{test}` |" for seconds, test in record["figures"]["slowest"]]
+    return "\n".join(lines)
+
+
+BLOCKS = {"table": table, "sweep-answer": sweep_answer, "slowest-tests": slowest_tests}
 
 if __name__ == "__main__":
     from block_cli import main
