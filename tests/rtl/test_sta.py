@@ -209,7 +209,8 @@ def test_cache_hit_skips_synthesis_and_key_covers_the_delay_table(tmp_path, monk
 
 def test_the_netlist_is_cached_beside_the_result_and_synthesised_once(tmp_path, monkeypatch):
     """fmax_shared.estimate and .netlist: one synthesis of a key, even when several threads ask
-    for its estimate and its netlist at the same time (the key's lock), then both from the cache."""
+    for its estimate and its netlist at the same time (the key's lock), then both from the cache;
+    a cached estimate without a netlist is used by estimate, and synthesised again only for netlist."""
     import threading
 
     from vdla_hw.rtl import fmax_shared
@@ -233,5 +234,9 @@ def test_the_netlist_is_cached_beside_the_result_and_synthesised_once(tmp_path, 
     assert calls == ["vdla_axi_top"]
     assert fmax_shared.netlist("tiny", "axi") == {"modules": {"vdla_axi_top": {"cells": {}}}}
     assert fmax_shared.estimate("tiny", "axi")["fmax_mhz"] == 50.0 and calls == ["vdla_axi_top"]
+    for packed in (tmp_path / "cache").glob("*.netlist.json.gz"):   # a result without its netlist (vdla hw synth's)
+        packed.unlink()
+    assert fmax_shared.estimate("tiny", "axi")["fmax_mhz"] == 50.0 and calls == ["vdla_axi_top"]   # used as it is
+    assert fmax_shared.netlist("tiny", "axi") and calls == ["vdla_axi_top"] * 2   # the netlist needs a synthesis
     with pytest.raises(VdlaError, match="unknown top 'fpga'"):
         fmax_shared.netlist("tiny", "fpga")

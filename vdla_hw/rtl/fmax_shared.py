@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from vdla_hw.config import Config, load_config
+from vdla_hw.files import atomic_write
 from vdla_hw.rtl import buildlock, fmax
 
 
@@ -34,12 +35,13 @@ def _paths(config: Config, top: str) -> tuple[Path, Path, Path]:
 
 def estimate(config: Config | str | None, top: str = "core", progress=None) -> dict:
     """:func:`vdla_hw.rtl.fmax.estimate_fmax` from the cache, or synthesised once (keeping the
-    netlist for :func:`netlist`), one process per key at a time."""
+    netlist for :func:`netlist`), one process per key at a time. A cached result without its
+    netlist (``vdla hw synth``'s) is used as it is."""
     config = load_config(config)
     fmax._module(top)   # an unknown top: fmax's own one-line error
     result, packed, lock = _paths(config, top)
     with buildlock.held(lock):
-        if not (result.exists() and packed.exists()):
+        if not result.exists():
             _synthesise(config, top, packed, progress)
         return fmax.estimate_fmax(config, top)
 
@@ -59,10 +61,12 @@ def netlist(config: Config | str | None, top: str = "core", progress=None) -> di
 
 def _synthesise(config: Config, top: str, packed: Path, progress) -> None:
     """Synthesise and time ``config``'s ``top`` (fmax caches the result), and store its netlist
-    compressed at ``packed`` (written whole, then renamed into place)."""
+    compressed at ``packed`` (:func:`vdla_hw.files.atomic_write`)."""
     with tempfile.TemporaryDirectory(prefix="vdla-netlist-") as tmp:
         fmax.estimate_fmax(config, top, keep=tmp, progress=progress)
-        partial = packed.parent / f".{packed.name}.tmp"
-        with open(Path(tmp) / "netlist.json", "rb") as src, gzip.open(partial, "wb", compresslevel=6) as dst:
-            shutil.copyfileobj(src, dst)
-        partial.replace(packed)
+
+        def compress(out) -> None:
+            with open(Path(tmp) / "netlist.json", "rb") as src, gzip.GzipFile(fileobj=out, mode="wb", compresslevel=6) as dst:
+                shutil.copyfileobj(src, dst)
+
+        atomic_write(packed, compress)
