@@ -31,7 +31,7 @@ import record
 
 ROOT = Path(__file__).resolve().parents[1]
 TIERS = ("fast", "ci")
-FAST = [".venv/bin/python", "-m", "pytest", "-n", "auto", "-m", "not slow", "-q", "-p", "no:cacheprovider"]
+FAST = [sys.executable, "-m", "pytest", "-n", "auto", "-m", "not slow", "-q", "-p", "no:cacheprovider"]
 CI = ["bash", ".ci/run"]
 SLOWEST = 20
 TARGETS = {"fast_wall_s": ("<=", 180.0), "ci_wall_s": ("<=", 600.0)}
@@ -80,7 +80,9 @@ def measure(tier: str, work: Path) -> dict:
         wall, cpu, status = run(FAST, ROOT, env, log)
     else:
         clone = work / "clone"
-        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        cloned = subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], capture_output=True, text=True)
+        if cloned.returncode != 0:
+            raise SystemExit(f"test_suite: git clone of {ROOT} into {clone} failed: {cloned.stderr.strip()}")
         wall, cpu, status = run(CI, clone, env, log)
     found = sessions(reports) if reports.exists() else []
     print(f"{tier}: {wall:.0f} s wall, {cpu:.0f} s CPU, exit {status}; log {log}", file=sys.stderr)
@@ -98,7 +100,8 @@ def measure(tier: str, work: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tiers", default=",".join(TIERS), help=f"comma-separated, of {', '.join(TIERS)}")
-    parser.add_argument("--keep", help="keep the logs, reports and clone in this folder (else a temporary one)")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="keep the logs, reports and clone in DIR, empty or absent (else a temporary folder)")
     record.add_option(parser)
     args = parser.parse_args(argv)
     tiers = args.tiers.split(",")
@@ -106,10 +109,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--tiers: choose from {', '.join(TIERS)}")
     if args.record and sorted(tiers) != sorted(TIERS):
         parser.error("--record measures every tier (leave out --tiers)")
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="vdla-test-suite-"))
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+        if any(work.iterdir()):
+            parser.error(f"--keep {work}: not empty (an earlier run's clone and reports are there)")
+    except OSError as err:
+        parser.error(f"--keep {work}: cannot make or read it ({err.strerror})")
     load_before = record.load_average()
     print(f"load average before: {load_before}", file=sys.stderr)
-    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="vdla-test-suite-"))
-    work.mkdir(parents=True, exist_ok=True)
     figures = {}
     try:
         for tier in tiers:
