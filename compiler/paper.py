@@ -75,3 +75,24 @@ def vta_fig8() -> dict[str, dict[str, float | None]]:
     ...): milliseconds, or None where the paper reports none}}."""
     return {row.pop("model"): {k: None if v.strip() == "-" else float(v) for k, v in row.items()}
             for row in read_csv("vta_paper_latency.csv")}
+
+
+BOARD_SHAPE = ("H", "W", "IC", "OC", "K", "stride", "pad")
+
+
+def board_records(target: str | None = None) -> list[dict]:
+    """The ResNet-18 convolutions measured on a PYNQ-Z1 (``board_records.csv``: tlc-pack/tophub's
+    AutoTVM logs, see its header): each a dict with the :data:`BOARD_SHAPE` ints, ``knobs`` (the
+    logged config entity, parsed), ``measured_s`` (float) and the record's id, source log, line,
+    target (``vta`` or ``arm_cpu``), dtype, template and ResNet-18 layer names. ``target`` keeps
+    one target's records."""
+    import json
+
+    rows = []
+    for row in read_csv("board_records.csv"):
+        if target is not None and row["target"] != target:
+            continue
+        rows.append({**row, **{k: int(row[k]) for k in BOARD_SHAPE}, "line": int(row["line"]),
+                     "layers": row["layers"].split(), "knobs": json.loads(row["knobs"]),
+                     "measured_s": float(row["measured_s"])})
+    return rows
