@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler.annotated import Op, Segment, annotate
-from compiler.latency_hiding import split
 from compiler.tensorize.schedule import Plan, TileShape
 from compiler.tensorize.uops import alu_kernel, gemm_kernel
 from vdla_hw import isa
@@ -250,7 +249,7 @@ def thread_segments(plan: Plan, dram: DramPlan, buffers: list[ThreadBuffers], em
     """Every thread's segments; the first one starts by loading all micro-op tables.
     ``emitter``: an :class:`Emitter` subclass (default: annotated :class:`Segment` lists)."""
     threads = []
-    for t, items in enumerate(split(plan.items(), plan.schedule.vthreads)):
+    for t, items in enumerate(plan.thread_items()):
         em = (emitter or Emitter)(plan, dram, buffers[t], t)
         if t == 0:
             em.op(em.lead, "LOAD", tag="load uops", memory_type=MT["uop"], sram_base=0, dram_base=dram.uops,

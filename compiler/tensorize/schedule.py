@@ -6,7 +6,8 @@ the order of the outer tile loops. :class:`Plan` checks it against a layer and a
 and derives everything the code generator needs: tile shapes (full tiles and the remainders at
 the edges), each thread's slice of the INP/WGT/ACC buffers and the micro-op tables.
 
-Loop nest of a compiled convolution (``order="spatial"``; ``"oc"`` swaps the two middle loops)::
+Loop nest of a compiled convolution (``order="spatial"``; ``"oc"`` puts the oc tile loop first,
+``"vta"`` between tile row and tile column as VTA's conv2d schedule does)::
 
     for n-block, tile row, tile column, oc tile:      <- split over the virtual threads
         for ic tile, kernel-row tile (tky rows of the kernel; tky = K unless split):
@@ -25,12 +26,16 @@ import dataclasses
 import functools
 import re
 
+from compiler.latency_hiding.threads import split
 from compiler.layers import Conv2D, LayerError
 from compiler.layout import blocks
 from vdla_hw import isa, timing
 from vdla_hw.config import Config
 
-ORDERS = ("spatial", "oc")
+ORDERS = ("spatial", "oc")   # the orders the search tries
+# VTA's conv2d order (n, tile row, oc tile, tile column: x_bo, x_i0, x_co0, x_j0 in TVM v0.6.0's
+# vta/python/vta/top/vta_conv2d.py); compiler.tensorize.vta_schedule maps VTA's knobs to it
+VTA_ORDER = "vta"
 BUFFERS = ("inp", "wgt", "acc", "uop")
 # The parameters that size the on-chip buffers. A plan reads them only to check that its slices fit
 # (``misfit``: the depths and, through the index widths, the GEMM fields); its sizes, tile shapes,
@@ -57,10 +62,13 @@ class Schedule:
     vthreads: int = 1
     order: str = "spatial"
     tky: int = 0  # kernel rows per reduction step: 0 = the whole kernel, 1 = one row at a time
+    # how the outer items go to the threads: 0 = round robin over items(); h >= 1 = VTA's virtual
+    # threads: h threads split the tile rows (row y to y mod h), vthreads/h the oc tiles (o mod)
+    h_threads: int = 0
 
     def text(self) -> str:
         return (f"th={self.th},tw={self.tw},toc={self.toc},tic={self.tic},vthreads={self.vthreads},order={self.order}"
-                + (f",tky={self.tky}" if self.tky else ""))
+                + (f",tky={self.tky}" if self.tky else "") + (f",h_threads={self.h_threads}" if self.h_threads else ""))
 
     @classmethod
     def parse(cls, text: str, layer: str = "schedule") -> Schedule:
@@ -68,9 +76,9 @@ class Schedule:
         values: dict = {}
         for part in filter(None, re.split(r"[,\s]+", text.strip())):
             key, sep, value = part.partition("=")
-            if not sep or key not in ("th", "tw", "toc", "tic", "vthreads", "order", "tky"):
+            if not sep or key not in ("th", "tw", "toc", "tic", "vthreads", "order", "tky", "h_threads"):
                 raise ScheduleError(layer, "schedule", f"bad item {part!r}; expected th=, tw=, toc=, tic=, "
-                                    "vthreads=, order=, tky= (e.g. th=7,tw=14,toc=2,tic=4)")
+                                    "vthreads=, order=, tky=, h_threads= (e.g. th=7,tw=14,toc=2,tic=4)")
             if key == "order":
                 values[key] = value
             else:
@@ -169,8 +177,10 @@ class Plan:
             value = getattr(s, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ScheduleError(name, f"schedule.{key}", f"must be a positive integer, got {value!r}")
-        if s.order not in ORDERS:
-            raise ScheduleError(name, "schedule.order", f"{s.order!r} is not one of {', '.join(ORDERS)}")
+        if s.order not in ORDERS + (VTA_ORDER,):
+            raise ScheduleError(name, "schedule.order", f"{s.order!r} is not one of {', '.join(ORDERS + (VTA_ORDER,))}")
+        if isinstance(s.h_threads, bool) or not isinstance(s.h_threads, int) or s.h_threads < 0:
+            raise ScheduleError(name, "schedule.h_threads", f"must be a non-negative integer, got {s.h_threads!r}")
         if s.tky not in (0, 1, layer.k):
             raise ScheduleError(name, "schedule.tky", f"{s.tky!r} must be 1 or the kernel size {layer.k} "
                                 "(or 0 for the whole kernel)")
@@ -211,10 +221,39 @@ class Plan:
         self.n_tiles_oc = blocks(self.ocb, s.toc)
         self.n_tiles_ic = blocks(self.icb, s.tic)
         self.n_tiles_ky = layer.k // self.tky
+        if s.h_threads:
+            self._check_vta_threads()
+
+    def _check_vta_threads(self) -> None:
+        """VTA's threads split the tile rows and the oc tiles evenly (the factors divide them)."""
+        s, name = self.schedule, self.layer.name
+        h = s.h_threads
+        if s.vthreads % h:
+            raise ScheduleError(name, "schedule.h_threads", f"{h} does not divide vthreads={s.vthreads}")
+        if self.n_tiles_h % h:
+            raise ScheduleError(name, "schedule.h_threads", f"{h} row threads do not divide the "
+                                f"{self.n_tiles_h} tile rows")
+        if self.n_tiles_oc % (s.vthreads // h):
+            raise ScheduleError(name, "schedule.h_threads", f"{s.vthreads // h} oc threads (vthreads/h_threads) "
+                                f"do not divide the {self.n_tiles_oc} oc tiles")
 
     def items(self) -> list[tuple[int, int, int, int]]:
         """The outer loop's iterations (n block, tile row, tile column, oc tile) in order."""
         nb, th, tw, to = range(self.nb), range(self.n_tiles_h), range(self.n_tiles_w), range(self.n_tiles_oc)
         if self.schedule.order == "spatial":
             return [(n, y, x, o) for n in nb for y in th for x in tw for o in to]
+        if self.schedule.order == VTA_ORDER:
+            return [(n, y, x, o) for n in nb for y in th for o in to for x in tw]
         return [(n, y, x, o) for n in nb for o in to for y in th for x in tw]
+
+    def thread_items(self) -> list[list[tuple[int, int, int, int]]]:
+        """Each virtual thread's items, in :meth:`items` order: round robin (``h_threads`` 0), or
+        VTA's split: thread ``(o mod c) * h + (y mod h)`` (h = h_threads, c = vthreads / h)."""
+        T, h = self.schedule.vthreads, self.schedule.h_threads
+        if not h:
+            return split(self.items(), T)
+        c = T // h
+        threads: list[list] = [[] for _ in range(T)]
+        for item in self.items():
+            threads[(item[3] % c) * h + item[1] % h].append(item)
+        return threads
