@@ -1,11 +1,12 @@
 """Subcommands of `vdla compile` (compiler); registered by vdla.cli through add_parser.
 
     vdla compile conv2d --h 14 --w 14 --ic 64 --oc 64 --k 3 --stride 1 --pad 1 --shift 8 --relu \\
-        [--n 1] [--config vta-pynq] [--vthreads 2] [--schedule th=7,tw=14,toc=2,tic=4] \\
+        [--n 1] [--config vta-pynq] [--vthreads 2] [--schedule th=7,tw=14,toc=2,tic=4 | --vta-schedule JSON] \\
         [--input x.npy --weight w.npy --bias b.npy] [--seed 0] -o layer.npz
     vdla compile dense --n 1 --ic 512 --oc 1000 --shift 8 [...] -o fc.npz
 
-Without tensors, random ones (seeded) are compiled in. A ``--shift`` of 16..31 is refused unless
+``--vta-schedule`` takes VTA's AutoTVM conv2d knob list (JSON text, or ``@path`` of a file
+holding it) instead of ``--schedule`` (compiler.tensorize.vta_schedule maps it). Without tensors, random ones (seeded) are compiled in. A ``--shift`` of 16..31 is refused unless
 ``--allow-vta-incompatible`` is given: VTA's FPGA design would shift left (compiler.vta_compat). The bundle's output is read back with
 ``compiler.accel.layer_output`` (``vdla sim layer.npz --output y.npy``).
 """
@@ -50,6 +51,21 @@ class Progress:
             self.beat.stage(message)
 
 
+def _vta_schedule(text: str, layer, config):
+    """The Schedule of ``--vta-schedule`` (JSON, or @path of a file holding it)."""
+    from compiler.tensorize.vta_schedule import vta_schedule
+
+    if text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as err:
+            raise VdlaError(f"{text[1:]}: cannot read --vta-schedule ({err.strerror or err})") from None
+        except UnicodeDecodeError:
+            raise VdlaError(f"{text[1:]}: --vta-schedule file is not UTF-8 text") from None
+    return vta_schedule(text, layer, config)
+
+
 def cmd_compile(args) -> int:
     from compiler.accel import compile_layer
     from compiler.layers import Conv2D, Dense
@@ -58,11 +74,21 @@ def cmd_compile(args) -> int:
     from vdla.progress import Heartbeat
 
     check_shift(args.shift, "--shift", args.allow_vta_incompatible)
+    vta = getattr(args, "vta_schedule", None)
+    if vta is not None and args.schedule is not None:
+        raise VdlaError("--schedule and --vta-schedule exclude each other: give one")
+    if vta is not None and args.vthreads is not None:
+        raise VdlaError("--vthreads does not combine with --vta-schedule (its oc_nthread x h_nthread set the threads)")
     if args.op == "conv2d":
         layer = Conv2D(name=args.name or "conv2d", n=args.n, h=args.h, w=args.w, ic=args.ic, oc=args.oc, k=args.k,
                        stride=args.stride, pad=args.pad, shift=args.shift, relu=args.relu)
     else:
         layer = Dense(name=args.name or "dense", n=args.n, ic=args.ic, oc=args.oc, shift=args.shift, relu=args.relu)
+    schedule = args.schedule
+    if vta is not None:
+        from vdla_hw.config import load_config
+
+        schedule = _vta_schedule(vta, layer, load_config(args.config))
     given = {key: getattr(args, key) for key in ("input", "weight", "bias")}
     tensors = None
     if any(given.values()):
@@ -73,7 +99,7 @@ def cmd_compile(args) -> int:
         tensors = {key: _load_npy(path, key) for key, path in given.items()}
     with Heartbeat("vdla compile", first=10.0, every=30.0) as beat:  # a big conv's search takes a while
         beat.stage(f"compiling {layer.name} (schedule search, then the instruction stream)")
-        bundle = compile_layer(layer, args.config, tensors=tensors, schedule=args.schedule, vthreads=args.vthreads,
+        bundle = compile_layer(layer, args.config, tensors=tensors, schedule=schedule, vthreads=args.vthreads,
                                seed=args.seed, progress=Progress(beat))
     write_file(args.output, bundle.save)
     print(f"wrote {args.output}: {layer.name} ({args.op}), schedule {bundle.meta['schedule']}, "
@@ -114,6 +140,9 @@ def add_parser(sub) -> None:
         conv.add_argument(f"--{key}", type=int_range(1), required=True, help=meaning)
     conv.add_argument("--stride", type=int_range(1), default=1, help="stride (default 1)")
     conv.add_argument("--pad", type=int_range(0), default=0, help="zero padding on each side (default 0)")
+    conv.add_argument("--vta-schedule", default=None, metavar="JSON",
+                      help="fix the tiling with VTA's AutoTVM conv2d knobs (JSON list as logged, or @FILE); "
+                           "not with --schedule (docs/compiler.md, VTA's schedules as data)")
     _common(conv, "conv2d")
     dense = ops.add_parser("dense", help="y = clip((x @ w.T + b) >> shift, lo, 127), int8")
     _common(dense, "dense")

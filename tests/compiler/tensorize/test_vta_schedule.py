@@ -1,0 +1,152 @@
+"""VTA's AutoTVM conv2d knobs as schedules (compiler/tensorize/vta_schedule.py, vta_replay.py):
+strict parsing with one-line errors naming the knob, the mapping of the 10 PYNQ-Z1 records, a
+replayed layer bit-exact against numpy, the instruction counts and `vdla compile --vta-schedule`."""
+
+import copy
+import json
+
+import pytest
+
+import vdla_sim
+from compiler.accel import compile_layer, layer_output, random_tensors
+from compiler.layers import Conv2D
+from compiler.paper import board_records
+from compiler.quantize import reference as ref
+from compiler.tensorize.schedule import Plan, Schedule, ScheduleError
+from compiler.tensorize.vta_replay import record_layer, replay
+from compiler.tensorize.vta_schedule import differences, parse_knobs, to_schedule, vta_counts, vta_schedule
+from vdla.cli import main
+
+RECORDS = {r["record"]: r for r in board_records("vta")}
+R00 = RECORDS["r00"]   # layer4.0.conv1: 14x14, 256 -> 512, 3x3 stride 2; oc_nthread 2
+# a small layer whose knobs use every feature: two column tiles (VTA's order differs from ours
+# there), row threads, two reduction steps
+SMALL = Conv2D(name="small", h=8, w=8, ic=32, oc=64, k=3, stride=1, pad=1, shift=8, relu=True)
+SMALL_KNOBS = [["tile_b", "sp", [1, 1]], ["tile_h", "sp", [2, 4]], ["tile_w", "sp", [2, 4]],
+               ["tile_ci", "sp", [2, 1]], ["tile_co", "sp", [2, 2]], ["oc_nthread", "ot", 1], ["h_nthread", "ot", 2]]
+
+
+def _with(knobs, name, value):
+    knobs = copy.deepcopy(knobs)
+    for entry in knobs:
+        if entry[0] == name:
+            entry[2] = value
+    return knobs
+
+
+def test_record_maps_to_vta_loop_nest():
+    layer = record_layer(R00)
+    knobs = parse_knobs(R00["knobs"], layer)
+    assert (knobs.tile_h, knobs.tile_co, knobs.oc_nthread, knobs.tiles) == ((1, 7), (2, 16), 2, 2)
+    s = to_schedule(knobs)
+    assert s == Schedule(th=7, tw=7, toc=16, tic=1, vthreads=2, order="vta", h_threads=1)
+    assert vta_schedule(json.dumps(R00["knobs"]), layer) == s          # JSON text too
+    assert Schedule.parse(s.text()) == s                               # the text round-trips
+
+
+@pytest.mark.parametrize("knobs, knob, message", [
+    (_with(R00["knobs"], "tile_h", [2, 7]), "tile_h", "factors 2 x 7 = 14 but the layer has 7 output rows"),
+    (_with(R00["knobs"], "tile_w", [7]), "tile_w", "is not two positive factors"),
+    (_with(R00["knobs"], "tile_ci", [0, 16]), "tile_ci", "is not two positive factors"),
+    (_with(R00["knobs"], "tile_co", [4, 4]), "tile_co", "16 but the layer has 32 output-channel blocks"),
+    (_with(R00["knobs"], "tile_b", [1, 2]), "tile_b", "batch blocks"),
+    (_with(R00["knobs"], "oc_nthread", 0), "oc_nthread", "not a positive integer"),
+    (_with(R00["knobs"], "oc_nthread", 4), "oc_nthread", "4 threads do not divide tile_co's outer factor 2"),
+    (_with(R00["knobs"], "h_nthread", 2), "h_nthread", "do not divide tile_h's outer factor 1"),
+    (R00["knobs"][:-1], "h_nthread", "missing"),
+    (R00["knobs"] + [["tile_h", "sp", [1, 7]]], "tile_h", "given twice"),
+    (R00["knobs"] + [["unroll", "ot", 1]], "unroll", "unknown knob"),
+    ([["tile_h", "ot", [1, 7]]] + R00["knobs"][:1], "tile_h", "type 'ot', expected 'sp'"),
+    ('[["tile_b", "sp", [1, 1]', "vta-schedule", "not JSON"),
+    ({"tile_b": [1, 1]}, "vta-schedule", "expected a list"),
+    ([["tile_b", "sp"]], "vta-schedule", "is not [name, type, value]"),
+])
+def test_bad_knob_lists_are_one_line_errors_naming_the_knob(knobs, knob, message):
+    with pytest.raises(ScheduleError) as err:
+        parse_knobs(knobs, record_layer(R00))
+    text = str(err.value)
+    assert f": {knob}: " in text and message in text and "\n" not in text, text
+
+
+def test_the_ten_records_map_and_fit_vta_pynq_but_r06():
+    assert len(RECORDS) == 10
+    for rid, record in RECORDS.items():
+        layer = record_layer(record)
+        schedule = vta_schedule(record["knobs"], layer)
+        if rid == "r06":
+            # 56x56 64->64 with 8x56-pixel tiles and 2 threads: our GEMM table unrolls every pixel
+            # of the tile (9 x 448 uops a thread), VTA's folds the tile rows into a loop
+            with pytest.raises(ScheduleError, match="needs 8960 uop elements"):
+                Plan(layer, _pynq(), schedule)
+            continue
+        Plan(layer, _pynq(), schedule)
+
+
+def _pynq():
+    from vdla_hw.config import load_config
+
+    return load_config("vta-pynq")
+
+
+def test_vta_threads_take_rows_and_oc_tiles_as_vta_does():
+    plan = Plan(SMALL, _pynq(), vta_schedule(SMALL_KNOBS, SMALL))
+    assert plan.items()[:3] == [(0, 0, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1)]      # n, row, oc tile, column
+    rows = [{item[1] for item in items} for items in plan.thread_items()]
+    assert rows == [{0}, {1}]                                                   # h_nthread 2 splits rows
+    oc = Plan(SMALL, _pynq(), Schedule(th=4, tw=4, toc=2, tic=1, vthreads=2, order="vta", h_threads=1))
+    assert [{item[3] for item in items} for items in oc.thread_items()] == [{0}, {1}]
+    with pytest.raises(ScheduleError, match="h_threads: 2 row threads do not divide the 1 tile rows"):
+        Plan(SMALL, _pynq(), Schedule(th=8, tw=4, toc=2, tic=1, vthreads=2, h_threads=2))
+
+
+def test_small_vta_schedule_bit_exact_with_vta_counts():
+    t = random_tensors(SMALL, 4)
+    bundle = compile_layer(SMALL, "vta-pynq", tensors=t, schedule=vta_schedule(SMALL_KNOBS, SMALL))
+    got = layer_output(bundle, vdla_sim.simulate(bundle).dram)
+    assert (got == ref.conv2d(t["input"], t["weight"], t["bias"], stride=1, pad=1, shift=8, relu=True)).all()
+    d = differences(SMALL, SMALL_KNOBS, "vta-pynq", bundle.insns())
+    # 8 tiles (2 rows x 2 oc x 2 columns), 2 reduction steps each
+    assert d["vta"] == {"load_inp": 16, "load_wgt": 16, "load_acc": 0, "load_uop": 10, "gemm": 24, "alu": 24,
+                        "store": 8, "sync": None, "finish": 1}
+    assert d["ours"]["gemm"] == 24 and d["ours"]["load_inp"] == 16 and d["ours"]["alu"] == 32
+    assert any("VTA cannot lower this schedule" in n for n in d["notes"])    # tw < OW: no 2-D store
+
+
+def test_replay_smallest_record_is_bit_exact():
+    out = replay(RECORDS["r09"])   # layer4.0.downsample: 1x1, 14x14, 256 -> 512
+    assert out["exact"] and out["record"] == "r09" and out["clock_mhz"] == 100
+    assert out["seconds"] == pytest.approx(out["cycles"] / 100e6)
+    assert out["schedule"] == "th=7,tw=7,toc=16,tic=1,vthreads=2,order=vta,h_threads=1"
+    counts = out["counts"]
+    assert counts["vta"] == vta_counts(parse_knobs(RECORDS["r09"]["knobs"], record_layer(RECORDS["r09"])))
+    for kind in ("load_inp", "load_wgt", "gemm", "store"):
+        assert counts["delta"][kind] == 0, kind
+    assert counts["delta"]["load_acc"] == 2 and counts["delta"]["alu"] == 2    # the bias: 2 tiles
+    assert out["measured_s"] == RECORDS["r09"]["measured_s"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rid", sorted(set(RECORDS) - {"r06"}))
+def test_replay_every_record_is_bit_exact(rid):
+    assert replay(RECORDS[rid])["exact"]
+
+
+def _cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    return code, capsys.readouterr().err
+
+
+def test_cli_vta_schedule(tmp_path, capsys):
+    base = ["compile", "conv2d", "--h", 8, "--w", 8, "--ic", 32, "--oc", 64, "--k", 3, "--pad", 1, "--shift", 8,
+            "--relu", "--config", "vta-pynq"]
+    (tmp_path / "knobs.json").write_text(json.dumps(SMALL_KNOBS))
+    code, err = _cli(capsys, *base, "--vta-schedule", f"@{tmp_path / 'knobs.json'}", "-o", tmp_path / "a.npz")
+    assert code == 0 and "schedule th=4,tw=4,toc=2,tic=1,vthreads=2,order=vta,h_threads=2" in err, err
+    for extra, message in ((["--schedule", "th=1,tw=1,toc=1,tic=1"], "--schedule and --vta-schedule exclude"),
+                           (["--vthreads", 2], "--vthreads does not combine with --vta-schedule"),
+                           ([], "tile_co: factors 2 x 2 = 4 but the layer has 2 output-channel blocks")):
+        argv = [*base, "--vta-schedule", json.dumps(SMALL_KNOBS), *extra, "-o", tmp_path / "b.npz"]
+        if not extra:
+            argv[argv.index("--oc") + 1] = 32
+        code, err = _cli(capsys, *argv)
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
