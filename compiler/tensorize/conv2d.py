@@ -15,7 +15,7 @@ import numpy as np
 
 from compiler.annotated import Op, Segment, annotate
 from compiler.tensorize.schedule import Plan, TileShape
-from compiler.tensorize.uops import alu_kernel, gemm_kernel
+from compiler.tensorize.uops import alu_kernel, alu_row_kernel, gemm_kernel, gemm_row_kernel
 from vdla_hw import isa
 from vdla_hw.bundle import BundleBuilder
 from vdla_hw.config import MEM_TYPES
@@ -60,13 +60,14 @@ def thread_buffers(plan: Plan) -> list[ThreadBuffers]:
         toc = plan.schedule.toc
         bias, shift, acc = acc0, acc0 + toc if plan.vectors > 1 else None, acc0 + plan.vectors * toc
         gemm, alu, alu_shift = {}, {}, {} if shift is not None else None
+        row_loop = plan.schedule.row_loop
         for key, shape in plan.shapes.items():
-            rows = gemm_kernel(plan, shape, acc=acc, inp=inp, wgt=wgt)
+            rows = (gemm_row_kernel if row_loop else gemm_kernel)(plan, shape, acc=acc, inp=inp, wgt=wgt)
             gemm[key], next_uop = (next_uop, rows), next_uop + len(rows)
-            rows = alu_kernel(shape, acc=acc, bias=bias)
+            rows = (alu_row_kernel if row_loop else alu_kernel)(shape, acc=acc, bias=bias)
             alu[key], next_uop = (next_uop, rows), next_uop + len(rows)
             if shift is not None:
-                rows = alu_kernel(shape, acc=acc, bias=shift)
+                rows = (alu_row_kernel if row_loop else alu_kernel)(shape, acc=acc, bias=shift)
                 alu_shift[key], next_uop = (next_uop, rows), next_uop + len(rows)
         threads.append(ThreadBuffers(inp, wgt, bias, acc, gemm, alu, shift, alu_shift))
     return threads
@@ -169,11 +170,22 @@ class Emitter:
                         self.op(ops, "LOAD", tag="load shift", memory_type=MT["acc"], sram_base=tb.shift,
                                 dram_base=self.dram.shift + o0, y_size=1, x_size=toc, x_stride=toc)
                     self.held["bias"] = to
-                self.op(ops, "GEMM", g_rows[:shape.group], tag="reset", reset=1, uop_bgn=g_bgn,
-                        uop_end=g_bgn + shape.group, iter_out=toc, iter_in=1, dst_factor_out=shape.group)
-            self.op(ops, "GEMM", g_rows, tag="gemm", uop_bgn=g_bgn, uop_end=g_bgn + len(g_rows),
-                    iter_out=toc, iter_in=tic, dst_factor_out=shape.group, src_factor_in=tile_in,
-                    wgt_factor_out=tic * plan.kstep, wgt_factor_in=plan.kstep)
+                if sched.row_loop:  # the table's first row of uops (c, ky, kx = 0): the tile's first row
+                    self.op(ops, "GEMM", g_rows[:shape.tw], tag="reset", reset=1, uop_bgn=g_bgn,
+                            uop_end=g_bgn + shape.tw, iter_out=toc, iter_in=shape.th,
+                            dst_factor_out=shape.group, dst_factor_in=shape.tw)
+                else:
+                    self.op(ops, "GEMM", g_rows[:shape.group], tag="reset", reset=1, uop_bgn=g_bgn,
+                            uop_end=g_bgn + shape.group, iter_out=toc, iter_in=1, dst_factor_out=shape.group)
+            if sched.row_loop:
+                self.op(ops, "GEMM", g_rows, tag="gemm", uop_bgn=g_bgn, uop_end=g_bgn + len(g_rows),
+                        iter_out=toc, iter_in=shape.th, dst_factor_out=shape.group, dst_factor_in=shape.tw,
+                        src_factor_in=shape.in_cols * (1 if plan.row_step > 1 else plan.layer.stride),
+                        wgt_factor_out=tic * plan.kstep)
+            else:
+                self.op(ops, "GEMM", g_rows, tag="gemm", uop_bgn=g_bgn, uop_end=g_bgn + len(g_rows),
+                        iter_out=toc, iter_in=tic, dst_factor_out=shape.group, src_factor_in=tile_in,
+                        wgt_factor_out=tic * plan.kstep, wgt_factor_in=plan.kstep)
             self.segment(ops)
         ops = []
         self.requantize(ops, a_bgn, a_rows, toc, shape, tb.alu_shift[key] if tb.alu_shift else None)
@@ -216,6 +228,8 @@ class Emitter:
         layer = self.plan.layer
         loops = dict(uop_bgn=a_bgn, uop_end=a_bgn + len(a_rows), iter_out=toc, iter_in=1,
                      dst_factor_out=shape.group, src_factor_out=1)
+        if self.plan.schedule.row_loop:  # a one-row table, stepped over the tile's rows
+            loops.update(iter_in=shape.th, dst_factor_in=shape.tw)
         self.op(ops, "ALU", a_rows, tag="alu add bias", alu_opcode=ALU["add"], **loops)
         if shift_table is not None:
             s_bgn, s_rows = shift_table

@@ -65,10 +65,15 @@ class Schedule:
     # how the outer items go to the threads: 0 = round robin over items(); h >= 1 = VTA's virtual
     # threads: h threads split the tile rows (row y to y mod h), vthreads/h the oc tiles (o mod)
     h_threads: int = 0
+    # 1: the GEMM/ALU micro-op tables hold one tile row (and every ic block of a step) and the
+    # instructions' inner loop steps over the tile rows, as VTA's kernels do (smaller tables);
+    # 0: the tables hold every pixel of the tile and the inner loop steps over the ic blocks
+    row_loop: int = 0
 
     def text(self) -> str:
         return (f"th={self.th},tw={self.tw},toc={self.toc},tic={self.tic},vthreads={self.vthreads},order={self.order}"
-                + (f",tky={self.tky}" if self.tky else "") + (f",h_threads={self.h_threads}" if self.h_threads else ""))
+                + (f",tky={self.tky}" if self.tky else "") + (f",h_threads={self.h_threads}" if self.h_threads else "")
+                + (f",row_loop={self.row_loop}" if self.row_loop else ""))
 
     @classmethod
     def parse(cls, text: str, layer: str = "schedule") -> Schedule:
@@ -76,9 +81,10 @@ class Schedule:
         values: dict = {}
         for part in filter(None, re.split(r"[,\s]+", text.strip())):
             key, sep, value = part.partition("=")
-            if not sep or key not in ("th", "tw", "toc", "tic", "vthreads", "order", "tky", "h_threads"):
+            if not sep or key not in ("th", "tw", "toc", "tic", "vthreads", "order", "tky", "h_threads",
+                                                "row_loop"):
                 raise ScheduleError(layer, "schedule", f"bad item {part!r}; expected th=, tw=, toc=, tic=, "
-                                    "vthreads=, order=, tky=, h_threads= (e.g. th=7,tw=14,toc=2,tic=4)")
+                                    "vthreads=, order=, tky=, h_threads=, row_loop= (e.g. th=7,tw=14,toc=2,tic=4)")
             if key == "order":
                 values[key] = value
             else:
@@ -181,6 +187,8 @@ class Plan:
             raise ScheduleError(name, "schedule.order", f"{s.order!r} is not one of {', '.join(ORDERS + (VTA_ORDER,))}")
         if isinstance(s.h_threads, bool) or not isinstance(s.h_threads, int) or s.h_threads < 0:
             raise ScheduleError(name, "schedule.h_threads", f"must be a non-negative integer, got {s.h_threads!r}")
+        if s.row_loop not in (0, 1):
+            raise ScheduleError(name, "schedule.row_loop", f"must be 0 or 1, got {s.row_loop!r}")
         if s.tky not in (0, 1, layer.k):
             raise ScheduleError(name, "schedule.tky", f"{s.tky!r} must be 1 or the kernel size {layer.k} "
                                 "(or 0 for the whole kernel)")
@@ -202,6 +210,9 @@ class Plan:
         T = s.vthreads
         self.vectors = 2 if layer.per_channel_shift else 1  # bias (and shift) vectors per oc block
         max_in, max_group, self.uop_per_thread, big = shape_summary(self.shapes, self.kstep, self.vectors)
+        if s.row_loop:
+            self._check_row_loop()
+            self.uop_per_thread = sum((s.tic * self.kstep + self.vectors) * sh.tw for sh in self.shapes.values())
         self.inp_part = s.tic * max_in
         self.wgt_part = s.toc * s.tic * self.kstep
         self.acc_part = s.toc * self.vectors + s.toc * max_group
@@ -223,6 +234,18 @@ class Plan:
         self.n_tiles_ky = layer.k // self.tky
         if s.h_threads:
             self._check_vta_threads()
+
+    def _check_row_loop(self) -> None:
+        """A row table needs whole ic tiles (it holds tic blocks) and rows of at least
+        HAZARD_DISTINCT pixels (its sweep cycles through a row's accumulators)."""
+        s, name = self.schedule, self.layer.name
+        if self.icb % s.tic:
+            raise ScheduleError(name, "schedule.row_loop", f"tic={s.tic} must divide the {self.icb} input-channel "
+                                "blocks")
+        narrow = min(sh.tw for sh in self.shapes.values())
+        if narrow < HAZARD_DISTINCT:
+            raise ScheduleError(name, "schedule.row_loop", f"a tile row of {narrow} pixels is below the "
+                                f"{HAZARD_DISTINCT} distinct accumulators the GEMM hazard rule needs")
 
     def _check_vta_threads(self) -> None:
         """VTA's threads split the tile rows and the oc tiles evenly (the factors divide them)."""

@@ -15,11 +15,17 @@ tile = ``tile_co[1]`` oc blocks x ``tile_h[1]`` rows x ``tile_w[1]`` columns. In
 reduction ``k_o`` (input-channel blocks) is split by ``tile_ci``; the input and weight loads sit
 at its outer loop, one GEMM per outer step. ``oc_nthread`` splits ``x_co0`` and ``h_nthread``
 splits ``x_i0`` by that factor into ``cthread`` virtual threads (thread = the inner part: oc tile
-mod oc_nthread, tile row mod h_nthread). ``tile_b`` is defined there but never applied.
+mod oc_nthread, tile row mod h_nthread). ``tile_b`` is defined there but never applied. VTA's
+GEMM micro-op kernel unrolls ``k_o.inner, x_j, d_j, d_i`` (tile_ci[1] x tile_w[1] x K x K uops)
+and folds the two innermost loops ``x_co`` and ``x_i`` into the instruction's loops (vta
+``ir_pass.fold_uop_loop``): outer over the tile's oc blocks, inner over its rows.
 
 Ours: ``th = tile_h[1]``, ``tw = tile_w[1]``, ``toc = tile_co[1]``, ``tic = tile_ci[1]``,
 ``vthreads = oc_nthread * h_nthread``, ``h_threads = h_nthread`` (VTA's thread split, see
-:meth:`Plan.thread_items`), ``order = "vta"`` (n, tile row, oc tile, tile column), whole kernel.
+:meth:`Plan.thread_items`), ``order = "vta"`` (n, tile row, oc tile, tile column), whole kernel,
+``row_loop = 1`` (VTA's kernel shape: one tile row in the table, loops over oc blocks and rows;
+the uops run in (c, ky, kx, x) order for our GEMM hazard rule) unless a tile row is narrower
+than HAZARD_DISTINCT pixels (then the table holds the whole tile).
 :func:`differences` says where the compiled program still differs from VTA's.
 """
 
@@ -31,7 +37,7 @@ from collections import Counter
 
 from compiler.layers import Conv2D
 from compiler.layout import blocks
-from compiler.tensorize.schedule import VTA_ORDER, Plan, Schedule, ScheduleError
+from compiler.tensorize.schedule import HAZARD_DISTINCT, VTA_ORDER, Plan, Schedule, ScheduleError
 from vdla_hw import isa
 from vdla_hw.config import MEM_TYPES, Config, load_config
 
@@ -129,9 +135,10 @@ def _positive_int(v) -> bool:
 
 def to_schedule(knobs: VtaKnobs) -> Schedule:
     """Our :class:`Schedule` of VTA's loop nest (see the module docstring)."""
-    threads = knobs.threads
-    return Schedule(th=knobs.tile_h[1], tw=knobs.tile_w[1], toc=knobs.tile_co[1], tic=knobs.tile_ci[1],
-                    vthreads=threads, order=VTA_ORDER, h_threads=knobs.h_nthread if threads > 1 else 0)
+    threads, tw = knobs.threads, knobs.tile_w[1]
+    return Schedule(th=knobs.tile_h[1], tw=tw, toc=knobs.tile_co[1], tic=knobs.tile_ci[1],
+                    vthreads=threads, order=VTA_ORDER, h_threads=knobs.h_nthread if threads > 1 else 0,
+                    row_loop=int(tw >= HAZARD_DISTINCT))
 
 
 def vta_schedule(knobs, layer: Conv2D, config: Config | str | None = "vta-pynq") -> Schedule:
@@ -187,6 +194,9 @@ def differences(layer: Conv2D, knobs, config: Config | str | None = "vta-pynq", 
              "VTA's tuning task has no bias (conv2d -> shr 8 -> min 127 -> max 0 -> cast int8)",
              "uops: ours loads every micro-op table once, before the first tile (one LOAD UOP); VTA's "
              "runtime loads each kernel at its first use"]
+    if not plan.schedule.row_loop:
+        notes.append(f"kernels: a tile row of {k.tile_w[1]} pixels is too narrow for a one-row GEMM table "
+                     "(hazard rule): ours unrolls the whole tile into uops, VTA loops over its rows")
     if plan.oh * plan.ow != plan.schedule.th * plan.schedule.tw:
         notes.append(f"stores: ours writes a tile smaller than the plane with one STORE per oc block "
                      f"({plan.schedule.toc} per tile); VTA one 2-D STORE per tile"

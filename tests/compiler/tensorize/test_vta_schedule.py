@@ -39,7 +39,7 @@ def test_record_maps_to_vta_loop_nest():
     knobs = parse_knobs(R00["knobs"], layer)
     assert (knobs.tile_h, knobs.tile_co, knobs.oc_nthread, knobs.tiles) == ((1, 7), (2, 16), 2, 2)
     s = to_schedule(knobs)
-    assert s == Schedule(th=7, tw=7, toc=16, tic=1, vthreads=2, order="vta", h_threads=1)
+    assert s == Schedule(th=7, tw=7, toc=16, tic=1, vthreads=2, order="vta", h_threads=1, row_loop=1)
     assert vta_schedule(json.dumps(R00["knobs"]), layer) == s          # JSON text too
     assert Schedule.parse(s.text()) == s                               # the text round-trips
 
@@ -68,18 +68,14 @@ def test_bad_knob_lists_are_one_line_errors_naming_the_knob(knobs, knob, message
     assert f": {knob}: " in text and message in text and "\n" not in text, text
 
 
-def test_the_ten_records_map_and_fit_vta_pynq_but_r06():
+def test_the_ten_records_map_and_fit_vta_pynq():
     assert len(RECORDS) == 10
     for rid, record in RECORDS.items():
         layer = record_layer(record)
-        schedule = vta_schedule(record["knobs"], layer)
-        if rid == "r06":
-            # 56x56 64->64 with 8x56-pixel tiles and 2 threads: our GEMM table unrolls every pixel
-            # of the tile (9 x 448 uops a thread), VTA's folds the tile rows into a loop
-            with pytest.raises(ScheduleError, match="needs 8960 uop elements"):
-                Plan(layer, _pynq(), schedule)
-            continue
-        Plan(layer, _pynq(), schedule)
+        plan = Plan(layer, _pynq(), vta_schedule(record["knobs"], layer))
+        # VTA's kernel shape: one tile row of uops (tic x K x K x tw); without it r06 (8x56-pixel
+        # tiles, 2 threads) would need 2 x 4480 uops, more than vta-pynq's 8192
+        assert plan.schedule.row_loop == 1 and plan.uop_per_thread == (plan.kstep + 1) * plan.schedule.tw, rid
 
 
 def _pynq():
@@ -99,6 +95,30 @@ def test_vta_threads_take_rows_and_oc_tiles_as_vta_does():
         Plan(SMALL, _pynq(), Schedule(th=8, tw=4, toc=2, tic=1, vthreads=2, h_threads=2))
 
 
+@pytest.mark.parametrize("layer, schedule", [
+    (Conv2D(h=9, w=12, ic=48, oc=40, k=3, stride=2, pad=1, shift=7), "th=3,tw=3,toc=2,tic=3,vthreads=2,row_loop=1"),
+    (Conv2D(h=12, w=12, ic=32, oc=32, k=1, stride=2, shift=7), "th=5,tw=6,toc=1,tic=2,row_loop=1"),
+    (Conv2D(h=7, w=8, ic=16, oc=16, k=5, pad=2, shift=9), "th=3,tw=4,toc=1,tic=1,tky=1,row_loop=1"),
+    (Conv2D(h=6, w=6, ic=16, oc=32, k=3, pad=1, shift=0, per_channel_shift=True),
+     "th=3,tw=6,toc=2,tic=1,vthreads=2,row_loop=1"),
+], ids=["stride2-tic3-edges", "1x1-row-step", "5x5-tky1", "per-channel-shift"])
+def test_row_loop_programs_are_bit_exact(layer, schedule):
+    t = random_tensors(layer, 2)
+    bundle = compile_layer(layer, "vta-pynq", tensors=t, schedule=schedule, store=False)
+    got = layer_output(bundle, vdla_sim.simulate(bundle).dram)
+    kw = {"shift": t["shift"]} if layer.per_channel_shift else {"shift": layer.shift}
+    assert (got == ref.conv2d(t["input"], t["weight"], t["bias"], stride=layer.stride, pad=layer.pad,
+                              lo=layer.lo, hi=layer.hi, **kw)).all()
+
+
+def test_row_loop_refuses_narrow_rows_and_partial_ic_tiles():
+    layer = Conv2D(name="c", h=5, w=5, ic=48, oc=16, k=3, pad=1)
+    with pytest.raises(ScheduleError, match="row_loop: a tile row of 1 pixels is below the 3"):
+        Plan(layer, _pynq(), Schedule(th=2, tw=4, toc=1, tic=1, row_loop=1))
+    with pytest.raises(ScheduleError, match="row_loop: tic=2 must divide the 3 input-channel blocks"):
+        Plan(layer, _pynq(), Schedule(th=5, tw=5, toc=1, tic=2, row_loop=1))
+
+
 def test_small_vta_schedule_bit_exact_with_vta_counts():
     t = random_tensors(SMALL, 4)
     bundle = compile_layer(SMALL, "vta-pynq", tensors=t, schedule=vta_schedule(SMALL_KNOBS, SMALL))
@@ -116,7 +136,7 @@ def test_replay_smallest_record_is_bit_exact():
     out = replay(RECORDS["r09"])   # layer4.0.downsample: 1x1, 14x14, 256 -> 512
     assert out["exact"] and out["record"] == "r09" and out["clock_mhz"] == 100
     assert out["seconds"] == pytest.approx(out["cycles"] / 100e6)
-    assert out["schedule"] == "th=7,tw=7,toc=16,tic=1,vthreads=2,order=vta,h_threads=1"
+    assert out["schedule"] == "th=7,tw=7,toc=16,tic=1,vthreads=2,order=vta,h_threads=1,row_loop=1"
     counts = out["counts"]
     assert counts["vta"] == vta_counts(parse_knobs(RECORDS["r09"]["knobs"], record_layer(RECORDS["r09"])))
     for kind in ("load_inp", "load_wgt", "gemm", "store"):
@@ -126,7 +146,7 @@ def test_replay_smallest_record_is_bit_exact():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rid", sorted(set(RECORDS) - {"r06"}))
+@pytest.mark.parametrize("rid", sorted(RECORDS))
 def test_replay_every_record_is_bit_exact(rid):
     assert replay(RECORDS[rid])["exact"]
 
@@ -141,7 +161,7 @@ def test_cli_vta_schedule(tmp_path, capsys):
             "--relu", "--config", "vta-pynq"]
     (tmp_path / "knobs.json").write_text(json.dumps(SMALL_KNOBS))
     code, err = _cli(capsys, *base, "--vta-schedule", f"@{tmp_path / 'knobs.json'}", "-o", tmp_path / "a.npz")
-    assert code == 0 and "schedule th=4,tw=4,toc=2,tic=1,vthreads=2,order=vta,h_threads=2" in err, err
+    assert code == 0 and "schedule th=4,tw=4,toc=2,tic=1,vthreads=2,order=vta,h_threads=2,row_loop=1" in err, err
     for extra, message in ((["--schedule", "th=1,tw=1,toc=1,tic=1"], "--schedule and --vta-schedule exclude"),
                            (["--vthreads", 2], "--vthreads does not combine with --vta-schedule"),
                            ([], "tile_co: factors 2 x 2 = 4 but the layer has 2 output-channel blocks")):
