@@ -13,7 +13,8 @@ from compiler.layers import Conv2D
 from compiler.paper import board_records
 from compiler.quantize import reference as ref
 from compiler.tensorize.schedule import Plan, Schedule, ScheduleError
-from compiler.tensorize.vta_replay import record_layer, replay
+from compiler.tensorize.vta_replay import record_layer
+from dse.vta_replay import replay
 from compiler.tensorize.vta_schedule import differences, parse_knobs, to_schedule, vta_counts, vta_schedule
 from vdla.cli import main
 
