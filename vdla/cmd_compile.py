@@ -121,7 +121,8 @@ def _common(p, default_name: str) -> None:
     p.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
     p.add_argument("--vthreads", type=int_range(1), default=None, help="virtual threads (default: the search's choice)")
     p.add_argument("--schedule", default=None,
-                   help="fix the tiling: th=ROWS,tw=COLS,toc=OC_BLOCKS,tic=IC_BLOCKS[,vthreads=N][,order=spatial|oc]")
+                   help="fix the tiling: th=ROWS,tw=COLS,toc=OC_BLOCKS,tic=IC_BLOCKS[,vthreads=N]"
+                        "[,order=spatial|oc|vta][,tky=1][,h_threads=H][,row_loop=1]")
     p.add_argument("--input", default=None, help=".npy int8 input (NCHW; dense: N x I)")
     p.add_argument("--weight", default=None, help=".npy int8 weights (OIHW; dense: O x I)")
     p.add_argument("--bias", default=None, help=".npy int32 bias (O,)")

@@ -77,7 +77,8 @@ class Schedule:
 
     @classmethod
     def parse(cls, text: str, layer: str = "schedule") -> Schedule:
-        """``th=7,tw=14,toc=2,tic=4[,vthreads=2][,order=spatial]`` -> Schedule."""
+        """``th=7,tw=14,toc=2,tic=4[,vthreads=2][,order=spatial][,tky=1][,h_threads=1][,row_loop=1]``
+        -> Schedule."""
         values: dict = {}
         for part in filter(None, re.split(r"[,\s]+", text.strip())):
             key, sep, value = part.partition("=")

@@ -183,13 +183,18 @@ def our_counts(insns) -> dict:
 
 def differences(layer: Conv2D, knobs, config: Config | str | None = "vta-pynq", insns=None) -> dict:
     """Where our program for ``layer`` under VTA's ``knobs`` differs from VTA's: ``ours`` (counts
-    of ``insns``, the compiled program, if given), ``vta`` (:func:`vta_counts`), ``delta``
-    (ours - vta per kind) and ``notes``, one sentence per structural difference that applies."""
+    of ``insns``, the compiled program; default: ``layer`` compiled with random tensors of seed 0),
+    ``vta`` (:func:`vta_counts`), ``delta`` (ours - vta per kind; None where VTA's is not derived)
+    and ``notes``, one sentence per structural difference that applies."""
     config = load_config(config)
     k = knobs if isinstance(knobs, VtaKnobs) else parse_knobs(knobs, layer, config)
     plan = Plan(layer, config, to_schedule(k))
     vta = vta_counts(k)
-    ours = our_counts(insns) if insns is not None else None
+    if insns is None:
+        from compiler.accel import compile_layer
+
+        insns = compile_layer(layer, config, schedule=plan.schedule).insns()
+    ours = our_counts(insns)
     notes = ["bias: ours loads each oc tile's bias (LOAD ACC) and adds it (one more ALU per tile); "
              "VTA's tuning task has no bias (conv2d -> shr 8 -> min 127 -> max 0 -> cast int8)",
              "uops: ours loads every micro-op table once, before the first tile (one LOAD UOP); VTA's "
@@ -216,5 +221,5 @@ def differences(layer: Conv2D, knobs, config: Config | str | None = "vta-pynq", 
         notes.append(f"threads: {k.threads} virtual threads own the same tiles as VTA's cthreads; ours "
                      "interleaves them per segment (a reduction step, or ALU + store), VTA per statement")
     notes.append("sync: ours counts its flag-only no-ops; VTA's are not derived (None)")
-    delta = None if ours is None else {key: (None if vta[key] is None else ours[key] - vta[key]) for key in COUNT_KEYS}
+    delta = {key: (None if vta[key] is None else ours[key] - vta[key]) for key in COUNT_KEYS}
     return {"schedule": plan.schedule.text(), "ours": ours, "vta": vta, "delta": delta, "notes": notes}
