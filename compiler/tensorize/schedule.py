@@ -66,7 +66,7 @@ class Schedule:
     # threads: h threads split the tile rows (row y to y mod h), vthreads/h the oc tiles (o mod)
     h_threads: int = 0
     # 1: the GEMM/ALU micro-op tables hold one tile row (and every ic block of a step) and the
-    # instructions' inner loop steps over the tile rows, as VTA's kernels do (smaller tables);
+    # instructions' inner loop steps over the tile rows (smaller tables, a folded kernel like VTA's);
     # 0: the tables hold every pixel of the tile and the inner loop steps over the ic blocks
     row_loop: int = 0
 

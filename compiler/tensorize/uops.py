@@ -15,7 +15,7 @@ dst by 0 or G, so no uop writes an accumulator written by one of the GEMM_HAZARD
 before it (the GEMM hazard rule). The ALU kernel walks the tile's real pixels once: dst = acc + p, src = the bias
 vector (loop i: dst += G, src += 1), strictly increasing destinations.
 
-With ``Schedule.row_loop`` (VTA's kernels) the tables hold one tile row instead: GEMM rows
+With ``Schedule.row_loop`` (a folded kernel, smaller tables) the tables hold one tile row instead: GEMM rows
 (c < tic, ky, kx, x < tw), loop i over oc blocks, loop j over the tile's rows (dst += tw, src +=
 one input row step, wgt += 0); ALU rows x < tw, loop j over the rows.
 """

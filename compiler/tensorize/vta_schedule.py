@@ -16,16 +16,20 @@ reduction ``k_o`` (input-channel blocks) is split by ``tile_ci``; the input and 
 at its outer loop, one GEMM per outer step. ``oc_nthread`` splits ``x_co0`` and ``h_nthread``
 splits ``x_i0`` by that factor into ``cthread`` virtual threads (thread = the inner part: oc tile
 mod oc_nthread, tile row mod h_nthread). ``tile_b`` is defined there but never applied. VTA's
-GEMM micro-op kernel unrolls ``k_o.inner, x_j, d_j, d_i`` (tile_ci[1] x tile_w[1] x K x K uops)
-and folds the two innermost loops ``x_co`` and ``x_i`` into the instruction's loops (vta
-``ir_pass.fold_uop_loop``): outer over the tile's oc blocks, inner over its rows.
+GEMM runs the loops ``k_o.inner, x_j, d_j, d_i, x_co, x_i`` of a reduction step; v0.6.0's
+``ir_pass.fold_uop_loop`` folds the two outermost into the instruction's loops and the micro-op
+kernel unrolls the rest. With ``tile_ci[1] = 1`` (every logged record; TVM emits no loop of
+extent 1, src/op/op_util.cc MakeLoopNest) that is: loops over the tile columns (outer) and the
+kernel columns (inner), K x toc x th uops (d_i, x_co, x_i); the reset's kernel is th uops
+looped over the tile columns and oc blocks.
 
 Ours: ``th = tile_h[1]``, ``tw = tile_w[1]``, ``toc = tile_co[1]``, ``tic = tile_ci[1]``,
 ``vthreads = oc_nthread * h_nthread``, ``h_threads = h_nthread`` (VTA's thread split, see
 :meth:`Plan.thread_items`), ``order = "vta"`` (n, tile row, oc tile, tile column), whole kernel,
-``row_loop = 1`` (VTA's kernel shape: one tile row in the table, loops over oc blocks and rows;
-the uops run in (c, ky, kx, x) order for our GEMM hazard rule) unless a tile row is narrower
-than HAZARD_DISTINCT pixels (then the table holds the whole tile).
+``row_loop = 1`` (a folded kernel like VTA's, though not its loops: one tile row in the table,
+tic x K x K x tw uops, looped over oc blocks and rows; the same GEMM uops run, and every record
+then fits vta-pynq's micro-op buffer) unless a tile row is narrower than HAZARD_DISTINCT pixels
+(then the table holds the whole tile).
 :func:`differences` says where the compiled program still differs from VTA's.
 """
 
@@ -199,6 +203,14 @@ def differences(layer: Conv2D, knobs, config: Config | str | None = "vta-pynq", 
              "VTA's tuning task has no bias (conv2d -> shr 8 -> min 127 -> max 0 -> cast int8)",
              "uops: ours loads every micro-op table once, before the first tile (one LOAD UOP); VTA's "
              "runtime loads each kernel at its first use"]
+    vta_kernel = (f"K x toc x th = {layer.k * k.tile_co[1] * k.tile_h[1]} uops looped over tile columns and "
+                  "kernel columns" if k.tile_ci[1] == 1 else
+                  f"K x K x toc x th = {layer.k ** 2 * k.tile_co[1] * k.tile_h[1]} uops looped over ic blocks and "
+                  "tile columns")
+    notes.append(f"kernels: VTA's GEMM kernel is {vta_kernel}; ours "
+                 + (f"{k.tile_ci[1] * layer.k * layer.k * k.tile_w[1]} uops (one tile row) looped over oc blocks "
+                    "and rows" if plan.schedule.row_loop else "the whole tile's uops looped over oc and ic blocks")
+                 + ": the same GEMM uops run, the tables differ in size")
     if not plan.schedule.row_loop:
         notes.append(f"kernels: a tile row of {k.tile_w[1]} pixels is too narrow for a one-row GEMM table "
                      "(hazard rule): ours unrolls the whole tile into uops, VTA loops over its rows")
