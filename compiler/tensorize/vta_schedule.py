@@ -217,12 +217,13 @@ def differences(layer: Conv2D, knobs, config: Config | str | None = "vta-pynq", 
     if plan.oh * plan.ow != plan.schedule.th * plan.schedule.tw:
         notes.append(f"stores: ours writes a tile smaller than the plane with one STORE per oc block "
                      f"({plan.schedule.toc} per tile); VTA one 2-D STORE per tile"
-                     + ("" if plan.schedule.tw == plan.ow else " (it has no 2-D pattern for tw < OW: "
-                        "VTA cannot lower this schedule)"))
+                     + ("" if plan.schedule.tw == plan.ow or 1 in (k.tile_co[1], k.tile_h[1]) else
+                        " (a tile of several oc blocks and rows with tw < OW has no 2-D pattern: VTA's "
+                        "ir_pass._inject_copy cannot lower this schedule)"))
     if k.tile_ci[1] > 1:
         notes.append(f"input loads: ours one LOAD INP per input-channel block ({k.tile_ci[1]} per step); "
-                     "VTA one DMA per step, which needs a 2-D pattern (padded tiles of several blocks "
-                     "have none: VTA cannot lower them)")
+                     "VTA one DMA per step, which needs a 2-D pattern (ir_pass._inject_copy; a padded tile of "
+                     "several blocks has none, so VTA would not lower it)")
     if k.tile_ci[0] == 1:
         notes.append("reuse: with one reduction step ours skips the loads a thread's buffer still holds; "
                      "VTA reloads input and weights for every tile")
