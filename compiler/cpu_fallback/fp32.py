@@ -35,6 +35,7 @@ a kernel's result is the same on every target (numpy's order differs by rounding
 import dataclasses
 
 from .errors import KernelParamError
+from .spatial_pack import DEFAULT_KNOBS, SpatialPackNest, check_knobs, describe_without_default_knobs
 from .spec import ArgSpec, KernelSpec, Work, check_bool, check_positive, check_range, check_window, out_size
 
 LANES = 4  # float32 lanes of one NEON quad register
@@ -78,9 +79,11 @@ def _vector_sum(b, L, buf, base, count, name):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Fp32Conv2dSpec(KernelSpec):
+class Fp32Conv2dSpec(SpatialPackNest, KernelSpec):
     """Spatial-pack FP32 conv2d: (n, c, h, w) input, weights pre-packed (oc/VC, c, kh, kw, VC),
-    bias (oc/VC * VC,), square stride and symmetric pad, optional relu; tile vh x vw x vc."""
+    bias (oc/VC * VC,), square stride and symmetric pad, optional relu; tile vh x vw x vc; TVM's
+    knobs ``reorder`` (reorder_0), ``ann_reduce``, ``ann_spatial`` (:mod:`.spatial_pack`; the
+    defaults are the kernel's code before they were knobs)."""
 
     family = "fp32_conv2d"
     n: int
@@ -96,6 +99,9 @@ class Fp32Conv2dSpec(KernelSpec):
     vh: int = 1
     vw: int = 2
     vc: int = 8
+    reorder: tuple = DEFAULT_KNOBS["reorder"]
+    ann_reduce: tuple = DEFAULT_KNOBS["ann_reduce"]
+    ann_spatial: tuple = DEFAULT_KNOBS["ann_spatial"]
 
     def __post_init__(self):
         check_positive(self.family, n=self.n, c=self.c, h=self.h, w=self.w, oc=self.oc, kh=self.kh, kw=self.kw,
@@ -108,8 +114,12 @@ class Fp32Conv2dSpec(KernelSpec):
         if self.vc % LANES:
             raise KernelParamError(f"{self.family}: vc={self.vc} must be a multiple of {LANES} (float32x4 vectors)")
         check_bool(self.family, "relu", self.relu)
+        check_knobs(self)
         check_window(self, self.h, self.w, self.kh, self.kw, self.stride, self.pad)
         super().__post_init__()
+
+    def describe(self):
+        return describe_without_default_knobs(self, ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)))
 
     @property
     def oh(self):
@@ -177,52 +187,55 @@ class Fp32Conv2dSpec(KernelSpec):
                     with outside:
                         L.store(b, zero, data_vec, L.madd(b, dst, dx), L.F32)
 
+    def _types(self, L):
+        return L.F32, L.F32, L.F32
+
+    def _widen(self, b, L, value):
+        return value
+
+    def _mac(self, b, L, acc, d, w):
+        if hasattr(w.type, "count"):  # w the VC vector: d in every lane
+            return b.fadd(acc, b.fmul(L.splat(b, d, w.type.count), w))
+        return b.fadd(acc, b.fmul(d, w))
+
     def _emit_tiles(self, b, L, wgt, bias, out, data_vec, n, ob):
         _, hb_n, wb_n = self.blocks
         dh, dw = self.window
-        s, vc = self.stride, self.vc
-        acc_ty = L.vector(L.F32, vc)
-        accs = [[L.entry_alloca(b, acc_ty, f"acc{i}_{j}") for j in range(self.vw)] for i in range(self.vh)]
-        bias_v = L.load_vector(b, bias, L.madd(b, (ob, vc)), L.F32, vc)
+        vc = self.vc
+        accs = self._alloc_accs(b, L)
+        bias_v = L.load_vector(b, bias, L.madd(b, (ob, vc)), L.F32, vc) if self._vec() else None
         with L.loop(b, 0, hb_n, "hb") as hb, L.loop(b, 0, wb_n, "wb") as wb:
-            for row in accs:
-                for slot in row:
-                    b.store(L.splat_const(0.0, L.F32, vc), slot)
+            self._zero_accs(b, L, accs)
             tile = L.madd(b, (hb, wb_n * self.c * dh * dw), (wb, self.c * dh * dw))
-            with L.loop(b, 0, self.c, "c") as c, L.loop(b, 0, self.kh, "i") as i:
-                window = L.madd(b, tile, (c, dh * dw), (i, dw))
-                taps = L.madd(b, (ob, self.c * self.kh * self.kw * vc), (c, self.kh * self.kw * vc), (i, self.kw * vc))
-                for j in range(self.kw):
-                    w = L.load_vector(b, wgt, L.madd(b, taps, j * vc), L.F32, vc)
-                    for y, row in enumerate(accs):
-                        for x, slot in enumerate(row):
-                            d = L.load(b, data_vec, L.madd(b, window, y * s * dw + x * s + j), L.F32)
-                            b.store(b.fadd(b.load(slot, typ=acc_ty), b.fmul(L.splat(b, d, vc), w)), slot)
-            for y, row in enumerate(accs):
-                for x, slot in enumerate(row):
-                    oy, ox = L.madd(b, (hb, self.vh), y), L.madd(b, (wb, self.vw), x)
-                    v = b.fadd(b.load(slot, typ=acc_ty), bias_v)
-                    if self.relu:
-                        v = _relu(b, L, v)
-                    ok = None
-                    if self.oh % self.vh:
-                        ok = b.icmp_signed("<", oy, L.const(self.oh))
-                    if self.ow % self.vw:
-                        in_x = b.icmp_signed("<", ox, L.const(self.ow))
-                        ok = in_x if ok is None else b.and_(ok, in_x)
-                    if ok is None:
-                        self._store_lanes(b, L, out, v, n, ob, oy, ox)
-                    else:
-                        with L.when(b, ok):
-                            self._store_lanes(b, L, out, v, n, ob, oy, ox)
+            self._emit_reduction(b, L, wgt, data_vec, accs, tile, ob)
+            for y, x, k, load in self._tile_values(b, L, accs):
+                oy, ox = L.madd(b, (hb, self.vh), y), L.madd(b, (wb, self.vw), x)
+                if k is None:
+                    v = b.fadd(load(), bias_v)
+                else:
+                    v = b.fadd(load(), L.load(b, bias, L.madd(b, (ob, vc), k), L.F32))
+                if self.relu:
+                    v = _relu(b, L, v)
+                ok = None
+                if self.oh % self.vh:
+                    ok = b.icmp_signed("<", oy, L.const(self.oh))
+                if self.ow % self.vw:
+                    in_x = b.icmp_signed("<", ox, L.const(self.ow))
+                    ok = in_x if ok is None else b.and_(ok, in_x)
+                if ok is None:
+                    self._store_lanes(b, L, out, v, n, ob, oy, ox, k)
+                else:
+                    with L.when(b, ok):
+                        self._store_lanes(b, L, out, v, n, ob, oy, ox, k)
 
-    def _store_lanes(self, b, L, out, v, n, ob, oy, ox):
-        """Lane k of ``v`` to out[n, ob*VC + k, oy, ox] (lanes beyond oc not stored)."""
+    def _store_lanes(self, b, L, out, v, n, ob, oy, ox, lane=None):
+        """Lane k of ``v`` to out[n, ob*VC + k, oy, ox] (lanes beyond oc not stored); with
+        ``lane``, ``v`` is that lane's scalar."""
         plane = self.oh * self.ow
-        for k in range(self.vc):
+        for k in (range(self.vc) if lane is None else (lane,)):
             o = L.madd(b, (ob, self.vc), k)
             index = L.madd(b, (n, self.oc * plane), (o, plane), (oy, self.ow), ox)
-            value = b.extract_element(v, L.const(k))
+            value = b.extract_element(v, L.const(k)) if lane is None else v
             if self.oc % self.vc:
                 with L.when(b, b.icmp_signed("<", o, L.const(self.oc))):
                     L.store(b, value, out, index, L.F32)
