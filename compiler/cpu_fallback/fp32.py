@@ -121,24 +121,6 @@ class Fp32Conv2dSpec(SpatialPackNest, KernelSpec):
     def describe(self):
         return describe_without_default_knobs(self, ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)))
 
-    @property
-    def oh(self):
-        return out_size(self.h, self.kh, self.stride, self.pad)
-
-    @property
-    def ow(self):
-        return out_size(self.w, self.kw, self.stride, self.pad)
-
-    @property
-    def blocks(self):
-        """(output-channel blocks, tile rows, tile columns)."""
-        return -(-self.oc // self.vc), -(-self.oh // self.vh), -(-self.ow // self.vw)
-
-    @property
-    def window(self):
-        """(rows, columns) of one tile's input window, halo included."""
-        return (self.vh - 1) * self.stride + self.kh, (self.vw - 1) * self.stride + self.kw
-
     def args(self):
         ob, hb, wb = self.blocks
         dh, dw = self.window
@@ -162,30 +144,7 @@ class Fp32Conv2dSpec(SpatialPackNest, KernelSpec):
         with L.loop(b, 0, self.n, "n") as n:
             self._emit_pack(b, L, inp, data_vec, n)
             with L.loop(b, 0, ob_n, "ob") as ob:
-                self._emit_tiles(b, L, wgt, bias, out, data_vec, n, ob)
-
-    def _emit_pack(self, b, L, inp, data_vec, n):
-        """data_vec of image ``n``: every tile's input window, zeros in the padding."""
-        _, hb_n, wb_n = self.blocks
-        dh, dw = self.window
-        s, p = self.stride, self.pad
-        zero = _float(0.0)
-        with L.loop(b, 0, hb_n, "phb") as hb, L.loop(b, 0, wb_n, "pwb") as wb, \
-                L.loop(b, 0, self.c, "pc") as c, L.loop(b, 0, dh, "pdy") as dy:
-            iy = L.madd(b, (hb, self.vh * s), dy, -p)
-            dst = L.madd(b, (hb, wb_n * self.c * dh * dw), (wb, self.c * dh * dw), (c, dh * dw), (dy, dw))
-            x0 = L.madd(b, (wb, self.vw * s), -p)
-            row_ok = L.in_range(b, iy, 0, self.h)
-            src = L.madd(b, (n, self.c * self.h * self.w), (c, self.h * self.w), (iy, self.w))
-            with L.loop(b, 0, dw, "pdx") as dx:
-                ix = b.add(x0, dx)
-                ok = b.and_(row_ok, L.in_range(b, ix, 0, self.w))
-                with b.if_else(ok) as (inside, outside):
-                    with inside:
-                        v = L.load(b, inp, b.add(src, ix), L.F32)
-                        L.store(b, v, data_vec, L.madd(b, dst, dx), L.F32)
-                    with outside:
-                        L.store(b, zero, data_vec, L.madd(b, dst, dx), L.F32)
+                self._emit_tiles(b, L, wgt, out, data_vec, n, ob, bias)
 
     def _types(self, L):
         return L.F32, L.F32, L.F32
@@ -198,50 +157,17 @@ class Fp32Conv2dSpec(SpatialPackNest, KernelSpec):
             return b.fadd(acc, b.fmul(L.splat(b, d, w.type.count), w))
         return b.fadd(acc, b.fmul(d, w))
 
-    def _emit_tiles(self, b, L, wgt, bias, out, data_vec, n, ob):
-        _, hb_n, wb_n = self.blocks
-        dh, dw = self.window
-        vc = self.vc
-        accs = self._alloc_accs(b, L)
-        bias_v = L.load_vector(b, bias, L.madd(b, (ob, vc)), L.F32, vc) if self._vec() else None
-        with L.loop(b, 0, hb_n, "hb") as hb, L.loop(b, 0, wb_n, "wb") as wb:
-            self._zero_accs(b, L, accs)
-            tile = L.madd(b, (hb, wb_n * self.c * dh * dw), (wb, self.c * dh * dw))
-            self._emit_reduction(b, L, wgt, data_vec, accs, tile, ob)
-            for y, x, k, load in self._tile_values(b, L, accs):
-                oy, ox = L.madd(b, (hb, self.vh), y), L.madd(b, (wb, self.vw), x)
-                if k is None:
-                    v = b.fadd(load(), bias_v)
-                else:
-                    v = b.fadd(load(), L.load(b, bias, L.madd(b, (ob, vc), k), L.F32))
-                if self.relu:
-                    v = _relu(b, L, v)
-                ok = None
-                if self.oh % self.vh:
-                    ok = b.icmp_signed("<", oy, L.const(self.oh))
-                if self.ow % self.vw:
-                    in_x = b.icmp_signed("<", ox, L.const(self.ow))
-                    ok = in_x if ok is None else b.and_(ok, in_x)
-                if ok is None:
-                    self._store_lanes(b, L, out, v, n, ob, oy, ox, k)
-                else:
-                    with L.when(b, ok):
-                        self._store_lanes(b, L, out, v, n, ob, oy, ox, k)
+    def _tile_prologue(self, b, L, ob, bias):
+        """The bias of the block's channels: one VC vector when vc is a vector."""
+        return L.load_vector(b, bias, L.madd(b, (ob, self.vc)), L.F32, self.vc) if self._vec() else None
 
-    def _store_lanes(self, b, L, out, v, n, ob, oy, ox, lane=None):
-        """Lane k of ``v`` to out[n, ob*VC + k, oy, ox] (lanes beyond oc not stored); with
-        ``lane``, ``v`` is that lane's scalar."""
-        plane = self.oh * self.ow
-        for k in (range(self.vc) if lane is None else (lane,)):
-            o = L.madd(b, (ob, self.vc), k)
-            index = L.madd(b, (n, self.oc * plane), (o, plane), (oy, self.ow), ox)
-            value = b.extract_element(v, L.const(k)) if lane is None else v
-            if self.oc % self.vc:
-                with L.when(b, b.icmp_signed("<", o, L.const(self.oc))):
-                    L.store(b, value, out, index, L.F32)
-            else:
-                L.store(b, value, out, index, L.F32)
-
+    def _tile_epilogue(self, b, L, value, ob, k, bias, bias_v):
+        """acc + bias (then relu) of one (vh, vw): the VC vector (``k`` None) or lane ``k``."""
+        if k is None:
+            value = b.fadd(value, bias_v)
+        else:
+            value = b.fadd(value, L.load(b, bias, L.madd(b, (ob, self.vc), k), L.F32))
+        return _relu(b, L, value) if self.relu else value
 
 def pack_conv_weights(spec: Fp32Conv2dSpec, wgt, bias):
     """(oc, c, kh, kw) weights and (oc,) bias -> the spec's packed ``wgt`` and ``bias`` (numpy)."""

@@ -18,7 +18,8 @@ here without its code:
 
 How we generate them (:class:`SpatialPackNest`): ``none`` is a runtime loop, ``unroll`` a loop
 unrolled when the IR is built, ``vec`` (vc only: we refuse it on vh or vw) makes the VC lanes one
-LLVM vector. When vc is a vector, TVM's vectoriser keeps the vh/vw loops inside the vector body,
+LLVM vector. An axis of extent 1 is no loop whatever its annotation (TVM's ``MakeLoopNest``
+binds such an axis to its minimum instead of emitting a loop). When vc is a vector, TVM's vectoriser keeps the vh/vw loops inside the vector body,
 so both orders give the same code; they differ when vc is a loop. The accumulators of one tile
 are VH x VW vectors while vh and vw are unrolled and vc a vector (registers), else one stack
 array of VH*VW*VC elements indexed by the loops. Each value is loaded once its loops are bound
@@ -26,6 +27,7 @@ array of VH*VW*VC elements indexed by the loops. Each value is loaded once its l
 """
 
 from .errors import KernelParamError
+from .spec import out_size
 
 AXES = ("n", "co", "oh", "ow", "ci", "kh", "kw", "vh", "vw", "vc")
 """TVM's ten loops of the spatial-pack conv, in reorder_0's index order."""
@@ -69,20 +71,112 @@ def describe_without_default_knobs(spec, fields):
 
 
 class SpatialPackNest:
-    """The conv stage of one output tile under the spec's knobs (a mixin of the conv specs).
+    """Spatial-pack NCHW conv under TVM's knobs, a mixin of the conv specs: per image the packed
+    input windows (``data_vec``), then per channel block and output tile the reduction in the
+    knobs' loop order and the stores.
 
-    The spec provides ``vh, vw, vc, kh, kw, stride, c, reorder, ann_reduce, ann_spatial``,
-    ``window``, ``blocks`` and ``_types(L)`` -> (data element, weight element, accumulator
-    element) LLVM types, ``_mac(b, L, acc, d, w)`` -> acc + d * w (``d`` a data element already
-    widened; ``w`` a weight element or VC vector, widened), ``_widen(b, L, value)``.
+    The spec has the fields ``n, c, h, w, oc, kh, kw, stride, pad, vh, vw, vc, reorder,
+    ann_reduce, ann_spatial`` and the hooks ``_types(L)`` -> (data, weight, accumulator = output)
+    LLVM element types; ``_widen(b, L, value)`` -> a data or weight value in the accumulator type;
+    ``_mac(b, L, acc, d, w)`` -> acc + d * w (``w`` a VC vector: ``d`` in every lane);
+    ``_tile_prologue(b, L, ob, extra)`` -> state, once per channel block before its tiles;
+    ``_tile_epilogue(b, L, value, ob, k, extra, state)`` -> the value stored (the VC vector when
+    ``k`` is None, else lane ``k``).
     """
+
+    @property
+    def oh(self):
+        return out_size(self.h, self.kh, self.stride, self.pad)
+
+    @property
+    def ow(self):
+        return out_size(self.w, self.kw, self.stride, self.pad)
+
+    @property
+    def blocks(self):
+        """(output-channel blocks, tile rows, tile columns)."""
+        return -(-self.oc // self.vc), -(-self.oh // self.vh), -(-self.ow // self.vw)
+
+    @property
+    def window(self):
+        """(rows, columns) of one tile's input window, halo included."""
+        return (self.vh - 1) * self.stride + self.kh, (self.vw - 1) * self.stride + self.kw
+
+    def _emit_pack(self, b, L, inp, data_vec, n):
+        """data_vec of image ``n``: every tile's input window, zeros in the padding."""
+        _, hb_n, wb_n = self.blocks
+        dh, dw = self.window
+        s, p = self.stride, self.pad
+        from llvmlite import ir
+        data_ty, _, _ = self._types(L)
+        zero = ir.Constant(data_ty, 0)
+        with L.loop(b, 0, hb_n, "phb") as hb, L.loop(b, 0, wb_n, "pwb") as wb, \
+                L.loop(b, 0, self.c, "pc") as c, L.loop(b, 0, dh, "pdy") as dy:
+            iy = L.madd(b, (hb, self.vh * s), dy, -p)
+            dst = L.madd(b, (hb, wb_n * self.c * dh * dw), (wb, self.c * dh * dw), (c, dh * dw), (dy, dw))
+            x0 = L.madd(b, (wb, self.vw * s), -p)
+            row_ok = L.in_range(b, iy, 0, self.h)
+            src = L.madd(b, (n, self.c * self.h * self.w), (c, self.h * self.w), (iy, self.w))
+            with L.loop(b, 0, dw, "pdx") as dx:
+                ix = b.add(x0, dx)
+                ok = b.and_(row_ok, L.in_range(b, ix, 0, self.w))
+                with b.if_else(ok) as (inside, outside):
+                    with inside:
+                        v = L.load(b, inp, b.add(src, ix), data_ty)
+                        L.store(b, v, data_vec, L.madd(b, dst, dx), data_ty)
+                    with outside:
+                        L.store(b, zero, data_vec, L.madd(b, dst, dx), data_ty)
+
+    def _emit_tiles(self, b, L, wgt, out, data_vec, n, ob, extra=None):
+        """Every output tile of image ``n``, channel block ``ob``: zero, reduce, then the spec's
+        ``_tile_epilogue`` per (vh, vw) and the stores (``extra``: the epilogue's buffer)."""
+        _, hb_n, wb_n = self.blocks
+        dh, dw = self.window
+        accs = self._alloc_accs(b, L)
+        state = self._tile_prologue(b, L, ob, extra)
+        with L.loop(b, 0, hb_n, "hb") as hb, L.loop(b, 0, wb_n, "wb") as wb:
+            self._zero_accs(b, L, accs)
+            tile = L.madd(b, (hb, wb_n * self.c * dh * dw), (wb, self.c * dh * dw))
+            self._emit_reduction(b, L, wgt, data_vec, accs, tile, ob)
+            for y, x, k, load in self._tile_values(b, L, accs):
+                oy, ox = L.madd(b, (hb, self.vh), y), L.madd(b, (wb, self.vw), x)
+                v = self._tile_epilogue(b, L, load(), ob, k, extra, state)
+                ok = None
+                if self.oh % self.vh:
+                    ok = b.icmp_signed("<", oy, L.const(self.oh))
+                if self.ow % self.vw:
+                    in_x = b.icmp_signed("<", ox, L.const(self.ow))
+                    ok = in_x if ok is None else b.and_(ok, in_x)
+                if ok is None:
+                    self._store_lanes(b, L, out, v, n, ob, oy, ox, k)
+                else:
+                    with L.when(b, ok):
+                        self._store_lanes(b, L, out, v, n, ob, oy, ox, k)
+
+    def _store_lanes(self, b, L, out, v, n, ob, oy, ox, lane=None):
+        """Lane k of ``v`` to out[n, ob*VC + k, oy, ox] (lanes beyond oc not stored); with
+        ``lane``, ``v`` is that lane's scalar."""
+        _, _, out_ty = self._types(L)
+        plane = self.oh * self.ow
+        for k in (range(self.vc) if lane is None else (lane,)):
+            o = L.madd(b, (ob, self.vc), k)
+            index = L.madd(b, (n, self.oc * plane), (o, plane), (oy, self.ow), ox)
+            value = b.extract_element(v, L.const(k)) if lane is None else v
+            if self.oc % self.vc:
+                with L.when(b, b.icmp_signed("<", o, L.const(self.oc))):
+                    L.store(b, value, out, index, out_ty)
+            else:
+                L.store(b, value, out, index, out_ty)
+
 
     def _vec(self):
         return self.ann_spatial[2] == "vec"
 
     def _registers(self):
-        """Whether the accumulators are VH x VW vectors (vh, vw unrolled, vc a vector)."""
-        return self.ann_spatial == ("unroll", "unroll", "vec")
+        """Whether the accumulators are VH x VW vectors (vh, vw unrolled or of extent 1, vc a
+        vector)."""
+        vh, vw, vc = self.ann_spatial
+        return (vh != "none" or self.vh == 1) and (vw != "none" or self.vw == 1) and vc == "vec"
 
     def _alloc_accs(self, b, L):
         """The accumulators of one tile: a VH x VW list of vector slots, or one flat array."""
@@ -105,8 +199,9 @@ class SpatialPackNest:
                 L.store(b, ir.Constant(acc_ty, zero), accs, k, acc_ty)
 
     def _spatial(self, b, L, name, extent, ann):
-        """Yield the values of one axis: ints (unroll, vec), or one loop variable (none)."""
-        if ann == "none":
+        """Yield the values of one axis: ints (unroll, vec), or one loop variable (none; an
+        axis of extent 1 is no loop, as TVM's loop nests bind it to its minimum)."""
+        if ann == "none" and extent > 1:
             with L.loop(b, 0, extent, name) as value:
                 yield value
         else:
