@@ -12,9 +12,10 @@ int8 x int8 -> int32), ``template`` and ``knobs``, the config entity as logged::
 :func:`cpu_spec_from_record` maps a ``direct`` record to :class:`.fp32.Fp32Conv2dSpec` (float32;
 no relu, the logged workload is the conv alone; our spec adds a bias, zeros here: VH*VW*VC adds
 per tile) or :class:`.int8_pack.Int8PackConv2dSpec` (int8) with those knobs
-(:mod:`.spatial_pack`). ``winograd`` records (TVM's F(4x4, 3x3) template, knobs ``tile_p``,
-``tile_k``, ``tile_c``) are refused: no Winograd kernel is generated. :func:`replay` prices the
-spec with :class:`.cost.CpuModel`; nothing in it is fitted to the measured seconds.
+(:mod:`.spatial_pack`), and a ``winograd`` record (TVM's F(4x4, 3x3) template, knobs ``tile_p``,
+``tile_k``, ``tile_c``, ``ann_reduce``, ``ann_spatial``) to :class:`.winograd.Fp32WinogradConv2dSpec`.
+:func:`replay` prices the spec with :class:`.cost.CpuModel`; nothing in it is fitted to the
+measured seconds.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from __future__ import annotations
 from .errors import KernelError
 from .spatial_pack import AXES
 
-KNOBS = ("tile_co", "tile_oh", "tile_ow", "reorder_0", "ann_reduce", "ann_spatial")
-"""The knobs of TVM's arm_cpu conv2d ``direct`` template (topi/python/topi/arm_cpu/conv2d.py)."""
+KNOBS = {"direct": ("tile_co", "tile_oh", "tile_ow", "reorder_0", "ann_reduce", "ann_spatial"),
+         "winograd": ("tile_p", "tile_k", "tile_c", "ann_reduce", "ann_spatial")}
+"""The knobs of TVM's arm_cpu conv2d templates (topi/python/topi/arm_cpu/conv2d.py)."""
 THREADS = 2
 """TVM's schedule parallelises the conv's output-channel blocks (``s[last].parallel(co)``) and
 its thread pool runs one thread per core: the PYNQ-Z1's Cortex-A9 has two."""
@@ -48,25 +50,34 @@ def _split(record, knobs, name, extent):
 
 
 def cpu_spec_from_record(record):
-    """The kernel spec of a ``direct`` board record with the record's shape, dtype and knobs;
-    RecordError (one line) for a Winograd record, an unknown knob or dtype, a bad split."""
-    from .fp32 import Fp32Conv2dSpec
-    from .int8_pack import Int8PackConv2dSpec
-    from .spec import out_size
-
+    """The kernel spec of a board record with the record's shape, dtype and knobs: ``direct``
+    -> the spatial-pack spec of its dtype, ``winograd`` -> :class:`.winograd.Fp32WinogradConv2dSpec`;
+    RecordError (one line) for another template, an unknown or missing knob, a bad split or dtype."""
     template = record.get("template")
-    if template != "direct":
-        raise RecordError(f"{_where(record)}: template '{template}' is not generated (only TVM's spatial-pack "
-                          f"'direct'; no Winograd kernel)")
+    if template not in KNOBS:
+        raise RecordError(f"{_where(record)}: template {template!r} is not one of {sorted(KNOBS)}")
     entries = record.get("knobs")
     if not isinstance(entries, list) or not all(isinstance(e, list) and len(e) == 3 for e in entries):
         raise RecordError(f"{_where(record)}: knobs must be a list of [name, kind, value] entries")
     knobs = {name: value for name, _, value in entries}
-    unknown = sorted(set(knobs) - set(KNOBS))
-    missing = sorted(set(KNOBS) - set(knobs))
+    unknown = sorted(set(knobs) - set(KNOBS[template]))
+    missing = sorted(set(KNOBS[template]) - set(knobs))
     if unknown or missing:
-        raise RecordError(f"{_where(record)}: unknown knobs {unknown}, missing knobs {missing} (the direct "
-                          f"template has {list(KNOBS)})")
+        raise RecordError(f"{_where(record)}: unknown knobs {unknown}, missing knobs {missing} (the {template} "
+                          f"template has {list(KNOBS[template])})")
+    try:
+        return (_direct if template == "direct" else _winograd)(record, knobs)
+    except KernelError as error:
+        if isinstance(error, RecordError):
+            raise
+        raise RecordError(f"{_where(record)}: {error}") from None
+
+
+def _direct(record, knobs):
+    from .fp32 import Fp32Conv2dSpec
+    from .int8_pack import Int8PackConv2dSpec
+    from .spec import out_size
+
     h, w, k, s, p = (int(record[key]) for key in ("H", "W", "K", "stride", "pad"))
     oh, ow = out_size(h, k, s, p), out_size(w, k, s, p)
     reorder = knobs["reorder_0"]
@@ -79,10 +90,19 @@ def cpu_spec_from_record(record):
     kinds = {"float32": Fp32Conv2dSpec, "int8": Int8PackConv2dSpec}
     if record.get("dtype") not in kinds:
         raise RecordError(f"{_where(record)}: dtype {record.get('dtype')!r} is not one of {sorted(kinds)}")
-    try:
-        return kinds[record["dtype"]](**fields)
-    except KernelError as error:
-        raise RecordError(f"{_where(record)}: {error}") from None
+    return kinds[record["dtype"]](**fields)
+
+
+def _winograd(record, knobs):
+    from .winograd import M_OUT, Fp32WinogradConv2dSpec
+
+    h, w, c, oc = (int(record[key]) for key in ("H", "W", "IC", "OC"))
+    if (int(record["K"]), int(record["stride"]), int(record["pad"])) != (3, 1, 1) or record.get("dtype") != "float32":
+        raise RecordError(f"{_where(record)}: TVM's winograd template is a float32 3x3 conv, stride 1, pad 1")
+    tiles = -(-h // M_OUT) * -(-w // M_OUT)
+    return Fp32WinogradConv2dSpec(c=c, h=h, w=w, oc=oc, vp=_split(record, knobs, "tile_p", tiles),
+                                  vk=_split(record, knobs, "tile_k", oc), vci=_split(record, knobs, "tile_c", c),
+                                  ann_reduce=tuple(knobs["ann_reduce"]), ann_spatial=tuple(knobs["ann_spatial"]))
 
 
 def replay(record, cpu: str = "cortex-a9", threads: int = THREADS) -> dict:
