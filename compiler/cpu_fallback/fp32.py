@@ -35,6 +35,7 @@ a kernel's result is the same on every target (numpy's order differs by rounding
 import dataclasses
 
 from .errors import KernelParamError
+from .spatial_pack import DEFAULT_KNOBS, SpatialPackNest, check_knobs, describe_without_default_knobs
 from .spec import ArgSpec, KernelSpec, Work, check_bool, check_positive, check_range, check_window, out_size
 
 LANES = 4  # float32 lanes of one NEON quad register
@@ -78,9 +79,11 @@ def _vector_sum(b, L, buf, base, count, name):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Fp32Conv2dSpec(KernelSpec):
+class Fp32Conv2dSpec(SpatialPackNest, KernelSpec):
     """Spatial-pack FP32 conv2d: (n, c, h, w) input, weights pre-packed (oc/VC, c, kh, kw, VC),
-    bias (oc/VC * VC,), square stride and symmetric pad, optional relu; tile vh x vw x vc."""
+    bias (oc/VC * VC,), square stride and symmetric pad, optional relu; tile vh x vw x vc; TVM's
+    knobs ``reorder`` (reorder_0), ``ann_reduce``, ``ann_spatial`` (:mod:`.spatial_pack`; the
+    defaults are the kernel's code before they were knobs)."""
 
     family = "fp32_conv2d"
     n: int
@@ -96,6 +99,9 @@ class Fp32Conv2dSpec(KernelSpec):
     vh: int = 1
     vw: int = 2
     vc: int = 8
+    reorder: tuple = DEFAULT_KNOBS["reorder"]
+    ann_reduce: tuple = DEFAULT_KNOBS["ann_reduce"]
+    ann_spatial: tuple = DEFAULT_KNOBS["ann_spatial"]
 
     def __post_init__(self):
         check_positive(self.family, n=self.n, c=self.c, h=self.h, w=self.w, oc=self.oc, kh=self.kh, kw=self.kw,
@@ -108,26 +114,12 @@ class Fp32Conv2dSpec(KernelSpec):
         if self.vc % LANES:
             raise KernelParamError(f"{self.family}: vc={self.vc} must be a multiple of {LANES} (float32x4 vectors)")
         check_bool(self.family, "relu", self.relu)
+        check_knobs(self)
         check_window(self, self.h, self.w, self.kh, self.kw, self.stride, self.pad)
         super().__post_init__()
 
-    @property
-    def oh(self):
-        return out_size(self.h, self.kh, self.stride, self.pad)
-
-    @property
-    def ow(self):
-        return out_size(self.w, self.kw, self.stride, self.pad)
-
-    @property
-    def blocks(self):
-        """(output-channel blocks, tile rows, tile columns)."""
-        return -(-self.oc // self.vc), -(-self.oh // self.vh), -(-self.ow // self.vw)
-
-    @property
-    def window(self):
-        """(rows, columns) of one tile's input window, halo included."""
-        return (self.vh - 1) * self.stride + self.kh, (self.vw - 1) * self.stride + self.kw
+    def describe(self):
+        return describe_without_default_knobs(self, ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)))
 
     def args(self):
         ob, hb, wb = self.blocks
@@ -152,83 +144,30 @@ class Fp32Conv2dSpec(KernelSpec):
         with L.loop(b, 0, self.n, "n") as n:
             self._emit_pack(b, L, inp, data_vec, n)
             with L.loop(b, 0, ob_n, "ob") as ob:
-                self._emit_tiles(b, L, wgt, bias, out, data_vec, n, ob)
+                self._emit_tiles(b, L, wgt, out, data_vec, n, ob, bias)
 
-    def _emit_pack(self, b, L, inp, data_vec, n):
-        """data_vec of image ``n``: every tile's input window, zeros in the padding."""
-        _, hb_n, wb_n = self.blocks
-        dh, dw = self.window
-        s, p = self.stride, self.pad
-        zero = _float(0.0)
-        with L.loop(b, 0, hb_n, "phb") as hb, L.loop(b, 0, wb_n, "pwb") as wb, \
-                L.loop(b, 0, self.c, "pc") as c, L.loop(b, 0, dh, "pdy") as dy:
-            iy = L.madd(b, (hb, self.vh * s), dy, -p)
-            dst = L.madd(b, (hb, wb_n * self.c * dh * dw), (wb, self.c * dh * dw), (c, dh * dw), (dy, dw))
-            x0 = L.madd(b, (wb, self.vw * s), -p)
-            row_ok = L.in_range(b, iy, 0, self.h)
-            src = L.madd(b, (n, self.c * self.h * self.w), (c, self.h * self.w), (iy, self.w))
-            with L.loop(b, 0, dw, "pdx") as dx:
-                ix = b.add(x0, dx)
-                ok = b.and_(row_ok, L.in_range(b, ix, 0, self.w))
-                with b.if_else(ok) as (inside, outside):
-                    with inside:
-                        v = L.load(b, inp, b.add(src, ix), L.F32)
-                        L.store(b, v, data_vec, L.madd(b, dst, dx), L.F32)
-                    with outside:
-                        L.store(b, zero, data_vec, L.madd(b, dst, dx), L.F32)
+    def _types(self, L):
+        return L.F32, L.F32, L.F32
 
-    def _emit_tiles(self, b, L, wgt, bias, out, data_vec, n, ob):
-        _, hb_n, wb_n = self.blocks
-        dh, dw = self.window
-        s, vc = self.stride, self.vc
-        acc_ty = L.vector(L.F32, vc)
-        accs = [[L.entry_alloca(b, acc_ty, f"acc{i}_{j}") for j in range(self.vw)] for i in range(self.vh)]
-        bias_v = L.load_vector(b, bias, L.madd(b, (ob, vc)), L.F32, vc)
-        with L.loop(b, 0, hb_n, "hb") as hb, L.loop(b, 0, wb_n, "wb") as wb:
-            for row in accs:
-                for slot in row:
-                    b.store(L.splat_const(0.0, L.F32, vc), slot)
-            tile = L.madd(b, (hb, wb_n * self.c * dh * dw), (wb, self.c * dh * dw))
-            with L.loop(b, 0, self.c, "c") as c, L.loop(b, 0, self.kh, "i") as i:
-                window = L.madd(b, tile, (c, dh * dw), (i, dw))
-                taps = L.madd(b, (ob, self.c * self.kh * self.kw * vc), (c, self.kh * self.kw * vc), (i, self.kw * vc))
-                for j in range(self.kw):
-                    w = L.load_vector(b, wgt, L.madd(b, taps, j * vc), L.F32, vc)
-                    for y, row in enumerate(accs):
-                        for x, slot in enumerate(row):
-                            d = L.load(b, data_vec, L.madd(b, window, y * s * dw + x * s + j), L.F32)
-                            b.store(b.fadd(b.load(slot, typ=acc_ty), b.fmul(L.splat(b, d, vc), w)), slot)
-            for y, row in enumerate(accs):
-                for x, slot in enumerate(row):
-                    oy, ox = L.madd(b, (hb, self.vh), y), L.madd(b, (wb, self.vw), x)
-                    v = b.fadd(b.load(slot, typ=acc_ty), bias_v)
-                    if self.relu:
-                        v = _relu(b, L, v)
-                    ok = None
-                    if self.oh % self.vh:
-                        ok = b.icmp_signed("<", oy, L.const(self.oh))
-                    if self.ow % self.vw:
-                        in_x = b.icmp_signed("<", ox, L.const(self.ow))
-                        ok = in_x if ok is None else b.and_(ok, in_x)
-                    if ok is None:
-                        self._store_lanes(b, L, out, v, n, ob, oy, ox)
-                    else:
-                        with L.when(b, ok):
-                            self._store_lanes(b, L, out, v, n, ob, oy, ox)
+    def _widen(self, b, L, value):
+        return value
 
-    def _store_lanes(self, b, L, out, v, n, ob, oy, ox):
-        """Lane k of ``v`` to out[n, ob*VC + k, oy, ox] (lanes beyond oc not stored)."""
-        plane = self.oh * self.ow
-        for k in range(self.vc):
-            o = L.madd(b, (ob, self.vc), k)
-            index = L.madd(b, (n, self.oc * plane), (o, plane), (oy, self.ow), ox)
-            value = b.extract_element(v, L.const(k))
-            if self.oc % self.vc:
-                with L.when(b, b.icmp_signed("<", o, L.const(self.oc))):
-                    L.store(b, value, out, index, L.F32)
-            else:
-                L.store(b, value, out, index, L.F32)
+    def _mac(self, b, L, acc, d, w):
+        if hasattr(w.type, "count"):  # w the VC vector: d in every lane
+            return b.fadd(acc, b.fmul(L.splat(b, d, w.type.count), w))
+        return b.fadd(acc, b.fmul(d, w))
 
+    def _tile_prologue(self, b, L, ob, bias):
+        """The bias of the block's channels: one VC vector when vc is a vector."""
+        return L.load_vector(b, bias, L.madd(b, (ob, self.vc)), L.F32, self.vc) if self._vec() else None
+
+    def _tile_epilogue(self, b, L, value, ob, k, bias, bias_v):
+        """acc + bias (then relu) of one (vh, vw): the VC vector (``k`` None) or lane ``k``."""
+        if k is None:
+            value = b.fadd(value, bias_v)
+        else:
+            value = b.fadd(value, L.load(b, bias, L.madd(b, (ob, self.vc), k), L.F32))
+        return _relu(b, L, value) if self.relu else value
 
 def pack_conv_weights(spec: Fp32Conv2dSpec, wgt, bias):
     """(oc, c, kh, kw) weights and (oc,) bias -> the spec's packed ``wgt`` and ``bias`` (numpy)."""

@@ -45,8 +45,11 @@ def share(spec, cores: int = 2):
         from ..conv import CHANNELS
         oc = _half(spec.oc, CHANNELS if spec.blocked else 1)
         return None if oc is None else _replace(spec, oc=oc)
-    if f == "fp32_conv2d":
+    if f in ("fp32_conv2d", "int8_pack_conv2d"):
         oc = _half(spec.oc, spec.vc)
+        return None if oc is None else _replace(spec, oc=oc)
+    if f == "fp32_winograd_conv2d":  # the output-channel blocks; each share transforms the whole input
+        oc = _half(spec.oc, spec.vk)
         return None if oc is None else _replace(spec, oc=oc)
     if f in ("maxpool2d", "avgpool2d", "global_avgpool", "fp32_maxpool2d", "fp32_global_avgpool"):
         c = _half(spec.c)
