@@ -203,6 +203,8 @@ def misses(rows: list[dict]) -> list[dict]:
 
 
 def format_table(rows: list[dict]) -> str:
+    if not rows:
+        return "(nothing to compare)"
     width = max(len(row["bar"]) for row in rows) + 2
     lines = [f"{'bar':<{width}}{'unit':<6}{'ours':>10}{'paper':>10}{'error':>9}{'band':>8}  within"]
     for row in rows:

@@ -1,0 +1,113 @@
+"""experiments/board_validation.py and its data: the ResNet-18 records measured on a PYNQ-Z1
+(compiler/data/board_records.csv), replayed on the simulator and the CPU model."""
+
+import pytest
+
+from compiler import paper
+from compiler.cpu_fallback.resnet18 import layer_table
+from experiments import board_validation as bv
+
+
+def resnet18_shapes():
+    return {tuple(row[k] for k in ("H_in", "W_in", "IC", "OC", "K", "stride", "pad")): row["name"]
+            for row in layer_table() if row["name"] != "fc"}
+
+
+def test_the_table_holds_the_three_logs_resnet18_records_each_with_its_file_and_line():
+    records = paper.board_records()
+    by = {}
+    for r in records:
+        by.setdefault((r["source"], r["dtype"]), []).append(r)
+    assert {k: len(v) for k, v in by.items()} == {("vta_v0.06.log", "int8"): 10, ("arm_cpu_v0.01.log", "float32"): 11,
+                                                   ("vta_v0.02.log", "int8"): 11}
+    shapes = resnet18_shapes()
+    assert len({r["record"] for r in records}) == len(records)
+    for r in records:
+        shape = tuple(r[k] for k in paper.BOARD_SHAPE)
+        assert shapes[shape] in r["layers"]
+        assert r["line"] > 1 and 1e-4 < r["measured_s"] < 1.0
+        assert all(isinstance(knob, list) and len(knob) == 3 for knob in r["knobs"])
+    # the accelerator's records cover every distinct conv shape of ResNet-18 but the stem
+    assert {tuple(r[k] for k in paper.BOARD_SHAPE) for r in paper.board_records("vta")} == \
+        set(shapes) - {(224, 224, 3, 64, 7, 2, 3)}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--targets", "gpu"], "--targets 'gpu': expected a comma-separated list of vta, arm_cpu"),
+    (["--targets", ""], "--targets '': expected"),
+    (["--records", "r99"], "--records: r99 is not a record of vta, arm_cpu"),
+    (["--targets", "vta", "--records", "r10"], "--records: r10 is not a record of vta"),
+])
+def test_a_bad_selection_is_one_line_and_status_2_before_any_work(tmp_path, capsys, argv, message):
+    assert bv.main([*argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{bv.NAME}: {message}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_summary_rows_band_the_median_and_the_worst():
+    rows = [{"record": f"r{i}", "target": "vta", "dtype": "int8", "layers": "x", "predicted_ms": p,
+             "measured_ms": 1.0, "error": p - 1.0} for i, p in enumerate((1.02, 0.97, 1.12))]
+    table = {r["bar"]: r for r in bv.comparison(rows)}
+    assert table["vta: median |error|"]["ours"] == pytest.approx(3.0)
+    assert table["vta: median |error|"]["error"] == pytest.approx(0.03)
+    assert table["vta: median |error|"]["within"] == "yes"
+    assert table["vta: worst |error|"]["ours"] == pytest.approx(12.0)
+    assert table["vta: worst |error|"]["within"] == "NO"
+    assert table["r2 vta int8 x"]["within"] == "NO" and table["r0 vta int8 x"]["within"] == "yes"
+
+
+def test_an_accelerator_record_is_replayed_with_its_knobs_and_compared(tmp_path, capsys, read_rows):
+    from dse.vta_replay import replay
+
+    assert bv.main(["--targets", "vta", "--records", "r09", "--out", str(tmp_path)]) == 0
+    (row,) = read_rows(tmp_path / "board_validation_records.csv")
+    record = next(r for r in paper.board_records("vta") if r["record"] == "r09")
+    expected = replay(record, "vta-pynq", check=False)
+    assert int(row["cycles"]) == expected["cycles"]
+    assert float(row["predicted_ms"]) == pytest.approx(expected["seconds"] * 1e3, rel=1e-4)
+    assert float(row["measured_ms"]) == pytest.approx(record["measured_s"] * 1e3, rel=1e-4)
+    assert float(row["error"]) == pytest.approx(float(row["predicted_ms"]) / float(row["measured_ms"]) - 1, abs=1e-3)
+    assert "row_loop=1" in row["schedule"] and row["own_schedule"] and float(row["runtime_ms"]) > 0
+    assert row["source"] == f"vta_v0.06.log:{record['line']}"
+    table = {r["bar"]: r for r in read_rows(tmp_path / "board_validation.csv")}
+    assert table["r09 vta int8 layer4.0.downsample"]["band"] == "0.1"
+    assert {"vta: median |error|", "vta: worst |error|"} <= set(table)
+    for name in ("board_validation.png", "board_validation.pdf", "board_validation_options.csv",
+                 "board_validation_parameters.csv"):
+        assert (tmp_path / name).stat().st_size > 0
+    out = capsys.readouterr().out
+    assert "Held against the board: 1 ResNet-18 records" in out and "r09 vta int8" in out
+
+
+def test_a_cpu_record_is_priced_with_its_knobs_on_two_cores(tmp_path, read_rows):
+    from compiler.cpu_fallback.tvm_knobs import replay
+
+    assert bv.main(["--targets", "arm_cpu", "--records", "r25", "--out", str(tmp_path)]) == 0
+    (row,) = read_rows(tmp_path / "board_validation_records.csv")
+    record = next(r for r in paper.board_records("arm_cpu") if r["record"] == "r25")
+    expected = replay(record, cpu="cortex-a9")
+    assert float(row["predicted_ms"]) == pytest.approx(expected["modelled_s"] * 1e3, rel=1e-4)
+    assert float(row["error"]) == pytest.approx(float(row["predicted_ms"]) / float(row["measured_ms"]) - 1, abs=1e-3)
+    assert row["dtype"] == "int8" and row["source"] == f"vta_v0.02.log:{record['line']}"
+    assert row["schedule"] == expected["spec"] and "2 threads" in row["note"]
+    assert row["own_schedule"] == "" and row["runtime_ms"] == ""
+
+
+def test_a_record_the_generator_refuses_is_listed_not_replayed(tmp_path, capsys, read_rows, monkeypatch):
+    from compiler.cpu_fallback import tvm_knobs
+
+    real = tvm_knobs.replay
+
+    def refuse(record, cpu):
+        if record["record"] != "r17":
+            return real(record, cpu=cpu)
+        raise tvm_knobs.RecordError(f"record {record['record']}: template 'winograd' is not generated")
+
+    monkeypatch.setattr(tvm_knobs, "replay", refuse)
+    assert bv.main(["--targets", "arm_cpu", "--records", "r17,r25", "--out", str(tmp_path)]) == 0
+    rows = {r["record"]: r for r in read_rows(tmp_path / "board_validation_records.csv")}
+    assert rows["r17"]["predicted_ms"] == "" and rows["r17"]["note"].startswith("not replayed: record r17: template")
+    table = {r["bar"] for r in read_rows(tmp_path / "board_validation.csv")}
+    assert not any(bar.startswith("r17 ") for bar in table) and any(bar.startswith("r25 ") for bar in table)
+    assert "not replayed: r17 (see" in capsys.readouterr().out
