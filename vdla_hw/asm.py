@@ -128,7 +128,7 @@ class _Parser:
         self.started = False                             # data or an instruction seen
         self.symbols: dict[str, Symbol] = {}
         self.defined: dict[str, int] = {}                # symbol -> its line
-        self.writes: list[tuple[int, bytes, int]] = []   # (byte offset, bytes, line), in text order
+        self.writes: list[tuple[int, bytes, int]] = []   # (byte offset, bytes or a uint8 array, line), in text order
         self.cursor = 0                                  # end of the data placed so far (bytes)
         self.stream: list[bytes] = []                    # encoded instructions
         self.once: dict[str, tuple[object, int]] = {}    # .image/.text/.meta -> (value, line)
@@ -236,9 +236,9 @@ class _Parser:
                 seed = self.number(rest[1], line)
                 if not 0 <= seed < 1 << 64:
                     raise self.error(line, f"random seed {seed} must be in 0..2**64-1")
-                low, high = (-128, 128) if info.bits == 8 else (-1000, 1000)
-                values = np.random.default_rng(seed).integers(low, high, size=count * per)
-            elif rest[0] == "values":
+                self.place(name, mem, count, line, at, shape, random_payload(seed, count * per, dtype))
+                return
+            if rest[0] == "values":
                 values = [self.number(w, line) for w in rest[1:]]
                 if len(values) != count * per:
                     raise self.error(line, f"{count} {mem} elements need {count * per} values, got {len(values)}")
@@ -457,6 +457,22 @@ class _Parser:
                           symbols=dict(self.symbols), meta=meta)
         except VdlaError as err:
             raise AsmError(self.source, 0, str(err)) from None
+
+
+RANDOM_CHUNK = 1 << 20  # values drawn at a time by .data ... random (bounds its int64 scratch to 8 MiB)
+
+
+def random_payload(seed: int, count: int, dtype: np.dtype) -> np.ndarray:
+    """The bytes (a uint8 array) of ``count`` seeded random values of ``dtype``: int8 in
+    [-128, 127], wider types in [-1000, 999]. Drawn in chunks straight into the result, so a
+    128 MiB symbol needs 128 MiB, not eight times that as one int64 array; the values are the
+    same as one ``integers(low, high, size=count)`` call of the seed's generator."""
+    low, high = (-128, 128) if dtype.itemsize == 1 else (-1000, 1000)
+    out = np.empty(count, dtype=dtype)
+    rng = np.random.default_rng(seed)
+    for start in range(0, count, RANDOM_CHUNK):
+        out[start:start + RANDOM_CHUNK] = rng.integers(low, high, size=min(RANDOM_CHUNK, count - start))
+    return out.view(np.uint8)
 
 
 def assemble(text: str, config: str | Config | None = None, source: str = "<asm>") -> Bundle:

@@ -90,3 +90,12 @@ def test_json_configurations(preset, params):
                                                                                '{"preset": "tiny"} trailing'])))
 def test_json_configuration_text(text):
     outcome(load_config, text)
+
+
+def test_a_large_random_symbol_costs_about_its_size_not_eight_times():
+    """Found by the fuzzer: `.data a inp 19170749 random 0` (a 77 MB symbol on tiny) peaked at
+    767 MB, its values drawn as one int64 array and copied twice; now they are drawn in chunks
+    straight into the symbol's bytes."""
+    kind, bundle = outcome(assemble, ".config tiny\n.data a inp 19170749 random 0\nFINISH\n", source="fuzz.s",
+                           seconds=30)
+    assert kind == "ok" and bundle.dram.nbytes > 19170749 * 4
