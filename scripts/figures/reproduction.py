@@ -1,10 +1,11 @@
 """The generated figures of docs/reproduction.md: each study's comparison at the papers' 224x224,
 computed by the study's own code (experiments/), printed as the doc's markdown.
 
-    python scripts/figures/reproduction.py fig21 | fig10 | fig8 MODEL
+    python scripts/figures/reproduction.py fig21 | fig10 | fig8 MODEL | board
 
 fig21 and fig8 run the study's network (``run_network`` with the study's options), fig10 compiles
-and simulates each layer both ways; nothing is read from earlier results.
+and simulates each layer both ways, board replays every board record (experiments.board_validation);
+nothing is read from earlier results.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's root
 
 from compiler import paper  # noqa: E402
-from experiments import study, tvm_fig10, tvm_fig21, vta_fig8  # noqa: E402
+from experiments import board_validation, study, tvm_fig10, tvm_fig21, vta_fig8  # noqa: E402
 
 RESOLUTION = paper.PAPER_RESOLUTION
 
@@ -103,7 +104,35 @@ def fig10() -> str:
     return "\n".join(lines)
 
 
-BLOCKS = {"fig21": fig21, "fig10": fig10, "fig8": fig8}
+def board() -> str:
+    """The verdict, then one line per board record: layer, shape, the log and line, measured,
+    predicted and the error with its band; then each target's median and worst |error|."""
+    rows = board_validation.measure(paper.board_records(), load_config(board_validation.VTA_CONFIG))
+    table = board_validation.comparison(rows)
+    lines = ["| record | target | layer | shape | log:line | measured | predicted | error | band |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    banded = {r["bar"]: r for r in table}
+    for row in rows:
+        cell = banded.get(board_validation.label(row))
+        verdict = "not replayed" if cell is None else band(cell)
+        predicted = "" if row["predicted_ms"] is None else f"{row['predicted_ms']:.3g} ms"
+        error_text = "" if row["error"] is None else f"{row['error']:+.1%}"
+        lines.append(f"| {row['record']} | {row['target']} {row['dtype']} | {row['layers'].split()[0]} | {row['shape']} "
+                     f"| {row['source']} | {row['measured_ms']:.3g} ms | {predicted} | {error_text} | {verdict} |")
+    for row in table:
+        if row["unit"] == "|err|":
+            bar = row["bar"].replace("|", "\\|")  # a markdown cell
+            lines.append(f"| | | {bar} | | | | | {row['ours']:.3g} % | {band(row)} |")
+    return board_validation.verdict(rows, table) + "\n\n" + "\n".join(lines)
+
+
+def load_config(name: str):
+    from vdla_hw.config import load_config as load
+
+    return load(name)
+
+
+BLOCKS = {"fig21": fig21, "fig10": fig10, "fig8": fig8, "board": board}
 
 
 if __name__ == "__main__":
