@@ -114,3 +114,20 @@ def test_figures_are_drawn_without_pyplot_and_the_timeline_spans_are_rasterized(
     assert done.stdout.split()[-3:] == ["False", "False", "True"], done.stdout
     assert b"/Subtype /Image" in (out / "timeline.pdf").read_bytes()
     assert b"/Subtype /Image" not in (out / "layer_speedup.pdf").read_bytes()  # vector where it is cheap
+
+
+def test_each_fig21_bar_says_which_system_it_is():
+    from types import SimpleNamespace
+
+    from vdla.plots import PAPER_SYSTEMS, fig21_data
+
+    cats = {"layer0": 0.1, "conv": 1.0, "other": 0.1}
+    cpu_model = {"name": "cortex-a9", "baseline": {"name": "fp32"}, "threads": 2}
+    report = SimpleNamespace(model="resnet18", resolution=224, config_name="osdi18",
+                             totals={"categories": {"cpu_only": cats, "cpu_plus_vdla": cats}, "cpu_model": cpu_model})
+    labels = [label for label, _, _ in fig21_data(report)["bars"]]
+    assert labels == ["CPU only\n(ours, modelled:\ncortex-a9, fp32, 2 cores)",
+                      f"CPU only\n(paper, {PAPER_SYSTEMS[0]})",
+                      "CPU + VDLA\n(ours, simulated:\nosdi18)", f"CPU + VDLA\n(paper, {PAPER_SYSTEMS[1]})"]
+    report.resolution = 32
+    assert [label for label, _, _ in fig21_data(report)["bars"]][0].endswith("cortex-a9, fp32, 2 cores)")
