@@ -5,7 +5,8 @@ it prices (compile, profile, llvm-mca: ~0.3 s of CPU each, tens per network). :d
 the runs whose analyses are shipped: every built-in model at its default resolution on every
 preset but ``tiny`` (a 4x4-block test configuration, whose ResNet run spends minutes in schedule
 search and simulation, beside which its analyses are small), with the default CPU, baseline and
-thread count. :func:`job_specs` finds the kernels a
+thread count; and the kernels of the A9's board records (:func:`record_specs`, what
+``experiments.board_validation`` prices). :func:`job_specs` finds the kernels a
 job asks the CPU model for exactly as the run does (``placement_cost.kernel_specs`` of the rule
 placement's candidates, then ``CpuModel.analysed_specs``); :func:`write` analyses them and
 writes the file with the key basis (sources, tools, CPU data) the keys were made under, which
@@ -59,6 +60,25 @@ def job_specs(model: str, preset: str, cpu_model) -> list:
                                *(k for s in dict.fromkeys(named) for k in cpu_model.analysed_specs(s))]))
 
 
+def record_ids() -> list[str]:
+    """The A9 records of compiler/data/board_records.csv whose kernels are shipped."""
+    from compiler.paper import board_records
+
+    return [r["record"] for r in board_records("arm_cpu")]
+
+
+def record_specs(cpu) -> list:
+    """Every kernel spec ``compiler.cpu_fallback.tvm_knobs.replay`` has analysed for the A9
+    records (each record's kernel with its knobs on TVM's two cores, and its share per core)."""
+    from compiler.cpu_fallback.cost import CpuModel
+    from compiler.cpu_fallback.tvm_knobs import THREADS, cpu_spec_from_record
+    from compiler.paper import board_records
+
+    model = CpuModel(cpu, threads=THREADS, workers=1)
+    specs = [k for r in board_records("arm_cpu") for k in model.analysed_specs(cpu_spec_from_record(r))]
+    return list(dict.fromkeys(specs))
+
+
 def write(cpu_name: str | None = None, progress=print) -> dict:
     """Analyse every spec of :func:`jobs` and write the shipped file of ``cpu_name``; returns it."""
     from compiler.cpu_fallback.cost import analysis
@@ -74,8 +94,15 @@ def write(cpu_name: str | None = None, progress=print) -> dict:
             key = analysis.cache_key(spec, cpu_model.cpu)
             if key not in entries:
                 entries[key] = {"spec": spec.describe(), "analysis": analysis.analyse(spec, cpu_model.cpu).to_json()}
+    specs = record_specs(cpu_model.cpu)
+    progress(f"board records {', '.join(record_ids())}: {len(specs)} kernels")
+    for spec in specs:
+        key = analysis.cache_key(spec, cpu_model.cpu)
+        if key not in entries:
+            entries[key] = {"spec": spec.describe(), "analysis": analysis.analyse(spec, cpu_model.cpu).to_json()}
     data = {"note": NOTE, "cpu": cpu_model.cpu.name, "key_basis": analysis.key_basis(cpu_model.cpu),
             "jobs": [{"model": m, "config": c, "resolution": RESOLUTION} for m, c in jobs()],
+            "board_records": record_ids(),
             "entries": dict(sorted(entries.items()))}
     path = analysis.shipped_path(cpu_model.cpu.name)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -98,4 +125,6 @@ def stale(cpu_name: str) -> str | None:
                 f"{analysis.key_basis(load_cpu(cpu_name))}")
     if data.get("jobs") != [{"model": m, "config": c, "resolution": RESOLUTION} for m, c in jobs()]:
         return f"{path}: its jobs are not today's (presets or built-in models changed)"
+    if data.get("board_records") != record_ids():
+        return f"{path}: its board records are not today's (compiler/data/board_records.csv changed)"
     return None
