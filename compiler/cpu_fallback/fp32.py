@@ -35,7 +35,7 @@ a kernel's result is the same on every target (numpy's order differs by rounding
 import dataclasses
 
 from .errors import KernelParamError
-from .spatial_pack import DEFAULT_KNOBS, SpatialPackNest, check_knobs, describe_without_default_knobs
+from .spatial_pack import DEFAULT_KNOBS, SpatialPackNest, check_knobs
 from .spec import ArgSpec, KernelSpec, Work, check_bool, check_positive, check_range, check_window, out_size
 
 LANES = 4  # float32 lanes of one NEON quad register
@@ -117,9 +117,6 @@ class Fp32Conv2dSpec(SpatialPackNest, KernelSpec):
         check_knobs(self)
         check_window(self, self.h, self.w, self.kh, self.kw, self.stride, self.pad)
         super().__post_init__()
-
-    def describe(self):
-        return describe_without_default_knobs(self, ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)))
 
     def args(self):
         ob, hb, wb = self.blocks

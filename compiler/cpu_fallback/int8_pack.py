@@ -21,7 +21,7 @@ is checked). This kernel is for the cost model and the board-record replay
 import dataclasses
 
 from .errors import KernelParamError
-from .spatial_pack import DEFAULT_KNOBS, MAX_UNROLL, SpatialPackNest, check_knobs, describe_without_default_knobs
+from .spatial_pack import DEFAULT_KNOBS, MAX_UNROLL, SpatialPackNest, check_knobs
 from .spec import ArgSpec, KernelSpec, Work, check_positive, check_range, check_window
 
 MAX_TAPS = 1 << 17  # c * kh * kw: 2**17 * 2**14 = 2**31 bounds the int32 sum
@@ -65,9 +65,6 @@ class Int8PackConv2dSpec(SpatialPackNest, KernelSpec):
         check_knobs(self)
         check_window(self, self.h, self.w, self.kh, self.kw, self.stride, self.pad)
         super().__post_init__()
-
-    def describe(self):
-        return describe_without_default_knobs(self, ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)))
 
     def args(self):
         ob, hb, wb = self.blocks

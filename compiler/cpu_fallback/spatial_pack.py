@@ -26,6 +26,8 @@ array of VH*VW*VC elements indexed by the loops. Each value is loaded once its l
 (the weights' VC vector once kh and kw are, as LLVM's loop-invariant code motion would).
 """
 
+import dataclasses
+
 from .errors import KernelParamError
 from .spec import out_size
 
@@ -63,13 +65,6 @@ def check_knobs(spec):
                                f"or vw is not generated)")
 
 
-def describe_without_default_knobs(spec, fields):
-    """``Name(field=value, ...)`` of ``fields`` (name, value), knobs at their defaults left out."""
-    shown = ", ".join(f"{name}={value!r}" for name, value in fields
-                      if not (name in DEFAULT_KNOBS and tuple(value) == DEFAULT_KNOBS[name]))
-    return f"{type(spec).__name__}({shown})"
-
-
 class SpatialPackNest:
     """Spatial-pack NCHW conv under TVM's knobs, a mixin of the conv specs: per image the packed
     input windows (``data_vec``), then per channel block and output tile the reduction in the
@@ -83,6 +78,13 @@ class SpatialPackNest:
     ``_tile_epilogue(b, L, value, ob, k, extra, state)`` -> the value stored (the VC vector when
     ``k`` is None, else lane ``k``).
     """
+
+    def describe(self):
+        """``Name(field=value, ...)`` with the knobs at their defaults left out (so a spec of
+        today's default kernel keeps the description, and the cache key, it had before the knobs)."""
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
+                          if not (f.name in DEFAULT_KNOBS and tuple(getattr(self, f.name)) == DEFAULT_KNOBS[f.name]))
+        return f"{type(self).__name__}({shown})"
 
     @property
     def oh(self):
