@@ -6,6 +6,12 @@ the holder's pid (written into the lock file). The lock is the kernel's: it goes
 process that held it, however that process ends (``kill -9`` included), so a stale lock file
 never blocks a re-run. Within one process the lock is re-entrant (``vdla sweep`` takes it before
 preparing the models, :func:`dse.runner.run_sweep` again around the run).
+
+The lock file is opened without following a symbolic link (``O_NOFOLLOW``) and without
+truncating: a ``.sweep.lock`` that is a symbolic link, not a regular file, or a hard link to
+another file is refused (:class:`SweepLockFileError`) before anything is written, so a planted
+link cannot make a sweep overwrite its target with a pid. Only once the lock is ours is the
+file emptied and our pid written into it.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 from pathlib import Path
 
 from vdla_hw.errors import VdlaError
@@ -29,6 +36,38 @@ class SweepBusyError(VdlaError):
         self.folder, self.holder = folder, holder
         super().__init__(f"{folder}: another sweep ({holder}) is writing to this directory; wait for it to finish "
                          "or give another -o DIR")
+
+
+class SweepLockFileError(VdlaError):
+    """``DIR/.sweep.lock`` is not a plain file of its own (a symbolic link, a FIFO, a hard link)."""
+
+    def __init__(self, path: Path, what: str):
+        self.path = path
+        super().__init__(f"{path}: the sweep lock file is {what}; remove it (a sweep writes its pid "
+                         "into this file) or give another -o DIR")
+
+
+def _open_lock(path: Path):
+    """``path`` opened for reading and writing, created if missing, never through a symbolic link
+    and never truncated here; :class:`SweepLockFileError` unless it is a regular file with one link."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as err:
+        if os.path.islink(path):  # ELOOP (Linux) or EMLINK (some BSDs) from O_NOFOLLOW
+            raise SweepLockFileError(path, "a symbolic link") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SweepLockFileError(path, "not a regular file")
+        if info.st_nlink != 1:
+            raise SweepLockFileError(path, f"a hard link ({info.st_nlink} names for one file)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "r+b")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _holder(fh) -> str:
@@ -51,13 +90,14 @@ def sweep_lock(folder: str | Path):
         finally:
             _held[key][1] -= 1
         return
-    fh = open(key / LOCK_NAME, "a+b")
+    fh = _open_lock(key / LOCK_NAME)
     try:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise SweepBusyError(folder, _holder(fh)) from None
         fh.truncate(0)
+        fh.seek(0)
         fh.write(f"{os.getpid()}\n".encode())
         fh.flush()
         _held[key] = [fh, 1]

@@ -17,7 +17,8 @@ that collects no tests.
 Before the mutants, each distinct selection runs once unmutated and must pass (``--no-baseline``
 skips this): a selection that fails anyway would "kill" every mutant it is given.
 
-Progress goes to stderr, the table to stdout. The selections are kept small so the whole run
+Progress goes to stderr, the table to stdout; a closed stdout (``--list | head``) ends quietly
+with exit status 141, as ``vdla`` does. The selections are kept small so the whole run
 stays under 10 minutes on a 2-core machine (``--record``: README's Performance table shows the score and time);
 tests/test_mutants.py runs a few of them in CI through :func:`run`.
 """
@@ -321,5 +322,24 @@ def main(argv=None) -> int:
     return 0 if value >= TARGET and not any(r["status"] == "error" for r in rows) else 1  # 2: baseline fails
 
 
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a killed ``cat`` gives (as ``vdla``)
+
+
+def _main_quiet_on_closed_pipe() -> int:
+    """:func:`main`, ending quietly when the reader of stdout went away (``--list | head``):
+    stdout is pointed at /dev/null so the final flush cannot fail again, nothing is printed on
+    stderr and the exit status is :data:`EXIT_BROKEN_PIPE`."""
+    try:
+        code = main()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_BROKEN_PIPE
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main_quiet_on_closed_pipe())

@@ -44,3 +44,19 @@ def test_the_fast_subset_is_killed():
     rows = mutants.run(mutants.by_name(FAST), python=sys.executable)
     assert [(r["name"], r["status"]) for r in rows] == [(name, "killed") for name in FAST], rows
     assert mutants.score(rows) == 1.0
+
+
+def test_a_closed_stdout_pipe_ends_quietly():
+    """``scripts/mutants.py --list | head`` ended in a BrokenPipeError traceback: now a reader
+    that closed before the list was written gives exit status 141 and nothing on stderr."""
+    import os
+    import subprocess
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the script writes
+    try:
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "mutants.py"), "--list"], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")

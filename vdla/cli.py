@@ -35,6 +35,9 @@ from this module and :mod:`vdla.argtypes`, and that new commands keep by using t
   A command that refuses a model under ``--json`` (``run``, ``deploy``, ``sweep``: a
   ``compiler.frontend.ModelError``) also prints ``{"error": {...}}`` on stdout, with every
   unsupported node listed (:func:`_json_error`); the one line on stderr and status 2 stay.
+* **An error line is capped**: at most :data:`ERROR_LIMIT` characters follow ``vdla: error: ``
+  (a message may quote a node name or a file's text of any size); a longer message is cut and
+  ends with ``... [N more characters cut]`` (:func:`_capped`).
 
 Only the standard library is imported at module level: everything else loads inside
 :func:`main`'s handlers, so an interrupt or an error while importing is reported like any other.
@@ -62,6 +65,8 @@ EXIT_USER_ERROR = 2
 EXIT_INTERNAL_ERROR = 1
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 EXIT_INTERRUPTED = interrupts.EXIT_INTERRUPTED
+ERROR_LIMIT = 4096  # characters of an error message on its line, the cut marker included
+_CUT_MARKER_ROOM = 48  # " ... [N more characters cut]" for any N below 10**20
 
 
 def _print_json(data) -> None:
@@ -357,7 +362,7 @@ def _main(argv: list[str] | None) -> int:
             raise KeyboardInterrupt from None
         if os.environ.get("VDLA_DEBUG"):
             raise
-        return _error(f"{type(err).__name__}: {err} (a bug: please report it with the command line; "
+        return _error(f"{type(err).__name__}: {_capped(str(err), ERROR_LIMIT - 200)} (a bug: please report it with the command line; "
                       "VDLA_DEBUG=1 shows the traceback)", EXIT_INTERNAL_ERROR, prefix="vdla: internal error: ")
 
 
@@ -373,13 +378,25 @@ def _json_error(args, err) -> None:
             pass
 
 
-def _error(message: str, code: int, prefix: str = "vdla: error: ") -> int:
-    """Print ``prefix + message`` as one line on stderr (whitespace runs joined, control
-    characters escaped: a message may quote a file name or text from a file or the network)."""
+def _capped(message: str, limit: int = ERROR_LIMIT) -> str:
+    """``message`` as one printable line (whitespace runs joined, control characters escaped) of
+    at most ``limit`` characters: a longer one keeps its start and ends with
+    ``... [N more characters cut]``, N counted in the escaped text."""
     from vdla_hw.files import printable
 
+    text = printable(" ".join(message.split()))
+    if len(text) <= limit:
+        return text
+    keep = max(0, limit - _CUT_MARKER_ROOM)
+    return f"{text[:keep]} ... [{len(text) - keep} more characters cut]"
+
+
+def _error(message: str, code: int, prefix: str = "vdla: error: ") -> int:
+    """Print ``prefix + message`` as one line on stderr (whitespace runs joined, control
+    characters escaped: a message may quote a file name or text from a file or the network),
+    the message capped at :data:`ERROR_LIMIT` characters (:func:`_capped`)."""
     try:
-        print(prefix + printable(" ".join(message.split())), file=sys.stderr)
+        print(prefix + _capped(message), file=sys.stderr)
     except (BrokenPipeError, OSError):
         pass
     return code

@@ -652,3 +652,50 @@ def test_a_client_still_sending_reads_the_refusal(test_server):
         time.sleep(0.2)
         with pytest.raises(ServerBusy, match="server busy: 67108864 bytes of other uploads held"):
             request(address, {"op": "run"}, {"b": bytes(48 << 20)}, key=KEY, timeout_s=30)
+
+
+@pytest.fixture
+def high_socketpair():
+    """A connected socket pair whose server side has a descriptor number above 1023 (``os.dup2``
+    onto a high number, the soft RLIMIT_NOFILE raised to the hard one if needed); both closed after."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    high = 1100
+    if hard != resource.RLIM_INFINITY and hard <= high:
+        pytest.skip(f"RLIMIT_NOFILE hard limit {hard} leaves no descriptor above 1023")
+    if soft != resource.RLIM_INFINITY and soft <= high:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (high + 1, hard))
+    a, b = socket.socketpair()
+    while True:  # a free number above 1023 (another test may hold one)
+        try:
+            os.fstat(high)
+            high += 1
+        except OSError:
+            break
+    os.dup2(a.fileno(), high)
+    a.close()
+    conn = socket.socket(fileno=high)
+    try:
+        yield conn, b
+    finally:
+        conn.close()
+        b.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_client_is_not_taken_for_gone_when_its_descriptor_is_above_1023(high_socketpair):
+    """Issue 45 finding 5: the server checked for a closed client with ``select.select``, which
+    raises ValueError for a descriptor >= 1024, taken as 'client gone': with ~1,100 idle
+    connections open, runs were cancelled. ``_gone`` now polls: a live client (idle, or with bytes
+    waiting) is not gone; a closed one is."""
+    from driver.server import _gone
+
+    conn, peer = high_socketpair
+    assert conn.fileno() > 1023
+    assert not _gone(conn)
+    peer.send(b"x")
+    assert not _gone(conn)
+    assert conn.recv(1) == b"x"
+    peer.close()
+    assert _gone(conn)

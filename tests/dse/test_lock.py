@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dse.lock import SweepBusyError, sweep_lock
+from dse.lock import SweepBusyError, SweepLockFileError, sweep_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLD = "import sys\nfrom dse.lock import sweep_lock\nwith sweep_lock(sys.argv[1]):\n    print('held', flush=True)\n" \
@@ -72,3 +72,31 @@ def test_the_lock_is_reentrant_within_a_process(tmp_path):
             pass
         assert f"(pid {os.getpid()})" in other_process_tries(tmp_path)  # still held after the inner block
     assert other_process_tries(tmp_path) == "got it"
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink", "fifo"])
+def test_a_lock_file_that_is_not_our_own_is_refused_and_left_alone(capsys, tmp_path, kind):
+    """Issue 45 finding 4: ``DIR/.sweep.lock`` planted as a link to another file was opened
+    through the link, truncated and given a pid; now ``vdla sweep`` refuses it with one line,
+    exit status 2, and the target keeps its content."""
+    from tests.vdla.test_cli import EXAMPLE
+    from tests.vdla.test_user_errors import one_line_error
+
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    lock = out / ".sweep.lock"
+    if kind == "symlink":
+        lock.symlink_to(target)
+    elif kind == "hardlink":
+        os.link(target, lock)
+    else:
+        os.mkfifo(lock)
+    words = {"symlink": "is a symbolic link", "hardlink": "is a hard link", "fifo": "is not a regular file"}[kind]
+    one_line_error(capsys, "sweep", EXAMPLE.parent / "sweep_resnet18.json", "-o", out, words=words)
+    assert target.read_text() == "keep me\n"
+    with pytest.raises(SweepLockFileError):
+        with sweep_lock(out):
+            pass
+    assert target.read_text() == "keep me\n"

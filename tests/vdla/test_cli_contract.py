@@ -186,3 +186,33 @@ def test_every_json_output_is_strict(capsys, tmp_path, monkeypatch):
     capsys.readouterr()
     assert main(["hw", "synth", "--config", "tiny", "--json"]) == 0
     assert strict_json(capsys.readouterr().out) == {"fmax_mhz": None, "slack_ns": None, "lut": 1}
+
+
+@pytest.mark.parametrize("kind", ["user", "internal"])
+def test_an_error_line_is_capped_and_says_how_much_was_cut(capsys, monkeypatch, kind):
+    """Issue 45 finding 14: an 8 MiB node name printed an 8 MB error line. The message after
+    the prefix is now at most cli.ERROR_LIMIT characters, ending with how many were cut; short
+    messages are unchanged."""
+    import vdla_hw.config
+    from vdla_hw.errors import VdlaError
+
+    size = 8 << 20
+    error = VdlaError if kind == "user" else RuntimeError
+
+    def refuse(*_args, **_kwargs):
+        raise error(f"node {'n' * size}: unsupported op")
+
+    monkeypatch.setattr(vdla_hw.config, "load_config", refuse)
+    code = main(["config", "show"])
+    out, err = capsys.readouterr()
+    prefix = "vdla: error: " if kind == "user" else "vdla: internal error: "
+    assert code == (2 if kind == "user" else 1) and out == ""
+    assert err.count("\n") == 1 and err.startswith(prefix) and "Traceback" not in err
+    line = err[:-1]
+    assert len(line) - len(prefix) <= cli.ERROR_LIMIT
+    cut = len("node ") + size + len(": unsupported op") - (cli.ERROR_LIMIT - cli._CUT_MARKER_ROOM)
+    if kind == "user":
+        assert line.endswith(f"nnn ... [{cut} more characters cut]")
+    else:  # the hint after the cut message stays
+        assert " more characters cut] (a bug: please report it" in line and line.endswith("shows the traceback)")
+    assert cli._capped("node a: unsupported op") == "node a: unsupported op"
