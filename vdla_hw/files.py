@@ -143,12 +143,18 @@ def read_checked(path: str | Path, what: str, max_bytes: int, limit: str, *,
     even if the file grows meanwhile (then refused)."""
     with open_checked(path, what, max_bytes, limit, inside=inside) as fh:
         try:
-            data = fh.read(max_bytes + 1)
+            # read(n) allocates n bytes first: ask for the size fstat gave, then for what a
+            # growing file (or a /proc file, whose size reads 0) holds beyond it, in 1 MiB steps
+            chunks = [fh.read(os.fstat(fh.fileno()).st_size)]
+            total = len(chunks[0])
+            while total <= max_bytes and (chunk := fh.read(min(1 << 20, max_bytes + 1 - total))):
+                chunks.append(chunk)
+                total += len(chunk)
         except OSError as err:
             raise FileRefused(str(path), f"cannot read the {what} ({err.strerror or err})") from None
-    if len(data) > max_bytes:
+    if total > max_bytes:
         raise FileRefused(str(path), f"the {what} grew past the {mib(max_bytes)} limit ({limit}) while being read")
-    return data
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def json_loads(text: str | bytes, where: str):
