@@ -104,18 +104,38 @@ def test_external_data_on_a_fifo_is_refused_not_waited_for(base_seconds, tmp_pat
             cache=tmp_path / "cache" if cache == "on" else None)
 
 
-@pytest.mark.parametrize("location", ["../../etc/passwd", "/etc/passwd", "/proc/self/environ"])
-def test_external_data_outside_the_folder_is_refused(base_seconds, tmp_path, location):
+@pytest.mark.parametrize("form", ["relative", "absolute", "link"])
+def test_external_data_outside_the_folder_is_refused_before_it_is_opened(base_seconds, tmp_path, form):
+    """``../../outside``, its absolute path, or a link in the folder leading to it: refused by
+    where it is, before it is opened. The file outside is a FIFO, so opening or reading it (as
+    ``/etc/passwd`` or ``/proc/self/environ`` were, read whole and hashed before being refused)
+    would hang the run."""
     folder = tmp_path / "a" / "b"
     folder.mkdir(parents=True)
+    os.mkfifo(tmp_path / "outside")
+    location = {"relative": "../../outside", "absolute": str(tmp_path / "outside"), "link": "w.data"}[form]
+    if form == "link":
+        (folder / "w.data").symlink_to(tmp_path / "outside")
     model = _external_model(folder, location)
     refused(base_seconds, "run", model, words=["m.onnx", location, "outside the model's folder"])
 
 
-def test_external_data_through_a_link_leading_out_is_refused(base_seconds, tmp_path):
-    (tmp_path / "w.data").symlink_to("/etc/passwd")
-    model = _external_model(tmp_path, "w.data")
-    refused(base_seconds, "run", model, words=["m.onnx", "w.data", "outside the model's folder"])
+@pytest.mark.parametrize("location", ["/etc/passwd", "../../../../../../../../etc/passwd", "/proc/self/environ"])
+def test_system_files_as_external_data_are_refused_unopened(base_seconds, tmp_path, monkeypatch, location):
+    """Refused with one line by the CLI, and never opened while the cache key is computed
+    (``model_source`` once read them whole and hashed them before onnx_read refused them)."""
+    import io
+
+    from vdla.network import model_source
+
+    model = _external_model(tmp_path, location)
+    refused(base_seconds, "run", model, words=["m.onnx", location, "outside the model's folder"])
+    opened = []
+    real_io_open, real_os_open = io.open, os.open
+    monkeypatch.setattr(io, "open", lambda file, *a, **k: opened.append(str(file)) or real_io_open(file, *a, **k))
+    monkeypatch.setattr(os, "open", lambda file, *a, **k: opened.append(str(file)) or real_os_open(file, *a, **k))
+    assert model_source(str(model)) is None
+    assert not [name for name in opened if "passwd" in name or "environ" in name], opened
 
 
 def test_a_fifo_as_the_model_is_refused(base_seconds, tmp_path):
