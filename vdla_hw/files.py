@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Callable
 
 from vdla_hw.errors import FileRefused, VdlaError
-from vdla_hw.limits import mib
 
 MAX_TEXT_BYTES = 16 << 20  # a configuration, sweep space or assembly file: far larger than any real one
 
@@ -128,7 +127,7 @@ def open_checked(path: str | Path, what: str, max_bytes: int, limit: str, *,
         if not stat.S_ISREG(info.st_mode):
             raise FileRefused(str(path), f"the {what} is {_kind(info.st_mode)}, not a regular file")
         if info.st_size > max_bytes:
-            raise FileRefused(str(path), f"the {what} has {info.st_size} bytes, more than the {mib(max_bytes)} "
+            raise FileRefused(str(path), f"the {what} has {info.st_size} bytes, more than the {max_bytes}-byte "
                               f"limit ({limit})")
         os.set_blocking(fd, True)  # a regular file: reads never block, and now they may wait for the disk
         return os.fdopen(fd, "rb")
@@ -153,7 +152,7 @@ def read_checked(path: str | Path, what: str, max_bytes: int, limit: str, *,
         except OSError as err:
             raise FileRefused(str(path), f"cannot read the {what} ({err.strerror or err})") from None
     if total > max_bytes:
-        raise FileRefused(str(path), f"the {what} grew past the {mib(max_bytes)} limit ({limit}) while being read")
+        raise FileRefused(str(path), f"the {what} grew past the {max_bytes}-byte limit ({limit}) while being read")
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
