@@ -22,14 +22,22 @@ from vdla_hw.errors import VdlaError
 
 
 def _load_npy(path: str, name: str):
-    import numpy as np
+    """The array of the .npy file ``path`` given as ``--name``: read by files.read_checked (a
+    regular file of at most MAX_DRAM_BYTES, so a FIFO or /dev/zero is refused before any read),
+    then parsed with no pickles and its header checked against its bytes (npyfile.read_npy)."""
+    from vdla_hw.errors import BundleError, FileRefused
+    from vdla_hw.files import read_checked
+    from vdla_hw.limits import MAX_DRAM_BYTES
+    from vdla_hw.npyfile import read_npy
 
     try:
-        return np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise VdlaError(f"{path}: no such file (--{name})") from None
-    except (ValueError, OSError, EOFError) as err:
-        raise VdlaError(f"{path}: not a readable .npy array for --{name} ({err})") from None
+        data = read_checked(path, f"--{name} file", MAX_DRAM_BYTES, "vdla_hw.limits.MAX_DRAM_BYTES")
+    except FileRefused as err:
+        raise VdlaError(f"{path}: no such file (--{name})" if err.why.startswith("no such") else str(err)) from None
+    try:
+        return read_npy(data, path)
+    except BundleError as err:
+        raise VdlaError(f"{path}: not a readable .npy array for --{name} ({err.why})") from None
 
 
 PROGRESS_AFTER_S = 2.0   # a compile this long (CPU-bound, a few seconds) starts printing its steps

@@ -12,6 +12,7 @@ model's input shape (with or without the batch axis) or a stack of them.
 from __future__ import annotations
 
 import argparse
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,8 +20,8 @@ import numpy as np
 
 from compiler.frontend.inputs import synthetic_inputs
 from vdla_hw.errors import BundleError, VdlaError
-from vdla_hw.files import read_capped
-from vdla_hw.limits import MAX_TENSOR_BYTES
+from vdla_hw.files import read_capped, read_checked
+from vdla_hw.limits import MAX_IMAGE_FILE_BYTES, MAX_TENSOR_BYTES
 from vdla_hw.npyfile import NPY_MAGIC, ZIP_MAGIC, read_npy, read_npz
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
@@ -101,8 +102,10 @@ def load_image(path: Path, shape: tuple[int, ...], normalize) -> np.ndarray:
     channels, height, width = shape[1:]
     if channels not in (1, 3):
         raise InputError(f"{path}: images are RGB or greyscale, the model takes {channels} channels")
+    # files.read_checked: a regular file within the limit (a FIFO named x.png hung Image.open)
+    data = read_checked(path, "image file", MAX_IMAGE_FILE_BYTES, "vdla_hw.limits.MAX_IMAGE_FILE_BYTES")
     try:
-        with Image.open(path) as image:
+        with Image.open(io.BytesIO(data)) as image:
             image = image.convert("RGB" if channels == 3 else "L")
             scale = max(height / image.height, width / image.width) * RESIZE_MARGIN
             size = (max(width, round(image.width * scale)), max(height, round(image.height * scale)))

@@ -27,7 +27,9 @@ from driver import open_device
 from vdla.inputs import IMAGENET, InputError, Inputs, load_inputs, synthetic
 from vdla_hw.cache import cached
 from vdla_hw.config import load_config
-from vdla_hw.limits import MAX_TENSOR_BYTES, RESNET_MAX_RESOLUTION, mib
+from vdla_hw.errors import VdlaError
+from vdla_hw.files import open_checked, read_checked
+from vdla_hw.limits import MAX_MODEL_BYTES, MAX_TENSOR_BYTES, RESNET_MAX_RESOLUTION, mib
 
 BUILTIN = {"resnet18": 18, "resnet34": 34}
 DEFAULT_CPU = "cortex-a9"
@@ -66,15 +68,31 @@ def model_source(model: str, input_shape: tuple[int, ...] | None = None) -> tupl
     """What, besides the code and the resolution, determines the graph :func:`load_model` builds:
     a built-in model's name, or an ONNX file's sha256 (not its name) and those of the external
     data files it names, with ``input_shape``; None for a file that cannot be read or parsed
-    (:func:`load_model` then reports it)."""
+    (:func:`load_model` then reports it).
+
+    Every file is opened by :func:`vdla_hw.files.open_checked` with onnx_read's rules, before a
+    byte is read: regular files only (a FIFO or ``/dev/zero`` named as external data is refused,
+    not read forever), the model and all its external data files together at most
+    :data:`~vdla_hw.limits.MAX_MODEL_BYTES`, external data inside the model's folder (no absolute
+    path, ``..`` or link leading out: ``/etc/passwd`` is never read, let alone hashed). A refused
+    file gives None, so the key is only ever computed from what those checks let through."""
     shape = None if input_shape is None else list(input_shape)
     if model in BUILTIN:
         return ("builtin", model, shape)
+    limit = "vdla_hw.limits.MAX_MODEL_BYTES"
     try:
-        data = Path(model).read_bytes()
-        external = [(name, hashlib.sha256((Path(model).resolve().parent / name).read_bytes()).hexdigest())
-                    for name in external_files(data)]
-    except (OSError, ValueError):
+        data = read_checked(model, "model file", MAX_MODEL_BYTES, limit)
+        base, budget, external = Path(model).resolve().parent, MAX_MODEL_BYTES - len(data), []
+        for name in external_files(data):
+            h = hashlib.sha256()
+            with open_checked(name, "external data file", budget, limit, inside=base) as fh:
+                while chunk := fh.read(min(1 << 20, budget + 1)):
+                    budget -= len(chunk)
+                    if budget < 0:  # grew while being read
+                        return None
+                    h.update(chunk)
+            external.append((name, h.hexdigest()))
+    except (VdlaError, OSError, ValueError):
         return None
     return ("onnx", hashlib.sha256(data).hexdigest(), external, shape)
 

@@ -60,6 +60,16 @@ class AsmError(VdlaError):
         super().__init__(f"{source}:{line}: {why}")
 
 
+class FileRefused(VdlaError):
+    """A user's file the tools will not read: missing, not a regular file (a FIFO, a device, a
+    directory, a socket), larger than its documented limit, or outside the folder it must be in
+    (vdla_hw.files.open_checked). ``why`` is the reason without the path."""
+
+    def __init__(self, path: str, why: str):
+        self.path, self.why = path, why
+        super().__init__(f"{path}: {why}")
+
+
 class BundleError(VdlaError):
     """A program bundle file is missing, corrupt, truncated or inconsistent."""
 

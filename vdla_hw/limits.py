@@ -16,6 +16,8 @@ resolution of 100000) ends in one clear error instead of exhausting the host or 
   1 GiB: about twice VGG-16's 528 MB of float32 weights (the largest network of torchvision's
   classification zoo; its first classifier weight alone is 411 MB, so weights are not bound by
   ``MAX_TENSOR_BYTES``).
+* ``MAX_IMAGE_FILE_BYTES``: the largest image file ``--images``/``--calibration`` read, 128 MiB
+  (a 6000 x 4000 photo is 5-20 MB as JPEG, 72 MB as uncompressed BMP); checked before it is read.
 * ``DEFAULT_MAX_CYCLES``: the simulator's bound on simulated time and the reference semantics'
   bound on serial work (every instruction's cost under the timing contract, added up), 2**29
   cycles (2.7 s of accelerator time at 200 MHz, about 500 times the largest ResNet-18 layer at
@@ -68,6 +70,7 @@ import math
 MAX_DRAM_BYTES = 128 << 20
 MAX_TENSOR_BYTES = 128 << 20
 MAX_MODEL_BYTES = 1 << 30
+MAX_IMAGE_FILE_BYTES = 128 << 20
 DEFAULT_MAX_CYCLES = 1 << 29
 # Work bounds per model (vdla_hw/work.py counts the work; the docstring above gives the basis).
 REFERENCE_UOPS_PER_S = 28_000

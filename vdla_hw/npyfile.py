@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vdla_hw.errors import BundleError
+from vdla_hw.errors import BundleError, FileRefused
+from vdla_hw.files import open_checked
 from vdla_hw.limits import MAX_DRAM_BYTES, mib
 
 NPY_MAGIC, ZIP_MAGIC = b"\x93NUMPY", b"PK\x03\x04"
@@ -58,16 +59,27 @@ def read_npz(source: str | Path | bytes, where: str, max_total: int = MAX_DRAM_B
     """Every array of an ``.npz`` file (a path, or its bytes), after checking, before anything is
     decompressed, that its members hold at most ``max_total`` bytes (default: one DRAM image of
     the documented limit, plus 64 kB for small keys and headers) and each header fits its member."""
+    with io.BytesIO(source) if isinstance(source, bytes) else _open_npz(source, where, max_total) as fh:
+        return _read_npz(fh, where, max_total)
+
+
+def _open_npz(path: str | Path, where: str, max_total: int):
+    """The file ``path`` opened by files.open_checked: a regular file (a FIFO would hang the
+    read) of at most ``max_total`` plus deflate's worst-case growth and the zip's own records."""
     try:
-        if isinstance(source, bytes):
-            magic, source = source[:6], io.BytesIO(source)
-        else:
-            with open(source, "rb") as fh:
-                magic = fh.read(6)
-    except FileNotFoundError:
-        raise BundleError(where, "no such file") from None
-    except IsADirectoryError:
-        raise BundleError(where, "is a directory, not a bundle file") from None
+        fh = open_checked(path, "bundle file", max_total + (max_total >> 8) + (1 << 20),
+                          "vdla_hw.limits.MAX_DRAM_BYTES" if max_total == MAX_DRAM_BYTES else "the array limit")
+    except FileRefused as err:
+        raise BundleError(where, {"no such bundle file": "no such file",
+                                  "the bundle file is a directory, not a regular file":
+                                  "is a directory, not a bundle file"}.get(err.why, err.why)) from None
+    return fh
+
+
+def _read_npz(source, where: str, max_total: int) -> dict[str, np.ndarray]:
+    try:
+        magic = source.read(6)
+        source.seek(0)
     except OSError as err:
         raise BundleError(where, f"cannot read ({err.strerror or err})") from None
     if magic == NPY_MAGIC:
@@ -85,8 +97,7 @@ def read_npz(source: str | Path | bytes, where: str, max_total: int = MAX_DRAM_B
             for info in members:
                 with archive.open(info) as member:
                     _check_header(member, info.file_size, where, info.filename)
-        if not isinstance(source, (str, Path)):
-            source.seek(0)
+        source.seek(0)
         with np.load(source, allow_pickle=False) as npz:
             return {key: npz[key] for key in npz.files}
     except BundleError:

@@ -29,6 +29,8 @@ import stat
 from pathlib import Path
 
 from compiler.frontend.graph import ModelError
+from vdla_hw.errors import FileRefused
+from vdla_hw.files import read_checked
 from vdla_hw.limits import MAX_MODEL_BYTES, mib
 
 OPSET_MIN, OPSET_MAX = 13, 21
@@ -39,14 +41,12 @@ def read_model(path: str | Path):
     from google.protobuf.message import DecodeError
 
     where = str(path)
-    if not Path(path).is_file():
-        raise ModelError(where, "no such file")
-    size = Path(path).stat().st_size
-    if size > MAX_MODEL_BYTES:
-        raise ModelError(where, f"the model file has {size} bytes, more than the {mib(MAX_MODEL_BYTES)} limit "
-                         "(vdla_hw.limits.MAX_MODEL_BYTES)")
+    try:  # files.read_checked: a regular file (a FIFO must not hang the read) within the limit
+        data = read_checked(path, "model file", MAX_MODEL_BYTES, "vdla_hw.limits.MAX_MODEL_BYTES")
+    except FileRefused as err:
+        raise ModelError(where, "no such file" if err.why == "no such model file" else err.why) from None
     try:
-        model = onnx.load(str(path), load_external_data=False)
+        model = onnx.load_model_from_string(data)
     except (DecodeError, ValueError, OSError, RuntimeError) as err:
         raise ModelError(where, f"not an ONNX model file ({type(err).__name__})") from None
     if not model.graph.node:
