@@ -31,7 +31,7 @@ from vdla_hw import isa, program
 from vdla_hw.bundle import Bundle, Symbol
 from vdla_hw.config import Config, load_config
 from vdla_hw.errors import VdlaError
-from vdla_hw.files import atomic_write, read_capped
+from vdla_hw.files import atomic_write, read_checked
 from vdla_hw.limits import MAX_DRAM_BYTES, mib
 
 VTA_PAGE = 0x1000       # VTA's DRAM page (kPageBits 12 in virtual_memory.h)
@@ -59,13 +59,15 @@ class VtaFormatError(VdlaError):
 
 # --- reading -------------------------------------------------------------------------------
 def _read(path: Path, what: str, required: bool = True) -> bytes | None:
-    """The bytes of a case file, at most an image's worth (files.read_capped: a regular file,
-    read once); None for an optional file that is not there."""
+    """The bytes of a case file, at most an image's worth; None for an optional file that is not
+    there. Read with files.read_checked inside the case folder: a regular file, and a symbolic
+    link that leads out of the folder is refused (issue 45 finding 8: a case's link to
+    /etc/passwd ended up in the bundle)."""
     if not path.exists():
         if required:
             raise VtaFormatError(f"{path}: missing {what}")
         return None
-    return read_capped(path, what, MAX_DRAM_BYTES)
+    return read_checked(path.name, what, MAX_DRAM_BYTES, "vdla_hw.limits.MAX_DRAM_BYTES", inside=path.parent)
 
 
 def read_addresses(path: Path) -> dict[str, int]:

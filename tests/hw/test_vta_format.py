@@ -243,3 +243,22 @@ def test_cli_export_of_interleaved_data_points_to_flat(tmp_path, capsys):
     assert run(capsys, "export-vta", tmp_path / "p.npz", tmp_path / "flat", "--flat")[0] == 0
     code, err = run(capsys, "export-vta", tmp_path / "p.npz", tmp_path / "x", "--vta-config", "vta-pynq")
     assert code == 2 and err.count("\n") == 1 and "LOG_BLOCK" in err, err
+
+
+@pytest.mark.parametrize("name", ["input.bin", "instructions.bin", "memory_addresses.csv"])
+def test_a_case_file_linked_out_of_the_folder_is_refused(tmp_path, capsys, name):
+    """Issue 45 finding 8: import-vta followed a symbolic link out of the case folder and put
+    /etc/passwd's bytes into the bundle (exit 0). A link that stays inside still reads."""
+    write_case(tmp_path / "case", m=3, seed=1)
+    outside = tmp_path / "secret.bin"
+    outside.write_bytes((tmp_path / "case" / name).read_bytes())  # a valid file: only its place is wrong
+    (tmp_path / "case" / name).unlink()
+    (tmp_path / "case" / name).symlink_to(outside)
+    assert main(["import-vta", str(tmp_path / "case"), "-o", str(tmp_path / "b.npz")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and name in err[0] and "outside the folder" in err[0], err
+    assert not (tmp_path / "b.npz").exists()
+    (tmp_path / "case" / "kept.bin").write_bytes(outside.read_bytes())
+    (tmp_path / "case" / name).unlink()
+    (tmp_path / "case" / name).symlink_to("kept.bin")
+    assert main(["import-vta", str(tmp_path / "case"), "-o", str(tmp_path / "b.npz")]) == 0
