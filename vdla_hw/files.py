@@ -71,7 +71,7 @@ def read_capped(path: str | Path, what: str, max_bytes: int = MAX_TEXT_BYTES) ->
                 raise VdlaError(f"{path}: the {what} is not a regular file")
             if info.st_size > max_bytes:
                 raise VdlaError(f"{path}: the {what} has {info.st_size} bytes, more than the {max_bytes}-byte limit")
-            data = fh.read(max_bytes + 1)
+            data = _read_at_most(fh, max_bytes)
     except FileNotFoundError:
         raise VdlaError(f"{path}: no such {what}") from None
     except IsADirectoryError:
@@ -142,17 +142,24 @@ def read_checked(path: str | Path, what: str, max_bytes: int, limit: str, *,
     even if the file grows meanwhile (then refused)."""
     with open_checked(path, what, max_bytes, limit, inside=inside) as fh:
         try:
-            # read(n) allocates n bytes first: ask for the size fstat gave, then for what a
-            # growing file (or a /proc file, whose size reads 0) holds beyond it, in 1 MiB steps
-            chunks = [fh.read(os.fstat(fh.fileno()).st_size)]
-            total = len(chunks[0])
-            while total <= max_bytes and (chunk := fh.read(min(1 << 20, max_bytes + 1 - total))):
-                chunks.append(chunk)
-                total += len(chunk)
+            data = _read_at_most(fh, max_bytes)
         except OSError as err:
             raise FileRefused(str(path), f"cannot read the {what} ({err.strerror or err})") from None
-    if total > max_bytes:
+    if len(data) > max_bytes:
         raise FileRefused(str(path), f"the {what} grew past the {max_bytes}-byte limit ({limit}) while being read")
+    return data
+
+
+def _read_at_most(fh, max_bytes: int) -> bytes:
+    """What the open file ``fh`` holds, read up to ``max_bytes + 1`` bytes (one more than the
+    limit, so the caller sees a file that grew past it). ``read(n)`` allocates ``n`` bytes
+    first, so it asks for the size ``fstat`` gave, then for what a growing file (or a /proc
+    file, whose size reads 0) holds beyond it, in 1 MiB steps."""
+    chunks = [fh.read(min(os.fstat(fh.fileno()).st_size, max_bytes + 1))]
+    total = len(chunks[0])
+    while total <= max_bytes and (chunk := fh.read(min(1 << 20, max_bytes + 1 - total))):
+        chunks.append(chunk)
+        total += len(chunk)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
