@@ -60,15 +60,15 @@ class Progress:
 
 
 def _vta_schedule(text: str, layer, config):
-    """The Schedule of ``--vta-schedule`` (JSON, or @path of a file holding it)."""
+    """The Schedule of ``--vta-schedule`` (JSON, or @path of a file holding it, read by
+    files.read_capped: a regular file of at most MAX_TEXT_BYTES, so a FIFO does not hang)."""
     from compiler.tensorize.vta_schedule import vta_schedule
+    from vdla_hw.files import read_capped
 
     if text.startswith("@"):
+        data = read_capped(text[1:], "--vta-schedule file")
         try:
-            with open(text[1:], encoding="utf-8") as fh:
-                text = fh.read()
-        except OSError as err:
-            raise VdlaError(f"{text[1:]}: cannot read --vta-schedule ({err.strerror or err})") from None
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise VdlaError(f"{text[1:]}: --vta-schedule file is not UTF-8 text") from None
     return vta_schedule(text, layer, config)

@@ -172,3 +172,20 @@ def test_cli_vta_schedule(tmp_path, capsys):
             argv[argv.index("--oc") + 1] = 32
         code, err = _cli(capsys, *argv)
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_cli_vta_schedule_file_that_is_a_fifo_is_refused_at_once(tmp_path):
+    """`--vta-schedule @FIFO` opened the path with open(), which waits for a writer forever;
+    it is read like every user's text file (files.read_capped). A child process, so a regression
+    fails by its timeout instead of hanging the suite."""
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "knobs.json"
+    os.mkfifo(fifo)
+    argv = ["compile", "conv2d", "--h", "8", "--w", "8", "--ic", "32", "--oc", "64", "--k", "3", "--pad", "1",
+            "--shift", "8", "--config", "vta-pynq", "--vta-schedule", f"@{fifo}", "-o", str(tmp_path / "a.npz")]
+    done = subprocess.run([sys.executable, "-m", "vdla", *argv], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [f"vdla: error: {fifo}: the --vta-schedule file is not a regular file"]
