@@ -31,11 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from compiler.cpu_fallback.resnet18 import layer_table  # noqa: E402
+from compiler.paper import BOARD_SHAPE  # noqa: E402
 
 OUT = ROOT / "compiler" / "data" / "board_records.csv"
 VTA_SECTION = "# Resnet-18 - pynq_1x16_i8w8a32_15_15_18_17"
-COLUMNS = ("record", "source", "line", "target", "dtype", "layers", "H", "W", "IC", "OC", "K", "stride", "pad",
-           "template", "knobs", "measured_s")
+COLUMNS = ("record", "source", "line", "target", "dtype", "layers", *BOARD_SHAPE, "template", "knobs", "measured_s")
 HEADER = """\
 # ResNet-18 convolutions measured on a PYNQ-Z1 by AutoTVM, from tlc-pack/tophub at commit
 # f05376ec3855afd2779433982b4c668a6d1120fa (https://github.com/tlc-pack/tophub), extracted by
@@ -90,7 +90,7 @@ def records(path: Path, target: str, keep_line) -> list[dict]:
         if shape not in shapes or result[1] != 0:
             continue
         out.append({"source": path.name, "line": number, "target": target, "dtype": dtype,
-                    "layers": " ".join(shapes[shape]), **dict(zip(("H", "W", "IC", "OC", "K", "stride", "pad"), shape)),
+                    "layers": " ".join(shapes[shape]), **dict(zip(BOARD_SHAPE, shape)),
                     "template": cfg.get("t", ""), "knobs": json.dumps(cfg["e"], separators=(", ", ": ")),
                     "measured_s": repr(float(result[0][0]))})
     return out

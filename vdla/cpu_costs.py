@@ -87,19 +87,17 @@ def write(cpu_name: str | None = None, progress=print) -> dict:
 
     cpu_model = recording_model(cpu_name or DEFAULT_CPU)
     entries = {}
-    for model, preset in jobs():
-        specs = job_specs(model, preset, cpu_model)
-        progress(f"{model} on {preset}: {len(specs)} kernels")
+
+    def add(what: str, specs: list) -> None:
+        progress(f"{what}: {len(specs)} kernels")
         for spec in specs:
             key = analysis.cache_key(spec, cpu_model.cpu)
             if key not in entries:
                 entries[key] = {"spec": spec.describe(), "analysis": analysis.analyse(spec, cpu_model.cpu).to_json()}
-    specs = record_specs(cpu_model.cpu)
-    progress(f"board records {', '.join(record_ids())}: {len(specs)} kernels")
-    for spec in specs:
-        key = analysis.cache_key(spec, cpu_model.cpu)
-        if key not in entries:
-            entries[key] = {"spec": spec.describe(), "analysis": analysis.analyse(spec, cpu_model.cpu).to_json()}
+
+    for model, preset in jobs():
+        add(f"{model} on {preset}", job_specs(model, preset, cpu_model))
+    add(f"board records {', '.join(record_ids())}", record_specs(cpu_model.cpu))
     data = {"note": NOTE, "cpu": cpu_model.cpu.name, "key_basis": analysis.key_basis(cpu_model.cpu),
             "jobs": [{"model": m, "config": c, "resolution": RESOLUTION} for m, c in jobs()],
             "board_records": record_ids(),

@@ -107,6 +107,8 @@ def fig10() -> str:
 def board() -> str:
     """The verdict, then one line per board record: layer, shape, the log and line, measured,
     predicted and the error with its band; then each target's median and worst |error|."""
+    from vdla_hw.config import load_config
+
     rows = board_validation.measure(paper.board_records(), load_config(board_validation.VTA_CONFIG))
     table = board_validation.comparison(rows)
     lines = ["| record | target | layer | shape | log:line | measured | predicted | error | band |",
@@ -124,12 +126,6 @@ def board() -> str:
             bar = row["bar"].replace("|", "\\|")  # a markdown cell
             lines.append(f"| | | {bar} | | | | | {row['ours']:.3g} % | {band(row)} |")
     return board_validation.verdict(rows, table) + "\n\n" + "\n".join(lines)
-
-
-def load_config(name: str):
-    from vdla_hw.config import load_config as load
-
-    return load(name)
 
 
 BLOCKS = {"fig21": fig21, "fig10": fig10, "fig8": fig8, "board": board}
