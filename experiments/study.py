@@ -59,9 +59,18 @@ def parser(doc: str, default_config_help: str) -> argparse.ArgumentParser:
 
 def guarded(name: str, body) -> int:
     """Run ``body()``; a user error (a VdlaError or the file system saying no) is one line on
-    stderr and exit status 2, as in ``vdla`` (vdla/cli.py)."""
+    stderr and exit status 2, and a closed stdout (``| head``) ends quietly with status 141, as
+    in ``vdla`` (vdla/cli.py)."""
+    from vdla.argtypes import quiet_broken_pipe
+    from vdla.cli import EXIT_BROKEN_PIPE
+
     try:
-        return body()
+        code = body()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        quiet_broken_pipe()
+        return EXIT_BROKEN_PIPE
     except VdlaError as err:
         print(f"{name}: {err}", file=sys.stderr)
     except OSError as err:

@@ -144,3 +144,46 @@ def test_what_docs_reproduction_says_of_the_cpu_records():
     assert all(1.3 <= rows[r]["error"] <= 1.5 for r in ("r10", "r31"))
     assert all(0.74 <= rows[r]["error"] <= 0.91 for r in ("r21", "r24", "r27"))
     assert all(-0.41 <= rows[r]["error"] <= -0.35 for r in ("r12", "r14", "r16"))
+
+
+def test_a_closed_stdout_ends_the_study_quietly(tmp_path):
+    """`python -m experiments.board_validation | head -1` ended in 'board_validation: Broken pipe'
+    and status 2 (experiments.study.guarded took the closed pipe for a file-system error): now
+    status 141 and no error line, as vdla gives."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the study prints
+    try:
+        done = subprocess.run([sys.executable, "-m", "experiments.board_validation", "--targets", "vta", "--records",
+                               "r09", "--out", str(tmp_path)], stdout=write, stderr=subprocess.PIPE, text=True,
+                              timeout=300)
+    finally:
+        os.close(write)
+    assert done.returncode == 141, done.stderr
+    assert "Broken pipe" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_extractor_refuses_a_missing_log_and_a_damaged_record_in_one_line(tmp_path, capsys):
+    """scripts/tophub_records.py: a folder without the logs, or a log line that is not an AutoTVM
+    record, is one line and status 2 (it was a traceback), and the table is not written."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "tophub_records.py"
+    spec = importlib.util.spec_from_file_location("tophub_records", script)
+    tophub = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tophub)
+    out = tmp_path / "records.csv"
+    assert tophub.main([str(tmp_path / "nowhere"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"tophub_records: {tmp_path / 'nowhere' / 'vta_v0.06.log'}: no such AutoTVM log"]
+    logs = tmp_path / "tophub"
+    logs.mkdir()
+    (logs / "vta_v0.06.log").write_text(f"{tophub.VTA_SECTION}\n" + '{"i": [1, 2], "r": []}\n')
+    assert tophub.main([str(tmp_path), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"tophub_records: {logs / 'vta_v0.06.log'}:2: not an AutoTVM record")
+    assert not out.exists()
