@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import sys
 from pathlib import Path
@@ -32,6 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 from compiler.cpu_fallback.resnet18 import layer_table  # noqa: E402
 from compiler.paper import BOARD_SHAPE  # noqa: E402
+from vdla_hw.errors import VdlaError  # noqa: E402
+from vdla_hw.files import atomic_write, json_loads, read_capped  # noqa: E402
 
 OUT = ROOT / "compiler" / "data" / "board_records.csv"
 VTA_SECTION = "# Resnet-18 - pynq_1x16_i8w8a32_15_15_18_17"
@@ -74,25 +77,29 @@ def workload_shape(args: list) -> tuple[tuple, str]:
 
 
 def records(path: Path, target: str, keep_line) -> list[dict]:
-    """The records of one log that ``keep_line(line_number, text, section)`` keeps and that match
-    a ResNet-18 shape."""
+    """The records of one log that ``keep_line(text, section)`` keeps and that match a ResNet-18
+    shape; a line that is not an AutoTVM record is a one-line VdlaError naming the file and line."""
     shapes = resnet18_shapes()
     out, section = [], ""
-    for number, text in enumerate(path.read_text().splitlines(), 1):
+    data = read_capped(path, "AutoTVM log")  # a regular file, bounded (one-line VdlaError otherwise)
+    for number, text in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
         if text.startswith("#"):
             section = text.strip()
             continue
         if not text.strip() or not keep_line(text, section):
             continue
-        rec = json.loads(text)
-        task, cfg, result = rec["i"], rec["i"][5], rec["r"]
-        shape, dtype = workload_shape(task[2])
-        if shape not in shapes or result[1] != 0:
-            continue
-        out.append({"source": path.name, "line": number, "target": target, "dtype": dtype,
-                    "layers": " ".join(shapes[shape]), **dict(zip(BOARD_SHAPE, shape)),
-                    "template": cfg.get("t", ""), "knobs": json.dumps(cfg["e"], separators=(", ", ": ")),
-                    "measured_s": repr(float(result[0][0]))})
+        rec = json_loads(text, f"{path}:{number}")
+        try:
+            task, cfg, result = rec["i"], rec["i"][5], rec["r"]
+            shape, dtype = workload_shape(task[2])
+            if shape not in shapes or result[1] != 0:
+                continue
+            out.append({"source": path.name, "line": number, "target": target, "dtype": dtype,
+                        "layers": " ".join(shapes[shape]), **dict(zip(BOARD_SHAPE, shape)),
+                        "template": cfg.get("t", ""), "knobs": json.dumps(cfg["e"], separators=(", ", ": ")),
+                        "measured_s": repr(float(result[0][0]))})
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
+            raise VdlaError(f"{path}:{number}: not an AutoTVM record ({type(err).__name__}: {err})") from None
     return out
 
 
@@ -101,19 +108,32 @@ def main(argv=None) -> int:
     ap.add_argument("tophub", type=Path, help="a checkout of tlc-pack/tophub")
     ap.add_argument("-o", "--output", type=Path, default=OUT)
     a = ap.parse_args(argv)
-    logs = a.tophub / "tophub" if (a.tophub / "tophub").is_dir() else a.tophub
+    try:
+        count = extract(a.tophub, a.output)
+    except (VdlaError, OSError) as err:  # a missing log, a damaged line, an unwritable output: one line
+        where = f"{err.filename}: " if isinstance(err, OSError) and err.filename else ""
+        print(f"tophub_records: {where}{getattr(err, 'strerror', None) or err}", file=sys.stderr)
+        return 2
+    print(f"{a.output}: {count} records")
+    return 0
+
+
+def extract(tophub: Path, output: Path) -> int:
+    """Write the table of the ResNet-18 records of ``tophub`` (a checkout, or its ``tophub/``
+    folder) to ``output`` in one piece; returns the number of records."""
+    logs = tophub / "tophub" if (tophub / "tophub").is_dir() else tophub
     pynq = lambda text, section: "-model=pynq\"" in text or "-model=pynq " in text  # noqa: E731
     rows = (records(logs / "vta_v0.06.log", "vta", lambda text, section: section == VTA_SECTION)
             + records(logs / "arm_cpu_v0.01.log", "arm_cpu", pynq)
             + records(logs / "vta_v0.02.log", "arm_cpu", pynq))
-    with a.output.open("w", newline="") as f:
-        f.write(HEADER)
-        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
-        w.writeheader()
-        for i, row in enumerate(rows):
-            w.writerow({"record": f"r{i:02d}", **row})
-    print(f"{a.output}: {len(rows)} records")
-    return 0
+    text = io.StringIO(newline="")
+    text.write(HEADER)
+    w = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for i, row in enumerate(rows):
+        w.writerow({"record": f"r{i:02d}", **row})
+    atomic_write(output, text.getvalue())
+    return len(rows)
 
 
 if __name__ == "__main__":
