@@ -197,10 +197,7 @@ def figure(rows: list[dict]):
             for r in group:
                 ax.annotate(r["record"], (r["measured_ms"], r["predicted_ms"]), textcoords="offset points",
                             xytext=(3, 3), fontsize=6, color=color)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    plots.plain_log_ticks(ax.xaxis)
-    plots.plain_log_ticks(ax.yaxis)
+    plots.log_log_axes(ax)
     ax.set_xlabel("measured on the PYNQ-Z1 (ms, tophub)")
     ax.set_ylabel("predicted (ms)")
     missing = len(rows) - len(shown)

@@ -137,10 +137,7 @@ def figure(points: list[dict], rows: list[dict], config, resolution: int):
                             color="#e6550d")
                 ax.annotate(p["row"]["label"], (c, d), textcoords="offset points", xytext=(3, -8), fontsize=6,
                             color="#2b8cbe")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    plots.plain_log_ticks(ax.xaxis)
-    plots.plain_log_ticks(ax.yaxis)
+    plots.log_log_axes(ax)
     ax.set_xlabel("arithmetic intensity (ops per DRAM byte)")
     ax.set_ylabel("throughput (GOPS)")
     ax.set_ylim(top=max(peak, roof["gops"]) * 1.6)

@@ -231,11 +231,16 @@ def _label_points(ax, xs, ys, labels, color) -> None:
                     color=color)
 
 
-def _log_axes(ax) -> None:
+def log_log_axes(ax) -> None:
+    """Both axes of ``ax`` logarithmic, their ticks written as plain numbers."""
     ax.set_xscale("log")
     ax.set_yscale("log")
     plain_log_ticks(ax.xaxis)
     plain_log_ticks(ax.yaxis)
+
+
+def _log_axes(ax) -> None:
+    log_log_axes(ax)
     ax.set_xlabel("arithmetic intensity (ops per DRAM byte)")
 
 
