@@ -13,7 +13,8 @@ import re
 from driver.device import DeviceError
 
 PACKAGE_FORMAT = "vdla-package"
-PACKAGE_VERSION = 2  # 2: zero points in the graph, a bundle per group of a grouped conv, more kernel families
+PACKAGE_VERSION = 3  # 2: zero points in the graph, a bundle per group of a grouped conv, more kernel families;
+                     # 3: bundle files named by compiler.network.vdla_ops.bundle_key (escaped node names)
 MANIFEST = "manifest.json"
 _NAME = re.compile(r"[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*")
 

@@ -94,7 +94,8 @@ class Moved:
 
 
 class LoadedModel:
-    """Bundles resident on ``device`` under names (a node's, or ``name#g<k>``), ``key`` naming
+    """Bundles resident on ``device`` under names (``compiler.network.vdla_ops.bundle_key``: one
+    per accelerator op, or per group of a grouped conv), ``key`` naming
     the model (a package digest; None: whoever holds the object owns it)."""
 
     def __init__(self, device, key: str | None = None):

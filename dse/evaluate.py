@@ -35,7 +35,7 @@ from compiler.accel import compile_layer, program_params, searched_layer
 from compiler.network import PartitionOptions, partition
 from compiler.network.alu_add import compile_vdla_add
 from compiler.network.executor import Executor
-from compiler.network.vdla_ops import Part, vdla_parts
+from compiler.network.vdla_ops import Part, bundle_key, vdla_parts
 from compiler.network.report import summarise
 from compiler.quantize.qgraph import QGraph, QNode
 from compiler.tensorize.schedule import Schedule
@@ -181,7 +181,7 @@ class TimingExecutor(Executor):
 
     def bundles_for(self, node: QNode, args):
         if node.op == "add":
-            return [(self.programs[node.name], None, [(a.shape, "int32") for a in args])]
+            return [(self.programs[bundle_key(node.name)], None, [(a.shape, "int32") for a in args])]
         return [(self.programs[part.key], part.layer, [(part.layer.input_shape, "int8")])
                 for part in programs_of(node, self.q)]
 
@@ -210,7 +210,7 @@ def evaluate(q: QGraph, config: Config, knobs: dict, cache_dir=None, cpu: str = 
     placements = partition(q, config, options)
     cycles = cycle_config(config)
     stats = {"search_s": 0.0, "compile_s": 0.0, "simulate_s": 0.0, "programs_simulated": 0, "programs_reused": 0}
-    programs = {node.name if part is None else part.key:
+    programs = {bundle_key(node.name) if part is None else part.key:
                 TimedProgram(layer_timing(node, q, cycles, vthreads, disk, stats, part))
                 for node in q.nodes if placements[node.name].target == "vdla" for part in programs_of(node, q)}
     timed = time.perf_counter()

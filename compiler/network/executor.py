@@ -37,7 +37,7 @@ from compiler.cpu_fallback import PackSpec, UnpackSpec
 from compiler.network.alu_add import add_output, compile_vdla_add
 from compiler.network.cpu_ops import cpu_kernel, layout_specs
 from compiler.network.partition import Placement
-from compiler.network.vdla_ops import part_tensors, vdla_parts
+from compiler.network.vdla_ops import bundle_key, part_tensors, vdla_parts
 from compiler.frontend.graph import only_output
 from compiler.quantize.qgraph import QGraph, QNode
 from vdla_hw.bundle import BYTE_CATEGORIES, Bundle
@@ -172,8 +172,8 @@ def add_inputs(config: Config, args: list[np.ndarray]) -> dict[str, np.ndarray]:
 
 
 class Executor:
-    """Runs a graph op by op. ``prebuilt`` maps bundle names (a node's, or ``name#g<k>`` per group of
-    a grouped conv) to bundles compiled earlier (a deployed package): their inputs are written in
+    """Runs a graph op by op. ``prebuilt`` maps bundle keys (``vdla_ops.bundle_key``: a node's, or
+    one per group of a grouped conv) to bundles compiled earlier (a deployed package): their inputs are written in
     instead of compiling. ``kernels`` maps a CPU kernel spec
     to a callable (default: the host JIT; on the board, the packaged ARM library). ``cpu_model``
     (``kernel_cost(spec)``, ``offload_cost(...)``, ``name``) models CPU and host time, with
@@ -241,8 +241,8 @@ class Executor:
         if node.op == "add":
             inputs = [(a.shape, "int32") for a in args]
             writes = add_inputs(self.config, args)
-            return [(node.name, self.bundle(node.name, lambda: compile_vdla_add(node, args, self.config)), None,
-                     inputs, writes)]
+            key = bundle_key(node.name)
+            return [(key, self.bundle(key, lambda: compile_vdla_add(node, args, self.config)), None, inputs, writes)]
         out = []
         for part in vdla_parts(node, self.q.shapes[node.inputs[0]]):
             tensors = part_tensors(node, part, args[0])

@@ -2,8 +2,8 @@
 
 :func:`network_files` turns what ``vdla run`` computes before executing (the quantized graph,
 the placements, the test input) into files: ``graph.json`` + ``arrays.npz`` (the graph),
-``placements.json``, ``input.npy``, ``bundles/<node>.npz`` (every accelerator op compiled with
-zero inputs) and, optionally, ``cpu/libvdla_cpu.so`` + ``cpu/libvdla_cpu.json`` (the Cortex-A9
+``placements.json``, ``input.npy``, ``bundles/<key>.npz`` (every accelerator op compiled with
+zero inputs, under its ``vdla_ops.bundle_key``) and, optionally, ``cpu/libvdla_cpu.so`` + ``cpu/libvdla_cpu.json`` (the Cortex-A9
 library of the CPU ops and its kernel specs). :func:`run_files` runs such files with the
 executor on a device, after checking every op's attributes, constants and declared shapes and
 the CPU ops' work (``cpu_ops.check_graph``): each accelerator op is its packaged bundle with
@@ -142,7 +142,7 @@ def compile_bundles(q: QGraph, placements: dict, config, vthreads=None, progress
     (the device's host writes the real ones)."""
     from compiler.accel import compile_layer
     from compiler.network.alu_add import compile_vdla_add
-    from compiler.network.vdla_ops import part_tensors, vdla_parts
+    from compiler.network.vdla_ops import bundle_key, part_tensors, vdla_parts
 
     say = progress or (lambda message: None)
     files = {}
@@ -151,25 +151,27 @@ def compile_bundles(q: QGraph, placements: dict, config, vthreads=None, progress
             continue
         args = _zeros_like_inputs(q, node)
         if node.op == "add":
-            bundles = [(node.name, compile_vdla_add(node, args, config))]
+            bundles = [(bundle_key(node.name), node.name, compile_vdla_add(node, args, config))]
         else:
-            bundles = [(part.key, compile_layer(part.layer, config, vthreads=vthreads,
-                                                tensors=part_tensors(node, part, args[0])))
+            bundles = [(part.key, part.layer.name, compile_layer(part.layer, config, vthreads=vthreads,
+                                                                 tensors=part_tensors(node, part, args[0])))
                        for part in vdla_parts(node, q.shapes[node.inputs[0]])]
-        for key, bundle in bundles:
+        for key, label, bundle in bundles:
             files[f"bundles/{key}.npz"] = bundle.to_bytes()
-            say(f"compiled {key} ({node.op}): {bundle.insn_count} instructions, {bundle.dram.size} bytes")
+            say(f"compiled {label} ({node.op}): {bundle.insn_count} instructions, {bundle.dram.size} bytes")
     return files
 
 
 def bundle_keys(q: QGraph, placements: dict) -> list[str]:
-    """The bundle names of every accelerator op: the node's, or one per group of a grouped conv."""
-    from compiler.network.vdla_ops import vdla_parts
+    """The bundle keys of every accelerator op (``vdla_ops.bundle_key``): the node's, or one per
+    group of a grouped conv."""
+    from compiler.network.vdla_ops import bundle_key, vdla_parts
 
     keys = []
     for node in q.nodes:
         if placements[node.name].target == "vdla":
-            keys += [node.name] if node.op == "add" else [p.key for p in vdla_parts(node, q.shapes[node.inputs[0]])]
+            keys += [bundle_key(node.name)] if node.op == "add" else \
+                [p.key for p in vdla_parts(node, q.shapes[node.inputs[0]])]
     return keys
 
 

@@ -5,10 +5,15 @@ same on all four sides, runs on an explicitly padded input (the border holds the
 on a device the producer stores into the interior of such a buffer, whose border is written
 once) with the layer's own padding 0. A grouped conv runs as one GEMM layer per group, on its
 slice of input and output channels. ``part_tensors`` cuts a run's input for each part.
+
+Every accelerator program has a key (:func:`bundle_key`): its name in a loaded model and its
+file ``bundles/<key>.npz`` in a deployment package. Node names come from the model, so the key
+escapes them: no name can spell another op's key or a group's.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,9 +22,24 @@ from compiler.layers import Conv2D, Dense, LayerError
 from compiler.quantize.qgraph import QNode
 
 
+_ESCAPED = re.compile(r"^\.|[^A-Za-z0-9_.-]")
+
+
+def bundle_key(name: str, group: int | None = None) -> str:
+    """The key of node ``name``'s program, or of group ``group`` of a grouped conv: the name with
+    every character outside ``[A-Za-z0-9_.-]`` (and a leading ``.``) written as ``+XX`` per UTF-8
+    byte (``+`` itself too; the empty name is ``+``), then ``/g<k>`` for group k. Injective:
+    ``+`` and ``/`` only ever come from the escaping and the group suffix, so distinct (name,
+    group) pairs never share a key (``c#g1`` is ``c+23g1``, group 1 of ``c`` is ``c/g1``); each
+    path segment is a non-empty file name of those characters, never ``.`` or ``..``."""
+    escaped = _ESCAPED.sub(lambda m: "".join(f"+{b:02X}" for b in m.group().encode("utf-8", "surrogatepass")),
+                           name) or "+"
+    return escaped if group is None else f"{escaped}/g{group}"
+
+
 @dataclass(frozen=True)
 class Part:
-    key: str                 # bundle name: the node's, or ``name#g<k>`` for group k
+    key: str                 # bundle key (bundle_key): the node's, or its group's
     layer: Conv2D | Dense
     in_channels: slice
     out_channels: slice
@@ -41,7 +61,7 @@ def vdla_parts(node: QNode, shape: tuple[int, ...]) -> list[Part]:
                 clip_hi=int(a["hi"]))
     if node.op == "dense":
         m, k = a["weight"].shape
-        return [Part(node.name, Dense(name=node.name, n=shape[0], ic=k, oc=m, **clip), slice(0, k), slice(0, m), None)]
+        return [Part(bundle_key(node.name), Dense(name=node.name, n=shape[0], ic=k, oc=m, **clip), slice(0, k), slice(0, m), None)]
     o, cg, kh, kw = a["weight"].shape
     (sh, sw), pads, groups = a["stride"], tuple(a["pad"]), int(a["groups"])
     if sh != sw:
@@ -58,8 +78,8 @@ def vdla_parts(node: QNode, shape: tuple[int, ...]) -> list[Part]:
     og = o // groups
     parts = []
     for g in range(groups):
-        key = node.name if groups == 1 else f"{node.name}#g{g}"
-        layer = Conv2D(name=key, n=n, h=h, w=w, ic=cg, oc=og, k=kh, stride=sh, pad=pad, **clip)
+        key = bundle_key(node.name, None if groups == 1 else g)
+        layer = Conv2D(name=node.name if groups == 1 else f"{node.name} (group {g})", n=n, h=h, w=w, ic=cg, oc=og, k=kh, stride=sh, pad=pad, **clip)
         parts.append(Part(key, layer, slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og),
                           pads if explicit else None))
     return parts

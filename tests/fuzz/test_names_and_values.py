@@ -1,0 +1,102 @@
+"""Names and values from the model that must not steer the tools (issue 45, round three).
+
+Finding 9: a node named like another op's program (``c#g1``, group 1 of grouped conv ``c`` in
+the old ``name#g<k>`` keys) ran the other op's program. Program keys
+(``compiler.network.vdla_ops.bundle_key``) escape node names, in the loaded model, in a
+package's ``bundles/`` and in the driver's check of file names.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, strategies as st
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler.network.vdla_ops import bundle_key
+from driver.package import _NAME
+from tests.fuzz.test_hostile_files import vdla
+
+
+def _init(name: str, array: np.ndarray):
+    return numpy_helper.from_array(np.asarray(array, np.float32), name)
+
+
+def grouped_model(second: str) -> onnx.ModelProto:
+    """Grouped conv ``c`` (2 groups of 16 channels), then a 1x1 conv named ``second`` with
+    another program (input 32 channels, not 16), then a last conv (kept on the CPU: int32 out)."""
+    rng = np.random.default_rng(9)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 8, 8])
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], name="c", group=2, pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["r"], name="relu"),
+             helper.make_node("Conv", ["r", "w2"], ["b"], name=second),
+             helper.make_node("Relu", ["b"], ["b2"], name="relu2"),
+             helper.make_node("Conv", ["b2", "w2"], ["y"], name="last")]
+    inits = [_init("w1", rng.normal(size=(32, 16, 3, 3)) * 0.1), _init("w2", rng.normal(size=(32, 32, 1, 1)) * 0.1)]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits),
+                              opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    return model
+
+
+FORGED = ["c#g1", "c/g1", "c+2Fg1", "c/../g1", "..", "/conv1/Conv"]
+
+
+@given(st.text(max_size=12), st.text(max_size=12), st.none() | st.integers(0, 3), st.none() | st.integers(0, 3))
+def test_bundle_keys_of_distinct_ops_differ_and_are_package_file_names(a, b, ga, gb):
+    """bundle_key is injective over (name, group), and every key makes a file name the package
+    check takes (segments of [A-Za-z0-9_.+-], never '.' or '..')."""
+    ka, kb = bundle_key(a, ga), bundle_key(b, gb)
+    assert (ka == kb) == ((a, ga) == (b, gb))
+    for key in (ka, kb):
+        name = f"bundles/{key}.npz"
+        assert _NAME.fullmatch(name) and ".." not in name.split("/") and "." not in key.split("/"), name
+
+
+@pytest.mark.parametrize("name", FORGED)
+def test_bundle_key_of_a_hostile_name_is_no_group_key(name):
+    assert bundle_key(name) not in {bundle_key("c", g) for g in range(4)}
+    assert re.fullmatch(r"[A-Za-z0-9_.+-]+", bundle_key(name)) and not bundle_key(name).startswith(".")
+
+
+def test_vdla_run_of_a_node_named_like_a_group_runs_its_own_program(tmp_path):
+    """The old keys gave node 'c#g1' the loaded program of group 1 of 'c': an input of 2048 bytes
+    for a symbol of 1024, one error line, exit 2. Now each op runs its own, bit exact."""
+    path = tmp_path / "m.onnx"
+    onnx.save(grouped_model("c#g1"), str(path))
+    code, err, _ = vdla("run", path, "--placement", "all", "--json")
+    assert code == 0, err
+    assert "c#g1" in err and "vdla: error" not in err
+
+
+@pytest.mark.parametrize("name", ["c#g1", "/conv1/Conv"])
+def test_package_of_a_node_named_like_a_group_runs_every_op_on_its_own_bundle(name, tmp_path):
+    """Built, checked by the driver (file names) and run on a sim device's loaded model: the
+    outputs are the quantized reference's. The old keys wrote two programs to one file
+    ('bundles/c#g1.npz'), which the package check then refused as a bad name."""
+    from compiler.quantize import reference
+    from driver import open_device
+    from vdla.deploy import build_package, run_package
+    from vdla.network import prepare
+
+    path = tmp_path / "m.onnx"
+    onnx.save(grouped_model(name), str(path))
+    p = prepare(str(path))
+    files = build_package(p, model="m", arm_library=False, progress=lambda m: None)
+    bundles = sorted(n for n in files if n.startswith("bundles/"))
+    assert bundles == sorted(f"bundles/{k}.npz" for k in ("c/g0", "c/g1", bundle_key(name)))
+    device = open_device("sim", p.config)
+    try:
+        _, blobs = run_package(files, device)
+    finally:
+        device.close()
+    got = np.load(io.BytesIO(blobs["output.npy"]), allow_pickle=False)
+    assert np.array_equal(got, reference.forward_all(p.q, p.tests[:1])[0])
+    assert json.loads(files["placements.json"])[name]["target"] == "vdla"
+
