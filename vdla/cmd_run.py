@@ -185,13 +185,17 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
 
 
 def save_outputs(fh, report) -> None:
-    """``--output``: the float output as .npy, or every output by name as .npz when there are several."""
+    """``--output``: the float output as .npy; a network of several outputs as .npz of
+    ``output_0``, ``output_1``, ... in the graph's order and ``names`` (a string array: output k's
+    name in the model). Keys never come from the model, whose names may be anything (``file``,
+    ``allow_pickle``, ``../x``)."""
     import numpy as np
 
     if len(report.outputs_float) == 1:
         np.save(fh, report.outputs_float[0], allow_pickle=False)
     else:
-        np.savez(fh, **dict(zip(report.output_names, report.outputs_float)))
+        arrays = {f"output_{k}": out for k, out in enumerate(report.outputs_float)}
+        np.savez(fh, **arrays, names=np.array(report.output_names, dtype=str))
 
 
 def warn_slower(totals: dict) -> None:
@@ -272,7 +276,8 @@ def add_parser(sub) -> None:
                      help="the executed input: .npy/.npz (float32, the model's shape, already normalised) or an image")
     run.add_argument("--output", type=output_file, metavar="FILE",
                      help="write the network's output, dequantized to float32, as .npy (a model of several outputs: "
-                          "all of them as .npz, keyed by output name; to FILE, whatever its name)")
+                          "all of them as .npz: output_0, output_1, ... in the model's order, and names, their names "
+                          "in the model; to FILE, whatever its name)")
     run.set_defaults(func=cmd_run)
 
     model = commands.add(sub, "model")

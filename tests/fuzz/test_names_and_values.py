@@ -65,6 +65,7 @@ def test_bundle_key_of_a_hostile_name_is_no_group_key(name):
     assert re.fullmatch(r"[A-Za-z0-9_.+-]+", bundle_key(name)) and not bundle_key(name).startswith(".")
 
 
+@pytest.mark.slow  # the whole CLI run: about 15 s under load
 def test_vdla_run_of_a_node_named_like_a_group_runs_its_own_program(tmp_path):
     """The old keys gave node 'c#g1' the loaded program of group 1 of 'c': an input of 2048 bytes
     for a symbol of 1024, one error line, exit 2. Now each op runs its own, bit exact."""
@@ -100,3 +101,61 @@ def test_package_of_a_node_named_like_a_group_runs_every_op_on_its_own_bundle(na
     assert np.array_equal(got, reference.forward_all(p.q, p.tests[:1])[0])
     assert json.loads(files["placements.json"])[name]["target"] == "vdla"
 
+
+# --- finding 10: `vdla run --output F.npz` keys by position, names inside --------------------
+HOSTILE_OUTPUTS = ["file", "allow_pickle", "../../x"]
+
+
+def outputs_model(names=HOSTILE_OUTPUTS) -> onnx.ModelProto:
+    """A conv then one output per name (a Relu, a Sigmoid, ...), each a differently computed map."""
+    rng = np.random.default_rng(10)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])
+    ops = ["Relu", "Sigmoid", "Tanh", "Relu"]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["t"], name="conv", pads=[1, 1, 1, 1])]
+    nodes += [helper.make_node(ops[k], ["t"], [name], name=f"out{k}") for k, name in enumerate(names)]
+    outs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 16, 8, 8]) for name in names]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], outs, [_init("w", rng.normal(size=(16, 16, 3, 3)) * 0.1)]),
+                              opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    return model
+
+
+def test_output_archive_keys_by_position_and_keeps_the_names(tmp_path):
+    """save_outputs (``--output`` of a network of several outputs) on hostile names: every key
+    is output_k, 'names' holds the names in order, and the archive holds no other member."""
+    import types
+    import zipfile
+
+    from vdla.cmd_run import save_outputs
+
+    arrays = [np.full((1, 2), k, np.float32) for k in range(len(HOSTILE_OUTPUTS))]
+    report = types.SimpleNamespace(outputs_float=tuple(arrays), output_names=tuple(HOSTILE_OUTPUTS))
+    path = tmp_path / "y.npz"
+    with open(path, "wb") as fh:
+        save_outputs(fh, report)
+    assert sorted(zipfile.ZipFile(path).namelist()) == ["names.npy", "output_0.npy", "output_1.npy", "output_2.npy"]
+    with np.load(path, allow_pickle=False) as saved:
+        assert list(saved["names"]) == HOSTILE_OUTPUTS
+        assert all(np.array_equal(saved[f"output_{k}"], a) for k, a in enumerate(arrays))
+
+
+@pytest.mark.slow  # the whole CLI run: about 10 s under load
+def test_vdla_run_output_archive_keys_by_position_and_keeps_the_names(tmp_path):
+    """Output names 'file' (an internal error after the whole run), 'allow_pickle' (silently
+    dropped) and '../../x' (a zip member of that path) as the archive's keys: now output_k, and
+    the names in 'names'; the arrays are those of the JSON report (their SHA-256)."""
+    import hashlib
+
+    path, out = tmp_path / "m.onnx", tmp_path / "y.npz"
+    onnx.save(outputs_model(), str(path))
+    code, err, _ = vdla("run", path, "--json", "--output", out, cwd=tmp_path)
+    assert code == 0, err
+    with np.load(out, allow_pickle=False) as saved:
+        assert sorted(saved.files) == ["names", "output_0", "output_1", "output_2"]
+        assert list(saved["names"]) == HOSTILE_OUTPUTS
+        arrays = [saved[f"output_{k}"] for k in range(3)]
+    import zipfile
+
+    assert sorted(zipfile.ZipFile(out).namelist()) == ["names.npy", "output_0.npy", "output_1.npy", "output_2.npy"]
+    assert all(a.shape == (1, 16, 8, 8) and a.dtype == np.float32 for a in arrays)
+    assert len({hashlib.sha256(a.tobytes()).hexdigest() for a in arrays}) == 3
