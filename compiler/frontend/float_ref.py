@@ -36,7 +36,7 @@ import numpy as np
 
 from compiler.frontend.blas import one_thread
 from compiler.frontend.elementwise import ELEMENTWISE
-from compiler.frontend.graph import Graph, Node, conv_out, only_output
+from compiler.frontend.graph import Graph, ModelError, Node, conv_out, only_output
 
 EXACT_BITS = 53  # float64's significand: integers up to 2**53 are exact
 COLS_ELEMENTS = 1 << 20  # im2col buffer of conv_taps, per chunk of samples (8 MB as float64)
@@ -258,10 +258,18 @@ EVAL = {
 
 
 def eval_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
-    """float32 output of ``node`` on float32 ``args``."""
+    """float32 output of ``node`` on float32 ``args``. A ModelError names the node if it computes
+    inf or NaN from finite inputs (finite constants too large for the values: x * 3e38)."""
     if node.op not in EVAL:
         raise ValueError(f"unknown op {node.op}")
-    return np.asarray(EVAL[node.op](node.attrs, args), dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked below
+        out = np.asarray(EVAL[node.op](node.attrs, args), dtype=np.float32)
+    if not np.isfinite(out).all() and all(np.isfinite(a).all() for a in args):
+        folded = " (with any Mul, Div or BatchNormalization after it folded in)" if node.op in ("conv", "dense") else ""
+        raise ModelError("the float model", f"computes {int((~np.isfinite(out)).sum())} infinite or NaN value(s) "
+                         f"from finite inputs: its constants{folded} overflow float32 on this network's values",
+                         node.name, node.op)
+    return out
 
 
 def last_readers(graph) -> dict[str, int]:

@@ -32,6 +32,34 @@ MOVEMENT = ("Transpose", "Gather", "GatherND", "GatherElements", "Slice", "Where
             "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Compress")
 MALFORMED = (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, AttributeError, OverflowError)
 CONST_ARITH = ("Add", "Sub", "Mul", "Div")
+UNBOUNDED = {("clip", "lo"), ("clip", "hi")}  # attributes whose infinity means "no bound"
+
+
+def nonfinite(op: str, attrs: dict) -> str | None:
+    """What is not finite in float32 among a graph node's float attributes (arrays and scalars),
+    or None: a constant the import computed from finite ones (1 / 1e-45, a BatchNorm scale over a
+    zero variance) that the float model, the quantizer and the kernels would take as inf or NaN."""
+    for key, value in attrs.items():
+        if (op, key) in UNBOUNDED or isinstance(value, bool) or not isinstance(value, (float, np.ndarray)):
+            continue
+        if isinstance(value, np.ndarray) and value.dtype.kind != "f":
+            continue
+        with np.errstate(over="ignore", invalid="ignore"):
+            bad = ~np.isfinite(np.asarray(value, dtype=np.float32))
+        if bad.any():
+            shown = np.asarray(value, dtype=np.float64).reshape(-1)[np.flatnonzero(bad)[0]]
+            return (f"its {key} is not finite in float32 ({int(bad.sum())} value(s), such as {shown:.4g}): the "
+                    "float model would compute inf or NaN")
+    return None
+
+
+def axis_in(node, value, rank: int, fail, what: str = "axis", inclusive: bool = False) -> int:
+    """ONNX axis ``value`` of a tensor of ``rank`` as 0..rank-1 (0..rank with ``inclusive``,
+    Flatten's); outside [-rank, rank) one ModelError (it must not wrap around)."""
+    v, high = int(value), rank + 1 if inclusive else rank
+    if not -rank <= v < high:
+        raise fail(node, f"{what} {v} is outside [{-rank}, {high - 1}] for a tensor of rank {rank}")
+    return v + rank if v < 0 else v
 
 
 def _attrs(node) -> dict:
@@ -152,6 +180,9 @@ class _Importer:
         return self.inferred[name]
 
     def emit(self, node, op: str, inputs: list[str], **attrs) -> None:
+        why = nonfinite(op, attrs)
+        if why:
+            raise self.fail(node, why)
         out = node.output[0]
         self.nodes.append(Node(node.name or out, op, inputs, out, attrs))
         self.shapes[out] = self.out_shape(node)
@@ -208,7 +239,11 @@ class _Importer:
         if a.get("training_mode", 0):
             raise self.fail(node, "training_mode=1 is not supported; export the model in eval mode")
         scale, beta, mean, var = (self.const(node, name).astype(np.float64) for name in node.input[1:5])
-        k = scale / np.sqrt(var + a.get("epsilon", 1e-5))
+        spread = var + a.get("epsilon", 1e-5)
+        if np.any(spread <= 0):
+            raise self.fail(node, f"variance + epsilon is {spread.min():.4g} (channel {int(np.argmin(spread))}); "
+                            "BatchNormalization divides by its square root, which must be positive")
+        k = scale / np.sqrt(spread)
         per_channel = (1, -1) + (1,) * (len(self.shapes[x]) - 2)
         self.emit(node, "affine", [x], scale=k.reshape(per_channel), offset=(beta - mean * k).reshape(per_channel))
 
@@ -354,7 +389,7 @@ class _Importer:
         axes = a.get("axes")
         if axes is None and len(node.input) > 1 and node.input[1]:
             axes = self.const(node, node.input[1]).reshape(-1).tolist()
-        axes = sorted(int(v) % len(shape) for v in (axes or []))
+        axes = sorted(axis_in(node, v, len(shape), self.fail, "axes entry") for v in (axes or []))
         if len(shape) != 4 or axes != [2, 3]:
             raise self.fail(node, f"only the mean over H and W of an NCHW tensor is supported (axes {axes} of {shape})")
         if a.get("keepdims", 1):
@@ -367,6 +402,8 @@ class _Importer:
 
     def op_reshape(self, node, a):
         x = self.tensor(node, node.input[0])
+        if node.op_type == "Flatten":
+            axis_in(node, a.get("axis", 1), len(self.shapes[x]), self.fail, inclusive=True)
         out = self.out_shape(node)
         if int(np.prod(out)) != int(np.prod(self.shapes[x])):
             raise self.fail(node, f"reshape of {self.shapes[x]} to {out} changes the number of elements")
@@ -380,14 +417,14 @@ class _Importer:
     def op_Concat(self, node, a):
         inputs = [self.tensor(node, n) for n in node.input if n]
         rank = len(self.shapes[inputs[0]])
-        axis = int(a["axis"]) % rank
+        axis = axis_in(node, a["axis"], rank, self.fail)
         if axis == 0:
             raise self.fail(node, "concatenation along the batch axis is not supported")
         self.emit(node, "concat", inputs, axis=axis)
 
     def op_Softmax(self, node, a):
         x = self.tensor(node, node.input[0])
-        self.emit(node, "softmax", [x], axis=int(a.get("axis", -1)) % len(self.shapes[x]))
+        self.emit(node, "softmax", [x], axis=axis_in(node, a.get("axis", -1), len(self.shapes[x]), self.fail))
 
     def op_Gemm(self, node, a):
         x = self.tensor(node, node.input[0])
@@ -535,7 +572,14 @@ class _Importer:
             if output not in self.shapes:  # (the input itself is fine: a network of no layers)
                 why = "is a constant" if name in self.consts else "is not computed by any node"
                 raise ModelError(self.where, f"graph output {name!r} {why}; there is no network to run")
-        return simplify(Graph(self.graph_name, self.input.name, outputs, self.nodes, self.shapes))
+        with np.errstate(over="ignore", invalid="ignore"):  # checked below, once, by node
+            graph = simplify(Graph(self.graph_name, self.input.name, outputs, self.nodes, self.shapes))
+        for node in graph.nodes:  # folding (a Mul into the Conv before it) may overflow float32 too
+            why = nonfinite(node.op, node.attrs)
+            if why:
+                raise ModelError(self.where, f"{why} (after folding the per-channel scales into it)", node.name,
+                                 node.op)
+        return graph
 
 
 def _import(model, where: str, input_shape) -> Graph:

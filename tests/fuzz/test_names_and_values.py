@@ -20,7 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from compiler.network.vdla_ops import bundle_key
 from driver.package import _NAME
-from tests.fuzz.test_hostile_files import vdla
+from tests.fuzz.test_hostile_files import SECONDS, base_seconds, vdla  # noqa: F401 (base_seconds: a fixture)
 
 
 def _init(name: str, array: np.ndarray):
@@ -159,3 +159,107 @@ def test_vdla_run_output_archive_keys_by_position_and_keeps_the_names(tmp_path):
     assert sorted(zipfile.ZipFile(out).namelist()) == ["names.npy", "output_0.npy", "output_1.npy", "output_2.npy"]
     assert all(a.shape == (1, 16, 8, 8) and a.dtype == np.float32 for a in arrays)
     assert len({hashlib.sha256(a.tobytes()).hexdigest() for a in arrays}) == 3
+
+
+# --- finding 11: finite constants that compute inf or NaN; axes that wrap -------------------
+def _conv_then(node, inits=(), opset=13) -> onnx.ModelProto:
+    """x (1x4x4x4) -> conv 'conv' (3x3, padded) -> ``node`` (reading 't', writing 'y')."""
+    rng = np.random.default_rng(11)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["t"], name="conv", pads=[1, 1, 1, 1]), node]
+    graph = helper.make_graph(nodes, "g", [x], [y], [_init("w", rng.normal(size=(4, 4, 3, 3)) * 0.1), *inits])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+BIG = 2 ** 40
+
+
+def _reducemean_computed_axes() -> onnx.ModelProto:
+    """ReduceMean (opset 18) over axes [2**40 + 2, 3] computed by an Add of two initializers (onnx's
+    shape inference checks the axes of an initializer, not computed ones; they wrapped to [2, 3])."""
+    model = _conv_then(helper.make_node("ReduceMean", ["t", "ax"], ["y"], name="rm"), opset=18)
+    model.graph.node.insert(1, helper.make_node("Add", ["a1", "a2"], ["ax"], name="axes"))
+    model.graph.initializer.extend([numpy_helper.from_array(np.array([BIG, 3], np.int64), "a1"),
+                                    numpy_helper.from_array(np.array([2, 0], np.int64), "a2")])
+    return model
+
+
+HOSTILE_VALUES = {
+    # name: (model, the node refused, words of the reason)
+    "batchnorm-zero-variance": (_conv_then(helper.make_node("BatchNormalization", ["t", "s", "b", "m", "v"], ["y"],
+                                                            name="bn", epsilon=0.0),
+                                           [_init("s", [1] * 4), _init("b", [0] * 4), _init("m", [0] * 4),
+                                            _init("v", [1, 0, 1, 1])]),
+                                "bn", ["variance + epsilon is 0", "channel 1"]),
+    "div-by-1e-45": (_conv_then(helper.make_node("Div", ["t", "d"], ["y"], name="div"), [_init("d", [1e-45])]),
+                     "div", ["scale is not finite in float32"]),
+    "leakyrelu-alpha-inf": (_conv_then(helper.make_node("LeakyRelu", ["t"], ["y"], name="leaky", alpha=float("inf"))),
+                            "leaky", ["alpha is not finite in float32"]),
+    "softmax-axis-2**40": (_conv_then(helper.make_node("Softmax", ["t"], ["y"], name="sm", axis=BIG)),
+                           "sm", [f"axis {BIG} is outside [-4, 3]"]),
+    "concat-axis-2**40+1": (_conv_then(helper.make_node("Concat", ["t", "t"], ["y"], name="cat", axis=BIG + 1)),
+                            "cat", [f"axis {BIG + 1} is outside [-4, 3]"]),
+    "flatten-axis-2**40+1": (_conv_then(helper.make_node("Flatten", ["t"], ["y"], name="fl", axis=BIG + 1)),
+                             "fl", [f"axis {BIG + 1} is outside [-4, 4]"]),
+    "reducemean-computed-axes": (_reducemean_computed_axes(), "rm", [f"axes entry {BIG + 2} is outside [-4, 3]"]),
+}
+# A finite constant whose products overflow only on the network's values: refused by the float
+# model's first run (calibration), naming the conv the Mul was folded into.
+MUL_3E38 = _conv_then(helper.make_node("Mul", ["t", "d"], ["y"], name="mul"), [_init("d", [3e38])])
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_VALUES))
+def test_import_refuses_constants_that_compute_nonfinite_values_and_axes_that_wrap(case):
+    from compiler.frontend import from_model
+    from compiler.frontend.graph import ModelError
+
+    model, node, words = HOSTILE_VALUES[case]
+    with _no_warnings(), pytest.raises(ModelError) as err:
+        from_model(model, "m.onnx")
+    assert f"node {node!r}" in str(err.value) and "\n" not in str(err.value)
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_float_model_names_the_node_whose_finite_constants_overflow():
+    from compiler.frontend import float_ref, from_model
+    from compiler.frontend.graph import ModelError
+
+    with _no_warnings():
+        graph = from_model(MUL_3E38, "m.onnx")  # x * 3e38 is finite for |x| < 1.13: not refused at import
+        with pytest.raises(ModelError, match=r"node 'conv' \(conv\): computes \d+ infinite or NaN"):
+            float_ref.forward(graph, np.full((1, 4, 4, 4), 100.0, np.float32))
+        # inf or NaN already in the input is the input's, not the node's: it passes through
+        assert not np.isfinite(float_ref.forward(graph, np.full((1, 4, 4, 4), np.inf, np.float32))).all()
+
+
+def _no_warnings():
+    """numpy's RuntimeWarnings (divide by zero, overflow in cast) raised as errors: the refusal
+    must be the only thing the user sees."""
+    import warnings
+    from contextlib import contextmanager
+
+    @contextmanager
+    def strict():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            yield
+
+    return strict()
+
+
+@pytest.mark.slow  # one CLI start per model: about 5 s each under load
+@pytest.mark.parametrize("case", [*sorted(HOSTILE_VALUES), "mul-3e38"])
+def test_vdla_run_refuses_them_in_one_line_before_the_heavy_work(case, tmp_path, base_seconds):
+    """Exit 2, one error line naming the node (the last line; before it only progress lines, no
+    numpy warning), within SECONDS of the CLI's start-up (old code: an internal error after
+    calibration, or a run with the axis wrapped)."""
+    model, node, words = HOSTILE_VALUES[case] if case != "mul-3e38" else (MUL_3E38, "conv", ["infinite or NaN"])
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    code, err, seconds = vdla("run", path)
+    lines = err.splitlines()
+    assert code == 2 and lines[-1].startswith("vdla: error: ") and "Traceback" not in err, err
+    assert all(line.startswith(("importing ", "quantizing ")) for line in lines[:-1]), err
+    assert all(w in lines[-1] for w in [f"node {node!r}", *words]), err
+    assert seconds - base_seconds < SECONDS, f"took {seconds:.1f} s (start-up {base_seconds:.1f} s)"
