@@ -172,12 +172,12 @@ def add_inputs(config: Config, args: list[np.ndarray]) -> dict[str, np.ndarray]:
 
 
 class Executor:
-    """Runs a graph op by op. ``prebuilt`` maps bundle keys (``vdla_ops.bundle_key``: a node's, or
-    one per group of a grouped conv) to bundles compiled earlier (a deployed package): their inputs are written in
-    instead of compiling. ``kernels`` maps a CPU kernel spec
-    to a callable (default: the host JIT; on the board, the packaged ARM library). ``cpu_model``
-    (``kernel_cost(spec)``, ``offload_cost(...)``, ``name``) models CPU and host time, with
-    ``runtime`` (a ``cost.RuntimeProfile``) saying what the board runtime does per offload.
+    """Runs a graph op by op. ``prebuilt`` maps bundle keys (``vdla_ops.bundle_key``: a node's, or one per
+    group of a grouped conv) to bundles compiled earlier (a deployed package): their inputs are
+    written in instead of compiling. ``kernels`` maps a CPU kernel spec to a callable (default: the
+    host JIT; on the board, the packaged ARM library). ``cpu_model`` (``kernel_cost(spec)``,
+    ``offload_cost(...)``, ``name``) models CPU and host time, with ``runtime`` (a
+    ``cost.RuntimeProfile``) saying what the board runtime does per offload.
     ``should_stop`` (no arguments, a reason or None) is asked before every op; a reason stops
     the run there with RunStopped (so the granularity is one op, whose work is bounded by the
     device's and the kernels' own bounds). ``model``: the loaded model to run on (default: the

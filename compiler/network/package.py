@@ -1,15 +1,16 @@
 """A quantized network as deployment files, and running such files on a device.
 
-:func:`network_files` turns what ``vdla run`` computes before executing (the quantized graph,
-the placements, the test input) into files: ``graph.json`` + ``arrays.npz`` (the graph),
-``placements.json``, ``input.npy``, ``bundles/<key>.npz`` (every accelerator op compiled with
-zero inputs, under its ``vdla_ops.bundle_key``) and, optionally, ``cpu/libvdla_cpu.so`` + ``cpu/libvdla_cpu.json`` (the Cortex-A9
-library of the CPU ops and its kernel specs). :func:`run_files` runs such files with the
-executor on a device, after checking every op's attributes, constants and declared shapes and
-the CPU ops' work (``cpu_ops.check_graph``): each accelerator op is its packaged bundle with
-the op's actual input written into its ``inp`` (conv, dense) or ``a``/``b`` (ALU add) symbols,
-loaded only when the op runs; CPU ops use the packaged ARM library through ctypes on an ARMv7
-machine, the host JIT elsewhere. The outputs' SHA-256 is ``vdla run``'s ``output_sha256``.
+:func:`network_files` turns what ``vdla run`` computes before executing (the quantized graph, the
+placements, the test input) into files: ``graph.json`` + ``arrays.npz`` (the graph),
+``placements.json``, ``input.npy``, ``bundles/<key>.npz`` (every accelerator op compiled with zero
+inputs, under its ``vdla_ops.bundle_key``) and, optionally, ``cpu/libvdla_cpu.so`` +
+``cpu/libvdla_cpu.json`` (the Cortex-A9 library of the CPU ops and its kernel specs).
+:func:`run_files` runs such files with the executor on a device, after checking every op's
+attributes, constants and declared shapes and the CPU ops' work (``cpu_ops.check_graph``): each
+accelerator op is its packaged bundle with the op's actual input written into its ``inp`` (conv,
+dense) or ``a``/``b`` (ALU add) symbols, loaded only when the op runs; CPU ops use the packaged ARM
+library through ctypes on an ARMv7 machine, the host JIT elsewhere. The outputs' SHA-256 is ``vdla
+run``'s ``output_sha256``.
 
 The container around these files (manifest, sizes, hashes, the configuration check) is
 ``driver.package``; the transport is ``driver.protocol``.

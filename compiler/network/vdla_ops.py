@@ -61,7 +61,8 @@ def vdla_parts(node: QNode, shape: tuple[int, ...]) -> list[Part]:
                 clip_hi=int(a["hi"]))
     if node.op == "dense":
         m, k = a["weight"].shape
-        return [Part(bundle_key(node.name), Dense(name=node.name, n=shape[0], ic=k, oc=m, **clip), slice(0, k), slice(0, m), None)]
+        return [Part(bundle_key(node.name), Dense(name=node.name, n=shape[0], ic=k, oc=m, **clip), slice(0, k),
+                     slice(0, m), None)]
     o, cg, kh, kw = a["weight"].shape
     (sh, sw), pads, groups = a["stride"], tuple(a["pad"]), int(a["groups"])
     if sh != sw:
@@ -79,7 +80,8 @@ def vdla_parts(node: QNode, shape: tuple[int, ...]) -> list[Part]:
     parts = []
     for g in range(groups):
         key = bundle_key(node.name, None if groups == 1 else g)
-        layer = Conv2D(name=node.name if groups == 1 else f"{node.name} (group {g})", n=n, h=h, w=w, ic=cg, oc=og, k=kh, stride=sh, pad=pad, **clip)
+        layer = Conv2D(name=node.name if groups == 1 else f"{node.name} (group {g})", n=n, h=h, w=w, ic=cg, oc=og,
+                       k=kh, stride=sh, pad=pad, **clip)
         parts.append(Part(key, layer, slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og),
                           pads if explicit else None))
     return parts

@@ -114,7 +114,8 @@ def outputs_model(names=HOSTILE_OUTPUTS) -> onnx.ModelProto:
     nodes = [helper.make_node("Conv", ["x", "w"], ["t"], name="conv", pads=[1, 1, 1, 1])]
     nodes += [helper.make_node(ops[k], ["t"], [name], name=f"out{k}") for k, name in enumerate(names)]
     outs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 16, 8, 8]) for name in names]
-    model = helper.make_model(helper.make_graph(nodes, "g", [x], outs, [_init("w", rng.normal(size=(16, 16, 3, 3)) * 0.1)]),
+    weight = _init("w", rng.normal(size=(16, 16, 3, 3)) * 0.1)
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], outs, [weight]),
                               opset_imports=[helper.make_opsetid("", 13)])
     onnx.checker.check_model(model)
     return model
