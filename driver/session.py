@@ -24,10 +24,12 @@ A run of a loaded model writes only ``activations_in`` and reads only ``activati
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from driver.package import MANIFEST
 from vdla_hw.bundle import BYTE_CATEGORIES, Bundle
 from vdla_hw.errors import VdlaError
 
@@ -38,14 +40,21 @@ CATEGORIES = BYTE_CATEGORIES
 RUN_FILES = ("input.npy",)
 
 
-def model_digest(files: dict[str, bytes]) -> str:
-    """The SHA-256 of a package's files except its input: equal digests, equal bundles, so a
-    server keeps the model loaded between runs of the same package."""
+def model_digest(files: dict[str, bytes], manifest: dict | None = None) -> str:
+    """The identity of a package's loaded model: the SHA-256 of its files except the run's
+    (:data:`RUN_FILES`) and the manifest, plus the manifest's fields but its file list (model,
+    configuration, fingerprint) as canonical JSON. The manifest's file list names the input's
+    hash, so it is left out: a package that differs only in its input has the same digest, and a
+    server keeps the model loaded (weights, micro-ops, programs) across inputs. Equal digests,
+    equal bundles: every other file's bytes are hashed here, and ``driver.package.check`` has
+    tied the list to those bytes before a server runs a package."""
     h = hashlib.sha256()
     for name in sorted(files):
-        if name not in RUN_FILES:
+        if name not in RUN_FILES and name != MANIFEST:
             h.update(f"{name}\0{len(files[name])}\0".encode())
             h.update(files[name])
+    fields = {key: value for key, value in (manifest or {}).items() if key != "files"}
+    h.update(b"\0manifest\0" + json.dumps(fields, sort_keys=True, default=str).encode())
     return h.hexdigest()
 
 

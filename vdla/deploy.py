@@ -137,13 +137,14 @@ def deploy(model: str, board: str, *, key: bytes, config=None, resolution: int =
 def run_package(files: dict[str, bytes], device, should_stop=None) -> tuple[dict, dict[str, bytes]]:
     """The server's ``run``: check the package against ``device``, then run its network
     (``should_stop``: asked before every op, see compiler.network.executor) on the device's
-    loaded model of this package (kept between runs of the same package: its digest is the key)."""
+    loaded model of this package (kept between runs of the same model, whatever their inputs: the
+    key is ``driver.session.model_digest``, which leaves the input out)."""
     from compiler.network.package import run_files
     from driver.package import check
     from driver.session import model_digest
 
     manifest = check(files, device.config.fingerprint, device.config.name)
-    model = device.loaded_model(model_digest(files)) if hasattr(device, "loaded_model") else None
+    model = device.loaded_model(model_digest(files, manifest)) if hasattr(device, "loaded_model") else None
     reply, out = run_files(files, device, should_stop=should_stop, model=model)
     return {"model": str(manifest.get("model", "?")), "fingerprint": device.config.fingerprint, **reply}, out
 
