@@ -314,7 +314,8 @@ def _replace_folder(folder: Path, files: dict[str, bytes]) -> list[Path]:
     if folder.exists():
         if not folder.is_dir():
             raise VtaFormatError(f"{folder}: exists and is not a folder")
-        others = sorted(p.name for p in folder.iterdir() if p.name not in CASE_NAMES or p.is_symlink() or not p.is_file())
+        others = sorted(p.name for p in folder.iterdir()
+                        if p.name not in CASE_NAMES or p.is_symlink() or not p.is_file())
         if others:
             raise VtaFormatError(f"{folder}: holds {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}, which "
                                  "a VTA case does not; an export replaces its folder, so name a new or empty one")

@@ -66,7 +66,8 @@ def test_a_folder_with_other_files_is_refused_and_left_alone(tmp_path, capsys, t
     code, err = cli(capsys, "export-vta", first, out)
     assert code == 2 and err.count("\n") == 1 and err.startswith("vdla: error: ")
     assert "holds notes.txt, which a VTA case does not" in err and "new or empty" in err
-    assert sorted(p.name for p in out.iterdir()) == ["dram.bin", "notes.txt"] and (out / "dram.bin").read_bytes() == b"old"
+    assert sorted(p.name for p in out.iterdir()) == ["dram.bin", "notes.txt"]
+    assert (out / "dram.bin").read_bytes() == b"old"
     assert "notes.txt" not in CASE_NAMES and "dram.bin" in CASE_NAMES
 
 
