@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from driver.package import MANIFEST
 from vdla_hw.bundle import BYTE_CATEGORIES, Bundle
 from vdla_hw.errors import VdlaError
 
@@ -41,20 +40,21 @@ RUN_FILES = ("input.npy",)
 
 
 def model_digest(files: dict[str, bytes], manifest: dict | None = None) -> str:
-    """The identity of a package's loaded model: the SHA-256 of its files except the run's
-    (:data:`RUN_FILES`) and the manifest, plus the manifest's fields but its file list (model,
-    configuration, fingerprint) as canonical JSON. The manifest's file list names the input's
-    hash, so it is left out: a package that differs only in its input has the same digest, and a
-    server keeps the model loaded (weights, micro-ops, programs) across inputs. Equal digests,
-    equal bundles: every other file's bytes are hashed here, and ``driver.package.check`` has
-    tied the list to those bytes before a server runs a package."""
+    """The identity of a package's loaded model. ``manifest``: the package's manifest as
+    ``driver.package.check`` returned it (its file list tied to the bytes of ``files``): the
+    SHA-256 of the files it lists except the run's (:data:`RUN_FILES`), plus its fields but the
+    file list (model, configuration, fingerprint) as canonical JSON. Not the manifest's own bytes:
+    its file list names the input's hash, so a package differing only in its input has the same
+    digest, and a server keeps the model loaded (weights, micro-ops, programs) across inputs.
+    Without a manifest, every file of ``files`` but the run's is hashed."""
+    names = (manifest or {}).get("files", files)
     h = hashlib.sha256()
-    for name in sorted(files):
-        if name not in RUN_FILES and name != MANIFEST:
+    for name in sorted(names):
+        if name not in RUN_FILES:
             h.update(f"{name}\0{len(files[name])}\0".encode())
             h.update(files[name])
     fields = {key: value for key, value in (manifest or {}).items() if key != "files"}
-    h.update(b"\0manifest\0" + json.dumps(fields, sort_keys=True, default=str).encode())
+    h.update(b"\0manifest\0" + json.dumps(fields, sort_keys=True).encode())
     return h.hexdigest()
 
 
