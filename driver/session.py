@@ -24,6 +24,7 @@ A run of a loaded model writes only ``activations_in`` and reads only ``activati
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,14 +39,22 @@ CATEGORIES = BYTE_CATEGORIES
 RUN_FILES = ("input.npy",)
 
 
-def model_digest(files: dict[str, bytes]) -> str:
-    """The SHA-256 of a package's files except its input: equal digests, equal bundles, so a
-    server keeps the model loaded between runs of the same package."""
+def model_digest(files: dict[str, bytes], manifest: dict | None = None) -> str:
+    """The identity of a package's loaded model. ``manifest``: the package's manifest as
+    ``driver.package.check`` returned it (its file list tied to the bytes of ``files``): the
+    SHA-256 of the files it lists except the run's (:data:`RUN_FILES`), plus its fields but the
+    file list (model, configuration, fingerprint) as canonical JSON. Not the manifest's own bytes:
+    its file list names the input's hash, so a package differing only in its input has the same
+    digest, and a server keeps the model loaded (weights, micro-ops, programs) across inputs.
+    Without a manifest, every file of ``files`` but the run's is hashed."""
+    names = (manifest or {}).get("files", files)
     h = hashlib.sha256()
-    for name in sorted(files):
+    for name in sorted(names):
         if name not in RUN_FILES:
             h.update(f"{name}\0{len(files[name])}\0".encode())
             h.update(files[name])
+    fields = {key: value for key, value in (manifest or {}).items() if key != "files"}
+    h.update(b"\0manifest\0" + json.dumps(fields, sort_keys=True).encode())
     return h.hexdigest()
 
 

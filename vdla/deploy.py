@@ -104,7 +104,6 @@ def deploy(model: str, board: str, *, key: bytes, config=None, resolution: int =
     and return the report (with the output)."""
     from compiler.network import PartitionOptions
     from compiler.network.executor import outputs_sha256
-    from compiler.network.package import npy_array, output_blob
     from compiler.quantize import reference
     from driver.package import PackageError
     from driver.protocol import parse_address, request
@@ -120,8 +119,7 @@ def deploy(model: str, board: str, *, key: bytes, config=None, resolution: int =
     size = sum(len(d) for d in files.values())
     progress(f"sending a {size / 1e6:.1f} MB package to {board}")
     result, blobs, stats = request(address, {"op": "run"}, files, key=key, timeout_s=timeout_s)
-    outputs = tuple(npy_array(blobs.get(output_blob(k), b""), f"the server's {output_blob(k)}")
-                    for k in range(len(p.q.outputs)))
+    outputs = answer_outputs(blobs, len(p.q.outputs), board)
     sha = outputs_sha256(outputs)
     if sha != result.get("output_sha256"):
         raise PackageError(f"{board}: the outputs' SHA-256 differs from the one the server reported")
@@ -137,15 +135,59 @@ def deploy(model: str, board: str, *, key: bytes, config=None, resolution: int =
 def run_package(files: dict[str, bytes], device, should_stop=None) -> tuple[dict, dict[str, bytes]]:
     """The server's ``run``: check the package against ``device``, then run its network
     (``should_stop``: asked before every op, see compiler.network.executor) on the device's
-    loaded model of this package (kept between runs of the same package: its digest is the key)."""
+    loaded model of this package (kept between runs of the same model, whatever their inputs: the
+    key is ``driver.session.model_digest``, which leaves the input out)."""
     from compiler.network.package import run_files
     from driver.package import check
     from driver.session import model_digest
 
     manifest = check(files, device.config.fingerprint, device.config.name)
-    model = device.loaded_model(model_digest(files)) if hasattr(device, "loaded_model") else None
+    model = device.loaded_model(model_digest(files, manifest)) if hasattr(device, "loaded_model") else None
     reply, out = run_files(files, device, should_stop=should_stop, model=model)
-    return {"model": str(manifest.get("model", "?")), "fingerprint": device.config.fingerprint, **reply}, out
+    return {"model": str(manifest.get("model", "?")), "fingerprint": device.config.fingerprint, **reply}, \
+        answer_blobs(out)
+
+
+# The blob of a ``run`` answer holding the outputs of a network of several (key k: output k).
+OUTPUTS_BLOB = "outputs.npz"
+
+
+def answer_blobs(out: dict[str, bytes]) -> dict[str, bytes]:
+    """``run_files``' blobs as the server sends them: a network's outputs in one blob whatever
+    their number (``output.npy`` for a network of one, else :data:`OUTPUTS_BLOB`), beside
+    ``layers.json``. The frame header lists every blob (about 120 bytes each) within 64 KiB
+    (``driver.protocol.MAX_HEADER``), so a blob per output left a network of ~550 outputs or more
+    run but unanswerable."""
+    import io
+
+    from compiler.network.package import LAYERS, npy_array, output_blob
+
+    n = sum(1 for name in out if name != LAYERS)
+    if n == 1:
+        return out
+    buf = io.BytesIO()
+    np.savez(buf, **{str(k): npy_array(out[output_blob(k)], output_blob(k)) for k in range(n)})
+    return {OUTPUTS_BLOB: buf.getvalue(), LAYERS: out[LAYERS]}
+
+
+def answer_outputs(blobs: dict[str, bytes], n: int, board: str) -> tuple[np.ndarray, ...]:
+    """The ``n`` outputs of a ``run`` answer from ``board`` (:func:`answer_blobs`), read with
+    bounded memory and no pickles; a missing or malformed blob is a one-line PackageError."""
+    from compiler.network.package import npy_array, output_blob
+    from driver.package import PackageError
+    from vdla_hw.errors import VdlaError
+    from vdla_hw.npyfile import read_npz
+
+    try:
+        if n == 1:
+            return (npy_array(blobs.get(output_blob(0), b""), f"the server's {output_blob(0)}"),)
+        arrays = read_npz(blobs.get(OUTPUTS_BLOB, b""), f"the server's {OUTPUTS_BLOB}")
+    except VdlaError as err:
+        raise PackageError(f"{board}: {err}") from None
+    if sorted(arrays) != sorted(str(k) for k in range(n)):
+        raise PackageError(f"{board}: the server's {OUTPUTS_BLOB} holds {len(arrays)} arrays, not the network's "
+                           f"{n} outputs")
+    return tuple(arrays[str(k)] for k in range(n))
 
 
 def server_key(path: str | Path | None, log=_say) -> bytes:

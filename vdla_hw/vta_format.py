@@ -23,6 +23,9 @@ from __future__ import annotations
 import base64
 import csv
 import io
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +49,8 @@ CASE_FILES = (("input", "inp", ("INP", "inp")), ("weight", "wgt", ("WGT", "wgt")
 STEM_OF_MEM = {"inp": "input", "wgt": "weight", "acc": "accumulator", "out": "out", "uop": "uop"}
 EXTRA_FILES = ("expected_out.bin", "expected_out_sram.bin")  # kept verbatim in meta["vta_files"]
 CSV_NAME, INSN_FILE, FLAT_IMAGE = "memory_addresses.csv", "instructions.bin", "dram.bin"
+# Every name import_dir reads: what an export writes and replaces as one set.
+CASE_NAMES = frozenset({CSV_NAME, INSN_FILE, FLAT_IMAGE, *EXTRA_FILES, *(f"{stem}.bin" for stem, _, _ in CASE_FILES)})
 _CSV_KEYS = {key: stem for stem, _, keys in CASE_FILES for key in keys} | {"INSN": "instructions",
                                                                            "DRAM": "dram"}
 _MEM_OF = {stem: mem for stem, mem, _ in CASE_FILES}
@@ -294,11 +299,50 @@ def export_dir(bundle: Bundle, folder: str | Path, *, flat: bool = False,
         files[CSV_NAME] = _csv_text([("DRAM", VTA_BASE, VTA_BASE), ("INSN", insn_phys, insn_phys // 16)]).encode()
     else:
         files.update(_case_files(bundle, dram, target, insn_phys))
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, data in files.items():
-        written.append(atomic_write(folder / name, data))
-    return written
+    return _replace_folder(folder, files)
+
+
+def _replace_folder(folder: Path, files: dict[str, bytes]) -> list[Path]:
+    """Make ``files`` the whole content of ``folder``, as one set: they are written into a new
+    folder beside it, which then takes its place (an earlier one is renamed aside first and
+    removed after). A reader sees the earlier set, no folder, or the new set, never a mix: files
+    of an earlier export that this one does not write (its ``dram.bin``, which import reads
+    first, or an object this bundle lacks) would be read with the new ones. A folder holding
+    anything a case does not have (:data:`CASE_NAMES`) is refused, as is the current folder:
+    the swap would lose the one and leave the shell in a removed folder."""
+    folder = Path(folder).resolve()
+    if folder.exists():
+        if not folder.is_dir():
+            raise VtaFormatError(f"{folder}: exists and is not a folder")
+        others = sorted(p.name for p in folder.iterdir()
+                        if p.name not in CASE_NAMES or p.is_symlink() or not p.is_file())
+        if others:
+            raise VtaFormatError(f"{folder}: holds {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}, which "
+                                 "a VTA case does not; an export replaces its folder, so name a new or empty one")
+        if folder == Path.cwd().resolve():
+            raise VtaFormatError(f"{folder}: is the current folder; an export replaces its folder, so name another")
+        mode = folder.stat().st_mode & 0o7777
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o777 & ~umask
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    new = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".new", dir=folder.parent))
+    old = new.with_suffix(".old")
+    try:
+        for name, data in files.items():
+            atomic_write(new / name, data)
+        os.chmod(new, mode)
+        if folder.exists():
+            os.rename(folder, old)
+        os.rename(new, folder)
+    except BaseException:
+        shutil.rmtree(new, ignore_errors=True)
+        if old.exists() and not folder.exists():
+            os.rename(old, folder)  # the earlier set back in place
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+    return [folder / name for name in files]
 
 
 def _case_files(bundle: Bundle, dram: np.ndarray, target: Config, insn_phys: int) -> dict[str, bytes]:
