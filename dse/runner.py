@@ -6,8 +6,9 @@ with ``address``), puts each quantized model in the object store once, and keeps
 or a multi-objective search (:class:`dse.search.SearchSource`). Tasks run with
 ``max_retries=0``: a task that raises or a worker that dies loses only its point, recorded as
 ``failed`` and tried again on the next run. Points already in ``DIR/points.csv`` are not
-computed again (:mod:`dse.store`). Configurations the configuration itself rejects become
-``invalid`` rows without a task. One sweep at a time writes a directory (:mod:`dse.lock`).
+computed again (:mod:`dse.store`), provided their seal holds (:mod:`dse.row_seal`).
+Configurations the configuration itself rejects become ``invalid`` rows without a task. One
+sweep at a time writes a directory (:mod:`dse.lock`).
 
 When Ray itself goes (the raylet of the driver's node killed or crashed: the embedded Ray's only
 node, or the local raylet of a cluster), no further point can run and Ray would end this process
@@ -40,9 +41,11 @@ from dse.lock import sweep_lock
 from dse.metrics import columns
 from dse.point import PROBLEMS, point_task
 from dse.progress import Progress
+from dse.row_seal import sweep_key
 from dse.space import Space
 from dse.store import PointStore
 from vdla_hw.errors import VdlaError
+from vdla_hw.files import printable
 
 
 @dataclass
@@ -165,7 +168,7 @@ def _run_locked(space: Space, out_dir: Path, models: list[Model], options: Sweep
 
     dims = [d.name for d in space.dimensions]
     cols = columns(dims, fpga.part_names(), options.synth)
-    store = PointStore(out_dir, cols, code_key())
+    store = PointStore(out_dir, cols, code_key(), sweep_key())
     if source is None:
         if space.search.method == "grid":
             source = GridSource(space, models)
@@ -175,6 +178,8 @@ def _run_locked(space: Space, out_dir: Path, models: list[Model], options: Sweep
             source = SearchSource(space, models, store)
     progress = Progress(source.total, options.stream, options.progress)
     progress.counts["resumed"] = source.resumed
+    if store.untrusted:
+        progress.problem(untrusted_note(store))
     start = time.perf_counter()
     resources = resource_state(out_dir / "cache", progress.problem)
     if resources.get("stale"):
@@ -188,6 +193,14 @@ def _run_locked(space: Space, out_dir: Path, models: list[Model], options: Sweep
         finally:
             ray.shutdown()
     return finish(space, out_dir, models, options, store, progress, time.perf_counter() - start, resources)
+
+
+def untrusted_note(store: PointStore) -> str:
+    """One line on the rows of points.csv whose seal failed (dropped by the store)."""
+    keys = ", ".join(printable(k, 24) for k in store.untrusted[:3]) + (", ..." if len(store.untrusted) > 3 else "")
+    return (f"{store.path}: rows whose seal fails (edited, or written by another user or machine): "
+            f"{len(store.untrusted)} (key {keys}); not trusted, so dropped, and computed again where this sweep "
+            "has them")
 
 
 def _drive(ray, source, store: PointStore, progress: Progress, models: list[Model], out_dir: Path,

@@ -96,8 +96,23 @@ def test_small_sweep_on_local_ray(capsys, tmp_path, small_cnn_path):
     for name in ("pareto_small_cnn.png", "sensitivity_small_cnn.png", "energy_small_cnn.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((out / "summary.json").read_text())["points"] == 16
+    # issue 45 (finding 15): a forged latency in points.csv became "the fastest configuration" of
+    # the resumed sweep; now the row fails its seal and is computed again
+    slower = max((r for r in ok if r["fits_xc7z020"] and r["clock_met"]), key=lambda r: r["latency_s"])
+    assert slower["key"] != best["key"]
+    text = (out / "points.csv").read_text()
+    line = next(ln for ln in text.splitlines() if ln.startswith(slower["key"] + ","))
+    forged = line.replace(f",{slower['latency_s']!r},", ",1e-09,", 1)
+    assert forged != line
+    (out / "points.csv").write_text(text.replace(line, forged))
     again = sweep(capsys, space, "-o", str(out), "--models", small_cnn_path, "--workers", "2")
-    assert (again["computed_now"], again["resumed"], again["points"]) == (0, 16, 16)
+    assert (again["computed_now"], again["resumed"], again["points"]) == (1, 15, 16)
+    assert again["best_fitting"] == summary["best_fitting"]
+    assert [ln for ln in STDERR if "seal" in ln] == [
+        f"sweep: {out / 'points.csv'}: rows whose seal fails (edited, or written by another user or machine): 1 "
+        f"(key {slower['key']}); not trusted, so dropped, and computed again where this sweep has them"]
+    recomputed = {r["key"]: r for r in read_rows(out / "points.csv")[1]}[slower["key"]]
+    assert recomputed["latency_s"] == slower["latency_s"]
 
 
 def test_an_unreachable_address_is_a_one_line_error(capsys, tmp_path, small_cnn_path):
@@ -121,6 +136,18 @@ def test_a_second_sweep_on_a_directory_is_refused_at_once(capsys, tmp_path, smal
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err == [f"vdla: error: {out}: another sweep (pid {holder.proc.pid}) is writing to this "
                                  "directory; wait for it to finish or give another -o DIR"]
+
+
+def test_an_unsafe_sweep_key_is_one_line_before_any_work(capsys, tmp_path, small_cnn_path, monkeypatch):
+    """The key that seals points.csv's rows (dse.row_seal) is checked as vdla serve's is."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    key = tmp_path / "config" / "vdla" / "sweep.key"
+    key.parent.mkdir(parents=True, mode=0o700)
+    key.write_text("00" * 32 + "\n")
+    key.chmod(0o644)
+    code = main(["sweep", write_space(tmp_path), "-o", str(tmp_path / "o"), "--models", small_cnn_path])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [f"vdla: error: key file {key} may be read by others (mode 0644); run: chmod 600 {key}"]
 
 
 @pytest.mark.parametrize("row, where", [
