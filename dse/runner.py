@@ -40,6 +40,7 @@ from dse.items import GridSource, Item, Model
 from dse.lock import sweep_lock
 from dse.metrics import columns
 from dse.point import PROBLEMS, point_task
+from dse.private_ray import private_ray
 from dse.progress import Progress
 from dse.row_seal import sweep_key
 from dse.space import Space
@@ -106,7 +107,7 @@ def check_reachable(address: str) -> None:
                         "ray start --head, or leave --address out for an embedded local Ray") from None
 
 
-def _init_ray(options: SweepOptions):
+def _init_ray(options: SweepOptions, temp_dir: str | None):
     # The driver's own Ray logging stays quiet; worker output is not forwarded (errors come back
     # as exceptions and are recorded in the points).
     kwargs = {"logging_level": logging.ERROR, "log_to_driver": False}
@@ -125,8 +126,21 @@ def _init_ray(options: SweepOptions):
         import ray
 
         # address="local": always a new instance of our own, never a cluster that happens to run here
-        ray.init(address="local", num_cpus=options.workers or os.cpu_count(), include_dashboard=False, **kwargs)
+        ray.init(address="local", num_cpus=options.workers or os.cpu_count(), include_dashboard=False,
+                 _temp_dir=temp_dir, **kwargs)
     return ray
+
+
+@contextlib.contextmanager
+def ray_session(options: SweepOptions):
+    """Ray for the block, shut down on every way out: an embedded instance private to this user
+    (:mod:`dse.private_ray`), or the cluster at ``options.address``."""
+    with (contextlib.nullcontext() if options.address else private_ray()) as temp_dir:
+        ray = _init_ray(options, temp_dir)
+        try:
+            yield ray
+        finally:
+            ray.shutdown(wait_for_processes=True)  # before the private folder is removed
 
 
 class RayDiedError(VdlaError):
@@ -186,12 +200,8 @@ def _run_locked(space: Space, out_dir: Path, models: list[Model], options: Sweep
         progress.note(f"sweep: {resources['basis']}")
     # Ray's driver prints worker deaths and other cluster events on stdout; they belong with the
     # progress on stderr (stdout carries only the summary, e.g. --json).
-    with contextlib.redirect_stdout(sys.stderr):
-        ray = _init_ray(options)
-        try:
-            _drive(ray, source, store, progress, models, out_dir, options, resources["basis"])
-        finally:
-            ray.shutdown()
+    with contextlib.redirect_stdout(sys.stderr), ray_session(options) as ray:
+        _drive(ray, source, store, progress, models, out_dir, options, resources["basis"])
     return finish(space, out_dir, models, options, store, progress, time.perf_counter() - start, resources)
 
 

@@ -228,20 +228,86 @@ def wait_for(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+# What another local user tries on a running sweep's Ray (issue 45, finding 3): list its state
+# folder and read and write the keys of its GCS (where Ray keeps the pickled task function),
+# without the sweep's token. Runs as uid/gid 65534 (nobody) under the system's Python 3.11 with
+# this environment's packages (this one's interpreter may sit in a folder only root can enter).
+PROBE = r"""
+import json, os, sys
+session, gcs = sys.argv[1], sys.argv[2]
+seen = {}
+for name, path in (("session", session), ("state", os.path.dirname(os.path.dirname(session)))):
+    try:
+        seen[name] = sorted(os.listdir(path))[:3]
+    except OSError as err:
+        seen[name] = type(err).__name__
+from ray._raylet import GcsClient
+for what, call in (("read", lambda: GcsClient(address=gcs).internal_kv_keys(b"", None)),
+                   ("write", lambda: GcsClient(address=gcs).internal_kv_put(b"probe", b"x", True, None))):
+    try:
+        seen[what] = repr(call())[:100]
+    except Exception as err:
+        seen[what] = f"{type(err).__name__}: {err}"[:300]
+print(json.dumps(seen))
+"""
+OTHER_USER = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+SYSTEM_PYTHON = "/usr/bin/python3.11"
+
+
+def probe_as_another_user(pid: int) -> dict:
+    """What :data:`PROBE` achieves, as another user, on the Ray of the sweep ``pid``."""
+    import sysconfig
+
+    raylet, = [p for p in descendants(pid) if "/raylet/raylet " in cmdline(p)]
+    args = dict(a.split("=", 1) for a in cmdline(raylet).split() if a.startswith("--") and "=" in a)
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "PYTHONPATH": sysconfig.get_paths()["purelib"]}
+    done = subprocess.run([*OTHER_USER, SYSTEM_PYTHON, "-c", PROBE, args["--session_dir"], args["--gcs-address"]],
+                          env=env, cwd="/", capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {"session_dir": args["--session_dir"], **json.loads(done.stdout.strip().splitlines()[-1])}
+
+
+def can_probe_as_another_user() -> str | None:
+    """Why the other-user probe cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root, to run the probe as another user (uid 65534)"
+    if not shutil.which("setpriv") or not os.access(SYSTEM_PYTHON, os.X_OK):
+        return f"needs setpriv and {SYSTEM_PYTHON} (the probe's interpreter, readable by other users)"
+    if sys.version_info[:2] != (3, 11):
+        return "the probe runs this environment's packages under the system's Python 3.11"
+    return None
+
+
 @pytest.mark.slow
 def test_resuming_an_interrupted_sweep_computes_only_the_missing_points(capsys, tmp_path, small_cnn_path):
+    """Also: another local user can neither enter the running sweep's Ray state folder nor read or
+    write its GCS (issue 45, finding 3: Ray's state was in /tmp/ray, mode 0777, and its GCS
+    answered anyone on 127.0.0.1)."""
     out = tmp_path / "out"
+    why_not = can_probe_as_another_user()
     proc = start_sweep(tmp_path, small_cnn_path, out)
     try:
         # interrupt at the first recorded point: the most points left to resume (the other 35 take
         # several seconds even on an idle machine, so the interrupt lands mid-sweep)
         wait_for(lambda: len(read_rows(out / "points.csv")[1]) >= 1, 180, "a first point")
+        if why_not is None:
+            proc.send_signal(signal.SIGSTOP)  # the sweep waits while the probe runs
+            try:
+                seen = probe_as_another_user(proc.pid)
+            finally:
+                proc.send_signal(signal.SIGCONT)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, stderr
+    if why_not is None:
+        assert not seen["session_dir"].startswith(("/tmp/ray/", "/tmp/ray-")), seen
+        assert seen["session"] == seen["state"] == "PermissionError", seen
+        for what in ("read", "write"):
+            assert seen[what].startswith("AuthenticationError: ") and "Authentication token is missing" in seen[what], seen
+        assert not Path(seen["session_dir"]).parents[1].exists()  # the private folder is removed at the end
     _, rows = read_rows(out / "points.csv")
     total = 2 * 2 * 3 * 3
     assert 1 <= len(rows) < total
@@ -250,6 +316,8 @@ def test_resuming_an_interrupted_sweep_computes_only_the_missing_points(capsys, 
     assert summary["resumed"] == len(rows)
     assert summary["computed_now"] == total - len(rows)
     assert summary["points"] == total and summary["failed"] == 0
+    if why_not is not None:  # everything else was checked
+        pytest.skip(f"the other-user probe of the sweep's Ray did not run: {why_not}")
 
 
 @pytest.mark.slow
