@@ -43,6 +43,7 @@ from dse.point import PROBLEMS, point_task
 from dse.private_ray import private_ray
 from dse.progress import Progress
 from dse.row_seal import sweep_key
+from dse.sigint import held
 from dse.space import Space
 from dse.store import PointStore
 from vdla_hw.errors import VdlaError
@@ -134,13 +135,20 @@ def _init_ray(options: SweepOptions, temp_dir: str | None):
 @contextlib.contextmanager
 def ray_session(options: SweepOptions):
     """Ray for the block, shut down on every way out: an embedded instance private to this user
-    (:mod:`dse.private_ray`), or the cluster at ``options.address``."""
+    (:mod:`dse.private_ray`), or the cluster at ``options.address``. A Ctrl-C during Ray's start
+    or its shutdown takes effect once that step is over (:func:`dse.sigint.held`), so Ray is
+    never left half-started or half-stopped: its processes are gone and its driver is
+    disconnected before the interrupt leaves (exit status 130)."""
     with (contextlib.nullcontext() if options.address else private_ray()) as temp_dir:
-        ray = _init_ray(options, temp_dir)
         try:
+            with held():
+                ray = _init_ray(options, temp_dir)
             yield ray
         finally:
-            ray.shutdown(wait_for_processes=True)  # before the private folder is removed
+            with held():
+                ray = sys.modules.get("ray")  # imported by _init_ray unless it refused before
+                if ray is not None:
+                    ray.shutdown(wait_for_processes=True)  # before the private folder is removed
 
 
 class RayDiedError(VdlaError):

@@ -1,11 +1,17 @@
-"""The embedded Ray's private state folder and token (dse.private_ray), without starting Ray:
-issue 45, finding 3 (a sweep test on Ray checks it end to end, as another user)."""
+"""The embedded Ray's private state folder and token (dse.private_ray) and the Ctrl-C held during
+Ray's start and shutdown (dse.sigint), without starting Ray: issue 45, findings 3 and 17 (the
+sweep tests on Ray check them end to end, as another user and with real interrupts)."""
 
 import os
+import signal
 import stat
+import time
 from pathlib import Path
 
+import pytest
+
 from dse.private_ray import AUTH_VARIABLES, SUN_PATH_MAX, private_ray, token
+from dse.sigint import held
 
 
 def test_the_state_folder_is_private_short_and_removed(monkeypatch):
@@ -33,3 +39,20 @@ def test_a_long_tmpdir_is_passed_over_for_tmp(monkeypatch, tmp_path):
     monkeypatch.setattr("tempfile.tempdir", None)  # tempfile caches the folder it found
     with private_ray() as temp_dir:
         assert temp_dir.startswith("/tmp/vdla-ray-")
+
+
+def test_a_ctrl_c_during_a_held_step_is_raised_when_the_step_is_over():
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # an xdist worker ignores SIGINT
+    steps = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with held():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)  # Python runs the handler here: it only notes the signal
+                steps.append("the step finished")
+        assert steps == ["the step finished"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with held():  # no Ctrl-C: nothing raised
+            steps.append("again")
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -320,6 +320,42 @@ def test_resuming_an_interrupted_sweep_computes_only_the_missing_points(capsys, 
         pytest.skip(f"the other-user probe of the sweep's Ray did not run: {why_not}")
 
 
+# (what has happened when the Ctrl-C comes, extra seconds): Ray's raylet started (so ray.init is
+# under way), the first point recorded, the third; with the interrupt of the resumption test
+# above, five interrupts (benchmarks/sweep_interrupts.py runs 45)
+MOMENTS = (("raylet", 0.0), ("raylet", 0.5), ("points", 1), ("points", 3))
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_ray_before_the_sweep_ends_with_130(tmp_path, small_cnn_path):
+    """Issue 45 (finding 17): Ctrl-C of a sweep died of SIGSEGV in one of Ray's threads (2 of 45
+    interrupts, status 139 after "vdla: interrupted"), and one during ray.init left Ray's
+    processes running. Now Ray's start and shutdown are not cut by the interrupt: every Ctrl-C
+    ends with 130, the one line, and none of Ray's processes outlives the sweep."""
+    from tests.vdla.test_interrupts import interrupt
+
+    for number, (what, extra) in enumerate(MOMENTS):
+        out = tmp_path / f"out{number}"
+        proc = start_sweep(tmp_path, small_cnn_path, out)
+        ray_processes: list[int] = []
+
+        def ready():
+            if what == "raylet":
+                wait_for(lambda: any("/raylet/raylet " in cmdline(p) for p in descendants(proc.pid)), 180, "the raylet")
+            else:
+                wait_for(lambda: len(read_rows(out / "points.csv")[1]) >= extra, 180, f"{extra} points")
+            time.sleep(extra if what == "raylet" else 0)
+            ray_processes[:] = descendants(proc.pid)
+
+        interrupt(proc, ready)
+        left = [p for p in ray_processes if cmdline(p)]
+        try:
+            assert not left, (what, extra, [cmdline(p)[:100] for p in left])
+        finally:
+            for pid in left:
+                os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.slow
 def test_a_killed_worker_loses_only_its_point(capsys, tmp_path, small_cnn_path):
     out = tmp_path / "out"
