@@ -138,10 +138,11 @@ def ray_session(options: SweepOptions):
     (:mod:`dse.private_ray`), or the cluster at ``options.address``. A Ctrl-C during Ray's start
     or its shutdown takes effect once that step is over (:func:`dse.sigint.held`), so Ray is
     never left half-started or half-stopped: its processes are gone and its driver is
-    disconnected before the interrupt leaves (exit status 130)."""
+    disconnected before the interrupt leaves (exit status 130). A second Ctrl-C during the start
+    interrupts it at once (a start that hangs)."""
     with (contextlib.nullcontext() if options.address else private_ray()) as temp_dir:
         try:
-            with held():
+            with held(second_breaks=True):
                 ray = _init_ray(options, temp_dir)
             yield ray
         finally:

@@ -15,16 +15,24 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def held():
+def held(second_breaks: bool = False):
     """While the block runs, SIGINT is noted instead of handled; on leaving (however the block
     ends) a noted SIGINT goes to the previous handler, so the interrupt is raised then. Outside
-    the main thread, or when SIGINT is ignored or not Python's to handle, nothing changes."""
+    the main thread, or when SIGINT is ignored or not Python's to handle, nothing changes.
+    ``second_breaks``: a second SIGINT goes to the previous handler at once (a way out of a step
+    that hangs, such as joining a cluster that does not answer)."""
     previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
     if not callable(previous):
         yield
         return
     noted: list = []
-    signal.signal(signal.SIGINT, lambda signum, frame: noted.append((signum, frame)))
+
+    def note(signum, frame):
+        if noted and second_breaks:
+            previous(signum, frame)
+        noted.append((signum, frame))
+
+    signal.signal(signal.SIGINT, note)
     try:
         yield
     finally:

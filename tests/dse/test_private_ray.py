@@ -54,5 +54,14 @@ def test_a_ctrl_c_during_a_held_step_is_raised_when_the_step_is_over():
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
         with held():  # no Ctrl-C: nothing raised
             steps.append("again")
+        with pytest.raises(KeyboardInterrupt):  # a second Ctrl-C breaks a step that may hang
+            with held(second_breaks=True):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+                steps.append("noted")
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+                steps.append("not reached")
+        assert steps[-1] == "noted" and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, previous)
