@@ -81,7 +81,7 @@ def finish(space, out_dir: Path, models, options, store, progress, seconds: floa
     from dse import figures
 
     header, rows = read_rows(store.path)
-    rows = [r for r in rows if r.get("model") in {m.name for m in models}]
+    rows = [r for r in rows if r.get("model") in {m.name for m in models} and store.trusted(r)]
     objectives = space.search.objectives
     front = pareto_rows(rows, objectives)
     write_rows(out_dir / "pareto.csv", header, front)

@@ -6,8 +6,9 @@ with ``address``), puts each quantized model in the object store once, and keeps
 or a multi-objective search (:class:`dse.search.SearchSource`). Tasks run with
 ``max_retries=0``: a task that raises or a worker that dies loses only its point, recorded as
 ``failed`` and tried again on the next run. Points already in ``DIR/points.csv`` are not
-computed again (:mod:`dse.store`). Configurations the configuration itself rejects become
-``invalid`` rows without a task. One sweep at a time writes a directory (:mod:`dse.lock`).
+computed again (:mod:`dse.store`), provided their seal holds (:mod:`dse.row_seal`).
+Configurations the configuration itself rejects become ``invalid`` rows without a task. One
+sweep at a time writes a directory (:mod:`dse.lock`).
 
 When Ray itself goes (the raylet of the driver's node killed or crashed: the embedded Ray's only
 node, or the local raylet of a cluster), no further point can run and Ray would end this process
@@ -39,10 +40,14 @@ from dse.items import GridSource, Item, Model
 from dse.lock import sweep_lock
 from dse.metrics import columns
 from dse.point import PROBLEMS, point_task
+from dse.private_ray import private_ray
 from dse.progress import Progress
+from dse.row_seal import sweep_key
+from dse.sigint import held
 from dse.space import Space
 from dse.store import PointStore
 from vdla_hw.errors import VdlaError
+from vdla_hw.files import printable
 
 
 @dataclass
@@ -103,7 +108,7 @@ def check_reachable(address: str) -> None:
                         "ray start --head, or leave --address out for an embedded local Ray") from None
 
 
-def _init_ray(options: SweepOptions):
+def _init_ray(options: SweepOptions, temp_dir: str | None):
     # The driver's own Ray logging stays quiet; worker output is not forwarded (errors come back
     # as exceptions and are recorded in the points).
     kwargs = {"logging_level": logging.ERROR, "log_to_driver": False}
@@ -122,8 +127,29 @@ def _init_ray(options: SweepOptions):
         import ray
 
         # address="local": always a new instance of our own, never a cluster that happens to run here
-        ray.init(address="local", num_cpus=options.workers or os.cpu_count(), include_dashboard=False, **kwargs)
+        ray.init(address="local", num_cpus=options.workers or os.cpu_count(), include_dashboard=False,
+                 _temp_dir=temp_dir, **kwargs)
     return ray
+
+
+@contextlib.contextmanager
+def ray_session(options: SweepOptions):
+    """Ray for the block, shut down on every way out: an embedded instance private to this user
+    (:mod:`dse.private_ray`), or the cluster at ``options.address``. A Ctrl-C during Ray's start
+    or its shutdown takes effect once that step is over (:func:`dse.sigint.held`), so Ray is
+    never left half-started or half-stopped: its processes are gone and its driver is
+    disconnected before the interrupt leaves (exit status 130). A second Ctrl-C during the start
+    interrupts it at once (a start that hangs)."""
+    with (contextlib.nullcontext() if options.address else private_ray()) as temp_dir:
+        try:
+            with held(second_breaks=True):
+                ray = _init_ray(options, temp_dir)
+            yield ray
+        finally:
+            with held():
+                ray = sys.modules.get("ray")  # imported by _init_ray unless it refused before
+                if ray is not None:
+                    ray.shutdown(wait_for_processes=True)  # before the private folder is removed
 
 
 class RayDiedError(VdlaError):
@@ -165,7 +191,7 @@ def _run_locked(space: Space, out_dir: Path, models: list[Model], options: Sweep
 
     dims = [d.name for d in space.dimensions]
     cols = columns(dims, fpga.part_names(), options.synth)
-    store = PointStore(out_dir, cols, code_key())
+    store = PointStore(out_dir, cols, code_key(), sweep_key())
     if source is None:
         if space.search.method == "grid":
             source = GridSource(space, models)
@@ -175,19 +201,25 @@ def _run_locked(space: Space, out_dir: Path, models: list[Model], options: Sweep
             source = SearchSource(space, models, store)
     progress = Progress(source.total, options.stream, options.progress)
     progress.counts["resumed"] = source.resumed
+    if store.untrusted:
+        progress.problem(untrusted_note(store))
     start = time.perf_counter()
     resources = resource_state(out_dir / "cache", progress.problem)
     if resources.get("stale"):
         progress.note(f"sweep: {resources['basis']}")
     # Ray's driver prints worker deaths and other cluster events on stdout; they belong with the
     # progress on stderr (stdout carries only the summary, e.g. --json).
-    with contextlib.redirect_stdout(sys.stderr):
-        ray = _init_ray(options)
-        try:
-            _drive(ray, source, store, progress, models, out_dir, options, resources["basis"])
-        finally:
-            ray.shutdown()
+    with contextlib.redirect_stdout(sys.stderr), ray_session(options) as ray:
+        _drive(ray, source, store, progress, models, out_dir, options, resources["basis"])
     return finish(space, out_dir, models, options, store, progress, time.perf_counter() - start, resources)
+
+
+def untrusted_note(store: PointStore) -> str:
+    """One line on the rows of points.csv whose seal failed (dropped by the store)."""
+    keys = ", ".join(printable(k, 24) for k in store.untrusted[:3]) + (", ..." if len(store.untrusted) > 3 else "")
+    return (f"{store.path}: rows whose seal fails (edited, or written by another user or machine): "
+            f"{len(store.untrusted)} (key {keys}); not trusted, so dropped, and computed again where this sweep "
+            "has them")
 
 
 def _drive(ray, source, store: PointStore, progress: Progress, models: list[Model], out_dir: Path,

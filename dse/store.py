@@ -7,6 +7,13 @@ fingerprint, knobs and model hash) matches, its status is ``ok`` or ``invalid`` 
 point is tried again) and it was computed by the same code (``code_key``); anything else is
 recomputed and its row replaced.
 
+Every row is sealed (:mod:`dse.row_seal`: an HMAC of its cells under this user's sweep key, in
+the ``row_mac`` column). A row on disk whose seal does not verify (edited by hand, forged by
+someone else, written by another user or on another machine, or from before rows were sealed)
+is never used: the store drops it when it reads the file (:attr:`PointStore.untrusted` lists
+their keys, for one line on stderr), so it is neither resumed nor ranked in the summary, and the
+sweep computes the point again if it still has it.
+
 A rewrite (a replaced row, the start of a sweep) never loses rows: it merges the rows on disk
 that this process does not know into its own and replaces the file atomically
 (:func:`vdla_hw.files.atomic_write`). :mod:`dse.lock` keeps a second sweep out of the directory
@@ -25,6 +32,8 @@ import math
 from pathlib import Path
 
 from dse.metrics import ENERGY, PERFORMANCE, RESOURCES
+from dse.row_seal import COLUMN as SEAL
+from dse.row_seal import row_mac, verifies
 from vdla_hw.errors import VdlaError
 from vdla_hw.files import atomic_write, printable
 
@@ -32,7 +41,7 @@ DONE = ("ok", "invalid")
 STATUSES = ("ok", "invalid", "failed")
 # Columns kept as text when read back (a hexadecimal key may look like a number).
 TEXT = {"key", "status", "error", "model", "model_hash", "fingerprint", "resource_basis", "config_json", "worker",
-        "code_key"}
+        "code_key", SEAL}
 # Columns that hold a number or nothing; the sweep's summary, fronts and figures compute with them.
 NUMERIC = {*PERFORMANCE, *RESOURCES, *(f"{r}_model" for r in RESOURCES), "fmax_mhz", "part_use", *ENERGY,
            "eval_s", "programs_simulated"}
@@ -128,15 +137,19 @@ def csv_text(columns: list[str], rows) -> str:
 
 
 class PointStore:
-    """The points of one sweep directory: those already done, and an append-only writer."""
+    """The points of one sweep directory: those already done, and an append-only writer. Rows are
+    sealed with ``seal_key`` (:mod:`dse.row_seal`); rows on disk that do not verify are dropped."""
 
-    def __init__(self, out_dir: Path, columns: list[str], code_key: str):
+    def __init__(self, out_dir: Path, columns: list[str], code_key: str, seal_key: bytes):
         self.path = Path(out_dir) / "points.csv"
         self.code_key = code_key
+        self.seal_key = seal_key
         self.columns = list(columns)
-        if "code_key" not in self.columns:
-            self.columns.append("code_key")
+        for column in ("code_key", SEAL):
+            if column not in self.columns:
+                self.columns.append(column)
         self.rows: dict[str, dict] = {}
+        self.untrusted: list[str] = []  # keys of the rows on disk whose seal failed (dropped)
         self._rewrite()
         self.stale = sum(1 for r in self.rows.values() if r.get("code_key") != code_key)
 
@@ -146,8 +159,15 @@ class PointStore:
             return row
         return None
 
+    def trusted(self, row: dict) -> bool:
+        """Whether a row read back from the file (:func:`read_rows`) carries a valid seal."""
+        return verifies(self.seal_key, {c: cell(v) for c, v in row.items()})
+
     def add(self, row: dict) -> None:
-        row = {**row, "code_key": self.code_key}
+        """Seal ``row`` (its cells in this store's columns) and write it."""
+        row = {c: row.get(c) for c in self.columns if c != SEAL}
+        row["code_key"] = self.code_key
+        row[SEAL] = row_mac(self.seal_key, {c: cell(v) for c, v in row.items()})
         replaced = row["key"] in self.rows
         self.rows[row["key"]] = row
         if replaced:
@@ -158,13 +178,21 @@ class PointStore:
                 fh.flush()
 
     def _rewrite(self) -> None:
-        """Replace the file by this process's rows plus every row on disk it does not have."""
+        """Replace the file by this process's rows plus every row on disk it does not have and
+        whose seal verifies (the others are dropped, their keys noted in ``untrusted``)."""
         header, on_disk = read_rows(self.path)
         self.columns += [c for c in header if c not in self.columns]
         merged = {}
         for row in on_disk:
-            if row.get("key"):
-                merged[str(row["key"])] = row
+            key = str(row.get("key") or "")
+            if key in self.rows:  # this process's row, in the file's order
+                merged[key] = self.rows[key]
+            elif not key:
+                continue
+            elif self.trusted(row):
+                merged[key] = row
+            elif key not in self.untrusted:
+                self.untrusted.append(key)
         merged.update(self.rows)
         self.rows = merged
         atomic_write(self.path, csv_text(self.columns, self.rows.values()))

@@ -62,6 +62,7 @@ def print_summary(s: dict) -> None:
 def cmd_sweep(args) -> int:
     from dse import parts
     from dse.lock import sweep_lock
+    from dse.row_seal import sweep_key
     from dse.runner import SweepOptions, check_reachable, run_sweep
     from dse.space import knob_values, load_space
     from dse.store import read_rows
@@ -76,11 +77,12 @@ def cmd_sweep(args) -> int:
     parts.check_part(args.part)
     # Everything that can refuse the sweep is checked before the models are prepared (which
     # takes minutes for a large network): another sweep in DIR, a Ray head that does not answer,
-    # a points.csv that cannot be read.
+    # a points.csv that cannot be read, an unsafe sweep key (dse.row_seal).
     with sweep_lock(out):
         if args.address:
             check_reachable(args.address)
         read_rows(out / "points.csv")
+        sweep_key()
         models = prepare_models(args.models or list(space.models), args.resolution or space.resolution,
                                 int8_logits=True in knob_values(space, "fc_on_vdla"))
         options = SweepOptions(address=args.address, workers=args.workers, synth=args.synth,

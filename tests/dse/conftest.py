@@ -1,5 +1,6 @@
 """Shared fixtures of the sweep tests: a small CNN (stem, three convolutions, a residual add, a
-classifier) that evaluates in a fraction of a second, so sweeps on Ray stay short."""
+classifier) that evaluates in a fraction of a second, so sweeps on Ray stay short; and a sweep key
+(dse.row_seal) of the test session's own, not the user's ~/.config/vdla/sweep.key."""
 
 import numpy as np
 import onnx
@@ -39,3 +40,15 @@ def small_cnn_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("models") / "small_cnn.onnx"
     onnx.save(small_cnn(), str(path))
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def config_home(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("config"))
+
+
+@pytest.fixture(autouse=True)
+def own_sweep_key(config_home, monkeypatch):
+    """Every sweep of these tests (and the sweeps they start as processes) seals its rows with a
+    key in the session's own configuration folder."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", config_home)
