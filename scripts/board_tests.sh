@@ -8,16 +8,24 @@ cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
 VENV=.venv-board
+# uv: the host environment's, pinned by requirements/bootstrap.txt (scripts/setup.sh installs it
+# there, and .ci/run runs setup first); it also makes the virtual environment, seconds faster than
+# venv + ensurepip + pip install uv. Without it, pip installs uv here.
+HOST_UV=.venv/bin/uv
 if [ ! -x "$VENV/bin/python" ]; then
     echo "board_tests: creating $VENV"
-    "$PY" -m venv "$VENV"
+    if [ -x "$HOST_UV" ]; then "$HOST_UV" venv -q --python "$PY" "$VENV"; else "$PY" -m venv "$VENV"; fi
 fi
 stamp=$VENV/.vdla-board-requirements
 want="$(cat requirements/board.txt requirements/bootstrap.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "board_tests: installing requirements/board.txt into $VENV (pynq 3.0.1 builds from its sdist once)"
-    "$VENV/bin/python" -m pip install -q -r requirements/bootstrap.txt
-    uv=("$VENV/bin/uv" pip install -q --python "$VENV/bin/python")
+    if [ -x "$HOST_UV" ]; then
+        uv=("$HOST_UV" pip install -q --python "$VENV/bin/python")
+    else
+        "$VENV/bin/python" -m pip install -q -r requirements/bootstrap.txt
+        uv=("$VENV/bin/uv" pip install -q --python "$VENV/bin/python")
+    fi
     "${uv[@]}" -r requirements/board.txt
     # the project without its host dependencies (numpy 2, llvmlite, onnx): board code needs numpy only
     "${uv[@]}" --no-deps -e .

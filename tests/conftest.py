@@ -1,6 +1,6 @@
-"""Shared pytest setup: hypothesis profiles (CI runs the same examples every time), and a fresh
-CPU cost-model cache per session (tests never read analyses an earlier run left behind), and
-`cache_folder`, an empty disk cache for one test. With ``VDLA_TEST_REPORT`` naming a folder, each
+"""Shared pytest setup: hypothesis profiles (CI runs the same examples every time), a fresh disk
+cache per session, shared by its xdist workers (tests never read what an earlier run left
+behind), and `cache_folder`, an empty disk cache for one test. With ``VDLA_TEST_REPORT`` naming a folder, each
 pytest session writes its tests' durations there (benchmarks/test_suite.py reads them)."""
 
 import json
@@ -24,22 +24,39 @@ settings.register_profile("long", deadline=None, max_examples=2000, suppress_hea
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 
+SESSION_CACHE = "VDLA_TEST_SESSION_CACHE"   # the session's cache folder, handed to xdist workers
+
+
 def pytest_configure(config):
-    config._vdla_cache = tempfile.mkdtemp(prefix="vdla-test-cache-")
-    os.environ["VDLA_CACHE_DIR"] = config._vdla_cache
+    """One disk cache per test session, shared by its xdist workers: the controller (or a run
+    without workers) makes it and removes it at the end; each worker, started with the
+    controller's environment, uses the same folder, so a network or CPU-kernel analysis the
+    first worker made is read, not remade, by the second (the cache takes concurrent writers,
+    docs/caching.md)."""
+    inherited = os.environ.get(SESSION_CACHE)
+    if hasattr(config, "workerinput") and inherited and os.path.isdir(inherited):
+        config._vdla_cache = None      # the controller's: not this worker's to remove
+        folder = inherited
+    else:
+        config._vdla_cache = folder = tempfile.mkdtemp(prefix="vdla-test-cache-")
+        os.environ[SESSION_CACHE] = folder
+    os.environ["VDLA_CACHE_DIR"] = folder
     config.pluginmanager.register(LongestFirst(), "vdla-longest-first")
 
 
 def pytest_unconfigure(config):
-    shutil.rmtree(getattr(config, "_vdla_cache", ""), ignore_errors=True)
+    if getattr(config, "_vdla_cache", None):
+        shutil.rmtree(config._vdla_cache, ignore_errors=True)
 
 
 REPORT = "VDLA_TEST_REPORT"
-_RUN = {"started": 0.0, "tests": {}}   # this session: its start and each test's (seconds, outcome)
+# this session: its start, each test's (seconds, outcome), and each test's [worker, first phase's
+# start, last phase's end] in epoch seconds (the timeline: which worker ran what, and when)
+_RUN = {"started": 0.0, "tests": {}, "timeline": {}}
 
 
 def pytest_sessionstart(session):
-    _RUN.update(started=time.time(), tests={})
+    _RUN.update(started=time.time(), tests={}, timeline={})
 
 
 def pytest_runtest_logreport(report):
@@ -49,6 +66,10 @@ def pytest_runtest_logreport(report):
     if report.outcome != "passed" and outcome == "passed":
         outcome = report.outcome
     _RUN["tests"][report.nodeid] = (seconds + report.duration, outcome)
+    node = getattr(report, "node", None)   # xdist's worker controller, on the controller's side
+    worker = node.gateway.id if node is not None else "main"
+    span = _RUN["timeline"].setdefault(report.nodeid, [worker, report.start, report.stop])
+    span[1], span[2] = min(span[1], report.start), max(span[2], report.stop)
 
 
 def pytest_sessionfinish(session, exitstatus):
