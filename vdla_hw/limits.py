@@ -125,6 +125,11 @@ MAX_CPU_KERNEL_BYTES = 2 * MAX_TENSOR_BYTES
 # zeros between them, trimmed to those that read the input), one tensor: MAX_TENSOR_BYTES.
 # ``MAX_RESIZE_MAP_BYTES``: a bilinear Resize's (H' x W', 4) int64 index map, one tensor:
 # MAX_TENSOR_BYTES, an output plane of 4 M pixels (2048 x 2048).
+# ``WINDOW_TAP_OPS``: what one kernel tap of a conv or pooling costs the numpy references besides
+# its products (a Python step and a numpy call, a few microseconds), in operations: counted in
+# MAX_LAYER_MACS too, so a 100-byte MaxPool of a 5000 x 5000 window over a padded 1 x 1 input
+# (25 M taps, 25 M products) is refused, not a 25 M-step loop.
 MAX_LAYER_MACS = MAX_CPU_KERNEL_OPS
+WINDOW_TAP_OPS = 4096
 MAX_KERNEL_BYTES = MAX_TENSOR_BYTES
 MAX_RESIZE_MAP_BYTES = MAX_TENSOR_BYTES

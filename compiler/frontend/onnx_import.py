@@ -25,7 +25,7 @@ from compiler.frontend.onnx_read import (check_names, data_input, infer_shapes, 
 from compiler.frontend.patterns import rewrite
 from compiler.frontend.refusal import Refusals
 from compiler.frontend.simplify import simplify
-from vdla_hw.limits import MAX_KERNEL_BYTES, MAX_LAYER_MACS, MAX_RESIZE_MAP_BYTES, mib
+from vdla_hw.limits import MAX_KERNEL_BYTES, MAX_LAYER_MACS, MAX_RESIZE_MAP_BYTES, WINDOW_TAP_OPS, mib
 
 ALIASES = ("Identity", "Dropout")
 RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
@@ -191,6 +191,18 @@ class _Importer:
                                 f"{shape[2]}x{shape[3]} with padding {[int(pt), int(pl), int(pb), int(pr)]}")
         return (int(sh), int(sw)), (int(pt), int(pl), int(pb), int(pr))
 
+    def work_bound(self, node, per_window: int, kernel, what: str, kernel_note: str = "") -> None:
+        """Refuse a window op (conv, pooling) whose work passes MAX_LAYER_MACS, before calibration
+        starts it: per kernel tap, ``per_window`` (for a conv, input channels per group x output
+        channels; for pooling, channels) per output pixel, plus WINDOW_TAP_OPS (the references
+        loop over the taps in Python)."""
+        n, _, oh, ow = self.out_shape(node)
+        ops = (n * per_window * oh * ow + WINDOW_TAP_OPS) * kernel[0] * kernel[1]
+        if ops > MAX_LAYER_MACS:
+            raise self.fail(node, f"{ops / 1e9:.1f} G {what} per run (a {kernel[0]}x{kernel[1]} kernel{kernel_note} "
+                            f"over {oh}x{ow} outputs), more than the {MAX_LAYER_MACS / 1e9:.1f} G limit "
+                            "(vdla_hw/limits.py MAX_LAYER_MACS)")
+
     # --- ops ------------------------------------------------------------------------------
     def op_Conv(self, node, a):
         x = self.tensor(node, node.input[0])
@@ -216,12 +228,8 @@ class _Importer:
                                 f"the zeros between the taps that read the input) needs {mib(nbytes)} as float32, "
                                 f"more than the {mib(MAX_KERNEL_BYTES)} limit (vdla_hw/limits.py MAX_KERNEL_BYTES)")
             w = _dilated(w, taps, dilations)
-        n, _, oh, ow = self.out_shape(node)
-        macs = n * w.shape[0] * oh * ow * w.shape[1] * w.shape[2] * w.shape[3]
-        if macs > MAX_LAYER_MACS:
-            raise self.fail(node, f"{macs / 1e9:.1f} G multiply-accumulates per run (a {w.shape[2]}x{w.shape[3]} kernel"
-                            f"{' with its dilation zeros' if dilations != (1, 1) else ''} over {oh}x{ow} outputs), "
-                            f"more than the {MAX_LAYER_MACS / 1e9:.1f} G limit (vdla_hw/limits.py MAX_LAYER_MACS)")
+        self.work_bound(node, w.shape[1] * w.shape[0], w.shape[2:], "multiply-accumulates",
+                        " with its dilation zeros" if dilations != (1, 1) else "")
         self.emit(node, "conv", [x], weight=w, bias=np.zeros(w.shape[0], np.float32) if b is None else b,
                   stride=stride, pad=pad, groups=groups)
 
@@ -336,6 +344,7 @@ class _Importer:
         stride, pad = self.spatial(node, a, x, kernel)
         if max(pad) >= min(kernel):
             raise self.fail(node, f"padding {list(pad)} must be smaller than the window {kernel}")
+        self.work_bound(node, self.shapes[x][1], kernel, "window steps")
         self.emit(node, "maxpool", [x], kernel=kernel, stride=stride, pad=pad, ceil=self._ceil(node, a, x, kernel,
                                                                                                   stride, pad))
 
@@ -356,6 +365,7 @@ class _Importer:
         elif kernel == (h, w) and not any(pad):
             self.emit(node, "avgpool", [x])
         else:
+            self.work_bound(node, self.shapes[x][1], kernel, "window steps")
             self.emit(node, "avgpool2d", [x], kernel=kernel, stride=stride, pad=pad, ceil=ceil,
                       count_pad=bool(a.get("count_include_pad", 0)))
 

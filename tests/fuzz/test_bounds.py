@@ -162,3 +162,20 @@ def test_an_undilated_conv_past_the_work_bound_is_refused(base_seconds, tmp_path
     tensor limit): 9.7 G multiply-accumulates, minutes of the float reference per image."""
     model = _conv(tmp_path, "wide", [1, 64, 512, 512], dilation=1, pad=1)
     refused(base_seconds, model, words=["node 'conv'", "G multiply-accumulates", "MAX_LAYER_MACS"])
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_a_pooling_window_past_the_work_bound_is_refused(base_seconds, tmp_path, op):
+    """A 512 x 512 window over a 16-channel 1024 x 1024 map: 1.1 T window steps (the references
+    loop over the 262,144 taps in Python)."""
+    model = _save(tmp_path, op.lower(), [helper.make_node(op, ["x"], ["y"], kernel_shape=[512, 512], name="big")],
+                  [1, 16, 1024, 1024])
+    refused(base_seconds, model, words=["node 'big'", "G window steps", "MAX_LAYER_MACS"])
+
+
+def test_a_window_of_many_taps_over_padding_is_refused(base_seconds, tmp_path):
+    """A 5000 x 5000 MaxPool over a 1 x 1 input padded by 2500: 4 outputs but 25 M taps, each a
+    Python step of the references (WINDOW_TAP_OPS)."""
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[5000, 5000], pads=[2500] * 4, name="big")
+    model = _save(tmp_path, "taps", [node], [1, 1, 1, 1])
+    refused(base_seconds, model, words=["node 'big'", "5000x5000 kernel", "MAX_LAYER_MACS"])
