@@ -56,11 +56,34 @@ def check_outputs(node, shapes: dict, consts: dict, where: str) -> None:
     folded = all(name in consts for name in inputs)
     largest = max((np.asarray(consts[name]).size for name in inputs), default=0) if folded else 0
     for name in node.output:
-        if name not in shapes:
+        shape = shapes.get(name) or (_generated_shape(node, consts) if folded and name == node.output[0] else None)
+        if shape is None:
             continue
-        nbytes = too_large(shapes[name])
+        nbytes = too_large(shape)
         if nbytes is not None and not (folded and nbytes // 4 <= largest):
-            raise ModelError(where, tensor_limit(name, shapes[name], nbytes), node.name or name, node.op_type)
+            raise ModelError(where, tensor_limit(name, shape, nbytes), node.name or name, node.op_type)
+
+
+def _generated_shape(node, consts: dict) -> tuple[int, ...] | None:
+    """The output shape of a folded node that makes a tensor larger than its inputs from their
+    values (ConstantOfShape, Expand, Tile, Range), computed from those values, for when shape
+    inference gave none (a shape computed by an op its data propagation does not follow, such as
+    Max); None for any other op (its output is no larger than its inputs broadcast) or input
+    values that are not of the op's form (the evaluator then reports them)."""
+    try:
+        values = [np.asarray(consts[name]) for name in node.input if name]
+        if node.op_type == "ConstantOfShape":
+            return tuple(int(d) for d in values[0].reshape(-1))
+        if node.op_type == "Expand":
+            return tuple(np.broadcast_shapes(values[0].shape, tuple(int(d) for d in values[1].reshape(-1))))
+        if node.op_type == "Tile":
+            return tuple(d * int(r) for d, r in zip(values[0].shape, values[1].reshape(-1)))
+        if node.op_type == "Range":
+            start, limit, delta = (float(v.reshape(-1)[0]) for v in values[:3])
+            return (max(math.ceil((limit - start) / delta), 0),)
+    except (ValueError, TypeError, IndexError, ZeroDivisionError, OverflowError):
+        return None
+    return None
 
 
 def evaluate(node, feeds: dict[str, np.ndarray], opset: int) -> list[np.ndarray]:

@@ -88,6 +88,24 @@ def _dilated(w: np.ndarray, taps: tuple[range, range], dilations: tuple[int, int
     return out
 
 
+def _check_ranges(model, where: str) -> None:
+    """Refuse a Range of constant bounds whose output passes MAX_TENSOR_BYTES before shape
+    inference: onnx's data propagation computes its values (a 141-byte Range to 3e9 asked for
+    24 GB inside ``infer_shapes``)."""
+    from onnx import helper, numpy_helper
+
+    known = {t.name: t for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.output:
+            value = next((a for a in node.attribute if a.name == "value"), None)
+            if value is not None:
+                known[node.output[0]] = helper.get_attribute_value(value)
+    for node in model.graph.node:
+        if node.op_type == "Range" and node.input and all(name in known for name in node.input):
+            consts = {name: numpy_helper.to_array(known[name]) for name in node.input}
+            folding.check_outputs(node, {}, consts, where)
+
+
 class _AfterRefused(Exception):
     """A node reads a value that only a refused node computes (and onnx gave no shape for)."""
 
@@ -105,6 +123,7 @@ class _Importer:
         shape = resolve_shape(self.input, where, input_shape)
         if folding.too_large(shape):
             raise ModelError(where, folding.tensor_limit(self.input.name, shape, folding.too_large(shape)))
+        _check_ranges(model, where)
         inferred = infer_shapes(model, where, self.input.name, shape)
         self.inferred = static_shapes(inferred)
         for tensor in model.graph.initializer:
