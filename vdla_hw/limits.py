@@ -110,3 +110,26 @@ def mib(nbytes: int) -> str:
 # The host JIT and the board's library check both before any native code runs.
 MAX_CPU_KERNEL_OPS = 1 << 33
 MAX_CPU_KERNEL_BYTES = 2 * MAX_TENSOR_BYTES
+
+# --- Import (compiler/frontend): what one layer of an imported network may ask of the host ----
+# Every value onnx's shape inference gives a shape is checked against MAX_TENSOR_BYTES before
+# constant folding, import, calibration or the references allocate it (compiler/frontend/fold.py).
+# ``MAX_LAYER_MACS``: multiply-accumulates of one convolution as the float and quantized numpy
+# references, the CPU kernels and the accelerator run it (a dilated kernel's zeros between the
+# taps included, compiler/frontend/onnx_import.py), per image: the CPU kernels' bound, on the
+# same basis (the largest conv of the built-in networks at RESNET_MAX_RESOLUTION is 4.9 G); the
+# importer refuses a larger one before the references spend minutes on it. A 147 kB 64 -> 64
+# 3x3 conv at dilation 40 on a 64 x 64 map is 110 G (issue 45 measured 77 s of CPU on such a conv before
+# placement refused it).
+# ``MAX_KERNEL_BYTES``: the float32 weight the importer builds for a dilated conv (the taps with
+# zeros between them, trimmed to those that read the input), one tensor: MAX_TENSOR_BYTES.
+# ``MAX_RESIZE_MAP_BYTES``: a bilinear Resize's (H' x W', 4) int64 index map, one tensor:
+# MAX_TENSOR_BYTES, an output plane of 4 M pixels (2048 x 2048).
+# ``WINDOW_TAP_OPS``: what one kernel tap of a conv or pooling costs the numpy references besides
+# its products (a Python step and a numpy call, a few microseconds), in operations: counted in
+# MAX_LAYER_MACS too, so a 100-byte MaxPool of a 5000 x 5000 window over a padded 1 x 1 input
+# (25 M taps, 25 M products) is refused, not a 25 M-step loop.
+MAX_LAYER_MACS = MAX_CPU_KERNEL_OPS
+WINDOW_TAP_OPS = 4096
+MAX_KERNEL_BYTES = MAX_TENSOR_BYTES
+MAX_RESIZE_MAP_BYTES = MAX_TENSOR_BYTES

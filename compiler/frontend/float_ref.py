@@ -96,19 +96,23 @@ def _taps_product(x: np.ndarray, w: np.ndarray, stride, pad, groups: int, fill, 
     o, cg, kh, kw = w.shape
     g, m, c = int(groups), x.shape[0], x.shape[1]
     og = o // g
-    taps = [view for _, view in windows(x, (kh, kw), stride, pad, fill=fill, dtype=dtype)]
-    oh, ow = taps[0].shape[2:]
+    views = [view for _, view in windows(x, (kh, kw), stride, pad, fill=fill, dtype=dtype)]
+    oh, ow = views[0].shape[2:]
+    # only the taps with a weight: a dilated kernel's zeros between its taps (compiler.frontend.
+    # onnx_import) would add exact zeros, at (kh x kw) / taps times the work
+    live = np.flatnonzero(w.reshape(o, cg, kh * kw).any(axis=(0, 1)))
+    taps = [views[t] for t in live]
     if cg == 1 and og == 1:  # depthwise
         acc = np.zeros((m, o, oh, ow), gemm)
-        for t, view in enumerate(taps):
+        for t, view in zip(live, taps):
             acc += w[:, 0, t // kw, t % kw][None, :, None, None] * view
         return acc
-    # patches (C, kh*kw, samples, OH, OW): channel-major, then tap, as the weights' (cg, kh, kw)
-    cols = np.empty((c, kh * kw, m, oh, ow), gemm)
+    # patches (C, taps, samples, OH, OW): channel-major, then tap, as the weights' (cg, taps)
+    cols = np.empty((c, len(taps), m, oh, ow), gemm)
     for t, view in enumerate(taps):
         cols[:, t] = view.transpose(1, 0, 2, 3)
-    cols = cols.reshape(g, cg * kh * kw, m * oh * ow)
-    prod = np.matmul(w.reshape(g, og, cg * kh * kw), cols)
+    cols = cols.reshape(g, cg * len(taps), m * oh * ow)
+    prod = np.matmul(w.reshape(o, cg, kh * kw)[:, :, live].reshape(g, og, cg * len(taps)), cols)
     return prod.reshape(o, m, oh, ow).transpose(1, 0, 2, 3)
 
 
@@ -184,7 +188,15 @@ def dense(x, weight, bias) -> np.ndarray:
     return (exact_dense(x, weight) + np.asarray(bias, np.float64)).astype(np.float32)
 
 
+def whole_plane(x, kernel, pad, ceil_extra=(0, 0)) -> bool:
+    """Whether the window is the whole unpadded plane (GlobalMaxPool): one reduction, not a
+    Python step per tap (4 M of them for a 2048 x 2048 plane)."""
+    return pair(kernel) == tuple(x.shape[2:]) and not any(quad(pad)) and not any(ceil_extra)
+
+
 def maxpool(x, kernel, stride, pad, ceil_extra=(0, 0)):
+    if whole_plane(x, kernel, pad, ceil_extra):
+        return x.max(axis=(2, 3), keepdims=True)
     out = None
     for _, view in windows(x, kernel, stride, pad, fill=-np.inf, ceil_extra=ceil_extra):
         out = view.copy() if out is None else np.maximum(out, view)

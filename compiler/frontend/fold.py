@@ -12,17 +12,78 @@ evaluator (``onnx.reference``), so no op's semantics are written again here.
   element numbered ``k``; an output that flips sign is a copy of element ``k``, one that does
   not is a constant. Any other outcome means the node computes, and it is refused.
   ``index_maps`` gives one map per output (Split).
+
+Bounds (before anything is allocated; issue 45): :func:`fold` checks each node's outputs, with
+the shapes onnx's shape inference gives, against :data:`vdla_hw.limits.MAX_TENSOR_BYTES` as
+float32 before it evaluates the node or leaves it to the importer (:func:`check_outputs`): a
+value computed from the network's input always, and a folded constant when it is larger than
+every input it is computed from (a Transpose or Cast of a large weight is bounded by the model
+file instead, ``MAX_MODEL_BYTES``). So a 120-byte ConstantOfShape, Expand, Pad, Tile or Resize
+asking for gigabytes is one ModelError naming the node, not a request to numpy.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from compiler.frontend.graph import ModelError
+from vdla_hw.limits import MAX_TENSOR_BYTES, mib
 
 # Nodes evaluated when their inputs are constant, whatever the op; these never are (random).
 NEVER_FOLD = ("RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli")
 MAX_NUMBERED = 1 << 23  # numbered inputs stay exact in float32
+
+
+def too_large(shape) -> int | None:
+    """The float32 bytes of ``shape`` when they pass MAX_TENSOR_BYTES, else None."""
+    nbytes = 4 * math.prod(int(d) for d in shape)
+    return nbytes if nbytes > MAX_TENSOR_BYTES else None
+
+
+def tensor_limit(name: str, shape, nbytes: int) -> str:
+    """The refusal of a value of ``shape`` needing ``nbytes`` (:func:`too_large`)."""
+    return (f"value {name!r} of shape {tuple(int(d) for d in shape)} needs {mib(nbytes)} as float32, more than "
+            f"the {mib(MAX_TENSOR_BYTES)} limit (vdla_hw/limits.py MAX_TENSOR_BYTES)")
+
+
+def check_outputs(node, shapes: dict, consts: dict, where: str) -> None:
+    """Refuse ``node`` (before it is evaluated or imported) if an output whose shape onnx inferred
+    passes MAX_TENSOR_BYTES: always for a value of the network, and for a constant (every input
+    in ``consts``) only when it has more elements than each of its inputs."""
+    inputs = [name for name in node.input if name]
+    folded = all(name in consts for name in inputs)
+    largest = max((np.asarray(consts[name]).size for name in inputs), default=0) if folded else 0
+    for name in node.output:
+        shape = shapes.get(name) or (_generated_shape(node, consts) if folded and name == node.output[0] else None)
+        if shape is None:
+            continue
+        nbytes = too_large(shape)
+        if nbytes is not None and not (folded and nbytes // 4 <= largest):
+            raise ModelError(where, tensor_limit(name, shape, nbytes), node.name or name, node.op_type)
+
+
+def _generated_shape(node, consts: dict) -> tuple[int, ...] | None:
+    """The output shape of a folded node that makes a tensor larger than its inputs from their
+    values (ConstantOfShape, Expand, Tile, Range), computed from those values, for when shape
+    inference gave none (a shape computed by an op its data propagation does not follow, such as
+    Max); None for any other op (its output is no larger than its inputs broadcast) or input
+    values that are not of the op's form (the evaluator then reports them)."""
+    try:
+        values = [np.asarray(consts[name]) for name in node.input if name]
+        if node.op_type == "ConstantOfShape":
+            return tuple(int(d) for d in values[0].reshape(-1))
+        if node.op_type == "Expand":
+            return tuple(np.broadcast_shapes(values[0].shape, tuple(int(d) for d in values[1].reshape(-1))))
+        if node.op_type == "Tile":
+            return tuple(d * int(r) for d, r in zip(values[0].shape, values[1].reshape(-1)))
+        if node.op_type == "Range":
+            start, limit, delta = (float(v.reshape(-1)[0]) for v in values[:3])
+            return (max(math.ceil((limit - start) / delta), 0),)
+    except (ValueError, TypeError, IndexError, ZeroDivisionError, OverflowError):
+        return None
+    return None
 
 
 def evaluate(node, feeds: dict[str, np.ndarray], opset: int) -> list[np.ndarray]:
@@ -42,6 +103,7 @@ def fold(model, shapes: dict[str, tuple[int, ...]], opset: int, where: str):
         if node.domain not in ("", "ai.onnx"):
             remaining.append(node)
             continue
+        check_outputs(node, shapes, consts, where)
         if node.op_type in ("Shape", "Size") and inputs and inputs[0] in shapes:
             shape = np.array(shapes[inputs[0]], dtype=np.int64)
             if node.op_type == "Size":

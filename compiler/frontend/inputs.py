@@ -12,18 +12,28 @@ import numpy as np
 
 
 def synthetic_images(count: int, resolution: int, seed: int = 0, channels: int = 3, width: int | None = None) -> np.ndarray:
-    """(count, channels, resolution, width or resolution) float32 images with distinct global structure."""
+    """(count, channels, resolution, width or resolution) float32 images with distinct global structure.
+
+    Built one image at a time in float64 (the fine noise drawn image by image continues the same
+    random stream as one draw of all), so the host holds the float32 result and one image's
+    float64 temporaries, not several float64 copies of the whole batch (10 times the result, 5.5 GB for four
+    1 x 5792 x 5792 images, the largest input vdla_hw.limits.MAX_TENSOR_BYTES admits)."""
     height, width = resolution, width or resolution
     rng = np.random.default_rng(seed)
     coarse_h, coarse_w = max(2, height // 16), max(2, width // 16)
     field = rng.standard_normal((count, channels, coarse_h, coarse_w))
     reps_h, reps_w = -(-height // coarse_h), -(-width // coarse_w)
-    smooth = np.kron(field, np.ones((1, 1, reps_h, reps_w)))[:, :, :height, :width]
     cast = rng.standard_normal((count, channels, 1, 1))
-    fine = 0.3 * rng.standard_normal((count, channels, height, width))
-    images = smooth + cast + fine
-    images = (images - images.mean(axis=(2, 3), keepdims=True) * 0.5) / images.std(axis=(1, 2, 3), keepdims=True)
-    return images.astype(np.float32)
+    images = np.empty((count, channels, height, width), np.float32)
+    for k in range(count):
+        image = np.repeat(np.repeat(field[k], reps_h, axis=1), reps_w, axis=2)[:, :height, :width]
+        image = image + cast[k]
+        image += 0.3 * rng.standard_normal((channels, height, width))
+        std = image.std()
+        image -= image.mean(axis=(1, 2), keepdims=True) * 0.5
+        image /= std
+        images[k] = image
+    return images
 
 
 def synthetic_inputs(count: int, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:

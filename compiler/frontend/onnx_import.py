@@ -25,6 +25,7 @@ from compiler.frontend.onnx_read import (check_names, data_input, infer_shapes, 
 from compiler.frontend.patterns import rewrite
 from compiler.frontend.refusal import Refusals
 from compiler.frontend.simplify import simplify
+from vdla_hw.limits import MAX_KERNEL_BYTES, MAX_LAYER_MACS, MAX_RESIZE_MAP_BYTES, WINDOW_TAP_OPS, mib
 
 ALIASES = ("Identity", "Dropout")
 RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
@@ -72,41 +73,65 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _dilated(node, a: dict, w: np.ndarray, fail) -> np.ndarray:
-    """A Conv's OIHW weight with its ``dilations`` (dh, dw) made zeros between the taps: a kernel
-    of (kh - 1) * dh + 1 rows by (kw - 1) * dw + 1 columns whose products with the padded input
-    are the dilated conv's, term for term (the zeros add exact zeros on every level, so the graph
-    IR, the references, the CPU kernels and the accelerator take it as an ordinary conv; the cost
-    is the zero taps' MACs: 25/9 for a 3x3 at dilation 2, 81/9 at 4)."""
+def _dilations(node, a: dict, fail) -> tuple[int, int]:
     dilations = [int(d) for d in a.get("dilations", [1, 1])]
     if len(dilations) != 2 or any(d < 1 for d in dilations):
         raise fail(node, f"dilations {dilations} must be two positive integers")
-    dh, dw = dilations
-    if dh == dw == 1:
-        return w
-    o, i, kh, kw = w.shape
+    return dilations[0], dilations[1]
+
+
+def _reaching_taps(w: np.ndarray, dilations: tuple[int, int], size: tuple[int, int], stride: tuple,
+                   pad: tuple) -> tuple[tuple[range, range], tuple]:
+    """For each axis, the taps of ``w`` (OIHW, undilated) from the first to the last that holds a
+    weight and reads the input for some output of the conv dilated by ``dilations`` on an H x W
+    input, and the padding shrunk to match (the taps outside read only padding or are zero: their
+    products are exact zeros). Found from the taps alone, before any dilated kernel is built: a
+    dilated ASPP branch (DeepLab's rate 36 on a 14 x 14 map) is its centre tap, not a 73 x 73
+    kernel. (All the taps and the padding as given when no tap reads the input: the output is
+    the bias.)"""
+    kept, new_pad = [], list(pad)
+    for axis, (n, s, d, lo, hi) in enumerate(zip(size, stride, dilations, pad[:2], pad[2:])):
+        k = w.shape[2 + axis]
+        span = (k - 1) * d + 1
+        starts = np.arange(conv_out(n, span, s, lo, hi)) * s - lo  # the input row each output's tap 0 reads
+        nonzero = np.moveaxis(w, 2 + axis, 0).reshape(k, -1).any(axis=1)
+        taps = [t for t in range(k) if nonzero[t] and ((starts + t * d >= 0) & (starts + t * d < n)).any()]
+        if not taps:
+            return (range(w.shape[2]), range(w.shape[3])), tuple(pad)
+        kept.append(range(taps[0], taps[-1] + 1))
+        new_pad[axis], new_pad[axis + 2] = lo - taps[0] * d, hi - (k - 1 - taps[-1]) * d
+    return (kept[0], kept[1]), tuple(new_pad)
+
+
+def _dilated(w: np.ndarray, taps: tuple[range, range], dilations: tuple[int, int]) -> np.ndarray:
+    """The OIHW kernel of ``w``'s ``taps`` with ``dilations - 1`` zeros between them: its products
+    with the padded input are the dilated conv's, term for term (the zeros add exact zeros on every
+    level, so the graph IR, the references, the CPU kernels and the accelerator take it as an
+    ordinary conv; the cost is the zero taps' MACs: 25/9 for a 3x3 at dilation 2, 81/9 at 4)."""
+    (rows, cols), (dh, dw) = taps, dilations
+    part = w[:, :, rows.start:rows.stop, cols.start:cols.stop]
+    o, i, kh, kw = part.shape
     out = np.zeros((o, i, (kh - 1) * dh + 1, (kw - 1) * dw + 1), w.dtype)
-    out[:, :, ::dh, ::dw] = w
+    out[:, :, ::dh, ::dw] = part
     return out
 
 
-def _reaching(w: np.ndarray, size: tuple[int, int], stride: tuple, pad: tuple) -> tuple[np.ndarray, tuple]:
-    """(weight, pad) of a (dilated) conv on an H x W input, without the kernel rows and columns
-    outside the first and last that hold a weight and read the input for some output (their
-    products are exact zeros), the padding shrunk to match: every output sums the same products.
-    A dilated ASPP branch (DeepLab's rate 36 on a 14 x 14 map) becomes the taps that ever touch
-    the input, not a 73 x 73 kernel."""
-    keep, new_pad = [], list(pad)
-    for axis, (n, s, lo, hi) in enumerate(zip(size, stride, pad[:2], pad[2:])):
-        k = w.shape[2 + axis]
-        starts = np.arange(conv_out(n, k, s, lo, hi)) * s - lo  # the input row each output's tap 0 reads
-        nonzero = np.moveaxis(w, 2 + axis, 0).reshape(k, -1).any(axis=1)  # the zeros between taps add nothing
-        rows = [r for r in range(k) if nonzero[r] and ((starts + r >= 0) & (starts + r < n)).any()]
-        if not rows:  # every tap reads only padding: leave the conv as it is (its output is the bias)
-            return w, tuple(pad)
-        keep.append(slice(rows[0], rows[-1] + 1))
-        new_pad[axis], new_pad[axis + 2] = lo - rows[0], hi - (k - 1 - rows[-1])
-    return np.ascontiguousarray(w[:, :, keep[0], keep[1]]), tuple(new_pad)
+def _check_ranges(model, where: str) -> None:
+    """Refuse a Range of constant bounds whose output passes MAX_TENSOR_BYTES before shape
+    inference: onnx's data propagation computes its values (a 141-byte Range to 3e9 asked for
+    24 GB inside ``infer_shapes``)."""
+    from onnx import helper, numpy_helper
+
+    known = {t.name: t for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.output:
+            value = next((a for a in node.attribute if a.name == "value"), None)
+            if value is not None:
+                known[node.output[0]] = helper.get_attribute_value(value)
+    for node in model.graph.node:
+        if node.op_type == "Range" and node.input and all(name in known for name in node.input):
+            consts = {name: numpy_helper.to_array(known[name]) for name in node.input}
+            folding.check_outputs(node, {}, consts, where)
 
 
 class _AfterRefused(Exception):
@@ -124,6 +149,9 @@ class _Importer:
         inits = {t.name for t in model.graph.initializer}
         self.input = data_input(model, where, inits)
         shape = resolve_shape(self.input, where, input_shape)
+        if folding.too_large(shape):
+            raise ModelError(where, folding.tensor_limit(self.input.name, shape, folding.too_large(shape)))
+        _check_ranges(model, where)
         inferred = infer_shapes(model, where, self.input.name, shape)
         self.inferred = static_shapes(inferred)
         for tensor in model.graph.initializer:
@@ -213,6 +241,18 @@ class _Importer:
                                 f"{shape[2]}x{shape[3]} with padding {[int(pt), int(pl), int(pb), int(pr)]}")
         return (int(sh), int(sw)), (int(pt), int(pl), int(pb), int(pr))
 
+    def work_bound(self, node, per_window: int, kernel, what: str, kernel_note: str = "") -> None:
+        """Refuse a window op (conv, pooling) whose work passes MAX_LAYER_MACS, before calibration
+        starts it: per kernel tap, ``per_window`` (for a conv, input channels per group x output
+        channels; for pooling, channels) per output pixel, plus WINDOW_TAP_OPS (the references
+        loop over the taps in Python)."""
+        n, _, oh, ow = self.out_shape(node)
+        ops = (n * per_window * oh * ow + WINDOW_TAP_OPS) * kernel[0] * kernel[1]
+        if ops > MAX_LAYER_MACS:
+            raise self.fail(node, f"{ops / 1e9:.1f} G {what} per run (a {kernel[0]}x{kernel[1]} kernel{kernel_note} "
+                            f"over {oh}x{ow} outputs), more than the {MAX_LAYER_MACS / 1e9:.1f} G limit "
+                            "(vdla_hw/limits.py MAX_LAYER_MACS)")
+
     # --- ops ------------------------------------------------------------------------------
     def op_Conv(self, node, a):
         x = self.tensor(node, node.input[0])
@@ -226,11 +266,20 @@ class _Importer:
         if c % groups or w.shape[0] % groups or w.shape[1] * groups != c:
             raise self.fail(node, f"weight {w.shape} with group={groups} does not match {c} input channels")
         b = self.weight(node, 2)
-        dilated = _dilated(node, a, w, self.fail)
-        stride, pad = self.spatial(node, {k: v for k, v in a.items() if k != "dilations"}, x, dilated.shape[2:])
-        if dilated is not w:  # only dilated kernels grow past their input (an undilated conv stays as written)
-            dilated, pad = _reaching(dilated, self.shapes[x][2:], stride, pad)
-        w = dilated
+        dilations = _dilations(node, a, self.fail)
+        span = tuple((k - 1) * d + 1 for k, d in zip(w.shape[2:], dilations))
+        stride, pad = self.spatial(node, {k: v for k, v in a.items() if k != "dilations"}, x, span)
+        if dilations != (1, 1):  # only dilated kernels grow past their input (an undilated conv stays as written)
+            taps, pad = _reaching_taps(w, dilations, self.shapes[x][2:], stride, pad)
+            span = tuple((len(t) - 1) * d + 1 for t, d in zip(taps, dilations))
+            nbytes = 4 * w.shape[0] * w.shape[1] * span[0] * span[1]
+            if nbytes > MAX_KERNEL_BYTES:
+                raise self.fail(node, f"the dilated kernel (dilations {list(dilations)}, {span[0]}x{span[1]} with "
+                                f"the zeros between the taps that read the input) needs {mib(nbytes)} as float32, "
+                                f"more than the {mib(MAX_KERNEL_BYTES)} limit (vdla_hw/limits.py MAX_KERNEL_BYTES)")
+            w = _dilated(w, taps, dilations)
+        self.work_bound(node, w.shape[1] * w.shape[0], w.shape[2:], "multiply-accumulates",
+                        " with its dilation zeros" if dilations != (1, 1) else "")
         self.emit(node, "conv", [x], weight=w, bias=np.zeros(w.shape[0], np.float32) if b is None else b,
                   stride=stride, pad=pad, groups=groups)
 
@@ -349,6 +398,7 @@ class _Importer:
         stride, pad = self.spatial(node, a, x, kernel)
         if max(pad) >= min(kernel):
             raise self.fail(node, f"padding {list(pad)} must be smaller than the window {kernel}")
+        self.work_bound(node, self.shapes[x][1], kernel, "window steps")
         self.emit(node, "maxpool", [x], kernel=kernel, stride=stride, pad=pad, ceil=self._ceil(node, a, x, kernel,
                                                                                                   stride, pad))
 
@@ -369,6 +419,7 @@ class _Importer:
         elif kernel == (h, w) and not any(pad):
             self.emit(node, "avgpool", [x])
         else:
+            self.work_bound(node, self.shapes[x][1], kernel, "window steps")
             self.emit(node, "avgpool2d", [x], kernel=kernel, stride=stride, pad=pad, ceil=ceil,
                       count_pad=bool(a.get("count_include_pad", 0)))
 
@@ -508,6 +559,10 @@ class _Importer:
         factors = tuple(by_axis.get(d, out[d] / shape[d]) for d in (2, 3))
         if a.get("antialias", 0) and min(factors) < 1:
             raise self.fail(node, "linear Resize with antialias when shrinking is not supported")
+        nbytes = 32 * out[2] * out[3]  # the (H' x W', 4) int64 index map
+        if nbytes > MAX_RESIZE_MAP_BYTES:
+            raise self.fail(node, f"linear Resize to a {out[2]}x{out[3]} plane: its index map needs {mib(nbytes)}, "
+                            f"more than the {mib(MAX_RESIZE_MAP_BYTES)} limit (vdla_hw/limits.py MAX_RESIZE_MAP_BYTES)")
         index, weight = resize.bilinear_map(shape[2:], out[2:], factors, ctm)
         self.emit(node, "resize", [x], index=index, weight=weight.astype(np.float32), shape=out)
 

@@ -86,15 +86,16 @@ def _split_affine(node: Node, concat: Node, act: Node | None, graph: Graph, shap
 
 def _push_through_concats(graph: Graph, nodes: list[Node], shapes: dict) -> list[Node]:
     """Apply :func:`_split_affine` wherever it fits (each concat used only by the affine, the
-    affine only by its activation, if any, and neither the graph output)."""
+    affine only by its activation, if any, and neither the graph output). One pass: time linear
+    in the number of nodes."""
     by_output = {n.output: n for n in nodes}
     users: dict[str, list] = {}
     for n in nodes:
         for i in n.inputs:
             users.setdefault(i, []).append(n)
-    out, drop = [], set()
+    out, drop = [], set()  # drop: ids of nodes replaced (a concat already in ``out``, an activation to come)
     for node in nodes:
-        if node.name in drop:
+        if id(node) in drop:
             continue
         concat = by_output.get(node.inputs[0]) if node.op == "affine" else None
         if concat is None or concat.op != "concat" or len(users.get(concat.output, [])) != 1 or \
@@ -107,46 +108,50 @@ def _push_through_concats(graph: Graph, nodes: list[Node], shapes: dict) -> list
         if new is None:
             out.append(node)
             continue
-        out.remove(concat)
+        drop.add(id(concat))
         out.extend(new)
         if act is not None:
-            drop.add(act.name)
-    return out
+            drop.add(id(act))
+    return [n for n in out if id(n) not in drop]
 
 
 def simplify(graph: Graph) -> Graph:
+    """``graph`` rewritten as the module says. Each rewrite only joins a node with the one
+    producing its first input (when nothing else reads that), and never changes how often any
+    other value is read, so one pass in topological order reaches what repeating the passes
+    would: time linear in the number of nodes (a 40 k-node chain was quadratic, 28 s)."""
     nodes = list(graph.nodes)
-    changed = True
-    while changed:
-        changed = False
-        by_output = {n.output: n for n in nodes}
-        uses: dict[str, int] = {}
-        for n in nodes:
-            for i in n.inputs:
-                uses[i] = uses.get(i, 0) + 1
-        for node in nodes:
-            producer = by_output.get(node.inputs[0]) if node.inputs else None
+    by_output = {n.output: n for n in nodes}
+    uses: dict[str, int] = {}
+    for n in nodes:
+        for i in n.inputs:
+            uses[i] = uses.get(i, 0) + 1
+    gone = set()  # ids of the nodes merged away
+    for node in nodes:
+        while node.inputs:  # a gather reading a new producer may compose again
+            producer = by_output.get(node.inputs[0])
             if producer is None or uses.get(producer.output, 0) != 1 or producer.output in graph.outputs:
-                continue
-            if node.op == "affine" and producer.op in ("conv", "dense") and \
-                    _fold_affine(node, producer, len(graph.shapes[producer.output])):
-                producer.output, producer.name = node.output, producer.name
-                nodes.remove(node)
-                changed = True
-                break
-            if node.op == "affine" and producer.op == "affine":
-                scale = np.asarray(node.attrs["scale"], np.float64)
-                producer.attrs["offset"] = np.asarray(producer.attrs["offset"], np.float64) * scale + node.attrs["offset"]
-                producer.attrs["scale"] = np.asarray(producer.attrs["scale"], np.float64) * scale
-                producer.output = node.output
-                nodes.remove(node)
-                changed = True
                 break
             if node.op == "gather" and producer.op in ("gather", "reshape"):
                 _compose(node, producer, graph.shapes[producer.inputs[0]])
-                nodes.remove(producer)
-                changed = True
+                del by_output[producer.output]
+                gone.add(id(producer))
+                continue
+            if node.op == "affine" and producer.op in ("conv", "dense"):
+                if not _fold_affine(node, producer, len(graph.shapes[producer.output])):
+                    break
+            elif node.op == "affine" and producer.op == "affine":
+                scale = np.asarray(node.attrs["scale"], np.float64)
+                producer.attrs["offset"] = np.asarray(producer.attrs["offset"], np.float64) * scale + node.attrs["offset"]
+                producer.attrs["scale"] = np.asarray(producer.attrs["scale"], np.float64) * scale
+            else:
                 break
+            del by_output[producer.output]  # the producer now writes the node's output; the node goes
+            producer.output = node.output
+            by_output[node.output] = producer
+            gone.add(id(node))
+            break
+    nodes = [n for n in nodes if id(n) not in gone]
     shapes = dict(graph.shapes)
     nodes = _push_through_concats(graph, nodes, shapes)
     graph = Graph(graph.name, graph.input, graph.outputs, nodes, shapes)
@@ -156,5 +161,6 @@ def simplify(graph: Graph) -> Graph:
             live.append(node)
             needed.update(node.inputs)
     live.reverse()
-    shapes = {k: v for k, v in graph.shapes.items() if k == graph.input or any(n.output == k for n in live)}
+    kept = {graph.input} | {n.output for n in live}
+    shapes = {k: v for k, v in graph.shapes.items() if k in kept}
     return Graph(graph.name, graph.input, graph.outputs, live, shapes)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.frontend.float_ref import _conv_out, conv_taps, outputs_of, pair, quad, run_graph, windows
+from compiler.frontend.float_ref import _conv_out, conv_taps, outputs_of, pair, quad, run_graph, whole_plane, windows
 from compiler.frontend.graph import only_output
 from compiler.quantize.qgraph import QGraph, QNode
 
@@ -148,6 +148,8 @@ def muladd(x, mul, add_, shift: int, lo: int = -128, hi: int = 127) -> np.ndarra
 
 def max_pool2d(x, kh, kw=None, stride=1, pad=0, ceil=(0, 0)) -> np.ndarray:
     """int8 max pool; padded (and ceil-mode) positions never win."""
+    if whole_plane(np.asarray(x), (kh, kw or kh), pad, ceil):
+        return np.asarray(x).max(axis=(2, 3), keepdims=True).astype(np.int8)
     out = None
     for _, view in windows(np.asarray(x, np.int16), (kh, kw or kh), stride, pad, fill=-1000, ceil_extra=ceil):
         out = view.copy() if out is None else np.maximum(out, view)
