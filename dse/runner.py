@@ -108,6 +108,21 @@ def check_reachable(address: str) -> None:
                         "ray start --head, or leave --address out for an embedded local Ray") from None
 
 
+def _check_token_mode() -> None:
+    """Ray's driver reads ``RAY_AUTH_MODE`` once per process, when ``ray._raylet`` is first
+    loaded: a process that used Ray before without token authentication (a sweep that joined an
+    open cluster with ``--address``, in the same Python process) would start an embedded instance
+    whose servers want the token its driver will not send (Ray: "Failed to start GCS"). Refused
+    here in one line instead."""
+    from ray._raylet import AuthenticationMode, get_authentication_mode
+
+    if get_authentication_mode() != AuthenticationMode.TOKEN:
+        raise VdlaError("this process used Ray before without token authentication, and Ray keeps that "
+                        "setting for the process's life, so the sweep's embedded Ray cannot be made private: "
+                        "run the sweep in a new process (or give RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
+                        "before Ray is first used)")
+
+
 def _init_ray(options: SweepOptions, temp_dir: str | None):
     # The driver's own Ray logging stays quiet; worker output is not forwarded (errors come back
     # as exceptions and are recorded in the points).
@@ -126,6 +141,7 @@ def _init_ray(options: SweepOptions, temp_dir: str | None):
         _loopback_only()
         import ray
 
+        _check_token_mode()
         # address="local": always a new instance of our own, never a cluster that happens to run here
         ray.init(address="local", num_cpus=options.workers or os.cpu_count(), include_dashboard=False,
                  _temp_dir=temp_dir, **kwargs)

@@ -65,3 +65,31 @@ def test_a_ctrl_c_during_a_held_step_is_raised_when_the_step_is_over():
         assert steps[-1] == "noted" and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_a_process_that_loaded_ray_without_a_token_is_refused_in_one_line():
+    """Ray's driver reads RAY_AUTH_MODE once, when ray._raylet is loaded: in a process that
+    loaded it without token authentication, the embedded Ray's start once failed deep in Ray
+    ("internal error: ... Failed to start GCS ... InvalidAuthToken"); now one line before it
+    starts (in a child process: this one's Ray must stay unloaded or token-mode)."""
+    import subprocess
+    import sys
+
+    code = ("import os; os.environ.pop('RAY_AUTH_MODE', None)\n"
+            "import ray._raylet\n"
+            "from dse.private_ray import private_ray\n"
+            "from dse.runner import _check_token_mode\n"
+            "from vdla_hw.errors import VdlaError\n"
+            "with private_ray():\n"
+            "    try:\n"
+            "        _check_token_mode()\n"
+            "    except VdlaError as err:\n"
+            "        print('refused:', err)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("refused: this process used Ray before without token authentication"), done.stdout
+    fresh = code.replace("import ray._raylet\n", "")   # Ray first loaded inside private_ray: token mode
+    done = subprocess.run([sys.executable, "-c", fresh], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0 and done.stdout == "", (done.stdout, done.stderr)

@@ -415,11 +415,20 @@ def test_a_killed_raylet_stops_the_sweep_with_one_line(tmp_path, small_cnn_path)
 
 
 @pytest.mark.slow
-def test_sweep_on_a_ray_head_started_separately(capsys, tmp_path, small_cnn_path):
+def test_sweep_on_a_ray_head_started_separately(capsys, tmp_path, small_cnn_path, monkeypatch):
+    """A head with token authentication, joined the documented way (docs/dse.md): the token in
+    RAY_AUTH_TOKEN beside RAY_AUTH_MODE=token. The token is this process's own embedded-Ray token
+    (dse.private_ray.token), because Ray's driver keeps the mode and token it first loaded for the
+    process's life: the test worker's later embedded sweeps must still find them."""
+    from dse.private_ray import token
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     temp = Path(tempfile.mkdtemp(prefix="vdla-ray-", dir="/tmp"))  # short: Ray's socket paths must fit AF_UNIX
+    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token()}
+    for name, value in auth.items():
+        monkeypatch.setenv(name, value)
     env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # the head's servers on 127.0.0.1 only
     head = subprocess.Popen([str(VENV_BIN / "ray"), "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1",
                              "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats", "--block",
