@@ -162,17 +162,28 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
-# The longest single tests of the suite (a synthesis each, minutes): run first, so that on several
-# workers none of them starts last and leaves the other workers idle at the end. The sweeps come
-# after tiny's synthesis for the datapath timing, whose cached result their --synth test reads
-# (vdla_hw/rtl/fmax_shared.py) instead of waiting on its lock.
-FIRST = ("tests/rtl/test_synth.py", "tests/rtl/test_datapath_timing.py", "tests/rtl/test_fmax_reference.py",
-         "tests/dse/test_sweep.py")
+# The modules that take longest (worker-seconds in a clean-clone CI run's timeline, benchmarks/
+# test_suite.py), in the order they are handed to the workers: under `--dist loadscope` a module is
+# one unit of work, so a long one that starts last leaves the other worker idle at the end. The
+# syntheses lead (minutes each); the sweeps come after tiny's synthesis for the datapath timing,
+# whose cached result their --synth test reads (vdla_hw/rtl/fmax_shared.py) instead of waiting on
+# its lock. pyproject's --no-loadscope-reorder keeps this order: by default xdist hands out the
+# modules with the most tests first, and the osdi18 synthesis (two tests) started 14 minutes into
+# a 17-minute run. Every other module follows in pytest-randomly's order.
+FIRST = ("tests/rtl/test_synth.py",            # the osdi18 synthesis, ~150 s
+         "tests/rtl/test_datapath_timing.py",  # tiny's synthesis, ~80 s
+         "tests/rtl/test_fmax_reference.py",   # three reference cores' syntheses, ~50 s
+         "tests/dse/test_sweep.py",            # sweeps on Ray, ~390 s
+         "tests/rtl/test_axi.py",              # the FPGA top under the AXI memory, ~210 s
+         "tests/rtl/test_rtl_vs_sim.py",       # the RTL corpus, ~100 s
+         "tests/test_doc_figures.py",          # every document generator, ~75 s
+         "tests/vdla/test_run.py")             # `vdla run resnet18`, ~70 s
 
 
 class LongestFirst:
-    """Moves the modules of :data:`FIRST` to the front, in that order (a plugin of its own: its
-    hook runs after pytest-randomly's shuffle, so the order is the same on every worker)."""
+    """Moves the modules of :data:`FIRST` to the front, in that order (a plugin of its own, so
+    that its hook runs after pytest-randomly's shuffle and the order is the same on every
+    worker)."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items):
