@@ -1,7 +1,8 @@
 """What the test suite costs (issue 43): the fast tier in this checkout, and the clean-clone CI
 (``CI=true bash .ci/run`` in a fresh ``git clone`` of HEAD: set-up, the whole suite on every core,
 the board tests), each as wall and CPU seconds, with the whole suite's own wall time, its number
-of tests and its 20 slowest tests, and the machine's load before and after.
+of tests and its 20 slowest tests, and the machine's load before and after; each session's packing
+(worker-seconds busy and idle, and the tail) is printed beside them.
 
     python benchmarks/test_suite.py [--tiers fast,ci] [--keep DIR] [--record]
 
@@ -71,6 +72,23 @@ def count(report: dict, outcome: str = "passed") -> int:
     return sum(1 for _, result in report["tests"].values() if result == outcome)
 
 
+def packing(report: dict) -> dict:
+    """How well the session's tests filled its workers (tests/conftest.py's timeline), printed
+    beside the figures: ``idle``, the worker-seconds in which a worker ran no test (start-up,
+    collection, and the end, when one worker has finished and another not), and ``tail``, how
+    long the first worker to finish its last test waited for the last worker's."""
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for worker, start, stop in report.get("timeline", {}).values():
+        spans.setdefault(worker, []).append((start, stop))
+    if not spans:
+        return {}
+    wall = report["finished"] - report["started"]
+    busy = sum(stop - start for runs in spans.values() for start, stop in runs)
+    ends = [max(stop for _, stop in runs) for runs in spans.values()]
+    return {"idle": round(len(spans) * wall - busy, 1), "tail": round(max(ends) - min(ends), 1),
+            "busy": round(busy, 1)}
+
+
 def measure(tier: str, work: Path) -> dict:
     """Run ``tier`` and return its figures (a failed run raises SystemExit naming its log)."""
     reports = work / f"{tier}-reports"
@@ -89,6 +107,8 @@ def measure(tier: str, work: Path) -> dict:
     if status != 0 or not found:
         raise SystemExit(f"test_suite: the {tier} run failed (exit {status}); see {log}")
     main = found[0]
+    for name, value in packing(main).items():
+        print(f"{tier}: {name} {value} s", file=sys.stderr)
     if tier == "fast":
         return {"fast_wall_s": round(wall, 1), "fast_cpu_s": round(cpu, 1), "fast_tests": count(main)}
     slowest = sorted(((round(s, 2), test) for test, (s, _) in main["tests"].items()), reverse=True)[:SLOWEST]
