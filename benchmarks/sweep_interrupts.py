@@ -32,37 +32,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.dse.conftest import small_cnn  # noqa: E402  (the sweep tests' small model)
+from tests.dse.procs import cmdline, descendants  # noqa: E402
 
 GRID = {"LOG_BLOCK": [3, 4], "LOG_INP_BUFF_SIZE": [13, 14], "LOG_ACC_BUFF_SIZE": [14, 15, 16],
         "vthreads": ["search", 1, 2]}
 PHASES = ("ray.init under way", "first point recorded", "three points recorded")
 TIMEOUT_S = 300
-
-
-def children(pid: int) -> list[int]:
-    """Every process below ``pid``."""
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        for child, ppid in parents.items():
-            if ppid == parent:
-                found.append(child)
-                todo.append(child)
-    return found
-
-
-def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def rows(points: Path) -> int:
@@ -81,7 +56,7 @@ def one_run(root: Path, work: Path, model: str, space: str, index: int) -> dict:
                             stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     started: list[int] = []
-    ready = [lambda: any("raylet" in cmdline(p) for p in children(proc.pid)),
+    ready = [lambda: any("raylet" in cmdline(p) for p in descendants(proc.pid)),
              lambda: rows(out / "points.csv") >= 1,
              lambda: rows(out / "points.csv") >= 3][phase]
     end = time.monotonic() + TIMEOUT_S
@@ -89,7 +64,7 @@ def one_run(root: Path, work: Path, model: str, space: str, index: int) -> dict:
         while not ready() and proc.poll() is None and time.monotonic() < end:
             time.sleep(0.02)
         time.sleep(extra)
-        started = children(proc.pid)
+        started = descendants(proc.pid)
         finished_first = proc.poll() is not None
         sent = time.monotonic()
         if not finished_first:

@@ -18,6 +18,7 @@ import pytest
 
 from dse.metrics import OBJECTIVES
 from dse.store import read_rows
+from tests.dse.procs import cmdline, descendants
 from tests.vdla.test_interrupts import default_sigint
 from vdla.cli import main
 from vdla_hw.config import Config
@@ -181,30 +182,6 @@ def test_damaged_cache_entries_are_named_once_and_recomputed(capsys, tmp_path, s
     for entry in entries:
         assert captured.err.count(f"sweep: {entry}: sweep cache entry: not a checksummed cache entry") == 1
         assert json.loads(entry.read_text())["sha256"]  # rewritten
-
-
-def descendants(pid: int) -> list[int]:
-    children = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 BIG_GRID = {"LOG_BLOCK": [3, 4], "LOG_INP_BUFF_SIZE": [13, 14], "LOG_ACC_BUFF_SIZE": [14, 15, 16],

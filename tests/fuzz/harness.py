@@ -64,3 +64,16 @@ def outcome(fn, *args, seconds: float = 10.0, memory: int = MEMORY_BOUND, errors
         tracemalloc.stop()
     assert peak <= memory, f"{fn.__name__} allocated {peak} bytes at its peak (bound {memory})"
     return result
+
+
+def one_refusal(code: int, err: str, seconds: float, base_seconds: float, words, limit: float) -> str:
+    """The CLI child's refusal (tests/fuzz/test_hostile_files.py, test_bounds.py): exit status 2,
+    exactly one ``vdla: error:`` line on stderr and the last one (progress lines such as
+    "importing m.onnx" may come before it), no traceback, every one of ``words`` in it, and at
+    most ``limit`` seconds beyond the CLI's start-up (``base_seconds``). Returns the line."""
+    lines = err.splitlines()
+    errors = [line for line in lines if line.startswith("vdla: error: ")]
+    assert code == 2 and len(errors) == 1 and lines[-1] == errors[0] and "Traceback" not in err, (code, err)
+    assert all(w in errors[0] for w in words), (words, err)
+    assert seconds - base_seconds < limit, f"took {seconds:.1f} s (start-up {base_seconds:.1f} s)"
+    return errors[0]

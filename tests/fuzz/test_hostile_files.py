@@ -19,6 +19,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from tests.fuzz.harness import one_refusal
+
 ROOT = Path(__file__).resolve().parents[2]
 VDLA = ROOT / ".venv" / "bin" / "vdla"
 MEMORY = 2 << 30  # address space: the CLI's imports alone map about 1.3 GB; /dev/zero read whole took 5.3 GB
@@ -65,12 +67,7 @@ def base_seconds():
 
 def refused(base_seconds, *argv, words, cwd=None, cache=None):
     code, err, seconds = vdla(*argv, cwd=cwd, cache=cache)
-    lines = err.splitlines()  # progress lines ("importing m.onnx") may come first
-    errors = [line for line in lines if line.startswith("vdla: error: ")]
-    assert code == 2 and len(errors) == 1 and lines[-1] == errors[0] and "Traceback" not in err, (code, err)
-    assert all(w in errors[0] for w in words), (words, err)
-    assert seconds - base_seconds < SECONDS, f"took {seconds:.1f} s (start-up {base_seconds:.1f} s)"
-    return errors[0]
+    return one_refusal(code, err, seconds, base_seconds, words, SECONDS)
 
 
 def _external_model(folder: Path, location: str, name: str = "m.onnx") -> Path:
