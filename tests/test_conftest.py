@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import ast
 
-from tests.conftest import ROOT, SLOW_MODULES, SLOW_TESTS
+import pytest
+
+from tests.conftest import REPORT, ROOT, SLOW_MODULES, SLOW_TESTS
 
 
 def _test_functions(path: str) -> set[str]:
@@ -25,22 +27,25 @@ def test_every_slow_test_exists_in_its_module():
 
 
 
+@pytest.mark.slow
 def test_the_longest_modules_go_to_the_workers_first():
     """Under --dist loadscope xdist handed out the modules with the most tests first, whatever
     the collection order: tests/conftest.py's FIRST had no effect and the osdi18 synthesis (a
     module of two tests) started 14 minutes into a CI run. With two workers and three modules,
     the one-test module FIRST[0] (filtered to its fast test) must run among the first tests,
-    before the hundreds of two larger modules, for any seed."""
+    before the hundreds of two larger modules (a pytest session with two workers: slow)."""
+    import os
     import subprocess
     import sys
 
     from tests.conftest import FIRST
 
-    for seed in (1, 2):
+    env = {k: v for k, v in os.environ.items() if k != REPORT}   # not a session of the suite's record
+    for seed in (1,):
         done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-v", "-p", "no:cacheprovider",
                                f"--randomly-seed={seed}", "tests/hw/test_isa.py", "tests/hw/test_asm.py", FIRST[0],
                                "-k", "parse_stat or test_isa or test_asm"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+                              cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         ran = [line.split()[-1] for line in done.stdout.splitlines() if " PASSED " in line]
         first = [k for k, test in enumerate(ran) if test.startswith(FIRST[0])]
