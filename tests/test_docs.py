@@ -212,7 +212,11 @@ def test_assembly_blocks(path, tmp_path):
     directives = [ln for ln in lines if ln.lstrip().startswith(".")]
     program = "\n".join(directives + [ln for ln in lines if ln not in directives]) + "\n"
     bundle = assemble(program, source=f"{path.name} (asm blocks)")
-    execute(bundle)
+    result = execute(bundle)
+    # what the program stores computes something (the README's once loaded no weights and reset
+    # its accumulator: a newcomer's first run printed all zeros)
+    outs = [name for name, sym in bundle.symbols.items() if sym.mem == "out"]
+    assert outs and all(bundle.read(name, result.dram).any() for name in outs), (path.name, outs)
 
 
 INLINE = re.compile(r"`(vdla [^`]+)`")
