@@ -10,10 +10,20 @@ from vdla.argtypes import output_dir, output_file
 
 
 def cmd_import_vta(args) -> int:
-    from vdla.outputs import write_file
-    from vdla_hw.vta_format import import_dir
+    from pathlib import Path
 
-    bundle = import_dir(args.dir, config=args.config)
+    from vdla.outputs import write_file
+    from vdla_hw.errors import VdlaError
+    from vdla_hw.vta_format import DEFAULT_CONFIG, import_dir
+
+    try:
+        bundle = import_dir(args.dir, config=args.config)
+    except VdlaError as err:
+        if args.config is not None or not Path(args.dir).is_dir():
+            raise
+        # a case folder does not say which configuration it was built for: say what was assumed
+        raise VdlaError(f"{err} (read as configuration {DEFAULT_CONFIG}, VTA's default: a case of another "
+                        "configuration needs --config, the one vdla export-vta named)") from None
     write_file(args.output, bundle.save)
     files = ", ".join(f"{name} {s.count} {s.mem}" for name, s in bundle.symbols.items()) or "a flat image"
     print(f"wrote {args.output}: {bundle.insn_count} instructions, {bundle.dram.size}-byte image ({files}), "
@@ -23,11 +33,15 @@ def cmd_import_vta(args) -> int:
 
 def cmd_export_vta(args) -> int:
     from vdla_hw.bundle import Bundle
-    from vdla_hw.vta_format import export_dir
+    from vdla_hw.vta_format import DEFAULT_CONFIG, export_dir, target_config
 
     bundle = Bundle.load(args.file, config=args.config)
     written = export_dir(bundle, args.dir, flat=args.flat, vta_config=args.vta_config)
     print(f"wrote {len(written)} files to {args.dir}: {', '.join(p.name for p in written)}", file=sys.stderr)
+    target = target_config(bundle, args.vta_config)
+    if target.name != DEFAULT_CONFIG:   # the files do not say it: import-vta assumes VTA's default
+        print(f"encoded for configuration {target.name}: import it with vdla import-vta {args.dir} "
+              f"--config {target.name}", file=sys.stderr)
     return 0
 
 

@@ -245,6 +245,23 @@ def test_cli_export_of_interleaved_data_points_to_flat(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1 and "LOG_BLOCK" in err, err
 
 
+@pytest.mark.parametrize("flat", [False, True])
+def test_an_export_of_another_configuration_says_how_to_import_it(tmp_path, capsys, flat):
+    """Issue 45, a newcomer's three: import-vta of a tiny export failed without --config, naming
+    vta-pynq's element sizes but not that it had assumed vta-pynq; export-vta did not say either."""
+    bundle = random_program(3, "tiny") if flat else fixed_corpus("tiny")[0][1]
+    bundle.save(tmp_path / "p.npz")
+    code, err = run(capsys, "export-vta", tmp_path / "p.npz", tmp_path / "x", *(["--flat"] if flat else []))
+    assert code == 0 and err.splitlines()[-1] == \
+        f"encoded for configuration tiny: import it with vdla import-vta {tmp_path / 'x'} --config tiny", err
+    code, err = run(capsys, "import-vta", tmp_path / "x", "-o", tmp_path / "b.npz")
+    assert code == 2 and err.count("\n") == 1 and err.rstrip().endswith(
+        "(read as configuration vta-pynq, VTA's default: a case of another configuration needs --config, "
+        "the one vdla export-vta named)"), err
+    code, err = run(capsys, "import-vta", tmp_path / "x", "-o", tmp_path / "b.npz", "--config", "tiny")
+    assert code == 0, err
+
+
 @pytest.mark.parametrize("name", ["input.bin", "instructions.bin", "memory_addresses.csv"])
 def test_a_case_file_linked_out_of_the_folder_is_refused(tmp_path, capsys, name):
     """Issue 45 finding 8: import-vta followed a symbolic link out of the case folder and put
