@@ -252,6 +252,14 @@ def can_probe_as_another_user() -> str | None:
         return f"needs setpriv and {SYSTEM_PYTHON} (the probe's interpreter, readable by other users)"
     if sys.version_info[:2] != (3, 11):
         return "the probe runs this environment's packages under the system's Python 3.11"
+    import sysconfig
+
+    packages = Path(sysconfig.get_paths()["purelib"])
+    shut = [str(folder) for folder in [packages, *packages.parents] if not folder.stat().st_mode & 0o001]
+    if shut or not packages.stat().st_mode & 0o004:
+        # a checkout inside a folder of mode 0700 (mktemp -d): the probe could not import Ray
+        return f"this environment's packages ({packages}) are not readable by other users ({', '.join(shut)} " \
+               "not passable)"
     return None
 
 
