@@ -81,9 +81,10 @@ def count(report: dict, outcome: str = "passed") -> int:
 
 def packing(report: dict) -> dict:
     """How well the session's tests filled its workers (tests/conftest.py's timeline), printed
-    beside the figures: ``idle``, the worker-seconds in which a worker ran no test (start-up,
-    collection, and the end, when one worker has finished and another not), and ``tail``, how
-    long the first worker to finish its last test waited for the last worker's."""
+    beside the figures: ``busy``, the worker-seconds spent in tests; ``idle``, those in which a
+    worker ran no test (start-up, collection, and the end, when one worker has finished and
+    another not); and ``tail``, how long the first worker to finish its last test waited for the
+    last worker's."""
     spans: dict[str, list[tuple[float, float]]] = {}
     for worker, start, stop in report.get("timeline", {}).values():
         spans.setdefault(worker, []).append((start, stop))

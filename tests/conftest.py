@@ -1,7 +1,8 @@
 """Shared pytest setup: hypothesis profiles (CI runs the same examples every time), a fresh disk
 cache per session, shared by its xdist workers (tests never read what an earlier run left
-behind), and `cache_folder`, an empty disk cache for one test. With ``VDLA_TEST_REPORT`` naming a folder, each
-pytest session writes its tests' durations there (benchmarks/test_suite.py reads them)."""
+behind), and `cache_folder`, an empty disk cache for one test. With ``VDLA_TEST_REPORT`` naming a
+folder, each pytest session writes its tests' durations and timeline there (benchmarks/
+test_suite.py reads them)."""
 
 import json
 import os

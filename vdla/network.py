@@ -235,9 +235,10 @@ def one_thread_timing(layers: dict, config) -> dict:
 
 def check_sizes(graph: Graph, model: str) -> Graph:
     """Refuse a network with a tensor larger than the documented limit before any work on it."""
+    from compiler.frontend.fold import too_large
+
     for name, shape in graph.shapes.items():
-        nbytes = 4 * int(np.prod(shape, dtype=object))
-        if nbytes > MAX_TENSOR_BYTES:
+        if nbytes := too_large(shape):
             raise ModelError(model, f"tensor {name!r} of shape {tuple(shape)} needs {mib(nbytes)} as float32, more "
                              f"than the {mib(MAX_TENSOR_BYTES)} limit (vdla_hw/limits.py); use a smaller input")
     return graph

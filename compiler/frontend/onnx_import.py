@@ -149,8 +149,8 @@ class _Importer:
         inits = {t.name for t in model.graph.initializer}
         self.input = data_input(model, where, inits)
         shape = resolve_shape(self.input, where, input_shape)
-        if folding.too_large(shape):
-            raise ModelError(where, folding.tensor_limit(self.input.name, shape, folding.too_large(shape)))
+        if nbytes := folding.too_large(shape):
+            raise ModelError(where, folding.tensor_limit(self.input.name, shape, nbytes))
         _check_ranges(model, where)
         inferred = infer_shapes(model, where, self.input.name, shape)
         self.inferred = static_shapes(inferred)
