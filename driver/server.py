@@ -301,15 +301,18 @@ class Server:
         self._finish(arrival, result)
 
     def _finish(self, arrival: "_Arrival", result: str, op: str = "-", sizes=(0, 0), reserved: int = 0) -> None:
-        """Account for an ended connection and log its one line."""
-        with self.lock:
-            self.open -= 1
-            self.pending -= reserved
-            self.stats["requests"] += 1
-            self.stats["errors"] += result != "ok"
+        """Log an ended connection's one line, then account for it: a request is counted in
+        ``stats`` only once its line is logged, so whoever sees the count can read the line."""
         said = printable(" ".join(result.split()) or "error: no request", MAX_MESSAGE)
-        self.log(f"{arrival.peer} {op} {said} {time.monotonic() - arrival.start:.2f} s in {sizes[0]} B out "
-                 f"{sizes[1]} B")
+        try:
+            self.log(f"{arrival.peer} {op} {said} {time.monotonic() - arrival.start:.2f} s in {sizes[0]} B out "
+                     f"{sizes[1]} B")
+        finally:
+            with self.lock:
+                self.open -= 1
+                self.pending -= reserved
+                self.stats["requests"] += 1
+                self.stats["errors"] += result != "ok"
 
     def _turn_away(self, conn: socket.socket, peer: str) -> None:
         message = f"{self.limits.max_connections} connections open"
