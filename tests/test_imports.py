@@ -83,6 +83,7 @@ SPEC = {
     "vdla_hw.sram_state": "SRAM state between programs",
     "vdla_hw.asm": "the assembler",
     "vdla_hw.disasm": "the disassembler",
+    "vdla_hw.annotate": "what an instruction does, in words (vdla disasm --annotate)",
     "vdla_hw.vta_format": "VTA's standalone case format",
     "vdla_hw.cache": "the content-keyed disk cache",
 }

@@ -143,7 +143,32 @@ def cmd_disasm(args) -> int:
         bundle = Bundle.from_bytes(data, "<stdin>", config=args.config)
     else:
         bundle = Bundle.load(args.file, config=args.config)
-    sys.stdout.write(disassemble(bundle))
+    sys.stdout.write(disassemble(bundle, annotate=args.annotate))
+    return 0
+
+
+def cmd_dump(args) -> int:
+    """Print (or write) the values of one symbol of a bundle: after ``vdla exec -o``/``vdla sim
+    -o``, what a program left in DRAM."""
+    import numpy as np
+
+    from vdla.outputs import write_file
+    from vdla_hw.bundle import Bundle
+
+    bundle = Bundle.load(args.file, config=args.config)
+    values = bundle.read(args.symbol)
+    sym = bundle.symbols[args.symbol]
+    if args.npy:
+        write_file(args.npy, lambda f: np.save(f, values))
+        print(f"wrote {args.npy}: {args.symbol}, {sym.mem} {values.dtype} {list(values.shape)}", file=sys.stderr)
+    elif args.json:
+        _print_json({"symbol": args.symbol, "mem": sym.mem, "index": sym.index, "count": sym.count,
+                     "dtype": str(values.dtype), "shape": list(values.shape), "values": values.tolist()})
+    else:
+        print(f"{args.symbol}: {sym.mem} elements {sym.index}..{sym.index + sym.count - 1}, "
+              f"{values.dtype} {'x'.join(map(str, values.shape)) or 'scalar'}")
+        with np.printoptions(threshold=args.limit, linewidth=100):
+            print(values)
     return 0
 
 
@@ -237,7 +262,20 @@ def build_parser(modules: Iterable[str] | None = None) -> ArgumentParser:
     disasm = sub.add_parser("disasm", help="print a bundle as assembly that vdla asm turns back into it")
     disasm.add_argument("file", help="bundle file (- reads stdin)")
     disasm.add_argument("--config", default=None, help="require this configuration")
+    disasm.add_argument("--annotate", action="store_true",
+                        help="say in each instruction's comment what it moves or computes and which tokens "
+                        "it waits for and signals (the text still assembles to the same bundle)")
     disasm.set_defaults(func=cmd_disasm)
+
+    dump = sub.add_parser("dump", help="print the values of a bundle's symbol (e.g. after exec -o or sim -o)")
+    dump.add_argument("file", help="bundle file")
+    dump.add_argument("symbol", help="the symbol's name (vdla disasm lists them)")
+    dump.add_argument("--config", default=None, help="require this configuration")
+    dump.add_argument("--json", action="store_true", help="machine-readable output, every value")
+    dump.add_argument("--npy", type=output_file, help="write the values as a .npy file instead of printing them")
+    dump.add_argument("--limit", type=int_range(1), default=1000,
+                      help="print at most about this many values before eliding the middle (default 1000)")
+    dump.set_defaults(func=cmd_dump)
 
     exe = sub.add_parser("exec", help="run a bundle on the reference semantics (no timing)")
     exe.add_argument("file")

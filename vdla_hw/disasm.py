@@ -13,6 +13,7 @@ import json
 import numpy as np
 
 from vdla_hw import isa
+from vdla_hw.annotate import explain
 from vdla_hw.asm import NAME, SYMBOL, assemble_insn, format_insn
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import MEM_TYPES, Config, load_config
@@ -68,16 +69,22 @@ def _uop_lines(name: str, options: str, rows: np.ndarray) -> list[str]:
     return lines
 
 
-def _labelled(text: str, insn: isa.Insn, labels: dict[str, list[tuple[int, int, str]]]) -> str:
-    """``text`` with a LOAD/STORE's ``dram=N`` written as the symbol holding element N (``name+off``)."""
+def _label(insn: isa.Insn, labels: dict[str, list[tuple[int, int, str]]]) -> str | None:
+    """A LOAD's or STORE's ``dram_base`` as the symbol holding that element (``name+off``), or None."""
     if insn.kind not in ("LOAD", "STORE"):
-        return text
+        return None
     base = insn.dram_base
     for lo, hi, name in labels.get(MEM_TYPES[insn.memory_type], ()):
         if lo <= base < hi:
-            label = name if base == lo else f"{name}+{base - lo}"
-            return " ".join(f"dram={label}" if w == f"dram={base}" else w for w in text.split(" "))
-    return text
+            return name if base == lo else f"{name}+{base - lo}"
+    return None
+
+
+def _labelled(text: str, insn: isa.Insn, label: str | None) -> str:
+    """``text`` with a LOAD/STORE's ``dram=N`` written as ``label``, when there is one."""
+    if label is None:
+        return text
+    return " ".join(f"dram={label}" if w == f"dram={insn.dram_base}" else w for w in text.split(" "))
 
 
 def _insn_line(word: bytes, config: Config, index: int) -> tuple[str, isa.Insn | None, str]:
@@ -98,8 +105,10 @@ def _insn_line(word: bytes, config: Config, index: int) -> tuple[str, isa.Insn |
     return text, insn, ""
 
 
-def disassemble(bundle: Bundle) -> str:
+def disassemble(bundle: Bundle, annotate: bool = False) -> str:
     """The whole bundle as assembly text: ``assemble`` of it writes the same bundle file.
+    ``annotate``: each instruction's comment also says what it does
+    (:func:`vdla_hw.annotate.explain`); the text assembles to the same bundle either way.
 
     Configuration (preset name or inline JSON), image size, meta, every symbol in order
     (``.uops`` for a micro-op table, else ``.data`` and its non-zero bytes as ``.bytes`` rows),
@@ -145,6 +154,9 @@ def disassemble(bundle: Bundle) -> str:
     for index in range(bundle.insn_count):
         text, insn, note = _insn_line(stream[16 * index:16 * index + 16], config, index)
         if insn is not None:
-            text = _labelled(text, insn, labels)
+            label = _label(insn, labels)
+            text = _labelled(text, insn, label)
+            if annotate:
+                note += f"  {explain(insn, config, label)}"
         lines.append(f"{text:<72} # {index}{note}")
     return "\n".join(lines) + "\n"

@@ -119,11 +119,13 @@ def test_examples_assemble(path):
 # --- disassembly reassembles to the same bundle file -----------------------------------------
 def same_file(bundle: Bundle) -> str:
     """Disassemble ``bundle`` as read back from its file, assemble the text, and check the new
-    bundle's file has the same bytes; the text."""
+    bundle's file has the same bytes, with and without ``--annotate``'s comments; the text."""
     data = bundle.to_bytes()
     text = disasm.disassemble(Bundle.from_bytes(data, "original.npz"))
     again = asm.assemble(text, source="again.s")
     assert again.to_bytes() == data
+    annotated = disasm.disassemble(Bundle.from_bytes(data, "original.npz"), annotate=True)
+    assert asm.assemble(annotated, source="annotated.s").to_bytes() == data
     return text
 
 
