@@ -95,6 +95,16 @@ def cmd_config_show(args) -> int:
     return 0
 
 
+def cmd_config_draw(args) -> int:
+    from vdla.architecture import draw
+    from vdla_hw.config import load_config
+
+    config = load_config(args.config)
+    draw(config, args.output)
+    print(f"wrote {args.output}: the accelerator of {config.name} ({config.fingerprint})", file=sys.stderr)
+    return 0
+
+
 def cmd_regmap(args) -> int:
     from vdla_hw import regmap
 
@@ -249,6 +259,10 @@ def build_parser(modules: Iterable[str] | None = None) -> ArgumentParser:
     show.add_argument("config", nargs="?", default=None, help="preset name or JSON file (default osdi18)")
     show.add_argument("--json", action="store_true", help="machine-readable output")
     show.set_defaults(func=cmd_config_show)
+    draw = config_sub.add_parser("draw", help="picture of the accelerator: modules, queues, SRAMs, memory port")
+    draw.add_argument("config", nargs="?", default=None, help="preset name or JSON file (default osdi18)")
+    draw.add_argument("-o", "--output", type=output_file, required=True, help="picture to write (.svg, .png or .pdf)")
+    draw.set_defaults(func=cmd_config_draw)
 
     regmap = sub.add_parser("regmap", help="print the control register map (Markdown)")
     regmap.set_defaults(func=cmd_regmap)
