@@ -13,8 +13,10 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 # for cocotb 2.x); libmagic1 for python-magic, which the pynq package of the board tests imports;
 # llvm for llvm-mca, which times the CPU kernels' machine code on the CPUs' scheduling models;
 # g++ and make compile the Verilated models (the compiled RTL bench and cocotb's Verilator builds);
-# ccache lets them share Verilator's runtime objects (vdla_hw/rtl/runner.py tool_env).
-APT_PACKAGES=(python3-venv qemu-user lld gcc-arm-linux-gnueabihf libc6-dev-armhf-cross iverilog make g++ ccache libmagic1 llvm)
+# ccache lets them share Verilator's runtime objects (vdla_hw/rtl/runner.py tool_env);
+# chromium-headless-shell renders report.html in the browser test (tests/vdla/test_report_html.py).
+APT_PACKAGES=(python3-venv qemu-user lld gcc-arm-linux-gnueabihf libc6-dev-armhf-cross iverilog make g++ ccache libmagic1 llvm
+              chromium-headless-shell)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

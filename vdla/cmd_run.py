@@ -19,6 +19,7 @@ def _progress(message: str) -> None:
 
 
 TABLES = ("layers.csv", "summary.json")
+PAGE = "report.html"   # the self-contained page of the run (vdla/report_html.py)
 
 
 def study_files(out_dir: Path) -> list[Path]:
@@ -26,7 +27,7 @@ def study_files(out_dir: Path) -> list[Path]:
     convolutions only when there are some): checked before a run, replaced as one set."""
     from vdla import plots
 
-    return [out_dir / name for name in TABLES] + \
+    return [out_dir / name for name in (*TABLES, PAGE)] + \
         [out_dir / f"{figure}.{ext}" for figure in plots.FIGURES for ext in plots.FORMATS]
 
 
@@ -39,7 +40,8 @@ def csv_text(rows: list[dict], fields: list[str] | None = None) -> str:
     return buf.getvalue()
 
 
-def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timings=None, worker=None) -> list[Path]:
+def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timings=None, worker=None,
+                  config=None) -> list[Path]:
     """The per-layer CSV, the summary JSON and the four figures of the study into ``out_dir``,
     as one set (:func:`study_files`: files of an earlier run it does not write again are
     removed). Staged in ``outputs`` (a :class:`vdla.outputs.Outputs`) for the caller's commit,
@@ -59,7 +61,7 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timin
 
     if outputs is None:
         with Outputs() as own:
-            write_outputs(report, out_dir, own, progress, timings, worker)
+            write_outputs(report, out_dir, own, progress, timings, worker, config)
             return own.commit()
     outputs.supersede(study_files(out_dir))
     from compiler.network.report import layer_row
@@ -97,6 +99,12 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timin
     for name in plots.FIGURES:
         if name in files:
             written += plots.save(name, files[name], out_dir, outputs)
+    if config is not None:  # the page needs the configuration's sources, which the report does not keep
+        from vdla import report_html
+
+        page = report_html.run_page(summary, rows, {name: files[name]["png"] for name in plots.FIGURES
+                                                    if name in files}, config.describe())
+        written.append(outputs.write(out_dir / PAGE, page))
     timings["figures"] = time.perf_counter() - start - timings["roofline_variants"]
     progress(f"drew {len(written) - len(TABLES)} figure files ({timings['figures']:.1f} s)")
     return written
@@ -139,6 +147,7 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
 
     from compiler.network.report import table
     from vdla.network import run_network
+    from vdla_hw.config import load_config
     from vdla.outputs import Outputs
     from vdla_hw.files import json_text
 
@@ -158,7 +167,8 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
     warn_clock_of(args.config)  # after the run, so that a user error stays the only stderr line
     with Outputs() as outputs:  # every file of the run appears at once, after the whole run
         if plot_dir:  # its phases join the run's (--json: wall_seconds)
-            write_outputs(report, plot_dir, outputs, timings=report.timings, worker=worker)
+            write_outputs(report, plot_dir, outputs, timings=report.timings, worker=worker,
+                          config=load_config(args.config))
         if args.output:
             outputs.write(args.output, lambda fh: save_outputs(fh, report))
         written = outputs.commit()
