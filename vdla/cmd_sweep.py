@@ -59,6 +59,23 @@ def print_summary(s: dict) -> None:
         print(f"  wrote {path}")
 
 
+def write_page(out: Path, summary: dict, space) -> Path:
+    """``out/report.html``: the sweep on one self-contained page (vdla/report_html.py): the
+    summary, the Pareto front (model, swept parameters, objectives, speedup, status), the figures."""
+    from dse.store import read_rows
+    from vdla import report_html
+    from vdla_hw.files import atomic_write
+
+    header, front = read_rows(out / "pareto.csv")
+    wanted = ["model", *(d.name for d in space.dimensions), *summary["objectives"], "speedup", "amdahl_bound",
+              "verdict", "status"]
+    columns = [c for c in dict.fromkeys(wanted) if c in header]
+    figures = {Path(p).stem: Path(p).read_bytes() for p in summary["outputs"] if p.endswith(".png")}
+    path = out / "report.html"
+    atomic_write(path, report_html.sweep_page(summary, front, columns, figures))
+    return path
+
+
 def cmd_sweep(args) -> int:
     from dse import parts
     from dse.lock import sweep_lock
@@ -88,6 +105,7 @@ def cmd_sweep(args) -> int:
         options = SweepOptions(address=args.address, workers=args.workers, synth=args.synth,
                                energy_table=args.energy_table, part=args.part)
         summary = run_sweep(space, out, models, options)
+        summary["outputs"].append(str(write_page(out, summary, space)))
     over = summary.get("points_over_clock_estimate", 0)
     if over:  # one line, whatever the number of points (the rows say which: verdict, clock_met)
         print(f"vdla: warning: {over} of {summary['ok']} points run above their clock estimate (fmax_mhz; "

@@ -173,3 +173,38 @@ def run_page(summary: dict, rows: list[dict], figures: dict[str, bytes], config:
         ("What was modelled, and from which sources", table(["what", "how, and its source"], modelled)),
         ("Configuration", configuration(config)),
     ])
+
+
+SWEEP_KEYS = [("space", "design space"), ("search", "search"), ("models", "models"), ("points", "points"),
+              ("ok", "points that ran"), ("invalid", "invalid configurations"), ("failed", "failed points"),
+              ("pareto_points", "points on the Pareto front"), ("objectives", "objectives"), ("part", "FPGA part"),
+              ("seconds", "seconds"), ("points_per_s", "points per second")]
+SWEEP_MODELLED = [("resource_model", "resources (LUT, FF, DSP, BRAM)"), ("clock_estimate", "clock estimate"),
+                  ("energy_table", "energy per operation"), ("ray", "where the points ran")]
+
+
+def _plain(value) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_plain(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(v) for v in value)
+    return number(value) if isinstance(value, (int, float)) else str(value)
+
+
+def sweep_page(summary: dict, front: list[dict], columns: list[str], figures: dict[str, bytes]) -> str:
+    """The page of ``vdla sweep``: ``summary`` is its summary.json object, ``front`` the Pareto
+    points (pareto.csv's rows) shown in ``columns`` order, ``figures`` each figure's PNG by name."""
+    key = [[label, _plain(summary[k])] for k, label in SWEEP_KEYS if k in summary]
+    modelled = [[label, _plain(summary[k])] for k, label in SWEEP_MODELLED if k in summary]
+    best = [[part, _plain(point)] for part, point in (summary.get("best_fitting") or {}).items()]
+    rows = [[row.get(c) for c in columns] for row in front]
+    first = next((k for k, c in enumerate(columns) if c.startswith("latency")), None)
+    figs = "".join(figure(name, png, name.replace("_", " ")) for name, png in figures.items())
+    return document(f"Sweep of {_plain(summary.get('models', []))} over {summary.get('space', '')}", [
+        ("Result", table(["", ""], key)),
+        ("Best configurations that fit", table(["part", "point"], best) if best else "<p>None fits.</p>"),
+        ("Pareto front (click a column to sort)", table(columns, rows, sortable=True, selftest=first)
+         if rows else "<p>No point ran.</p>"),
+        ("Figures", figs or "<p>No figures (--no-figures).</p>"),
+        ("What was modelled, and from which sources", table(["what", "how"], modelled)),
+    ])
