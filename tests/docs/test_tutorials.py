@@ -1,8 +1,8 @@
 """The tutorial ladder (docs/tutorials/) runs as written and prints what its pages show.
 
-Each page's ``sh`` blocks run in order, as one reader would type them, in one fresh folder per
-page (with ``examples/`` of the checkout, ``vdla`` and ``python`` of this environment first on
-PATH). A block marked ``<!-- output -->`` (a ``text`` block) is what the ``sh`` block before it
+Each page's ``sh`` blocks run in order, as one reader would type them from the repository's
+root, in one fresh folder per page holding ``examples/`` and ``.venv`` of the checkout (the pages
+say ``.venv/bin/vdla``, as README.md does; nothing of the environment is put on PATH). A block marked ``<!-- output -->`` (a ``text`` block) is what the ``sh`` block before it
 prints, stdout and stderr together as a terminal shows them: line for line, trailing spaces
 ignored, where a line ``...`` stands for any number of lines (elided timings and long tables).
 A number with a unit in a page's prose (tests/test_doc_figures.py's scan) must be one its output
@@ -68,8 +68,8 @@ def prose(page: Path) -> str:
                                   for p in PAGES])
 def test_the_page_runs_and_prints_what_it_shows(page, tmp_path):
     (tmp_path / "examples").symlink_to(ROOT / "examples")
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONUNBUFFERED": "1", "COLUMNS": "100", "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    (tmp_path / ".venv").symlink_to(Path(sys.executable).parents[1])
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "100", "XDG_CONFIG_HOME": str(tmp_path / "config")}
     ran = steps(page)
     assert ran, f"{page.name}: no sh block"
     for line, body, output in ran:
