@@ -20,9 +20,11 @@ EXAMPLES = ROOT / "examples"
 
 
 def run(name: str, tmp_path: Path, capsys) -> tuple[Bundle, np.ndarray]:
-    """(the assembled example, its output symbol after ``vdla exec -o``, read by ``vdla dump --json``)."""
+    """(the assembled example, its output symbol after ``vdla exec -o``, read by ``vdla dump --json``),
+    once the cycle-level simulator has run it too."""
     bundle, after = tmp_path / "b.npz", tmp_path / "after.npz"
     assert main(["asm", str(EXAMPLES / name), "-o", str(bundle)]) == 0
+    assert main(["sim", str(bundle)]) == 0   # the simulator's rules too (VTA's GEMM hazard, races)
     assert main(["exec", str(bundle), "-o", str(after)]) == 0
     out = "out" if name == "conv_tile.s" else "y"
     capsys.readouterr()
