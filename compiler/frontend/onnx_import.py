@@ -19,7 +19,8 @@ import numpy as np
 from compiler.frontend import fold as folding
 from compiler.frontend import resize
 from compiler.frontend.elementwise import BY_ONNX
-from compiler.frontend.graph import Graph, ModelError, Node, ceil_extra, conv_out, mul_extents
+from compiler.frontend.graph import (Graph, ModelError, Node, ceil_extra, conv_out, fresh_name, mul_extents,
+                                     unique_names)
 from compiler.frontend.onnx_read import (check_names, data_input, infer_shapes, opset_of, read_model, resolve_shape,
                                          static_shapes, upgraded)
 from compiler.frontend.patterns import rewrite
@@ -166,6 +167,9 @@ class _Importer:
         self.nodes: list[Node] = []
         self.shapes: dict[str, tuple[int, ...]] = {self.input.name: shape}
         self.output_names = [value.name for value in model.graph.output]
+        # every value name of the model: a value the importer makes up takes a name none of them has
+        self.value_names = {v.name for v in model.graph.input} | set(inits) | {
+            out for node in model.graph.node for out in node.output}
         self.graph_name = model.graph.name if model.graph.name not in ("", "main_graph") else Path(where).stem
 
     # --- helpers ----------------------------------------------------------------------------
@@ -446,7 +450,8 @@ class _Importer:
         if a.get("keepdims", 1):
             self.emit(node, "avgpool", [x])
             return
-        pooled = node.output[0] + ".keepdims"
+        pooled = fresh_name(node.output[0] + ".keepdims", self.value_names)
+        self.value_names.add(pooled)
         self.nodes.append(Node((node.name or node.output[0]) + ".mean", "avgpool", [x], pooled))
         self.shapes[pooled] = shape[:2] + (1, 1)
         self.emit(node, "reshape", [pooled], shape=self.out_shape(node))
@@ -628,7 +633,7 @@ class _Importer:
                 why = "is a constant" if name in self.consts else "is not computed by any node"
                 raise ModelError(self.where, f"graph output {name!r} {why}; there is no network to run")
         with np.errstate(over="ignore", invalid="ignore"):  # checked below, once, by node
-            graph = simplify(Graph(self.graph_name, self.input.name, outputs, self.nodes, self.shapes))
+            graph = unique_names(simplify(Graph(self.graph_name, self.input.name, outputs, self.nodes, self.shapes)))
         for node in graph.nodes:  # folding (a Mul into the Conv before it) may overflow float32 too
             why = nonfinite(node.op, node.attrs)
             if why:
