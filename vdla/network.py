@@ -17,6 +17,7 @@ import numpy as np
 
 from compiler.frontend import load_onnx
 from compiler.frontend import float_ref
+from compiler.frontend.fold import check_sizes
 from compiler.frontend.graph import Graph, ModelError
 from compiler.network import PartitionOptions, execute, partition
 from compiler.network.executor import outputs_sha256
@@ -231,17 +232,6 @@ def one_thread_timing(layers: dict, config) -> dict:
         out[name] = (layer, _config_key(config),
                      (sim.macs, sum(v for k, v in sim.bytes.items() if k != "insn"), sim.seconds))
     return out
-
-
-def check_sizes(graph: Graph, model: str) -> Graph:
-    """Refuse a network with a tensor larger than the documented limit before any work on it."""
-    from compiler.frontend.fold import too_large
-
-    for name, shape in graph.shapes.items():
-        if nbytes := too_large(shape):
-            raise ModelError(model, f"tensor {name!r} of shape {tuple(shape)} needs {mib(nbytes)} as float32, more "
-                             f"than the {mib(MAX_TENSOR_BYTES)} limit (vdla_hw/limits.py); use a smaller input")
-    return graph
 
 
 def quantize_model(graph: Graph, model: str, calibration: int = 4, wide_output: bool = True,

@@ -42,10 +42,20 @@ def too_large(shape) -> int | None:
     return nbytes if nbytes > MAX_TENSOR_BYTES else None
 
 
-def tensor_limit(name: str, shape, nbytes: int) -> str:
-    """The refusal of a value of ``shape`` needing ``nbytes`` (:func:`too_large`)."""
-    return (f"value {name!r} of shape {tuple(int(d) for d in shape)} needs {mib(nbytes)} as float32, more than "
+def tensor_limit(name: str, shape, nbytes: int, kind: str = "value") -> str:
+    """The refusal of a ``kind`` (a model's value, a graph's tensor) of ``shape`` needing ``nbytes``
+    (:func:`too_large`): the one wording of MAX_TENSOR_BYTES's refusals."""
+    return (f"{kind} {name!r} of shape {tuple(int(d) for d in shape)} needs {mib(nbytes)} as float32, more than "
             f"the {mib(MAX_TENSOR_BYTES)} limit (vdla_hw/limits.py MAX_TENSOR_BYTES)")
+
+
+def check_sizes(graph, where: str):
+    """``graph`` (the IR), or a ModelError naming its first tensor past MAX_TENSOR_BYTES (the bound
+    :func:`check_outputs` applies to the model's values, here on what the import made of them)."""
+    for name, shape in graph.shapes.items():
+        if nbytes := too_large(shape):
+            raise ModelError(where, tensor_limit(name, shape, nbytes, "tensor") + "; use a smaller input")
+    return graph
 
 
 def check_outputs(node, shapes: dict, consts: dict, where: str) -> None:

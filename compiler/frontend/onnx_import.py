@@ -556,7 +556,9 @@ class _Importer:
         if len(shape) != 4 or len(out) != 4 or out[:2] != shape[:2]:
             raise self.fail(node, f"linear Resize of {shape} to {out}: only the height and width of an NCHW "
                             "tensor can be resized")
-        axes = [int(v) % 4 for v in a.get("axes", range(4))]
+        axes = [axis_in(node, v, 4, self.fail, "axes entry") for v in a.get("axes", range(4))]
+        if len(set(axes)) != len(axes):
+            raise self.fail(node, f"axes {list(a['axes'])} name an axis more than once")
         scales = self.const(node, node.input[2]) if len(node.input) > 2 and node.input[2] else np.zeros(0)
         by_axis = dict(zip(axes, (float(v) for v in scales.reshape(-1)))) if scales.size else {}
         if any(by_axis.get(d, 1.0) != 1.0 for d in (0, 1)):

@@ -123,3 +123,55 @@ def test_vdla_run_of_four_nodes_named_c_gives_the_distinct_model_s_output(tmp_pa
         assert code == 0 and "vdla: error" not in err, err
         sums.append(np.load(tmp_path / f"{name}.npy").tobytes())
     assert sums[0] == sums[1]
+
+
+# --- a bad axis of a linear Resize is refused, not wrapped ----------------------------------
+def _resize(axes=None, scales=(2, 2), opset=18) -> onnx.ModelProto:
+    """x (1x2x4x4) -> linear Resize 'up' by constant ``scales`` over ``axes``."""
+    attrs = {} if axes is None else {"axes": list(axes)}
+    node = helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear", name="up", **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array(scales, np.float32), "s")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("axes, words", [([6, 7], "axes entry 6 is outside [-4, 3]"),
+                                         ([2, -5], "axes entry -5 is outside [-4, 3]"),
+                                         ([3, -1], "name an axis more than once")])
+def test_a_linear_resize_refuses_an_axis_it_would_have_wrapped(axes, words):
+    """The importer's own reading of ``axes`` (old: ``% 4``, so 6 and 7 were H and W): given the
+    node onnx accepted with axes [2, 3], the same node with ``axes`` is one ModelError naming it
+    (onnx's shape inference refuses such axes too, but the importer does not lean on it)."""
+    from compiler.frontend.graph import ModelError
+    from compiler.frontend.onnx_import import _Importer
+
+    model = _resize(axes=[2, 3])
+    importer = _Importer(model, "m.onnx")
+    node = importer.todo[0]
+    importer.op_Resize(node, {"mode": b"linear", "axes": [2, 3]})  # the node as given imports
+    with pytest.raises(ModelError) as err:
+        importer.op_Resize(node, {"mode": b"linear", "axes": list(axes)})
+    assert str(err.value).startswith("m.onnx: node 'up' (Resize): ") and words in str(err.value), str(err.value)
+
+
+# --- one source for the tensor limit's check and wording -----------------------------------
+def test_the_graph_s_tensor_check_is_the_import_s_bound_and_wording():
+    """vdla.network's check of an imported graph (after import: a built-in model's or one an
+    import step made) is compiler.frontend.fold's, with the same bound and wording as the
+    import's refusal of a model's value (only 'tensor'/'value' and the advice differ)."""
+    from compiler.frontend import fold
+    from compiler.frontend.graph import Graph, ModelError, Node
+    from vdla import network
+    from vdla_hw.limits import MAX_TENSOR_BYTES
+
+    assert network.check_sizes is fold.check_sizes
+    edge = MAX_TENSOR_BYTES // 4
+    ok = Graph("g", "x", ("y",), [Node("r", "relu", ["x"], "y")], {"x": (1, edge), "y": (1, edge)})
+    assert fold.check_sizes(ok, "m") is ok
+    big = Graph("g", "x", ("y",), [Node("r", "relu", ["x"], "y")], {"x": (1, edge), "y": (1, edge + 1)})
+    with pytest.raises(ModelError) as err:
+        fold.check_sizes(big, "m")
+    value = fold.tensor_limit("y", (1, edge + 1), 4 * (edge + 1))
+    assert str(err.value) == "m: " + value.replace("value 'y'", "tensor 'y'", 1) + "; use a smaller input"
+    assert "MAX_TENSOR_BYTES" in value
