@@ -206,7 +206,18 @@ class _Importer:
         return value
 
     def out_shape(self, node) -> tuple[int, ...]:
+        """The shape of ``node``'s (first) output: onnx's inference of the whole model, else of the
+        node alone on its inputs' shapes and the constants folding computed (a Pad's pads, a
+        Resize's scales or sizes computed by nodes onnx's data propagation does not follow),
+        checked against MAX_TENSOR_BYTES as the whole model's shapes are (``fold.check_outputs``),
+        before anything of that shape is allocated."""
         name = node.output[0]
+        if name not in self.inferred:
+            known = {n: self.shapes[self.value(n)] for n in node.input if n and self.value(n) in self.shapes}
+            for out, shape in folding.node_shapes(node, known, self.consts, self.opset).items():
+                if nbytes := folding.too_large(shape):
+                    raise self.fail(node, folding.tensor_limit(out, shape, nbytes))
+                self.inferred[out] = shape
         if name not in self.inferred:
             raise self.fail(node, f"onnx shape inference gave no static shape for {name!r}")
         return self.inferred[name]
@@ -519,6 +530,7 @@ class _Importer:
         if len(data) != 1:
             raise self.fail(node, f"{node.op_type} of {len(data)} computed tensors is not supported")
         x = self.tensor(node, data[0])
+        self.out_shape(node)  # inferred (and bounded) before the node is run on numbered inputs
         index, fill, shape = folding.index_map(node, data[0], self.consts, self.shapes[x], self.opset, self.where)
         if shape != self.out_shape(node):
             raise self.fail(node, f"evaluated shape {shape} differs from the inferred {self.out_shape(node)}")

@@ -22,6 +22,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.fuzz.test_bounds import base_seconds, refused, vdla_run  # noqa: F401 (base_seconds: a fixture)
 from tests.fuzz.test_hostile_files import vdla
 
 
@@ -175,3 +176,115 @@ def test_the_graph_s_tensor_check_is_the_import_s_bound_and_wording():
     value = fold.tensor_limit("y", (1, edge + 1), 4 * (edge + 1))
     assert str(err.value) == "m: " + value.replace("value 'y'", "tensor 'y'", 1) + "; use a smaller input"
     assert "MAX_TENSOR_BYTES" in value
+
+
+# --- Pad and Resize whose pads, scales or sizes are computed in the graph --------------------
+# Max of two initializers: a constant onnx's data propagation does not follow, so the whole
+# model's shape inference gives the Pad or Resize (and everything after it) no shape. The old
+# importer ran the node on numbered inputs before looking at its shape (numpy asked for
+# 27-191 GiB), folded a constant one unbounded (13-54 GiB), and refused the small ones ('no static
+# shape'). Now the node's shape is inferred alone once folding made its inputs constant
+# (compiler.frontend.fold.node_shapes), checked against MAX_TENSOR_BYTES before anything of it
+# is allocated, and the network after it imports.
+def _i64(name, values):
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def _f32(name, values):
+    return numpy_helper.from_array(np.array(values, np.float32), name)
+
+
+def _max(out, name, values, neutral):
+    """``out`` = Max(``name``, a neutral constant): ``values``, computed in the graph."""
+    make = _i64 if isinstance(values[0], int) else _f32
+    return [helper.make_node("Max", [name, name + "_k"], [out])], [make(name, values), make(name + "_k", [neutral] * len(values))]
+
+
+def _model(nodes, inits, shape) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def computed(op: str, values, on_constant: bool = False, mode: str = "nearest") -> onnx.ModelProto:
+    """x -> ``op`` 'big' (Pad by pads, Resize by scales or sizes: ``values`` computed by a Max)
+    -> y; ``on_constant``: the node pads or resizes a constant (folded), added to x."""
+    data = "c" if on_constant else "x"
+    if op == "Pad":
+        pre, inits = _max("p", "pads", values, 0)
+        node = helper.make_node("Pad", [data, "p"], ["t"], name="big")
+    else:
+        pre, inits = _max("s", "scales" if op == "Resize" else "sizes", values, 1 if op == "Resize" else 1)
+        ins = [data, "", "s"] if op == "Resize" else [data, "", "", "s"]
+        node = helper.make_node("Resize", ins, ["t"], name="big", mode=mode)
+    if on_constant:
+        inits.append(_f32("c", np.ones((1, 1, 2, 2))))
+        return _model([*pre, node, helper.make_node("Add", ["x", "t"], ["y"], name="add")], inits, [1, 1, 2, 2])
+    return _model([*pre, node, helper.make_node("Relu", ["t"], ["y"], name="relu")], inits, [1, 1, 2, 2])
+
+
+HUGE = {  # each asks for gigabytes (13-191 GiB) through a computed constant
+    "Pad": computed("Pad", [0, 0, 30000, 30000, 0, 0, 30000, 30000]),
+    "Resize-scales-nearest": computed("Resize", [1.0, 1.0, 30000.0, 30000.0]),
+    "Resize-scales-linear": computed("Resize", [1.0, 1.0, 30000.0, 30000.0], mode="linear"),
+    "Resize-sizes": computed("Resize-sizes", [1, 1, 80000, 80000]),
+    "Pad-of-a-constant": computed("Pad", [0, 0, 30000, 30000, 0, 0, 30000, 30000], on_constant=True),
+    "Resize-of-a-constant": computed("Resize", [1.0, 1.0, 30000.0, 30000.0], on_constant=True),
+}
+SMALL = {  # the same nodes at sizes that fit: imported, computing what onnx's reference does
+    "Pad": computed("Pad", [0, 0, 1, 2, 0, 0, 2, 1]),
+    "Resize-scales-nearest": computed("Resize", [1.0, 1.0, 2.0, 3.0]),
+    "Resize-scales-linear": computed("Resize", [1.0, 1.0, 2.0, 3.0], mode="linear"),
+    "Resize-sizes": computed("Resize-sizes", [1, 1, 5, 3], mode="linear"),
+    "Pad-of-a-constant": computed("Pad", [0, 0, 0, 0, 0, 0, 0, 0], on_constant=True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SMALL))
+def test_computed_pads_scales_and_sizes_fold_and_import(case):
+    from onnx.reference import ReferenceEvaluator
+
+    from compiler.frontend import float_ref, from_model
+
+    model = SMALL[case]
+    graph = from_model(model, "m.onnx")
+    x = np.random.default_rng(3).normal(size=graph.shapes[graph.input]).astype(np.float32)
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    got = float_ref.forward(graph, x)
+    assert got.shape == want.shape and np.allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", sorted(HUGE))
+def test_computed_pads_scales_and_sizes_past_the_tensor_limit_are_refused_unallocated(case):
+    """One ModelError naming the node and MAX_TENSOR_BYTES, with at most a few MB allocated
+    (tracemalloc sees numpy's buffers; the old code asked for 13-191 GiB)."""
+    from compiler.frontend import from_model
+    from compiler.frontend.graph import ModelError
+    from tests.fuzz.harness import outcome
+
+    kind, message = outcome(from_model, HUGE[case], "m.onnx", errors=(ModelError,), memory=64 << 20)
+    assert kind == "error" and ("node 'big' (Resize)" in message or "node 'big' (Pad)" in message), message
+    assert "GiB as float32" in message and "MAX_TENSOR_BYTES" in message, message
+
+
+@pytest.mark.parametrize("case", ["Pad", "Resize-scales-linear", "Resize-of-a-constant"])
+def test_vdla_run_refuses_a_computed_gigabyte_pad_or_resize_in_one_line(case, tmp_path, base_seconds):
+    """The CLI in 512 MiB of address space (tests/fuzz/test_bounds.py's child): exit 2, one line
+    naming the node and the limit, within its time bound."""
+    path = tmp_path / f"{case.lower()}.onnx"
+    onnx.save(HUGE[case], str(path))
+    refused(base_seconds, path, words=[f"{path.name}: node 'big'", "GiB as float32", "MAX_TENSOR_BYTES"])
+
+
+@pytest.mark.slow  # a whole run: about 10 s under load
+def test_vdla_run_of_a_computed_pad_and_resize_runs_bit_exact(tmp_path):
+    pre_p, inits_p = _max("p", "pads", [0, 0, 1, 2, 0, 0, 2, 1], 0)
+    pre_s, inits_s = _max("s", "scales", [1.0, 1.0, 2.0, 2.0], 1.0)
+    w = (np.random.default_rng(4).normal(size=(8, 3, 3, 3)) * 0.2).astype(np.float32)
+    nodes = [*pre_p, *pre_s, helper.make_node("Pad", ["x", "p"], ["t"], name="pad", mode="reflect"),
+             helper.make_node("Conv", ["t", "w"], ["c"], name="conv"), helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Resize", ["r", "", "s"], ["y"], name="up", mode="linear")]
+    path = tmp_path / "m.onnx"
+    onnx.save(_model(nodes, [*inits_p, *inits_s, _f32("w", w)], [1, 3, 16, 16]), str(path))
+    code, out, err, _ = vdla_run(path)
+    assert code == 0 and "bit exact vs the quantized numpy reference: True" in out, err
