@@ -288,3 +288,75 @@ def test_vdla_run_of_a_computed_pad_and_resize_runs_bit_exact(tmp_path):
     onnx.save(_model(nodes, [*inits_p, *inits_s, _f32("w", w)], [1, 3, 16, 16]), str(path))
     code, out, err, _ = vdla_run(path)
     assert code == 0 and "bit exact vs the quantized numpy reference: True" in out, err
+
+
+# --- memory after import: a set of inputs and the quantization report -----------------------
+# A Relu of 1 x 1 x 5792 x 5792 passes the import's bounds (its input and output are just under
+# MAX_TENSOR_BYTES) and needed more than 4 GB after calibration: the quantization report kept
+# every test input's output twice as float64 and compared them whole (45 times a tensor's bytes
+# for 4 test inputs, growing with their number), and a set of synthetic inputs had no bound.
+def _relu(side: int) -> onnx.ModelProto:
+    node = helper.make_node("Relu", ["x"], ["y"], name="r")
+    return _model([node], [], [1, 1, side, side])
+
+
+@pytest.mark.parametrize("count", [4, 8])
+def test_the_quantization_report_holds_one_input_s_values_not_every_output(count):
+    """Peak allocation of quantization_report on a 4 MiB Relu: at most 10 times the tensor
+    whatever the number of test inputs (old code: 45 times for 4 inputs, 87 for 8)."""
+    import tracemalloc
+
+    from compiler.frontend import from_model
+    from vdla.network import quantization_report, quantize_model, synthetic
+
+    graph = from_model(_relu(1024), "m.onnx")
+    q = quantize_model(graph, "m.onnx", calibration=1)
+    tests = synthetic(graph.shapes[graph.input], count, 2)
+    tensor = 4 * 1024 * 1024
+    tracemalloc.start()
+    try:
+        report = quantization_report(graph, q, tests)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= 10 * tensor, f"{peak / tensor:.1f} times the tensor"
+    assert report["test_inputs"] == count and 0 < report["output_relative_error"] < 0.05
+
+
+def test_the_report_s_figures_are_the_whole_comparison_s():
+    """The errors summed as they come equal (to float64 rounding) those of the outputs compared
+    whole, and a classifier's top-1 agreement is the share of equal argmaxes."""
+    from compiler.frontend import float_ref, from_model
+    from compiler.quantize import reference
+    from vdla.network import quantization_report, quantize_model, synthetic
+
+    rng = np.random.default_rng(5)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1] * 4),
+             helper.make_node("GlobalAveragePool", ["c"], ["p"], name="pool"),
+             helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "g"], ["y"], name="fc", transB=1)]
+    model = _model(nodes, [_f32("w", rng.normal(size=(8, 3, 3, 3)) * 0.3), _f32("g", rng.normal(size=(10, 8)))],
+                   [1, 3, 16, 16])
+    graph = from_model(model, "m.onnx")
+    q = quantize_model(graph, "m.onnx")
+    tests = synthetic(graph.shapes[graph.input], 6, 2)
+    report = quantization_report(graph, q, tests)
+    want = float_ref.forward(graph, tests.array).astype(np.float64)
+    got = q.dequantize(q.outputs[0], reference.forward_all(q, tests.array)[0]).astype(np.float64)
+    rms = np.sqrt(((got - want) ** 2).mean())
+    assert np.isclose(report["output_rms_error"], rms, rtol=1e-12)
+    assert np.isclose(report["output_relative_error"], rms / np.sqrt((want ** 2).mean()), rtol=1e-12)
+    assert report["top1_agreement"] == float((want.argmax(axis=1) == got.argmax(axis=1)).mean())
+
+
+def test_a_set_of_inputs_past_the_limit_is_refused_before_it_is_made():
+    """1,000 synthetic inputs of the 5792 x 5792 Relu (125 GiB): one InputError naming the limit,
+    nothing allocated (old code: numpy asked for the 125 GiB)."""
+    from tests.fuzz.harness import outcome
+    from vdla.inputs import InputError
+    from vdla.network import synthetic
+
+    kind, message = outcome(synthetic, (1, 1, 5792, 5792), 1000, 1, errors=(InputError,), memory=1 << 20)
+    assert kind == "error" and "1000 synthetic inputs of shape (1, 5792, 5792)" in message, message
+    assert "MAX_ARRAY_BYTES" in message and "125.0 GiB" in message, message
+    assert len(synthetic((1, 1, 5792, 5792), 1, 1).array) == 1  # one fits (4 would: 512 MiB)
