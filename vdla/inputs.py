@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import numpy as np
 from compiler.frontend.inputs import synthetic_inputs
 from vdla_hw.errors import BundleError, VdlaError
 from vdla_hw.files import read_capped, read_checked
-from vdla_hw.limits import MAX_IMAGE_FILE_BYTES, MAX_TENSOR_BYTES
+from vdla_hw.limits import MAX_IMAGE_FILE_BYTES, MAX_TENSOR_BYTES, mib
 from vdla_hw.npyfile import NPY_MAGIC, ZIP_MAGIC, read_npy, read_npz
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
@@ -29,7 +30,10 @@ ARRAY_SUFFIXES = (".npy", ".npz")
 IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 RESIZE_MARGIN = 256 / 224  # torchvision: Resize(256) before CenterCrop(224)
 MAX_FILES = 10_000
-MAX_ARRAY_BYTES = 4 * MAX_TENSOR_BYTES  # an array file of inputs: a stack of a few of the largest tensors
+# A set of inputs held at once (the calibration inputs, the test inputs), from any source: an
+# array file, a folder of images or synthetic inputs. A stack of a few of the largest tensors, so
+# a run holds its two sets and one image's few live tensors (each at most MAX_TENSOR_BYTES).
+MAX_ARRAY_BYTES = 4 * MAX_TENSOR_BYTES
 
 
 class InputError(VdlaError):
@@ -168,6 +172,7 @@ def load_inputs(source: str, shape: tuple[int, ...], normalize=IMAGENET) -> Inpu
         if len(shape) != 4:
             raise InputError(f"{source}: images need an NCHW model; this one takes {tuple(shape)}")
         files = image_files(path)
+        check_set(len(files), shape, f"{source}: {len(files)} images")
         array = np.stack([load_image(f, shape, normalize) for f in files])
         usable = len(array) - len(array) % shape[0]
         if not usable:
@@ -183,5 +188,16 @@ def load_inputs(source: str, shape: tuple[int, ...], normalize=IMAGENET) -> Inpu
                      f"({', '.join(ARRAY_SUFFIXES)})")
 
 
+def check_set(count: int, shape: tuple[int, ...], what: str) -> None:
+    """Refuse, before it is made, a set of ``count`` inputs of a model of input ``shape`` (each
+    ``shape[1:]``) larger than :data:`MAX_ARRAY_BYTES` as float32 (``what`` names the set)."""
+    nbytes = 4 * count * math.prod(int(d) for d in shape[1:])
+    if nbytes > MAX_ARRAY_BYTES:
+        raise InputError(f"{what} of shape {tuple(int(d) for d in shape[1:])} need {mib(nbytes)} as float32, more "
+                         f"than the {mib(MAX_ARRAY_BYTES)} a set of inputs may hold (vdla/inputs.py MAX_ARRAY_BYTES, "
+                         "4 x vdla_hw/limits.py MAX_TENSOR_BYTES); use fewer inputs or a smaller input shape")
+
+
 def synthetic(shape: tuple[int, ...], count: int, seed: int) -> Inputs:
+    check_set(count, shape, f"{count} synthetic inputs")
     return Inputs(synthetic_inputs(count, shape, seed), f"synthetic (seed {seed}, {count})")

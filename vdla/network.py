@@ -17,6 +17,7 @@ import numpy as np
 
 from compiler.frontend import load_onnx
 from compiler.frontend import float_ref
+from compiler.frontend.fold import check_sizes
 from compiler.frontend.graph import Graph, ModelError
 from compiler.network import PartitionOptions, execute, partition
 from compiler.network.executor import outputs_sha256
@@ -233,17 +234,6 @@ def one_thread_timing(layers: dict, config) -> dict:
     return out
 
 
-def check_sizes(graph: Graph, model: str) -> Graph:
-    """Refuse a network with a tensor larger than the documented limit before any work on it."""
-    from compiler.frontend.fold import too_large
-
-    for name, shape in graph.shapes.items():
-        if nbytes := too_large(shape):
-            raise ModelError(model, f"tensor {name!r} of shape {tuple(shape)} needs {mib(nbytes)} as float32, more "
-                             f"than the {mib(MAX_TENSOR_BYTES)} limit (vdla_hw/limits.py); use a smaller input")
-    return graph
-
-
 def quantize_model(graph: Graph, model: str, calibration: int = 4, wide_output: bool = True,
                    add_scales: bool = True) -> QGraph:
     """The int8 graph of ``graph`` calibrated on ``calibration`` synthetic inputs, as ``vdla run``
@@ -272,55 +262,77 @@ def positions(names: tuple[str, ...]) -> dict[str, list[int]]:
     return places
 
 
+ERROR_CHUNK = 1 << 16  # elements compared at a time in float64 (512 KiB each), whatever a tensor's size
+
+
+def error_sums(want: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """(sum of squared differences, sum of squares of ``want``, count) in float64, a chunk of
+    :data:`ERROR_CHUNK` elements at a time: a few MiB of temporaries for a tensor of any size
+    (whole float64 copies of a MAX_TENSOR_BYTES tensor and their differences were 1.3 GiB)."""
+    want, got = np.ravel(want), np.ravel(got)
+    total = np.zeros(3)
+    for start in range(0, want.size, ERROR_CHUNK):
+        f = want[start:start + ERROR_CHUNK].astype(np.float64)
+        d = got[start:start + ERROR_CHUNK].astype(np.float64)
+        total += (((f - d) ** 2).sum(), (f ** 2).sum(), f.size)
+    return total
+
+
 def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
     """Per-layer relative RMS error of the int8 network against the float one, each output's RMS
     error, and top-1 agreement for classifier outputs (:func:`is_classifier_output`), on the test
     inputs. ``output_rms_error``/``output_relative_error`` are those of the only output, or of the
     output with the largest relative error (``worst_output`` names it). Both networks run one
-    batch of the graph at a time, each value freed once read: memory is one batch's live values,
-    not every activation of every test input."""
+    batch of the graph at a time, each value freed once read, and every error is summed as it
+    comes (:func:`error_sums`; of a classifier output only each sample's top class is kept):
+    memory is one batch's live values, not every activation or output of every test input."""
     q_node = {node.output: node for node in q.nodes[1:]}
     sums = {node.name: np.zeros(3) for node in q.nodes[1:]}  # (sum of squared errors, sum of squares, count)
-    ends = {"float": {k: [] for k in range(len(q.outputs))}, "int8": {k: [] for k in range(len(q.outputs))}}
+    out_sums = [np.zeros(3) for _ in q.outputs]
+    top = {k: ([], []) for k, name in enumerate(q.outputs) if is_classifier_output(q.shapes[name])}  # argmaxes
     float_index, int8_index = positions(graph.outputs), positions(q.outputs)
     for part in float_ref.batches(graph, tests.array):
         # both networks one batch at a time, side by side: a float value waits only until the
         # quantized node that produces the same value has run. The outputs are taken by name
         # (a model whose output is its input, such as a lone Identity, has no node for it).
-        floats, pending, seen = float_ref.iter_graph(graph, part, float_ref.eval_node), {}, set()
+        floats, pending, ends = float_ref.iter_graph(graph, part, float_ref.eval_node), {}, {"float": {}, "int8": {}}
 
         def pull(done) -> None:  # run the float network until done()
             while not done():
                 fname, fv = next(floats)
                 for k in float_index.get(fname, ()):
-                    ends["float"][k].append(fv.astype(np.float64))
-                    seen.add(k)
+                    ends["float"][k] = fv
                 if fname in q_node:
                     pending[fname] = fv
 
         for name, qv in float_ref.iter_graph(q, part, reference.eval_node):
             for k in int8_index.get(name, ()):
-                ends["int8"][k].append(q.dequantize(name, qv).astype(np.float64))
+                ends["int8"][k] = q.dequantize(name, qv)
             node = q_node.get(name)
             if node is None:
                 continue
             pull(lambda: name in pending)
-            f = pending.pop(name).astype(np.float64)
-            d = q.dequantize(name, qv).astype(np.float64)
-            sums[node.name] += (((f - d) ** 2).sum(), (f ** 2).sum(), f.size)
-        pull(lambda: len(seen) == len(q.outputs))
+            sums[node.name] += error_sums(pending.pop(name), q.dequantize(name, qv))
+        pull(lambda: len(ends["float"]) == len(q.outputs))
+        for k in range(len(q.outputs)):
+            want, got = ends["float"][k], ends["int8"][k]
+            out_sums[k] += error_sums(want, got)
+            if k in top:
+                top[k][0].append(want.reshape(len(want), -1).argmax(axis=1))
+                top[k][1].append(got.reshape(len(got), -1).argmax(axis=1))
+        del ends
     errors = {name: float(np.sqrt(e / n) / max(np.sqrt(f2 / n), 1e-12)) for name, (e, f2, n) in sums.items()}
     outputs, classifier = [], None
     for k, name in enumerate(q.outputs):
-        want, got = np.concatenate(ends["float"][k]), np.concatenate(ends["int8"][k])
-        rms = float(np.sqrt(((got - want) ** 2).mean()))
+        e, f2, n = out_sums[k]
+        rms = float(np.sqrt(e / n))
         entry = {"name": name, "shape": list(q.shapes[name]), "rms_error": rms,
-                 "relative_error": rms / max(float(np.sqrt((want ** 2).mean())), 1e-12)}
-        if is_classifier_output(q.shapes[name]):
-            flat_f, flat_q = want.reshape(len(want), -1), got.reshape(len(got), -1)
-            entry["top1_agreement"] = top1_agreement(flat_f, flat_q)
+                 "relative_error": rms / max(float(np.sqrt(f2 / n)), 1e-12)}
+        if k in top:
+            want_top, got_top = np.concatenate(top[k][0]), np.concatenate(top[k][1])
+            entry["top1_agreement"] = float((want_top == got_top).mean())
             if classifier is None:
-                classifier = (entry, flat_f, flat_q)
+                classifier = (entry, want_top, got_top)
         outputs.append(entry)
     worst = max(outputs, key=lambda o: o["relative_error"])
     report = {"per_layer_error": errors, "outputs": outputs, "output_rms_error": worst["rms_error"],
@@ -330,9 +342,9 @@ def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
               "scales": "power-of-two per value (zero point -128 for never-negative values), weights per layer "
                         "or per output channel"}
     if tests.names and classifier:
-        _, flat_f, flat_q = classifier
-        report["images"] = [{"file": name, "float_top1": int(f.argmax()), "int8_top1": int(g.argmax())}
-                            for name, f, g in zip(tests.names, flat_f, flat_q)]
+        _, want_top, got_top = classifier
+        report["images"] = [{"file": name, "float_top1": int(f), "int8_top1": int(g)}
+                            for name, f, g in zip(tests.names, want_top, got_top)]
     return report
 
 

@@ -42,26 +42,84 @@ def too_large(shape) -> int | None:
     return nbytes if nbytes > MAX_TENSOR_BYTES else None
 
 
-def tensor_limit(name: str, shape, nbytes: int) -> str:
-    """The refusal of a value of ``shape`` needing ``nbytes`` (:func:`too_large`)."""
-    return (f"value {name!r} of shape {tuple(int(d) for d in shape)} needs {mib(nbytes)} as float32, more than "
+def tensor_limit(name: str, shape, nbytes: int, kind: str = "value") -> str:
+    """The refusal of a ``kind`` (a model's value, a graph's tensor) of ``shape`` needing ``nbytes``
+    (:func:`too_large`): the one wording of MAX_TENSOR_BYTES's refusals."""
+    return (f"{kind} {name!r} of shape {tuple(int(d) for d in shape)} needs {mib(nbytes)} as float32, more than "
             f"the {mib(MAX_TENSOR_BYTES)} limit (vdla_hw/limits.py MAX_TENSOR_BYTES)")
 
 
-def check_outputs(node, shapes: dict, consts: dict, where: str) -> None:
+def check_sizes(graph, where: str):
+    """``graph`` (the IR), or a ModelError naming its first tensor past MAX_TENSOR_BYTES (the bound
+    :func:`check_outputs` applies to the model's values, here on what the import made of them)."""
+    for name, shape in graph.shapes.items():
+        if nbytes := too_large(shape):
+            raise ModelError(where, tensor_limit(name, shape, nbytes, "tensor") + "; use a smaller input")
+    return graph
+
+
+def check_outputs(node, shapes: dict, consts: dict, where: str, opset: int | None = None) -> None:
     """Refuse ``node`` (before it is evaluated or imported) if an output whose shape onnx inferred
     passes MAX_TENSOR_BYTES: always for a value of the network, and for a constant (every input
-    in ``consts``) only when it has more elements than each of its inputs."""
+    in ``consts``) only when it has more elements than each of its inputs. A constant without an
+    inferred shape is sized from its inputs' values (:func:`_generated_shape`, then, given the
+    ``opset``, :func:`node_shapes`: a Pad or Resize of a constant by computed pads or scales)."""
     inputs = [name for name in node.input if name]
     folded = all(name in consts for name in inputs)
     largest = max((np.asarray(consts[name]).size for name in inputs), default=0) if folded else 0
+    alone = None
     for name in node.output:
         shape = shapes.get(name) or (_generated_shape(node, consts) if folded and name == node.output[0] else None)
+        if shape is None and folded and opset is not None and name:
+            alone = node_shapes(node, shapes, consts, opset) if alone is None else alone
+            shape = alone.get(name)
         if shape is None:
             continue
         nbytes = too_large(shape)
         if nbytes is not None and not (folded and nbytes // 4 <= largest):
             raise ModelError(where, tensor_limit(name, shape, nbytes), node.name or name, node.op_type)
+
+
+SMALL_CONST = 1 << 12  # constants given to :func:`node_shapes` by value (pads, scales, sizes, shapes); larger ones by shape
+
+
+def node_shapes(node, shapes: dict, consts: dict, opset: int) -> dict[str, tuple[int, ...]]:
+    """The static output shapes onnx's shape inference gives ``node`` alone, its computed inputs
+    of the ``shapes`` given (float32) and its constants from ``consts`` (by value up to
+    :data:`SMALL_CONST` elements, else by type and shape): for a node whose shape the whole
+    model's inference left open because an input (a Pad's pads, a Resize's scales or sizes) was
+    computed by nodes its data propagation does not follow (Max, Add of initializers, ...) and
+    folding has since made constant. No data is allocated, only the node's few small constants
+    copied. Empty when an input's shape is unknown or onnx cannot infer or refuses the node."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    inputs, inits = [], []
+    for name in dict.fromkeys(n for n in node.input if n):
+        if name in consts:
+            value = np.asarray(consts[name])
+            if value.size <= SMALL_CONST:
+                inits.append(numpy_helper.from_array(value, name))
+                continue
+            kind, shape = helper.np_dtype_to_tensor_dtype(value.dtype), value.shape
+        elif name in shapes:
+            kind, shape = onnx.TensorProto.FLOAT, shapes[name]
+        else:
+            return {}
+        inputs.append(helper.make_tensor_value_info(name, kind, [int(d) for d in shape]))
+    outputs = [helper.make_value_info(name, onnx.TypeProto()) for name in node.output if name]
+    model = helper.make_model(helper.make_graph([node], "node", inputs, outputs, inits),
+                              opset_imports=[helper.make_opsetid("", opset)])
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError):
+        return {}
+    found = {}
+    for value in inferred.graph.output:
+        tensor = value.type.tensor_type
+        if tensor.HasField("shape") and all(d.HasField("dim_value") for d in tensor.shape.dim):
+            found[value.name] = tuple(int(d.dim_value) for d in tensor.shape.dim)
+    return found
 
 
 def _generated_shape(node, consts: dict) -> tuple[int, ...] | None:
@@ -103,7 +161,7 @@ def fold(model, shapes: dict[str, tuple[int, ...]], opset: int, where: str):
         if node.domain not in ("", "ai.onnx"):
             remaining.append(node)
             continue
-        check_outputs(node, shapes, consts, where)
+        check_outputs(node, shapes, consts, where, opset)
         if node.op_type in ("Shape", "Size") and inputs and inputs[0] in shapes:
             shape = np.array(shapes[inputs[0]], dtype=np.int64)
             if node.op_type == "Size":

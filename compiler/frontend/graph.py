@@ -99,6 +99,38 @@ class Graph:
         raise KeyError(name)
 
 
+def fresh_name(base: str, taken) -> str:
+    """``base`` if it is not in ``taken``, else ``base~k`` for the smallest k >= 2 that is not: the
+    name the importer or the quantizer gives a node or value it makes, or a model's second node
+    of a name already used, so that no name made up can be one the model already has."""
+    if base not in taken:
+        return base
+    k = 2
+    while f"{base}~{k}" in taken:
+        k += 1
+    return f"{base}~{k}"
+
+
+def unique_names(graph: Graph) -> Graph:
+    """``graph`` with every node's name distinct: the first node of a name keeps it, each later
+    one takes :func:`fresh_name` (``c``, ``c~2``, ...). Placement, quantization, bundle keys and
+    reports key on node names, so ONNX's duplicate names (which onnx's checker allows) are made
+    distinct once, here, before any of them runs. ``graph`` itself when its names are distinct."""
+    names = [node.name for node in graph.nodes]
+    if len(set(names)) == len(names):
+        return graph
+    taken, nodes = set(names), []
+    seen = set()
+    for node in graph.nodes:
+        name = node.name
+        if name in seen:
+            name = fresh_name(name, taken)
+            taken.add(name)
+        seen.add(name)
+        nodes.append(Node(name, node.op, list(node.inputs), node.output, node.attrs))
+    return Graph(graph.name, graph.input, graph.outputs, nodes, graph.shapes)
+
+
 def only_output(name: str, outputs: tuple):
     """The one entry of ``outputs`` (a graph's or a run's); ValueError naming ``name`` if there are several."""
     if len(outputs) != 1:

@@ -19,7 +19,8 @@ import numpy as np
 from compiler.frontend import fold as folding
 from compiler.frontend import resize
 from compiler.frontend.elementwise import BY_ONNX
-from compiler.frontend.graph import Graph, ModelError, Node, ceil_extra, conv_out, mul_extents
+from compiler.frontend.graph import (Graph, ModelError, Node, ceil_extra, conv_out, fresh_name, mul_extents,
+                                     unique_names)
 from compiler.frontend.onnx_read import (check_names, data_input, infer_shapes, opset_of, read_model, resolve_shape,
                                          static_shapes, upgraded)
 from compiler.frontend.patterns import rewrite
@@ -166,6 +167,9 @@ class _Importer:
         self.nodes: list[Node] = []
         self.shapes: dict[str, tuple[int, ...]] = {self.input.name: shape}
         self.output_names = [value.name for value in model.graph.output]
+        # every value name of the model: a value the importer makes up takes a name none of them has
+        self.value_names = {v.name for v in model.graph.input} | set(inits) | {
+            out for node in model.graph.node for out in node.output}
         self.graph_name = model.graph.name if model.graph.name not in ("", "main_graph") else Path(where).stem
 
     # --- helpers ----------------------------------------------------------------------------
@@ -202,7 +206,18 @@ class _Importer:
         return value
 
     def out_shape(self, node) -> tuple[int, ...]:
+        """The shape of ``node``'s (first) output: onnx's inference of the whole model, else of the
+        node alone on its inputs' shapes and the constants folding computed (a Pad's pads, a
+        Resize's scales or sizes computed by nodes onnx's data propagation does not follow),
+        checked against MAX_TENSOR_BYTES as the whole model's shapes are (``fold.check_outputs``),
+        before anything of that shape is allocated."""
         name = node.output[0]
+        if name not in self.inferred:
+            known = {n: self.shapes[self.value(n)] for n in node.input if n and self.value(n) in self.shapes}
+            for out, shape in folding.node_shapes(node, known, self.consts, self.opset).items():
+                if nbytes := folding.too_large(shape):
+                    raise self.fail(node, folding.tensor_limit(out, shape, nbytes))
+                self.inferred[out] = shape
         if name not in self.inferred:
             raise self.fail(node, f"onnx shape inference gave no static shape for {name!r}")
         return self.inferred[name]
@@ -446,7 +461,8 @@ class _Importer:
         if a.get("keepdims", 1):
             self.emit(node, "avgpool", [x])
             return
-        pooled = node.output[0] + ".keepdims"
+        pooled = fresh_name(node.output[0] + ".keepdims", self.value_names)
+        self.value_names.add(pooled)
         self.nodes.append(Node((node.name or node.output[0]) + ".mean", "avgpool", [x], pooled))
         self.shapes[pooled] = shape[:2] + (1, 1)
         self.emit(node, "reshape", [pooled], shape=self.out_shape(node))
@@ -514,6 +530,7 @@ class _Importer:
         if len(data) != 1:
             raise self.fail(node, f"{node.op_type} of {len(data)} computed tensors is not supported")
         x = self.tensor(node, data[0])
+        self.out_shape(node)  # inferred (and bounded) before the node is run on numbered inputs
         index, fill, shape = folding.index_map(node, data[0], self.consts, self.shapes[x], self.opset, self.where)
         if shape != self.out_shape(node):
             raise self.fail(node, f"evaluated shape {shape} differs from the inferred {self.out_shape(node)}")
@@ -551,7 +568,9 @@ class _Importer:
         if len(shape) != 4 or len(out) != 4 or out[:2] != shape[:2]:
             raise self.fail(node, f"linear Resize of {shape} to {out}: only the height and width of an NCHW "
                             "tensor can be resized")
-        axes = [int(v) % 4 for v in a.get("axes", range(4))]
+        axes = [axis_in(node, v, 4, self.fail, "axes entry") for v in a.get("axes", range(4))]
+        if len(set(axes)) != len(axes):
+            raise self.fail(node, f"axes {list(a['axes'])} name an axis more than once")
         scales = self.const(node, node.input[2]) if len(node.input) > 2 and node.input[2] else np.zeros(0)
         by_axis = dict(zip(axes, (float(v) for v in scales.reshape(-1)))) if scales.size else {}
         if any(by_axis.get(d, 1.0) != 1.0 for d in (0, 1)):
@@ -628,7 +647,7 @@ class _Importer:
                 why = "is a constant" if name in self.consts else "is not computed by any node"
                 raise ModelError(self.where, f"graph output {name!r} {why}; there is no network to run")
         with np.errstate(over="ignore", invalid="ignore"):  # checked below, once, by node
-            graph = simplify(Graph(self.graph_name, self.input.name, outputs, self.nodes, self.shapes))
+            graph = unique_names(simplify(Graph(self.graph_name, self.input.name, outputs, self.nodes, self.shapes)))
         for node in graph.nodes:  # folding (a Mul into the Conv before it) may overflow float32 too
             why = nonfinite(node.op, node.attrs)
             if why:

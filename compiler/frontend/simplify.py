@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.frontend.graph import Graph, Node
+from compiler.frontend.graph import Graph, Node, fresh_name
 
 
 def _per_channel(value: np.ndarray, rank: int, channels: int, axis: int) -> np.ndarray | None:
@@ -68,14 +68,15 @@ def _split_affine(node: Node, concat: Node, act: Node | None, graph: Graph, shap
     shape = (-1,) + (1,) * (rank - 2)
     for k, x in enumerate(concat.inputs):
         c = graph.shapes[x][1]
-        out = f"{node.output}.part{k}"
+        out = fresh_name(f"{node.output}.part{k}", shapes)  # ``shapes`` holds every value's name
         nodes.append(Node(f"{node.name}.part{k}", "affine", [x], out,
                           {"scale": scale[start:start + c].reshape(shape).copy(),
                            "offset": offset[start:start + c].reshape(shape).copy()}))
         shapes[out] = graph.shapes[x]
         if act is not None:
-            nodes.append(Node(f"{act.name}.part{k}", act.op, [out], f"{out}.act", dict(act.attrs)))
-            out = f"{out}.act"
+            acted = fresh_name(f"{out}.act", shapes)
+            nodes.append(Node(f"{act.name}.part{k}", act.op, [out], acted, dict(act.attrs)))
+            out = acted
             shapes[out] = graph.shapes[x]
         parts.append(out)
         start += c

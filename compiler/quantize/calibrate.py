@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.frontend import float_ref
-from compiler.frontend.graph import Graph, ModelError
+from compiler.frontend.graph import Graph, ModelError, fresh_name, unique_names
 from compiler.quantize import rules
 from compiler.quantize.equalize import FREE_WINDOW, equalize
 from compiler.quantize.qgraph import QGraph, QNode
@@ -87,6 +87,7 @@ def quantize_graph(graph: Graph, calibration: np.ndarray, *, method: str = "mse"
     """
     if method not in METHODS:
         raise ModelError(graph.name, f"unknown calibration method {method!r} (known: {', '.join(METHODS)})")
+    graph = unique_names(graph)  # everything below keys on node names (the importer's graphs have them distinct)
     calibration = np.asarray(calibration, dtype=np.float32)
     want = graph.shapes[graph.input]
     if calibration.ndim != len(want) or calibration.shape[1:] != want[1:] or calibration.shape[0] % want[0]:
@@ -104,9 +105,12 @@ def quantize_graph(graph: Graph, calibration: np.ndarray, *, method: str = "mse"
     # step needs no trade between clipping and resolution
     best = {name: choose_scale(v, FREE_WINDOW[method] if name in scales else method) for name, v in values.items()}
     rules.share_concat_scales(graph, pairs, out_of, best)
-    q_input = f"{graph.input}_q"
+    # the input's quantize node and value: names no node or value of the graph has (a node may be
+    # called 'x.quantize', a value 'x_q')
+    q_input = fresh_name(f"{graph.input}_q", graph.shapes)
     fracs, zps = {q_input: best[graph.input][0]}, {q_input: 0}
-    nodes = [QNode(f"{graph.input}.quantize", "quantize", [graph.input], q_input, {"frac": fracs[q_input]})]
+    q_name = fresh_name(f"{graph.input}.quantize", {node.name for node in graph.nodes})
+    nodes = [QNode(q_name, "quantize", [graph.input], q_input, {"frac": fracs[q_input]})]
     rename = {graph.input: q_input}
     shapes = {graph.input: graph.shapes[graph.input], q_input: graph.shapes[graph.input]}
     ctx = rules.Context(graph, values, fracs, zps, best, per_channel, bias_correction, method, scales,
