@@ -167,9 +167,8 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
     else:
         print(table(report.records, report.totals))
         q = report.quantization
-        errors = sorted(q["per_layer_error"].values())
-        median = f"{errors[len(errors) // 2] * 100:.1f}%" if errors else "n/a (no quantized layers)"
-        print(f"quantization on {q['test_inputs']} inputs ({q['test_source']}): median per-layer error {median}")
+        print(f"quantization on {q['test_inputs']} inputs ({q['test_source']}): median per-layer error "
+              f"{median_error(q['per_layer_error'].values())}")
         for out in q["outputs"]:
             top1 = f"top-1 agreement with the float model {out['top1_agreement'] * 100:.0f}%; " \
                 if "top1_agreement" in out else ""
@@ -182,6 +181,15 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
         print(f"wall time {t['total']:.1f} s (simulation {t['simulate']:.1f} s, compile {t['compile']:.1f} s)")
         for path in written:
             print(f"wrote {path}")
+
+
+def median_error(errors) -> str:
+    """The median of the per-layer errors (the mean of the middle two of an even count) as a
+    percentage, or why there is none."""
+    import statistics
+
+    errors = list(errors)
+    return f"{statistics.median(errors) * 100:.1f}%" if errors else "n/a (no quantized layers)"
 
 
 def save_outputs(fh, report) -> None:
