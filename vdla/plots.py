@@ -153,10 +153,19 @@ def fig21_data(report) -> dict:
             "resolution": report.resolution, "config_name": report.config_name}
 
 
+def bar_decimals(values, digits: int = 3, most: int = 3) -> int:
+    """One number of decimals for every bar's value: ``digits`` significant digits of the smallest
+    (at most ``most`` decimals), so that no bar reads coarser than another ("1.1 s" beside
+    "0.387 s")."""
+    smallest = min((v for v in values if v > 0), default=1.0)
+    return int(min(most, max(0, digits - 1 - np.floor(np.log10(smallest)))))
+
+
 def _draw_fig21(d: dict):
     bars, beside_paper = d["bars"], d["beside_paper"]
     tallest = max(sum(v.get(c, 0.0) for c in CATEGORIES) for _, v, _ in bars)
     scale, unit = (1.0, "s") if tallest >= 1 else (1e3, "ms")  # a readable scale for small networks
+    decimals = bar_decimals([sum(v.get(c, 0.0) for c in CATEGORIES) * scale for _, v, _ in bars])
     fig, ax = _figure(figsize=(8.5 if beside_paper else 6.5, 4.5))
     for i, (_, values, hatched) in enumerate(bars):
         bottom = 0.0
@@ -165,7 +174,7 @@ def _draw_fig21(d: dict):
             ax.bar(i, value, bottom=bottom, color=COLORS[cat], edgecolor="black", linewidth=0.5,
                    hatch="//" if hatched else None, label=LABELS[cat] if i == 0 else None)
             bottom += value
-        ax.text(i, bottom, f"{bottom:.3g} {unit}", ha="center", va="bottom", fontsize=8)
+        ax.text(i, bottom, f"{bottom:.{decimals}f} {unit}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(bars)), [b[0] for b in bars], fontsize=8)
     ax.set_ylabel(f"inference time ({unit})")
     ax.set_ylim(0, 1.12 * tallest * scale)

@@ -281,3 +281,15 @@ def test_layer_speedup_ticks_cover_the_bars_and_slowdowns_hang_from_1x():
     spans = sorted((round(min(p.get_y(), p.get_y() + p.get_height()), 6), round(max(p.get_y(), p.get_y() + p.get_height()), 6))
                    for p in ax.patches)
     assert spans == sorted([(1.0, 32.0), (0.5, 1.0), (1.0, 3.0), (1.0, 20.0), (0.4, 1.0), (1.0, 2.0)])
+
+
+def test_fig21_totals_share_one_precision():
+    """The bars' totals are written with one number of decimals (it wrote 1.1 s beside 0.387 s)."""
+    from vdla.plots import _DRAW, bar_decimals
+
+    assert bar_decimals([1.13, 3.25, 0.235, 0.494]) == 3 and bar_decimals([12.5, 40.0]) == 1
+    assert bar_decimals([0.0001]) == 3 and bar_decimals([250.0, 900.0]) == 0
+    data = {"bars": [("a", {"conv": 1.1}, False), ("b", {"conv": 0.387}, False), ("c", {"conv": 3.25}, True)],
+            "beside_paper": False, "name": "n", "resolution": 32, "config_name": "c"}
+    texts = [t.get_text() for t in _DRAW["fig21_breakdown"](data).axes[0].texts]
+    assert texts == ["1.100 s", "0.387 s", "3.250 s"]
