@@ -149,8 +149,31 @@ def fig21_data(report) -> dict:
         theirs = paper.fig21()
         bars = [bars[0], (f"CPU only\n(paper, {PAPER_SYSTEMS[0]})", theirs["cpu_only"], True),
                 bars[1], (f"CPU + VDLA\n(paper, {PAPER_SYSTEMS[1]})", theirs["cpu_plus_vdla"], True)]
+    runs = [r.extra["run"] for r in getattr(report, "records", ()) if getattr(r.extra.get("run"), "config", None)]
     return {"bars": bars, "beside_paper": beside_paper, "name": Path(report.model).name,
-            "resolution": report.resolution, "config_name": report.config_name}
+            "resolution": report.resolution, "config_name": report.config_name,
+            "clock_mhz": runs[0].config.CLOCK_MHZ if runs else None, "paper_clock_mhz": paper_clock_mhz()}
+
+
+PAPER_PRESET = "vta-pynq"  # the system the paper measured (Fig. 10 and 21): VTA's PYNQ build
+
+
+def paper_clock_mhz() -> float:
+    """The clock of the system the paper measured (the :data:`PAPER_PRESET` preset's)."""
+    from vdla_hw.config import load_config
+
+    return load_config(PAPER_PRESET).CLOCK_MHZ
+
+
+def like_for_like(d: dict) -> str:
+    """What the Fig. 21 title says of our VDLA bar beside the paper's: whether the clocks match."""
+    ours, theirs = d.get("clock_mhz"), d.get("paper_clock_mhz")
+    if ours is None or theirs is None:
+        return ""
+    if ours != theirs:
+        return (f"not like for like: our VDLA simulated at {ours:g} MHz, the paper's measured at {theirs:g} MHz "
+                f"({PAPER_PRESET})")
+    return f"both VDLA systems at {ours:g} MHz (ours simulated, the paper's measured on {PAPER_PRESET})"
 
 
 def bar_decimals(values, digits: int = 3, most: int = 3) -> int:
@@ -181,7 +204,9 @@ def _draw_fig21(d: dict):
     name = d["name"]
     where = "beside TVM Fig. 21 (hatched; the paper's 'other' includes its host work)" if beside_paper else \
         f"{name} at {d['resolution']}x{d['resolution']}: no paper measurement to compare"
-    ax.set_title(f"{name}: CPU only vs CPU + VDLA ({d['config_name']})\n{where}", fontsize=9)
+    clocks = like_for_like(d) if beside_paper else ""
+    ax.set_title(f"{name}: CPU only vs CPU + VDLA ({d['config_name']})\n{where}" + (f"\n{clocks}" if clocks else ""),
+                 fontsize=9)
     _legend_outside(ax, title="category")
     return fig
 

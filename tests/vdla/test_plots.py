@@ -293,3 +293,18 @@ def test_fig21_totals_share_one_precision():
             "beside_paper": False, "name": "n", "resolution": 32, "config_name": "c"}
     texts = [t.get_text() for t in _DRAW["fig21_breakdown"](data).axes[0].texts]
     assert texts == ["1.100 s", "0.387 s", "3.250 s"]
+
+
+def test_fig21_says_when_the_clocks_are_not_like_for_like():
+    """osdi18-200 beside the paper's measured 100 MHz system: the title says it is not like for
+    like; at the paper's clock it says both are at it."""
+    from vdla.plots import _DRAW, paper_clock_mhz
+
+    assert paper_clock_mhz() == 100
+    bars = [("a", {"conv": 1.1}, False), ("b", {"conv": 3.25}, True)]
+    base = {"bars": bars, "beside_paper": True, "name": "resnet18", "resolution": 224, "config_name": "osdi18-200",
+            "paper_clock_mhz": 100}
+    title = _DRAW["fig21_breakdown"]({**base, "clock_mhz": 200}).axes[0].get_title()
+    assert "not like for like: our VDLA simulated at 200 MHz, the paper's measured at 100 MHz" in title
+    title = _DRAW["fig21_breakdown"]({**base, "clock_mhz": 100}).axes[0].get_title()
+    assert "both VDLA systems at 100 MHz" in title and "not like for like" not in title
