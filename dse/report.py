@@ -88,7 +88,8 @@ def finish(space, out_dir: Path, models, options, store, progress, seconds: floa
     outputs = [str(store.path), str(out_dir / "pareto.csv")]
     dims = [d.name for d in space.dimensions]
     if options.figures:
-        outputs += [str(p) for p in figures.draw_all(rows, dims, out_dir, options.part, objectives)]
+        sizes = {m.name: tuple(m.q.shapes[m.q.input][2:4]) for m in models}  # (N, C, H, W) inputs
+        outputs += [str(p) for p in figures.draw_all(rows, dims, out_dir, options.part, objectives, sizes)]
     counts = dict(progress.counts)
     computed = counts["ok"] + counts["invalid"] + counts["failed"]
     summary = {
