@@ -421,7 +421,7 @@ def _draw_roofline(d: dict):
     span = _span([*xs, *(p[0] for p in no_lh), peak / bw, *px] + ([roof["gops"] / roof["gbps"]] if fig10 else []))
     gops = [*ys, *(p[1] for p in no_lh), *(u for u in d["useful"] if u is not None),
             *(p[k] for p in fig10 for k in ("gops_latency_hiding", "gops_no_latency_hiding"))]
-    ylim = (min(gops) / 1.5, max(peak, roof["gops"] if fig10 else peak) * 1.6)
+    ylim = (min(gops, default=peak) / 1.5, max(peak, roof["gops"] if fig10 else peak) * 1.6)
     fig, axes = _figure(1, 2 if with_paper else 1, figsize=(12 if with_paper else 7, 5), squeeze=False)
     ax = axes[0, 0]
     _roof(ax, peak, bw, f"roof of {d['config_name']}: {peak:.1f} GOPS, {bw:.2f} GB/s", span)
