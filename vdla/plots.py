@@ -10,9 +10,14 @@
    this configuration's roofs (ops of every GEMM lane; crosses mark the useful GOPS of the
    layers whose lanes are padded, e.g. a stem with 3 of 16 input channels); beside it, for
    ResNet-18 at 224, the paper's Fig. 10 points under the paper's own roof (51.2 GOPS,
-   0.8 GB/s). Points carry layer labels.
-4. ``timeline``: load/compute/store activity of one layer (instruction spans from the simulator),
-   its GEMM utilisation of every lane and of the useful MACs in the title.
+   0.8 GB/s). Points with latency hiding carry layer labels, placed clear of each other, the
+   points and the lines; each point without latency hiding is joined to its layer's.
+4. ``timeline``: load/compute/store activity of one offloaded layer (instruction spans from the
+   simulator; by default the one whose load and compute overlap least, :func:`timeline_layer`),
+   its overlap and GEMM utilisation of every lane and of the useful MACs in the title.
+
+Each figure's data is also a table (:func:`rows`, written as ``NAME.csv`` beside it by
+``vdla run --plots``): every bar, point or span it draws, unrounded.
 
 Log axes read as plain numbers; legends sit outside the data. Each function writes
 ``OUT_DIR/NAME.png`` and ``.pdf`` (:data:`FIGURES`, :data:`FORMATS`); given ``outputs`` (a
