@@ -21,3 +21,18 @@ def test_every_sweep_figure_title_names_the_resolution(monkeypatch, tmp_path):
     for name, texts in titles.items():
         assert any(t.startswith("resnet18 at 64x64: ") for t in texts), (name, texts)
     assert figures.about("m.onnx", None) == "m.onnx"
+
+
+def test_the_sweep_folder_readme_says_what_each_file_is():
+    from dse.report import sweep_readme
+
+    outputs = [f"out/{name}" for name in ("points.csv", "pareto.csv", "pareto_resnet18.png",
+                                          "sensitivity_resnet18.png", "energy_resnet18.png", "summary.json",
+                                          "README.md")]
+    summary = {"space": "examples/sweep_resnet18.json", "points": 4, "ok": 3, "models": ["resnet18"],
+               "search": "grid", "part": "xc7z020", "objectives": ["latency_s", "lut"], "outputs": outputs}
+    text = sweep_readme(summary)
+    assert text.startswith("# vdla sweep sweep_resnet18.json: results")
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == [o.split("/")[1] for o in outputs]
+    assert all(not row.endswith("|  |") for row in rows)  # each described
