@@ -7,6 +7,9 @@
    (dots) and the best one (line): how much each parameter moves the result.
 3. ``energy_<model>.png``: energy per inference against latency, coloured by the share of the
    part used, with the latency-energy front.
+
+Each title names the model and its input size (``at HxW``, from ``resolutions``); the values each
+figure draws are the rows of the sweep's ``points.csv`` beside them.
 """
 
 from __future__ import annotations
@@ -61,7 +64,12 @@ def _step(ax, front: list[dict], x: str, y: str, scale_x: float = 1.0):
     ax.plot(xs, ys, "o", mfc="none", mec="black", ms=9, label="Pareto front")
 
 
-def pareto_figure(rows, model: str, out_dir: Path, part: str) -> Path:
+def about(model: str, resolution: tuple[int, int] | None) -> str:
+    """A figure's subject: the model and, when known, its input size."""
+    return f"{model} at {resolution[0]}x{resolution[1]}" if resolution else model
+
+
+def pareto_figure(rows, model: str, out_dir: Path, part: str, resolution=None) -> Path:
     fig, axes = _pyplot().subplots(2, 2, figsize=(10, 7.5))
     cap = fpga.capacity(part)
     for ax, resource in zip(axes.flat, RESOURCES):
@@ -81,7 +89,7 @@ def pareto_figure(rows, model: str, out_dir: Path, part: str) -> Path:
         ax.set_ylabel("latency per inference (ms)")
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=8, loc="best")
-    fig.suptitle(f"{model}: latency vs resources ({len(_ok(rows, 'latency_s'))} configurations)")
+    fig.suptitle(f"{about(model, resolution)}: latency vs resources ({len(_ok(rows, 'latency_s'))} configurations)")
     return _save(fig, out_dir / f"pareto_{_slug(model)}.png")
 
 
@@ -93,7 +101,7 @@ def _axis_values(values):
     return {v: i for i, v in enumerate(order)}, True
 
 
-def sensitivity_figure(rows, dims: list[str], model: str, out_dir: Path) -> Path:
+def sensitivity_figure(rows, dims: list[str], model: str, out_dir: Path, resolution=None) -> Path:
     pts = _ok(rows, "latency_s")
     n = max(1, len(dims))
     cols = min(3, n)
@@ -118,11 +126,11 @@ def sensitivity_figure(rows, dims: list[str], model: str, out_dir: Path) -> Path
     for ax in list(axes.flat)[len(dims):]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=8)
-    fig.suptitle(f"{model}: latency per parameter value")
+    fig.suptitle(f"{about(model, resolution)}: latency per parameter value")
     return _save(fig, out_dir / f"sensitivity_{_slug(model)}.png")
 
 
-def energy_figure(rows, model: str, out_dir: Path, part: str) -> Path:
+def energy_figure(rows, model: str, out_dir: Path, part: str, resolution=None) -> Path:
     pts = _ok(rows, "latency_s", "energy_j")
     fig, ax = _pyplot().subplots(figsize=(6.5, 4.5))
     use = [r["part_use"] if isinstance(r.get("part_use"), (int, float)) else np.nan for r in pts]
@@ -136,17 +144,21 @@ def energy_figure(rows, model: str, out_dir: Path, part: str) -> Path:
     ax.set_xlabel("latency per inference (ms)")
     ax.set_ylabel("accelerator energy per inference (mJ)")
     ax.grid(alpha=0.3)
-    ax.set_title(f"{model}: energy vs latency (per-access energy table)", fontsize=10)
+    ax.set_title(f"{about(model, resolution)}: energy vs latency (per-access energy table)", fontsize=10)
     return _save(fig, out_dir / f"energy_{_slug(model)}.png")
 
 
-def draw_all(rows, dims: list[str], out_dir: Path, part: str, objectives) -> list[Path]:
+def draw_all(rows, dims: list[str], out_dir: Path, part: str, objectives, resolutions=None) -> list[Path]:
+    """Every model's three figures; ``resolutions``: model name -> its input (height, width), for
+    the titles."""
+    resolutions = resolutions or {}
     paths = []
     for model in dict.fromkeys(r.get("model") for r in rows):
         mine = [r for r in rows if r.get("model") == model]
         if not _ok(mine, "latency_s"):
             continue
-        paths.append(pareto_figure(mine, model, out_dir, part))
-        paths.append(sensitivity_figure(mine, dims, model, out_dir))
-        paths.append(energy_figure(mine, model, out_dir, part))
+        size = resolutions.get(model)
+        paths.append(pareto_figure(mine, model, out_dir, part, size))
+        paths.append(sensitivity_figure(mine, dims, model, out_dir, size))
+        paths.append(energy_figure(mine, model, out_dir, part, size))
     return paths

@@ -88,7 +88,8 @@ def finish(space, out_dir: Path, models, options, store, progress, seconds: floa
     outputs = [str(store.path), str(out_dir / "pareto.csv")]
     dims = [d.name for d in space.dimensions]
     if options.figures:
-        outputs += [str(p) for p in figures.draw_all(rows, dims, out_dir, options.part, objectives)]
+        sizes = {m.name: tuple(m.q.shapes[m.q.input][2:4]) for m in models}  # (N, C, H, W) inputs
+        outputs += [str(p) for p in figures.draw_all(rows, dims, out_dir, options.part, objectives, sizes)]
     counts = dict(progress.counts)
     computed = counts["ok"] + counts["invalid"] + counts["failed"]
     summary = {
@@ -109,5 +110,33 @@ def finish(space, out_dir: Path, models, options, store, progress, seconds: floa
     }
     atomic_write(out_dir / "summary.json", json_text(summary, indent=2))
     summary["outputs"].append(str(out_dir / "summary.json"))
+    summary["outputs"].append(str(out_dir / "README.md"))
+    atomic_write(out_dir / "README.md", sweep_readme(summary))
     return summary
+
+
+# what each file of a sweep's folder is, by its name's start (sweep_readme)
+SWEEP_FILES = {"points.csv": "every evaluated point, one row each: its parameters, status, latency, speedup, "
+                             "resources, clock estimate, energy (the data of every figure below)",
+               "pareto.csv": "the points on the Pareto front of the objectives",
+               "summary.json": "the sweep's summary: counts, best fitting point per model, resource and clock "
+                               "models, where it ran",
+               "pareto_": "latency against each resource (LUT, FF, DSP, BRAM36) with the part's capacity and the "
+                          "Pareto front",
+               "sensitivity_": "latency of every point at each value of each swept parameter, and the best",
+               "energy_": "energy per inference against latency, coloured by the share of the part used",
+               "README.md": "this file"}
+
+
+def sweep_readme(summary: dict) -> str:
+    """The sweep folder's README.md: the sweep it holds and what each file written is."""
+    lines = [f"# vdla sweep {Path(summary['space']).name}: results", "",
+             f"{summary['points']} points ({summary['ok']} ok) of {', '.join(summary['models'])}, search "
+             f"{summary['search']}, part {summary['part']}, objectives {', '.join(summary['objectives'])}.", "",
+             "| file | what it is |", "|---|---|"]
+    for path in summary["outputs"]:
+        name = Path(path).name
+        about = next((text for start, text in SWEEP_FILES.items() if name.startswith(start)), "")
+        lines.append(f"| `{name}` | {about} |")
+    return "\n".join(lines) + "\n"
 

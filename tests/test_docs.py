@@ -4,10 +4,12 @@ marked for what it is, and every `vdla ...` command written in the prose names o
 A block runs as written unless the line before it is a marker comment ``<!-- doc: KIND -->``:
 
 ======================  ==========================================================================
-(no marker) sh, python  ``sh``: one bash script (``set -e``, ``vdla`` of this checkout on PATH);
+(no marker) sh, python  ``sh``: one bash script (``set -e``) as on a fresh clone after
+                        ``scripts/setup.sh``: ``.venv/bin/vdla`` and ``.venv/bin/python`` work, bare
+                        ``vdla``/``python``/``pytest``/``pip`` fail (not on PATH there);
                         ``python``: the project's interpreter; ``json``: must parse. Blocks of one
-                        file share a working folder (with ``examples/`` of the checkout), in
-                        order, so a block may use what an earlier one wrote.
+                        file share a working folder (with ``examples/`` and ``.venv`` of the
+                        checkout), in order, so a block may use what an earlier one wrote.
 ``asm``                 assembly: the file's asm blocks together (directives first) must assemble
                         and run on the reference semantics
 ``synopsis``            command synopses (``[--option]``, ``A|B``, placeholders): every option
@@ -67,7 +69,7 @@ def commands(body: str) -> list[str]:
     for line in text.splitlines():
         line = re.sub(r"(^|\s)#.*$", "", line).strip()
         for prefix in PREFIXES:
-            line = line.removeprefix(prefix)
+            line = line.removeprefix(prefix).strip()  # "host$  vdla ..." was left " vdla ...", unchecked
         if line:
             out.append(line)
     return out
@@ -122,14 +124,32 @@ def workdirs(tmp_path_factory):
         if path not in made:
             made[path] = tmp_path_factory.mktemp(path.stem)
             (made[path] / "examples").symlink_to(ROOT / "examples")
+            (made[path] / ".venv").symlink_to(sys.prefix)  # the clone's .venv, as the blocks name it
+            stubs = made[path] / NOT_ON_PATH
+            stubs.mkdir()
+            for name in FRESH_MISSING:
+                (stubs / name).write_text(f"#!/bin/sh\necho '{name}: not on PATH on a fresh clone after "
+                                          f"scripts/setup.sh: write .venv/bin/{name}' >&2\nexit 127\n")
+                (stubs / name).chmod(0o755)
         return made[path]
 
     return get
 
 
+# What a fresh clone has not on PATH after scripts/setup.sh (all in .venv/bin/): a block that
+# runs them bare fails, as it would for a reader (the README used bare vdla and python)
+FRESH_MISSING = ("vdla", "python", "pytest", "pip")
+NOT_ON_PATH = ".not-on-a-fresh-path"
+
+
 def environment(cwd: Path) -> dict:
+    """The blocks' environment: the reader's PATH without this venv, with commands that fail in
+    place of :data:`FRESH_MISSING` (a pyenv or another venv may provide them here)."""
     env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    venv_bin = str(Path(sys.prefix) / "bin")
+    kept = [d for d in env.get("PATH", "").split(os.pathsep) if d and os.path.realpath(d) != os.path.realpath(venv_bin)]
+    env["PATH"] = os.pathsep.join([str(cwd / NOT_ON_PATH), *kept])
+    env.pop("VIRTUAL_ENV", None)
     env["XDG_CONFIG_HOME"] = str(cwd / "config")   # key files of `vdla serve` stay in the test folder
     return env
 
@@ -238,3 +258,53 @@ def test_fingerprints_in_the_docs_are_current():
     for path in DOCS:
         for found in FINGERPRINT.findall(path.read_text()):
             assert found in current, f"{path.relative_to(ROOT)}: fingerprint {found} is stale ({sorted(current)})"
+
+
+# a command word where a shell starts a command: a line's start (after VAR=value words, sudo -E or
+# a host$ prompt), or after &&, ;, a pipe or $(
+COMMAND_WORD = re.compile(r"(?:^|&&|;|\|\s|\$\()\s*(?:\w+=\S+\s+)*(?:sudo -E\s+|host\$\s+)?(?P<word>[\w./-]+)", re.M)
+
+
+def bare_commands(body: str, marker: str) -> list[str]:
+    """The commands of a block that a fresh clone does not have on PATH (:data:`FRESH_MISSING`,
+    written bare instead of .venv/bin/...). A board block's lines run on the board (the project
+    installed there with pip), except its ``host$`` lines; text and assembly are not commands."""
+    kind = marker.partition(" ")[0]
+    if kind in ("text", "asm"):
+        return []
+    lines = body.splitlines()
+    if kind == "board":
+        lines = [line for line in lines if line.startswith("host$")]
+    found = []
+    for line in lines:
+        code = re.sub(r"(^|\s)#.*$", "", line)
+        found += [line.strip() for m in COMMAND_WORD.finditer(code) if m.group("word") in FRESH_MISSING]
+    return found
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_commands_are_written_as_they_run_on_a_fresh_clone(path):
+    """Every command of every block (run or not: synopses, covered-by, needs) says .venv/bin/vdla,
+    .venv/bin/python: after the README's set-up a fresh clone has neither on PATH."""
+    bare = [f"{path.relative_to(ROOT)}:{line}: {command}" for line, marker, _, body in blocks(path)
+            for command in bare_commands(body, marker)]
+    assert not bare, "written bare (write .venv/bin/...):\n" + "\n".join(bare)
+
+
+def test_bare_commands_are_found():
+    assert bare_commands("vdla run x\n.venv/bin/vdla run y\n", "") == ["vdla run x"]
+    assert bare_commands("FOO=1 python -m x | vdla asm - && pytest -q  # python\n", "synopsis") == \
+        ["FOO=1 python -m x | vdla asm - && pytest -q  # python"] * 3
+    assert bare_commands("sudo -E vdla serve\nhost$  vdla deploy r\n", "board") == ["host$  vdla deploy r"]
+    assert bare_commands(".meta {\"producer\": \"vdla asm\"}\n", "text") == []
+    assert bare_commands("cat notes.txt  # then vdla run\n.venv/bin/python -m pytest\n", "") == []
+
+
+def test_a_bare_command_fails_when_run_as_a_block(workdirs):
+    """The blocks' environment is a fresh clone's: bare vdla and python fail, .venv/bin/ works."""
+    cwd = workdirs(ROOT / "README.md")
+    for script, ok in (("vdla --help", False), ("python -c 'import numpy'", False), ("pytest --version", False),
+                       (".venv/bin/vdla --help", True), (".venv/bin/python -c 'import numpy, vdla'", True)):
+        done = subprocess.run(["bash", "-c", script], cwd=cwd, env=environment(cwd), capture_output=True, text=True,
+                              timeout=120)
+        assert (done.returncode == 0) == ok, (script, done.stderr)

@@ -20,19 +20,54 @@ def _progress(message: str) -> None:
 
 TABLES = ("layers.csv", "summary.json")
 PAGE = "report.html"   # the self-contained page of the run (vdla/report_html.py)
+README = "README.md"  # of the results folder: what each file is (results_readme)
 
 
 def study_files(out_dir: Path) -> list[Path]:
     """Every file :func:`write_outputs` may write into ``out_dir`` (the figures of offloaded
-    convolutions only when there are some): checked before a run, replaced as one set."""
+    convolutions only when there are some; each figure's data as NAME.csv): checked before a run,
+    replaced as one set."""
     from vdla import plots
 
-    return [out_dir / name for name in (*TABLES, PAGE)] + \
-        [out_dir / f"{figure}.{ext}" for figure in plots.FIGURES for ext in plots.FORMATS]
+    return [out_dir / name for name in (*TABLES, PAGE, README)] + \
+        [out_dir / f"{figure}.{ext}" for figure in plots.FIGURES for ext in (*plots.FORMATS, "csv")]
+
+
+def results_readme(report, figures: dict[str, dict], page: bool = False) -> str:
+    """The results folder's README.md: the run it holds and what each file written is
+    (``figures``: name -> the data each figure drawn was drawn from; ``page``: report.html too)."""
+    from vdla import plots
+
+    lines = [f"# vdla run {Path(report.model).name}: the offload study's results", "",
+             f"Model {report.model} at {report.resolution}x{report.resolution}, configuration {report.config_name} "
+             f"({report.fingerprint}), target {report.target}. Times are modelled (CPU, host) or simulated "
+             "(accelerator); the paper's values, where shown, are its measurements.", "",
+             "| file | what it is |", "|---|---|",
+             "| `layers.csv` | one row per op of the network: placement and its reason, MACs, cycles, seconds, "
+             "the CPU's modelled time, the host's work around an offload, GOPS and utilisation |",
+             "| `summary.json` | the run's report without the per-layer rows: totals, quantization, input, "
+             "output hash, wall time |"]
+    for name in plots.FIGURES:
+        if name not in figures:
+            continue
+        about = plots.ABOUT[name]
+        if name == "timeline":
+            about += f": {figures[name]['layer']} ({figures[name]['why']})"
+        formats = ", ".join(f"`{name}.{ext}`" for ext in plots.FORMATS)
+        lines.append(f"| {formats} | {about} |")
+        lines.append(f"| `{name}.csv` | the data of {name}: every bar, point or span it draws, unrounded |")
+    if page:
+        lines.append(f"| `{PAGE}` | all of the above on one self-contained page (figures embedded, the layer table "
+                     "sortable, the configuration and the model's sources): open it in a browser, offline |")
+    lines.append(f"| `{README}` | this file |")
+    return "\n".join(lines) + "\n"
 
 
 def csv_text(rows: list[dict], fields: list[str] | None = None) -> str:
-    """``rows`` as CSV text with a header (``fields``, default the first row's keys)."""
+    """``rows`` as CSV text with a header (``fields``, default the first row's keys; no rows and
+    no fields: an empty text)."""
+    if not rows and not fields:
+        return ""
     buf = io.StringIO(newline="")
     writer = csv.DictWriter(buf, fieldnames=fields or list(rows[0]))
     writer.writeheader()
@@ -41,8 +76,9 @@ def csv_text(rows: list[dict], fields: list[str] | None = None) -> str:
 
 
 def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timings=None, worker=None,
-                  config=None) -> list[Path]:
-    """The per-layer CSV, the summary JSON and the four figures of the study into ``out_dir``,
+                  timeline_layer: str | None = None, config=None) -> list[Path]:
+    """The per-layer CSV, the summary JSON, the four figures of the study, each with its data as
+    CSV, and a README.md saying what each file is into ``out_dir``,
     as one set (:func:`study_files`: files of an earlier run it does not write again are
     removed). Staged in ``outputs`` (a :class:`vdla.outputs.Outputs`) for the caller's commit,
     or, without one, put in place before returning. Returns the destinations. The figures are
@@ -51,7 +87,10 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timin
     or, without one, in this process. ``timings`` (a dict), if given, receives the wall seconds
     of the roofline's variants without latency hiding (``roofline_variants``) and of the
     figures apart from those (``figures``: with a worker, the data sent, the wait for its
-    answer and the files staged: what --plots adds to the run besides the variants)."""
+    answer and the files staged: what --plots adds to the run besides the variants).
+    ``timeline_layer``: the layer the timeline shows (default: :func:`vdla.plots.timeline_layer`'s
+    choice); a name it cannot show raises ``VdlaError`` before anything is written. ``config``
+    (the run's :class:`vdla_hw.config.Config`): with it, report.html too (vdla/report_html.py)."""
     import time
 
     from vdla import plots
@@ -61,8 +100,9 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timin
 
     if outputs is None:
         with Outputs() as own:
-            write_outputs(report, out_dir, own, progress, timings, worker, config)
+            write_outputs(report, out_dir, own, progress, timings, worker, timeline_layer, config)
             return own.commit()
+    shown = plots.timeline_layer(report, timeline_layer) if plots.timeline_layers(report) or timeline_layer else None
     outputs.supersede(study_files(out_dir))
     from compiler.network.report import layer_row
 
@@ -79,9 +119,8 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timin
     # With a worker, two processes draw about 2 s each: a forked drawer the speedup and the
     # timeline, the worker Fig. 21 while the variants are computed here, then the roofline.
     forked = [("layer_speedup", plots.layer_speedup_data(report))]
-    if convs:  # the roofline and the timeline are about offloaded convolutions
-        # The timeline shows the conv that keeps the GEMM core busiest: load/compute overlap at its best.
-        forked.append(("timeline", plots.timeline_data(report, max(convs, key=lambda r: r.utilization).name)))
+    if shown:  # the timeline is about an offloaded layer: by default where overlap is the question
+        forked.append(("timeline", plots.timeline_data(report, *shown)))
     here = [("fig21_breakdown", plots.fig21_data(report))]
     if worker is not None:
         worker.draw(forked, fork=True)
@@ -96,17 +135,20 @@ def write_outputs(report, out_dir: Path, outputs=None, progress=_progress, timin
         files = worker.result()
     else:
         files = {name: plots.render(name, data) for name, data in forked + here + late}
+    drawn = dict(forked + here + late)
     for name in plots.FIGURES:
         if name in files:
             written += plots.save(name, files[name], out_dir, outputs)
+            written.append(outputs.write(out_dir / f"{name}.csv", csv_text(plots.rows(name, drawn[name]))))
     if config is not None:  # the page needs the configuration's sources, which the report does not keep
         from vdla import report_html
 
         page = report_html.run_page(summary, rows, {name: files[name]["png"] for name in plots.FIGURES
                                                     if name in files}, config.describe())
         written.append(outputs.write(out_dir / PAGE, page))
+    written.append(outputs.write(out_dir / README, results_readme(report, drawn, page=config is not None)))
     timings["figures"] = time.perf_counter() - start - timings["roofline_variants"]
-    progress(f"drew {len(written) - len(TABLES)} figure files ({timings['figures']:.1f} s)")
+    progress(f"drew {len(files) * len(plots.FORMATS)} figure files ({timings['figures']:.1f} s)")
     return written
 
 
@@ -128,6 +170,9 @@ def cmd_run(args) -> int:
     if args.plots and args.target != "sim":
         raise VdlaError(f"--plots needs --target sim (the timeline and roofline read the simulator's "
                         f"instruction spans); run --target {args.target} without --plots")
+    if args.timeline_layer and not args.plots:
+        raise VdlaError(f"--timeline-layer {args.timeline_layer} chooses the layer of --plots's timeline; "
+                        "add --plots DIR")
     if args.max_work != SIM_MAX_WORK and args.target != "sim":
         raise VdlaError(f"--max-work bounds the simulator's work (--target sim); --target {args.target} has its own bound")
     plot_dir = Path(args.plots) if args.plots else None
@@ -168,7 +213,7 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
     with Outputs() as outputs:  # every file of the run appears at once, after the whole run
         if plot_dir:  # its phases join the run's (--json: wall_seconds)
             write_outputs(report, plot_dir, outputs, timings=report.timings, worker=worker,
-                          config=load_config(args.config))
+                          timeline_layer=args.timeline_layer, config=load_config(args.config))
         if args.output:
             outputs.write(args.output, lambda fh: save_outputs(fh, report))
         written = outputs.commit()
@@ -177,9 +222,8 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
     else:
         print(table(report.records, report.totals))
         q = report.quantization
-        errors = sorted(q["per_layer_error"].values())
-        median = f"{errors[len(errors) // 2] * 100:.1f}%" if errors else "n/a (no quantized layers)"
-        print(f"quantization on {q['test_inputs']} inputs ({q['test_source']}): median per-layer error {median}")
+        print(f"quantization on {q['test_inputs']} inputs ({q['test_source']}): median per-layer error "
+              f"{median_error(q['per_layer_error'].values())}")
         for out in q["outputs"]:
             top1 = f"top-1 agreement with the float model {out['top1_agreement'] * 100:.0f}%; " \
                 if "top1_agreement" in out else ""
@@ -192,6 +236,15 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
         print(f"wall time {t['total']:.1f} s (simulation {t['simulate']:.1f} s, compile {t['compile']:.1f} s)")
         for path in written:
             print(f"wrote {path}")
+
+
+def median_error(errors) -> str:
+    """The median of the per-layer errors (the mean of the middle two of an even count) as a
+    percentage, or why there is none."""
+    import statistics
+
+    errors = list(errors)
+    return f"{statistics.median(errors) * 100:.1f}%" if errors else "n/a (no quantized layers)"
 
 
 def save_outputs(fh, report) -> None:
@@ -250,7 +303,10 @@ def add_parser(sub) -> None:
     run.add_argument("--target", default="sim", choices=["sim", "rtl", "pynq"],
                      help="device backend for accelerator ops (rtl: Verilator, slow; pynq: on the board)")
     run.add_argument("--resolution", type=resolution_arg(), default=224, help="input size of the built-in models")
-    run.add_argument("--plots", type=output_dir, metavar="DIR", help="write layers.csv, summary.json and the four figures here")
+    run.add_argument("--plots", type=output_dir, metavar="DIR", help="write layers.csv, summary.json, the four figures (each with its data as CSV) and a README.md here")
+    run.add_argument("--timeline-layer", metavar="LAYER",
+                     help="the offloaded layer --plots's timeline shows (default: the one whose load and compute "
+                          "overlap least)")
     run.add_argument("--json", action="store_true", help="machine-readable report on stdout")
     run.add_argument("--vthreads", type=int_range(1), default=None, help="virtual threads per layer (default: search)")
     add_max_work(run)

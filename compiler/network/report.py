@@ -155,7 +155,8 @@ def table(records: list[LayerRecord], totals: dict) -> str:
               f"host around offloads (modelled):    {t['host_s']:.3f} s   ({parts or 'none'})",
               f"CPU + VDLA:                         {t['offload_s']:.3f} s   speedup {t['speedup']:.2f}x",
               f"offloaded ops alone:                {t['accelerator_s'] * 1e3:.2f} ms on VDLA   "
-              f"speedup {t['offloaded_speedup']:.1f}x",
+              f"speedup {t['offloaded_speedup']:.1f}x" if t['accelerator_s'] else
+              "offloaded ops alone:                none (nothing is offloaded)",
               f"offloaded GEMM work:                {t['gemm_gops']:.1f} GOPS, "
               f"utilisation {_percent(t['gemm_utilization'], '.1f', 'not measured')} "
               f"(every lane); useful {t['gemm_useful_gops']:.1f} GOPS, "

@@ -97,6 +97,8 @@ def test_small_sweep_on_local_ray(capsys, tmp_path, small_cnn_path):
     for name in ("pareto_small_cnn.png", "sensitivity_small_cnn.png", "energy_small_cnn.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((out / "summary.json").read_text())["points"] == 16
+    readme = (out / "README.md").read_text()  # names every file the sweep wrote
+    assert all(f"`{Path(p).name}`" in readme for p in summary["outputs"]) and "`points.csv`" in readme
     # issue 45 (finding 15): a forged latency in points.csv became "the fastest configuration" of
     # the resumed sweep; now the row fails its seal and is computed again
     slower = max((r for r in ok if r["fits_xc7z020"] and r["clock_met"]), key=lambda r: r["latency_s"])

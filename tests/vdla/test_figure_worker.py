@@ -23,6 +23,7 @@ FIG21 = {"bars": [("CPU only", {"layer0": 0.2, "conv": 1.5, "other": 0.3}, False
 SPEEDUP = {"names": ["l1.0.c1", "l1.0.c2"], "alone": [3.0, 4.0], "with_host": [2.0, 2.5], "speedup": 1.8,
            "amdahl_bound": 2.4, "name": "net", "config_name": "osdi18"}
 TIMELINE = {"layer": "l1.0.c1", "cycles": 1000, "config_name": "osdi18", "utilization": 0.5, "useful_utilization": 0.4,
+            "overlap": 0.2, "why": "the offloaded layer whose load and compute overlap least",
             "spans": {"load": [(0, 100), (300, 80)], "compute": [(100, 200), (390, 300)], "store": [(700, 50)]}}
 
 

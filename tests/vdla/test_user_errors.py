@@ -112,6 +112,8 @@ def test_int8_identity_only_model_runs(capsys, tmp_path):
     graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="i")], "g", [x], [y])
     code, out, err = run(capsys, "run", _save(graph, tmp_path / "ident.onnx"))
     assert code == 0 and "median per-layer error n/a" in out, err
+    # nothing offloaded: said so, not "0.00 ms on VDLA speedup 0.0x"
+    assert "offloaded ops alone:                none (nothing is offloaded)" in out and "0.0x" not in out, out
 
 
 def test_run_refuses_tensors_beyond_the_limit_before_quantizing(capsys, tmp_path):
