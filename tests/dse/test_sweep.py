@@ -196,6 +196,29 @@ def test_a_point_that_raises_on_the_local_executor_loses_only_its_point(capsys, 
     assert (again["computed_now"], again["resumed"], again["ok"], again["failed"]) == (1, 1, 2, 0)
 
 
+def test_ctrl_c_on_the_local_executor_keeps_the_finished_points(capsys, tmp_path, small_cnn_path, monkeypatch):
+    """A Ctrl-C while the local executor evaluates a point (here raised by the second point):
+    130, the one line, and the first point kept for the re-run."""
+    import dse.runner
+    from dse.point import point_task
+
+    def interrupted(q, config_json, knobs, *args):
+        if '"LOG_BLOCK": 3' in config_json:
+            raise KeyboardInterrupt
+        return point_task(q, config_json, knobs, *args)
+
+    space = write_space(tmp_path, {"LOG_BLOCK": [4, 3], "LOG_ACC_BUFF_SIZE": [15]})
+    out = tmp_path / "out"
+    with monkeypatch.context() as patch:
+        patch.setattr(dse.runner, "point_task", interrupted)
+        code = main(["sweep", space, "-o", str(out), "--models", small_cnn_path, "--executor", "local"])
+    assert code == 130 and capsys.readouterr().err.splitlines()[-1] == "vdla: interrupted"
+    kept, = read_rows(out / "points.csv")[1]
+    assert kept["LOG_BLOCK"] == 4 and kept["status"] == "ok"
+    again = sweep(capsys, space, "-o", str(out), "--models", small_cnn_path, "--executor", "local")
+    assert (again["resumed"], again["computed_now"], again["ok"]) == (1, 1, 2)
+
+
 def test_a_second_sweep_on_a_directory_is_refused_at_once(capsys, tmp_path, small_cnn_path):
     """Two sweeps on one directory once both computed every point (24 rows for 12)."""
     from tests.dse.test_lock import Holder
