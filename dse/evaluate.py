@@ -50,6 +50,14 @@ _TIMINGS = Lru(4096)    # layer key -> layer timing (small dicts)
 _PRICED: set = set()    # what decides a run's CPU kernels, for each run of this process (their analyses are in memory)
 
 
+def forget_memos() -> None:
+    """Empty this process's memos above (what a new worker process starts with): the local
+    executor (:mod:`dse.executors`) runs each sweep's points in the sweep's process between two
+    calls, so that, as on a new Ray instance, layer timings come from the sweep's own cache."""
+    _TIMINGS.data.clear()
+    _PRICED.clear()
+
+
 @functools.cache
 def _timing_only() -> dict:
     """``simulate``'s timing-only switch (``data=False``: the same cycles and byte counts, no

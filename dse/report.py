@@ -105,7 +105,9 @@ def finish(space, out_dir: Path, models, options, store, progress, seconds: floa
         "resource_model": resources,
         "energy_table": options.energy_table or "built-in (dse/data/energy_horowitz45.json)",
         "clock_estimate": resources.get("clock_estimate", "none: no resource model"),
-        "ray": {"address": options.address or "local", "workers": options.workers},
+        "executor": options.executor,
+        "ray": ({"address": options.address or "local", "workers": options.workers}
+                if options.executor == "ray" else None),
         "outputs": outputs,
     }
     atomic_write(out_dir / "summary.json", json_text(summary, indent=2))

@@ -1,12 +1,14 @@
-"""Run a sweep on Ray: every point an independent task, results stored as they complete.
+"""Run a sweep: every point an independent task, results stored as they complete.
 
 :func:`run_sweep` connects to Ray (an embedded local instance by default, an existing cluster
 with ``address``), puts each quantized model in the object store once, and keeps at most
 ``workers`` tasks in flight, fed by a *source* of points: the full grid (:class:`GridSource`)
 or a multi-objective search (:class:`dse.search.SearchSource`). Tasks run with
 ``max_retries=0``: a task that raises or a worker that dies loses only its point, recorded as
-``failed`` and tried again on the next run. Points already in ``DIR/points.csv`` are not
-computed again (:mod:`dse.store`), provided their seal holds (:mod:`dse.row_seal`).
+``failed`` and tried again on the next run. With ``executor="local"`` the same loop runs the
+tasks one at a time in this process instead, without Ray (:mod:`dse.executors`). Points already
+in ``DIR/points.csv`` are not computed again (:mod:`dse.store`), provided their seal holds
+(:mod:`dse.row_seal`).
 Configurations the configuration itself rejects become ``invalid`` rows without a task. One
 sweep at a time writes a directory (:mod:`dse.lock`).
 
@@ -36,6 +38,7 @@ from pathlib import Path
 
 from dse import parts as fpga
 from dse.cache import code_key
+from dse.executors import EXECUTORS, RayExecutor, local_session
 from dse.items import GridSource, Item, Model
 from dse.lock import sweep_lock
 from dse.metrics import columns
@@ -53,13 +56,28 @@ from vdla_hw.files import printable
 @dataclass
 class SweepOptions:
     address: str | None = None      # an existing Ray cluster; None: embedded local Ray
-    workers: int | None = None      # tasks in flight (default: the CPUs Ray offers)
+    workers: int | None = None      # tasks in flight (default: the CPUs Ray offers; 1 with executor "local")
+    executor: str = "ray"           # "ray", or "local": one point at a time in this process (dse.executors)
     synth: bool = False             # synthesise every configuration with yosys (slow)
     energy_table: str | None = None
     part: str = fpga.DEFAULT_PART   # the part of the ``part_use`` objective
     progress: bool = True
     figures: bool = True
     stream: object = None
+
+
+def check_options(options: SweepOptions) -> None:
+    """A one-line error for options that do not go together (before any work: ``vdla sweep``
+    calls it before the models are prepared)."""
+    if options.executor not in EXECUTORS:
+        raise VdlaError(f"--executor {options.executor!r}: expected one of {', '.join(EXECUTORS)}")
+    if options.executor == "local":
+        if options.address:
+            raise VdlaError(f"--address {options.address} joins a Ray cluster: not with --executor local, which "
+                            "runs every point in this process")
+        if options.workers not in (None, 1):
+            raise VdlaError(f"--workers {options.workers}: --executor local runs one point at a time in this "
+                            "process; leave --executor out for points in parallel on Ray")
 
 
 def qgraph_hash(q) -> str:
@@ -168,6 +186,18 @@ def ray_session(options: SweepOptions):
                     ray.shutdown(wait_for_processes=True)  # before the private folder is removed
 
 
+@contextlib.contextmanager
+def executor_session(options: SweepOptions):
+    """The executor of ``options`` for the block (:mod:`dse.executors`): Ray's for the
+    :func:`ray_session`, or the local one."""
+    if options.executor == "local":
+        with local_session() as executor:
+            yield executor
+    else:
+        with ray_session(options) as ray:
+            yield RayExecutor(ray, options.workers, options.address)
+
+
 class RayDiedError(VdlaError):
     """Ray's raylet (the process that runs this node's workers) died: the sweep cannot go on."""
 
@@ -176,14 +206,6 @@ class RayDiedError(VdlaError):
         super().__init__(f"Ray's raylet died ({type(cause).__name__}), so no worker can run: the sweep stopped; "
                          f"{out_dir / 'points.csv'} keeps the {kept} points written so far, and re-running the "
                          "same command resumes from there")
-
-
-def _ray_died(err: Exception, options: SweepOptions) -> bool:
-    """True when ``err`` (from ``ray.get``) says Ray's node is gone, not only this task's worker:
-    the local raylet always; any node of the embedded Ray, which has one."""
-    from ray.exceptions import LocalRayletDiedError, NodeDiedError
-
-    return isinstance(err, LocalRayletDiedError) or (isinstance(err, NodeDiedError) and not options.address)
 
 
 def _failure(err: Exception) -> str:
@@ -197,6 +219,7 @@ def run_sweep(space: Space, out_dir: str | Path, models: list[Model], options: S
               source=None) -> dict:
     """Evaluate ``space`` for ``models`` into ``out_dir``; returns the summary (also summary.json)."""
     fpga.check_part(options.part)
+    check_options(options)
     out_dir = Path(out_dir)
     with sweep_lock(out_dir):
         return _run_locked(space, out_dir, models, options, source)
@@ -225,8 +248,8 @@ def _run_locked(space: Space, out_dir: Path, models: list[Model], options: Sweep
         progress.note(f"sweep: {resources['basis']}")
     # Ray's driver prints worker deaths and other cluster events on stdout; they belong with the
     # progress on stderr (stdout carries only the summary, e.g. --json).
-    with contextlib.redirect_stdout(sys.stderr), ray_session(options) as ray:
-        _drive(ray, source, store, progress, models, out_dir, options, resources["basis"])
+    with contextlib.redirect_stdout(sys.stderr), executor_session(options) as executor:
+        _drive(executor, source, store, progress, models, out_dir, options, resources["basis"])
     return finish(space, out_dir, models, options, store, progress, time.perf_counter() - start, resources)
 
 
@@ -238,16 +261,18 @@ def untrusted_note(store: PointStore) -> str:
             "has them")
 
 
-def _drive(ray, source, store: PointStore, progress: Progress, models: list[Model], out_dir: Path,
+def _drive(executor, source, store: PointStore, progress: Progress, models: list[Model], out_dir: Path,
            options: SweepOptions, resource_basis: str) -> None:
-    """Feed points from ``source`` to Ray, at most ``capacity`` in flight, and record each result."""
+    """Feed points from ``source`` to the executor, at most its ``capacity`` in flight, and record
+    each result."""
     from dse.synth_runs import SynthRuns
 
-    capacity = options.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    refs = {m.hash: ray.put(m.q) for m in models}
-    refs_int8 = {m.hash: ray.put(m.q_int8_logits) if m.q_int8_logits is not None else refs[m.hash] for m in models}
-    task = ray.remote(num_cpus=1, max_retries=0)(point_task)
-    synth = SynthRuns(ray, out_dir, options, progress.problem) if options.synth else None
+    capacity = executor.capacity
+    refs = {m.hash: executor.put(m.q) for m in models}
+    refs_int8 = {m.hash: executor.put(m.q_int8_logits) if m.q_int8_logits is not None else refs[m.hash]
+                 for m in models}
+    task = executor.task(point_task)
+    synth = SynthRuns(executor, out_dir, options, progress.problem) if options.synth else None
     pending: dict = {}
     while True:
         busy = {item.cycle_key for item in pending.values()}
@@ -263,8 +288,8 @@ def _drive(ray, source, store: PointStore, progress: Progress, models: list[Mode
                 _record(store, progress, source, item, item.row)
             else:
                 graphs = refs_int8 if item.point.knob.get("fc_on_vdla") else refs
-                ref = task.remote(graphs[item.model.hash], item.config.to_json(), item.point.knob,
-                                  str(out_dir / "cache"), options.energy_table, options.part, resource_basis)
+                ref = task(graphs[item.model.hash], item.config.to_json(), item.point.knob,
+                           str(out_dir / "cache"), options.energy_table, options.part, resource_basis)
                 pending[ref] = item
                 busy.add(item.cycle_key)
                 if synth:
@@ -272,7 +297,7 @@ def _drive(ray, source, store: PointStore, progress: Progress, models: list[Mode
         waiting = list(pending) + (synth.refs() if synth else [])
         if not waiting:
             break  # a source gives nothing only when it is exhausted or waits on results
-        ready, _ = ray.wait(waiting, num_returns=1, timeout=1.0)
+        ready = executor.wait(waiting, timeout=1.0)
         for ref in ready:
             if synth and synth.owns(ref):
                 for item, row in synth.complete(ref):
@@ -280,9 +305,9 @@ def _drive(ray, source, store: PointStore, progress: Progress, models: list[Mode
                 continue
             item = pending.pop(ref)
             try:
-                row = {**item.row, **ray.get(ref)}
+                row = {**item.row, **executor.get(ref)}
             except Exception as err:  # a task that raised or a worker that died: this point only
-                if _ray_died(err, options):  # ... unless Ray itself is gone
+                if executor.died(err):  # ... unless Ray itself is gone
                     raise RayDiedError(out_dir, len(store.rows), err) from None
                 row = {**item.row, "status": "failed", "error": _failure(err)}
             for problem in row.pop(PROBLEMS, None) or ():  # untrusted cache entries the worker found

@@ -1,5 +1,5 @@
 """Synthesis of one configuration's FPGA top with yosys, for the resource and clock models'
-calibration and for ``vdla sweep --synth`` (where it runs as a Ray task per point).
+calibration and for ``vdla sweep --synth`` (a task of the sweep's executor per configuration).
 
 Every synthesis is the project's own clock estimate, :func:`vdla_hw.rtl.fmax.estimate_fmax` on
 the FPGA top (``top="axi"``, ``vdla_axi_top``: the core plus its AXI adapter, what ``vdla hw

@@ -1,4 +1,5 @@
-"""``vdla sweep --synth``: one yosys synthesis per distinct configuration, as Ray tasks.
+"""``vdla sweep --synth``: one yosys synthesis per distinct configuration, as tasks of the sweep's
+executor (:mod:`dse.executors`: Ray's, or the local one).
 
 Results are kept in ``DIR/synth/<fingerprint>.json`` (checksummed entries of a
 :class:`dse.cache.DiskCache`) with the key of the RTL sources they came from, so a re-run synthesises only what is new or what the RTL has changed under. Points that share a
@@ -32,10 +33,10 @@ def synth_task(config_json: str) -> dict:
 
 class SynthRuns:
     KIND = "synth"
-    def __init__(self, ray, out_dir: Path, options, note=None):
-        self.ray, self.options = ray, options
+    def __init__(self, executor, out_dir: Path, options, note=None):
+        self.executor, self.options = executor, options
         self.stored = DiskCache(out_dir, note)  # DIR/synth/<fingerprint>.json
-        self.task = ray.remote(num_cpus=1, max_retries=0)(synth_task)
+        self.task = executor.task(synth_task)
         self.pending: dict = {}          # ref -> fingerprint
         self.results: dict = {}          # fingerprint -> result
         self.held: dict = {}             # fingerprint -> [(item, row)]
@@ -67,12 +68,12 @@ class SynthRuns:
         if stored is not None:
             self.results[fp] = stored
             return
-        self.pending[self.task.remote(config.to_json())] = fp
+        self.pending[self.task(config.to_json())] = fp
 
     def complete(self, ref) -> list:
         fp = self.pending.pop(ref)
         try:
-            result = self.ray.get(ref)
+            result = self.executor.get(ref)
         except Exception as err:  # a lost worker: the rows keep no resources, with the reason
             result = {"ok": False, "error": f"{type(err).__name__}: {err}"[:300]}
         result["rtl_key"] = self.rtl_key

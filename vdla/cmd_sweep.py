@@ -1,4 +1,4 @@
-"""``vdla sweep``: explore accelerator configurations x models on Ray (:mod:`dse`)."""
+"""``vdla sweep``: explore accelerator configurations x models on Ray or in this process (:mod:`dse`)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+from dse.executors import EXECUTORS
 from vdla import commands
 from vdla.argtypes import host_port, int_range, output_dir
 from vdla.cmd_run import resolution_arg
@@ -80,7 +81,7 @@ def cmd_sweep(args) -> int:
     from dse import parts
     from dse.lock import sweep_lock
     from dse.row_seal import sweep_key
-    from dse.runner import SweepOptions, check_reachable, run_sweep
+    from dse.runner import SweepOptions, check_options, check_reachable, run_sweep
     from dse.space import knob_values, load_space
     from dse.store import read_rows
     from vdla_hw.files import json_text
@@ -92,9 +93,13 @@ def cmd_sweep(args) -> int:
 
         load_table(args.energy_table)  # a bad table is an error before any work starts
     parts.check_part(args.part)
+    options = SweepOptions(address=args.address, workers=args.workers, executor=args.executor, synth=args.synth,
+                           energy_table=args.energy_table, part=args.part)
+    check_options(options)
     # Everything that can refuse the sweep is checked before the models are prepared (which
-    # takes minutes for a large network): another sweep in DIR, a Ray head that does not answer,
-    # a points.csv that cannot be read, an unsafe sweep key (dse.row_seal).
+    # takes minutes for a large network): options that do not go together, another sweep in DIR,
+    # a Ray head that does not answer, a points.csv that cannot be read, an unsafe sweep key
+    # (dse.row_seal).
     with sweep_lock(out):
         if args.address:
             check_reachable(args.address)
@@ -102,8 +107,6 @@ def cmd_sweep(args) -> int:
         sweep_key()
         models = prepare_models(args.models or list(space.models), args.resolution or space.resolution,
                                 int8_logits=True in knob_values(space, "fc_on_vdla"))
-        options = SweepOptions(address=args.address, workers=args.workers, synth=args.synth,
-                               energy_table=args.energy_table, part=args.part)
         summary = run_sweep(space, out, models, options)
         summary["outputs"].append(str(write_page(out, summary, space)))
     over = summary.get("points_over_clock_estimate", 0)
@@ -128,6 +131,9 @@ def add_parser(sub) -> None:
                        help="the head of an existing Ray cluster (default: an embedded local Ray)")
     sweep.add_argument("--workers", type=int_range(1, 1024), default=None,
                        help="points in flight (default: the CPUs Ray offers)")
+    sweep.add_argument("--executor", choices=EXECUTORS, default="ray",
+                       help="ray: points in parallel on Ray (default); local: one at a time in this process, "
+                            "without Ray's start-up (small sweeps)")
     sweep.add_argument("--synth", action="store_true", help="synthesise every configuration with yosys (slow)")
     sweep.add_argument("--energy-table", metavar="FILE", help="per-access energy table (default: built-in)")
     sweep.add_argument("--part", default="xc7z020", help="FPGA part of the part-use objective (dse/data/parts.json)")

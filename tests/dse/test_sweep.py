@@ -1,7 +1,15 @@
-"""`vdla sweep` end to end on Ray: a small grid on the embedded local Ray, resumption (after a
-finished and after an interrupted sweep), a worker killed mid-point, and a sweep against a head
-started with `ray start --head` on 127.0.0.1. The Pareto set in pareto.csv is checked against a
-brute-force recomputation from points.csv."""
+"""`vdla sweep` end to end: a small grid on the embedded local Ray, resumption (after a finished
+and after an interrupted sweep), a worker killed mid-point, Ray's raylet killed, Ctrl-C, and a
+sweep against a head started with `ray start --head` on 127.0.0.1. The Pareto set in pareto.csv
+is checked against a brute-force recomputation from points.csv.
+
+Ray's start-up costs seconds of CPU per sweep, so what Ray plays no part in runs on the local
+executor (`--executor local`, dse.executors: the same loop, store, seals and caches, the points
+evaluated one at a time in the sweep's process): the damaged cache entries, --synth, NSGA-II,
+and the second sweep of a resumption. Every code path of the Ray executor stays covered by a
+sweep on Ray: tasks, object store, waits and results (the small sweep, the head started
+separately, whose capacity is the CPUs Ray offers), a lost worker (the killed worker), a lost
+Ray (the killed raylet), Ray's start and shutdown under Ctrl-C."""
 
 import json
 import os
@@ -16,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from dse.metrics import OBJECTIVES
+from dse.metrics import ENERGY, HARDWARE, OBJECTIVES, PERFORMANCE
 from dse.store import read_rows
 from tests.dse.procs import cmdline, descendants
 from tests.vdla.test_interrupts import default_sigint
@@ -108,7 +116,8 @@ def test_small_sweep_on_local_ray(capsys, tmp_path, small_cnn_path):
     forged = line.replace(f",{slower['latency_s']!r},", ",1e-09,", 1)
     assert forged != line
     (out / "points.csv").write_text(text.replace(line, forged))
-    again = sweep(capsys, space, "-o", str(out), "--models", small_cnn_path, "--workers", "2")
+    # resumed on the local executor: the sweep's logic, not Ray's; its recomputed row is Ray's
+    again = sweep(capsys, space, "-o", str(out), "--models", small_cnn_path, "--executor", "local")
     assert (again["computed_now"], again["resumed"], again["points"]) == (1, 15, 16)
     assert again["best_fitting"] == summary["best_fitting"]
     assert [ln for ln in STDERR if "seal" in ln] == [
@@ -116,6 +125,10 @@ def test_small_sweep_on_local_ray(capsys, tmp_path, small_cnn_path):
         f"(key {slower['key']}); not trusted, so dropped, and computed again where this sweep has them"]
     recomputed = {r["key"]: r for r in read_rows(out / "points.csv")[1]}[slower["key"]]
     assert recomputed["latency_s"] == slower["latency_s"]
+    assert recomputed["worker"] != slower["worker"]  # computed by this process, not by a Ray worker
+    results = (*PERFORMANCE, *HARDWARE, *ENERGY)
+    assert {c: recomputed[c] for c in results} == {c: slower[c] for c in results}
+    assert (summary["executor"], again["executor"], again["ray"]) == ("ray", "local", None)
 
 
 def test_an_unreachable_address_is_a_one_line_error(capsys, tmp_path, small_cnn_path):
@@ -127,6 +140,85 @@ def test_an_unreachable_address_is_a_one_line_error(capsys, tmp_path, small_cnn_
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err[-1].startswith("vdla: error: --address") and "no Ray head" in err[-1]
     assert len(err) == 1  # found before the models were imported and quantized
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--executor", "dask"], "vdla sweep: error: argument --executor: invalid choice: 'dask' (choose from 'ray', "
+                             "'local') (see vdla sweep --help)"),
+    (["--executor", "local", "--workers", "2"], "vdla: error: --workers 2: --executor local runs one point at a "
+                                                "time in this process; leave --executor out for points in parallel "
+                                                "on Ray"),
+    (["--executor", "local", "--address", "127.0.0.1:1"], "vdla: error: --address 127.0.0.1:1 joins a Ray cluster: "
+                                                          "not with --executor local, which runs every point in "
+                                                          "this process"),
+])
+def test_executor_options_that_do_not_go_together_are_one_line(capsys, tmp_path, small_cnn_path, argv, message):
+    out = tmp_path / "out"
+    try:
+        code = main(["sweep", write_space(tmp_path), "-o", str(out), "--models", small_cnn_path, *argv])
+    except SystemExit as exit:  # argparse's own error (an unknown choice)
+        code = exit.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [message]  # before the models were imported and quantized
+    assert not out.exists()
+
+
+def test_a_bad_executor_in_the_options_is_one_line(tmp_path):
+    from dse.runner import SweepOptions, run_sweep
+    from dse.space import load_space
+    from vdla_hw.errors import VdlaError
+
+    with pytest.raises(VdlaError) as err:
+        run_sweep(load_space(write_space(tmp_path)), tmp_path / "out", [], SweepOptions(executor="Ray"))
+    assert str(err.value) == "--executor 'Ray': expected one of ray, local"
+
+
+def test_a_point_that_raises_on_the_local_executor_loses_only_its_point(capsys, tmp_path, small_cnn_path,
+                                                                         monkeypatch):
+    """The local executor's counterpart of a killed Ray worker: a task that raises (a bug, not
+    a VdlaError of the point) is a failed row with the reason; the others complete, and a re-run
+    tries it again."""
+    import dse.runner
+    from dse.point import point_task
+
+    def broken(q, config_json, knobs, *args):
+        if '"LOG_BLOCK": 3' in config_json:
+            raise RuntimeError("the point's bug")
+        return point_task(q, config_json, knobs, *args)
+
+    space = write_space(tmp_path, {"LOG_BLOCK": [3, 4], "LOG_ACC_BUFF_SIZE": [15]})
+    out = tmp_path / "out"
+    with monkeypatch.context() as patch:
+        patch.setattr(dse.runner, "point_task", broken)
+        summary = sweep(capsys, space, "-o", str(out), "--models", small_cnn_path, "--executor", "local")
+    assert (summary["points"], summary["ok"], summary["failed"]) == (2, 1, 1)
+    failed, = [r for r in read_rows(out / "points.csv")[1] if r["status"] == "failed"]
+    assert failed["LOG_BLOCK"] == 3 and failed["error"] == "RuntimeError: the point's bug"
+    again = sweep(capsys, space, "-o", str(out), "--models", small_cnn_path, "--executor", "local")
+    assert (again["computed_now"], again["resumed"], again["ok"], again["failed"]) == (1, 1, 2, 0)
+
+
+def test_ctrl_c_on_the_local_executor_keeps_the_finished_points(capsys, tmp_path, small_cnn_path, monkeypatch):
+    """A Ctrl-C while the local executor evaluates a point (here raised by the second point):
+    130, the one line, and the first point kept for the re-run."""
+    import dse.runner
+    from dse.point import point_task
+
+    def interrupted(q, config_json, knobs, *args):
+        if '"LOG_BLOCK": 3' in config_json:
+            raise KeyboardInterrupt
+        return point_task(q, config_json, knobs, *args)
+
+    space = write_space(tmp_path, {"LOG_BLOCK": [4, 3], "LOG_ACC_BUFF_SIZE": [15]})
+    out = tmp_path / "out"
+    with monkeypatch.context() as patch:
+        patch.setattr(dse.runner, "point_task", interrupted)
+        code = main(["sweep", space, "-o", str(out), "--models", small_cnn_path, "--executor", "local"])
+    assert code == 130 and capsys.readouterr().err.splitlines()[-1] == "vdla: interrupted"
+    kept, = read_rows(out / "points.csv")[1]
+    assert kept["LOG_BLOCK"] == 4 and kept["status"] == "ok"
+    again = sweep(capsys, space, "-o", str(out), "--models", small_cnn_path, "--executor", "local")
+    assert (again["resumed"], again["computed_now"], again["ok"]) == (1, 1, 2)
 
 
 def test_a_second_sweep_on_a_directory_is_refused_at_once(capsys, tmp_path, small_cnn_path):
@@ -171,13 +263,15 @@ def test_damaged_cache_entries_are_named_once_and_recomputed(capsys, tmp_path, s
     """A cache entry `{}` once failed every point that used it, without naming the file."""
     out = tmp_path / "out"
     space = write_space(tmp_path, {"LOG_BLOCK": [4], "CLOCK_MHZ": [100, 200]})
-    sweep(capsys, space, "-o", str(out), "--models", small_cnn_path, "--workers", "2")
+    # the local executor: the caches are the subject, not Ray (it forgets the layer timings it
+    # keeps in memory between sweeps, as a new Ray instance's workers have none)
+    sweep(capsys, space, "-o", str(out), "--models", small_cnn_path, "--executor", "local")
     entries = sorted((out / "cache" / "layers").glob("*.json"))
     assert entries
     for entry in entries:
         entry.write_text("{}")
     (out / "points.csv").unlink()
-    assert main(["sweep", space, "-o", str(out), "--models", small_cnn_path, "--workers", "2", "--json"]) == 0
+    assert main(["sweep", space, "-o", str(out), "--models", small_cnn_path, "--executor", "local", "--json"]) == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)
     assert (summary["ok"], summary["failed"], summary["computed_now"]) == (2, 0, 2)
@@ -269,26 +363,30 @@ def can_probe_as_another_user() -> str | None:
 def test_resuming_an_interrupted_sweep_computes_only_the_missing_points(capsys, tmp_path, small_cnn_path):
     """Also: another local user can neither enter the running sweep's Ray state folder nor read or
     write its GCS (issue 45, finding 3: Ray's state was in /tmp/ray, mode 0777, and its GCS
-    answered anyone on 127.0.0.1)."""
+    answered anyone on 127.0.0.1); and this interrupt, mid-sweep, is one of the Ctrl-C test's
+    moments (below): 130, the one line, and none of Ray's processes outlives the sweep."""
+    from tests.vdla.test_interrupts import interrupt
+
     out = tmp_path / "out"
     why_not = can_probe_as_another_user()
     proc = start_sweep(tmp_path, small_cnn_path, out)
-    try:
+    seen: dict = {}
+    ray_processes: list[int] = []
+
+    def ready():
         # interrupt at the first recorded point: the most points left to resume (the other 35 take
         # several seconds even on an idle machine, so the interrupt lands mid-sweep)
         wait_for(lambda: len(read_rows(out / "points.csv")[1]) >= 1, 180, "a first point")
         if why_not is None:
             proc.send_signal(signal.SIGSTOP)  # the sweep waits while the probe runs
             try:
-                seen = probe_as_another_user(proc.pid)
+                seen.update(probe_as_another_user(proc.pid))
             finally:
                 proc.send_signal(signal.SIGCONT)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, stderr
+        ray_processes[:] = descendants(proc.pid)
+
+    interrupt(proc, ready)  # exit status 130, the one line, no traceback
+    none_outlives(ray_processes, "points")
     if why_not is None:
         assert not seen["session_dir"].startswith(("/tmp/ray/", "/tmp/ray-")), seen
         assert seen["session"] == seen["state"] == "PermissionError", seen
@@ -298,8 +396,9 @@ def test_resuming_an_interrupted_sweep_computes_only_the_missing_points(capsys, 
     _, rows = read_rows(out / "points.csv")
     total = 2 * 2 * 3 * 3
     assert 1 <= len(rows) < total
+    # resumed on the local executor: what is computed is the sweep's logic, not Ray's
     summary = sweep(capsys, write_space(tmp_path, BIG_GRID), "-o", str(out), "--models", small_cnn_path,
-                    "--workers", "2")
+                    "--executor", "local")
     assert summary["resumed"] == len(rows)
     assert summary["computed_now"] == total - len(rows)
     assert summary["points"] == total and summary["failed"] == 0
@@ -307,11 +406,23 @@ def test_resuming_an_interrupted_sweep_computes_only_the_missing_points(capsys, 
         pytest.skip(f"the other-user probe of the sweep's Ray did not run: {why_not}")
 
 
+def none_outlives(ray_processes: list[int], what: str) -> None:
+    """None of ``ray_processes`` (a sweep's, listed before its Ctrl-C) outlives the sweep; any that
+    does is killed after the check."""
+    left = [p for p in ray_processes if cmdline(p)]
+    try:
+        assert not left, (what, [cmdline(p)[:100] for p in left])
+    finally:
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+
+
 # (what has happened when the Ctrl-C comes, extra seconds): Ray's raylet started (so ray.init is
-# under way), the first point recorded; with the interrupt of the resumption test above, three
-# interrupts, one in each phase (a sweep each, ~20 s: benchmarks/sweep_interrupts.py runs 45,
-# 15 at each of three moments, and is where the rate is measured)
-MOMENTS = (("raylet", 0.0), ("points", 1))
+# under way). The other moment, the first point recorded (Ray running, points in flight), is the
+# interrupt of the resumption test above, which makes the same checks on its sweep (one Ray start
+# fewer); two interrupts, one in each phase (a sweep each, ~20 s: benchmarks/sweep_interrupts.py
+# runs 45, 15 at each of three moments, and is where the rate is measured)
+MOMENTS = (("raylet", 0.0),)
 
 
 @pytest.mark.slow
@@ -336,12 +447,7 @@ def test_ctrl_c_stops_ray_before_the_sweep_ends_with_130(tmp_path, small_cnn_pat
             ray_processes[:] = descendants(proc.pid)
 
         interrupt(proc, ready)
-        left = [p for p in ray_processes if cmdline(p)]
-        try:
-            assert not left, (what, extra, [cmdline(p)[:100] for p in left])
-        finally:
-            for pid in left:
-                os.kill(pid, signal.SIGKILL)
+        none_outlives(ray_processes, what)
 
 
 @pytest.mark.slow
@@ -363,8 +469,9 @@ def test_a_killed_worker_loses_only_its_point(capsys, tmp_path, small_cnn_path):
     assert len(failed) == 1 == summary["failed"], [r["error"] for r in failed]
     assert "died" in failed[0]["error"].lower() or "worker" in failed[0]["error"].lower()
     assert summary["points"] == 36 and summary["ok"] + summary["invalid"] == 35
+    # the failed point tried again: the sweep's logic, on the local executor
     again = sweep(capsys, write_space(tmp_path, BIG_GRID), "-o", str(out), "--models", small_cnn_path,
-                  "--workers", "2")
+                  "--executor", "local")
     assert (again["computed_now"], again["failed"], again["ok"] + again["invalid"]) == (1, 0, 36)
 
 
@@ -453,11 +560,17 @@ def test_sweep_on_a_ray_head_started_separately(capsys, tmp_path, small_cnn_path
 
 
 @pytest.mark.slow
-def test_synth_synthesises_each_configuration_once(capsys, tmp_path, small_cnn_path):
+def test_synth_synthesises_each_configuration_once(tmp_path, small_cnn_path):
+    """On the local executor (the synthesis tasks are the subject, not Ray), in a process of its
+    own: a synthesis lowers its process's priority (dse.synth.NICE), which the test process's
+    must not be."""
     out = tmp_path / "out"
     path = tmp_path / "space.json"
     path.write_text(json.dumps({"base": "tiny", "parameters": {"vthreads": [1, 2]}}))  # one configuration
-    summary = sweep(capsys, str(path), "-o", str(out), "--models", small_cnn_path, "--synth", "--workers", "2")
+    done = subprocess.run([str(VENV_BIN / "vdla"), "sweep", str(path), "-o", str(out), "--models", small_cnn_path,
+                           "--synth", "--executor", "local", "--json"], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
     assert (summary["ok"], summary["failed"]) == (2, 0)
     stored = [json.loads(p.read_text())["value"] for p in (out / "synth").glob("*.json")]
     assert len(stored) == 1 and stored[0]["ok"]
@@ -477,9 +590,10 @@ def test_nsga2_search_runs_its_budget_and_continues_on_a_rerun(capsys, tmp_path,
                                    "objectives": ["latency_s", "lut", "energy_j"]})
 
     out = str(tmp_path / "out")
-    first = sweep(capsys, space(8), "-o", out, "--models", small_cnn_path, "--workers", "2")
+    # the local executor: the search's budget and its continuation are the subject, not Ray
+    first = sweep(capsys, space(8), "-o", out, "--models", small_cnn_path, "--executor", "local")
     assert first["search"] == "nsga2" and first["points"] == first["computed_now"] == 8
-    again = sweep(capsys, space(12), "-o", out, "--models", small_cnn_path, "--workers", "2")
+    again = sweep(capsys, space(12), "-o", out, "--models", small_cnn_path, "--executor", "local")
     assert (again["resumed"], again["computed_now"], again["points"]) == (8, 4, 12)
     _, rows = read_rows(Path(out) / "points.csv")
     _, front = read_rows(Path(out) / "pareto.csv")
