@@ -127,6 +127,8 @@ SWEEP_FILES = {"points.csv": "every evaluated point, one row each: its parameter
                           "Pareto front",
                "sensitivity_": "latency of every point at each value of each swept parameter, and the best",
                "energy_": "energy per inference against latency, coloured by the share of the part used",
+               "report.html": "all of the above on one self-contained page (figures embedded, the Pareto front "
+                              "sortable): open it in a browser, offline",
                "README.md": "this file"}
 
 

@@ -82,9 +82,10 @@ def cmd_sweep(args) -> int:
     from dse.lock import sweep_lock
     from dse.row_seal import sweep_key
     from dse.runner import SweepOptions, check_options, check_reachable, run_sweep
+    from dse.report import sweep_readme
     from dse.space import knob_values, load_space
     from dse.store import read_rows
-    from vdla_hw.files import json_text
+    from vdla_hw.files import atomic_write, json_text
 
     space = load_space(args.space)
     out = Path(args.output)
@@ -108,7 +109,10 @@ def cmd_sweep(args) -> int:
         models = prepare_models(args.models or list(space.models), args.resolution or space.resolution,
                                 int8_logits=True in knob_values(space, "fc_on_vdla"))
         summary = run_sweep(space, out, models, options)
-        summary["outputs"].append(str(write_page(out, summary, space)))
+        page = str(write_page(out, summary, space))
+        readme = summary["outputs"].index(str(out / "README.md"))
+        summary["outputs"].insert(readme, page)   # README.md (dse.report.sweep_readme) names it too
+        atomic_write(out / "README.md", sweep_readme(summary))
     over = summary.get("points_over_clock_estimate", 0)
     if over:  # one line, whatever the number of points (the rows say which: verdict, clock_met)
         print(f"vdla: warning: {over} of {summary['ok']} points run above their clock estimate (fmax_mhz; "

@@ -8,7 +8,8 @@ mailed or archived on its own and opened offline.
 
 The inline script records what happened in ``<body>``'s data attributes (``data-ready``,
 ``data-errors``), and with ``#selftest`` in the address it sorts its first sortable table by the
-column marked ``data-selftest`` and writes the first cells in ``data-sorted``: what
+column marked ``data-selftest`` and writes the first three rows' first cells in ``data-sorted`` and
+their values in that column in ``data-sorted-values``: what
 tests/vdla/test_report_html.py reads back from a headless browser's rendered page.
 """
 
@@ -63,8 +64,10 @@ SCRIPT = """
     var table = document.querySelector('table.sortable');
     var th = table.querySelector('th[data-selftest]');
     th.click();
-    var first = Array.prototype.map.call(table.tBodies[0].rows, function (r) { return r.cells[0].textContent; });
-    document.body.setAttribute('data-sorted', first.slice(0, 3).join('|'));
+    var rows = Array.prototype.slice.call(table.tBodies[0].rows, 0, 3);
+    document.body.setAttribute('data-sorted', rows.map(function (r) { return r.cells[0].textContent; }).join('|'));
+    document.body.setAttribute('data-sorted-values', rows.map(function (r) {
+      return r.cells[th.cellIndex].getAttribute('data-value'); }).join('|'));
   }
   mark();
   document.body.setAttribute('data-ready', '1');
