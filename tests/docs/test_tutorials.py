@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted((ROOT / "docs" / "tutorials").glob("[0-9]*.md"))
 BLOCK = re.compile(r"(?:^<!-- (?P<marker>[^>]*?) -->\n)?^```(?P<lang>\w*)\n(?P<body>.*?)^```", re.S | re.M)
 SLOW = {"05-offload-study.md",            # runs ResNet-18 (about 10 s of CPU with a warm cache)
+        "06-a-sweep.md",                  # four ResNet-18 points at 64x64 (about 15 s of CPU)
         "07-rtl-and-the-board.md"}        # Icarus, and a deploy to a local server (about 15 s of CPU)
 TIMEOUT = 300
 
