@@ -438,7 +438,7 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
                 max_work: int | None = None) -> NetworkReport:
     """Import, quantize, partition and run ``model`` once on ``target``; check it bit for bit.
     ``cpu`` names the CPU whose modelled times the report gives (``cost.cpu_names()``), priced
-    by the kernels of ``cpu_baseline`` (``cost.baseline_names()``: int8, fp32) on ``cpu_threads``
+    by the kernels of ``cpu_baseline`` (``cost.baseline_names()``: int8, fp32, tcpu) on ``cpu_threads``
     cores (1 or 2; the functional path stays int8 either way). The
     executed input is ``x`` (a .npy/.npz or image file), else the first test input.
     ``placement``: ``"cost"`` (default: each op where the whole network is faster) or ``"all"``

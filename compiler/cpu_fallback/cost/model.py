@@ -12,7 +12,8 @@ Kernel time (``CpuModel.kernel_cost``), from the code-level analysis of :mod:`.a
 
 The baseline (``baseline=``, data in ``compiler/data/baselines``, :mod:`.baselines`) says which
 kernel an op is priced by: ``int8``, our own kernel; ``fp32``, the FP32 kernel of the same shape
-in the style of TVM's ARM schedule (:mod:`..fp32`). With ``threads=2`` each kernel's outer loop
+in the style of TVM's ARM schedule (:mod:`..fp32`); ``tcpu``, the TVM paper's measured CPU path
+(int8 convs with VTA's 2018 schedule table, :mod:`..int8_pack`). With ``threads=2`` each kernel's outer loop
 is split over two cores (:mod:`.threads`): the larger share's own analysis gives the core and L1
 counts, the whole kernel's gives the shared L2's DRAM traffic, the DRAM bandwidth is shared
 (:func:`.memory.memory_cycles`), and every split kernel pays the thread pool's ``fork_join_s``.
@@ -166,7 +167,7 @@ class CpuModel:
         """Modelled time of one call of ``spec`` (a kernel of the functional path), priced by the
         baseline's kernels for it, on ``threads`` cores."""
         priced = self.baseline.price(spec)
-        basis = self.basis + (" (int8 kernel: no FP32 counterpart modelled)" if priced.stand_in else "")
+        basis = self.basis + (f" ({self.baseline.stand_in_note})" if priced.stand_in else "")
         if not priced.kernels:
             return KernelCost(0.0, 0.0, basis + " (no such op in this baseline)", {"bound": "none"})
         cycles, parts = 0.0, {}
