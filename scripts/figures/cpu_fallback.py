@@ -18,7 +18,7 @@ from compiler.cpu_fallback import (AddSpec, DenseSpec, GlobalAvgPoolSpec, MaxPoo
 from compiler.cpu_fallback.cost import CpuModel  # noqa: E402
 
 CPU = "cortex-a9"
-VARIANTS = (("int8", 1), ("int8", 2), ("fp32", 1), ("fp32", 2))  # (baseline, threads)
+VARIANTS = (("int8", 1), ("int8", 2), ("fp32", 1), ("fp32", 2), ("tcpu", 2))  # (baseline, threads)
 GROUPS = ("layer0", "conv", "other", "total")
 OTHER_OPS = {QuantizeSpec: "quantize", MaxPool2dSpec: "max pool", AddSpec: "residual adds",
              GlobalAvgPoolSpec: "global average pool", DenseSpec: "classifier (dense)"}
