@@ -363,7 +363,8 @@ class Executor:
         (``runtime.keeps_layouts``, VTA's) does none of this for an input ``node`` takes from
         another offloaded op, nor for an output only offloaded ops read (:meth:`on_device`); one
         that writes its instruction stream per run (``runtime.writes_stream``) writes ``bundle``'s
-        instructions and micro-ops."""
+        instructions and micro-ops (``bundle`` is read only then: a subclass's program, such as
+        the sweep's timed programs, need not be a bundle)."""
         kept_in, kept_out = self.on_device(node, len(inputs)) if node is not None else ([False] * len(inputs), False)
         packs = layout_specs(self.config, [t for t, kept in zip(inputs, kept_in) if not kept], PackSpec)
         skipped = layout_specs(self.config, [t for t, kept in zip(inputs, kept_in) if kept], PackSpec)
@@ -374,7 +375,7 @@ class Executor:
         start = time.perf_counter()
         cost = self.cpu_model.offload_cost(packs=packs, unpacks=unpacks, written_bytes=written, read_bytes=read,
                                            accelerator_s=busy_s, runtime=self.runtime,
-                                           stream_bytes=stream_bytes(bundle) if bundle is not None else 0)
+                                           stream_bytes=stream_bytes(bundle) if self.runtime.writes_stream else 0)
         self.model_wall += time.perf_counter() - start
         record.host_seconds += cost.seconds
         for part, seconds in cost.parts.items():
