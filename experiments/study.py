@@ -179,6 +179,22 @@ def network_parameters(config_spec, report, compared: str) -> list[dict]:
     return parameters(config, report.totals.get("cpu_model"), runtime, compared)
 
 
+def runtime_parameters(name: str, config_spec, compared: str) -> list[dict]:
+    """The profile of host runtime ``name`` (``vdla.host_runtime``) for the configuration
+    ``config_spec``, one row per field with its source (component ``NAME runtime``)."""
+    from vdla import host_runtime
+    from vdla_hw.config import load_config
+
+    cites = re.compile(compared, re.IGNORECASE) if compared else None
+    profile, sources = host_runtime.profile(name, load_config(config_spec)), host_runtime.sources(name)
+    rows = []
+    for key, value in dataclasses.asdict(profile).items():
+        source = sources.get(key, RUNTIME_SOURCES.get(key, RUNTIME_SOURCE))
+        rows.append({"component": f"{name} host runtime", "parameter": key, "value": value, "source": source,
+                     "cites_compared_figure": "yes" if cites and cites.search(source) else ""})
+    return rows
+
+
 def show(title: str, option_rows: list[dict], rows: list[dict], verdict_text: str, parameter_rows: list[dict],
          written: list[Path], basis: str = "") -> None:
     """A study's whole printout: what ran, the options, the table, the verdict, the time basis,

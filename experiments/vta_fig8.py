@@ -9,7 +9,11 @@ deployment flow (everything between the stem's max pool and the global average p
 convolutions and residual adds; the stem and the classifier on the CPU). Prints each bar, ours
 beside the paper's, with its relative error and the pass band of issue 23 (the VTA bars of
 ResNet-18 and -34 within +-15 %; the A9 bars are reported with no band), the bars that miss,
-and every model parameter with its source. Writes ``OUT/vta_fig8.csv``, ``vta_fig8_options.csv``,
+and every model parameter with its source. The VTA bars are given with two host models
+(:data:`HOST_RUNTIMES`, ``vdla.host_runtime``): ours (this project's driver: each offloaded op's
+tensors packed, copied and unpacked by the CPU, back-off polling) and VTA's runtime (spin
+polling, the instruction stream written per call, packed layouts kept on the device); each
+model runs once per host model. Writes ``OUT/vta_fig8.csv``, ``vta_fig8_options.csv``,
 ``vta_fig8_parameters.csv`` and ``vta_fig8.png``/``.pdf``. Nothing is fitted to Fig. 8.
 """
 
@@ -42,28 +46,39 @@ OPTIONS = [
            "(compiler/data/vta_paper_latency.csv header)"),
     Option("cpu_threads", 2, "TVM's runtime runs one worker per core unless TVM_NUM_THREADS is set "
            "(apache/tvm src/runtime/threading_backend.cc, MaxConcurrency); the Zynq-7020 has two A9 cores"),
+    Option("host_runtime", "ours, vta", "both host models, each run in turn (issue 44 item 5): ours, this "
+           "project's driver, and VTA's runtime as apache/tvm-vta publishes it (vdla/host_runtime.py gives each "
+           "part's source, listed below)"),
 ]
+HOST_RUNTIMES = ("ours", "vta")
+RUNTIME_TITLES = {"ours": "", "vta": " (VTA's runtime)"}
 
 
 PARTS = (("layer0", "stem conv (CPU)"), ("conv", "other convolutions"), ("other", "other ops"),
          ("host", "host around offloads"))  # the categories of ours listed under the VTA bar (unbanded)
 
 
-def bars(model: str, report) -> list[dict]:
+def bars(model: str, report, vta_report=None) -> list[dict]:
     """The model's A9 bar (the CPU-only run, no band) and VTA bar (CPU + VTA, +-15 %), ours vs the
     paper's in milliseconds, what ours is made of (the paper gives totals only), and the speedup
-    (no band)."""
+    (no band); with ``vta_report`` (the same run under VTA's host runtime) its VTA bar, parts and
+    speedup too."""
     theirs = paper.vta_fig8()[model]
-    t, title = report.totals, model.replace("resnet", "ResNet-")
-    a9, vta = theirs["cortex_a9_ms"], theirs["vta_pynq_z1_ms"]
-    parts = t["categories"]["cpu_plus_vdla"]
-    return [study.compare(f"{title} Cortex-A9", 1e3 * t["cpu_only_s"], a9, "ms", None),
-            study.compare(f"{title} VTA", 1e3 * t["offload_s"], vta, "ms", VTA_BAND),
-            *(study.compare(f"{title} VTA:   of which {what}", 1e3 * parts.get(key, 0.0), None, "ms", None)
-              for key, what in PARTS),
-            *(study.compare(f"{title} VTA:     host: {part}", 1e3 * seconds, None, "ms", None)
-              for part, seconds in t.get("host_parts", {}).items()),
-            study.compare(f"{title} speedup", t["speedup"], a9 / vta if a9 and vta else None, "x", None)]
+    title = model.replace("resnet", "ResNet-")
+    a9 = theirs["cortex_a9_ms"]
+    rows = [study.compare(f"{title} Cortex-A9", 1e3 * report.totals["cpu_only_s"], a9, "ms", None)]
+    for runtime, run in (("ours", report), ("vta", vta_report)):
+        if run is None:
+            continue
+        t, vta, name = run.totals, theirs["vta_pynq_z1_ms"], title + RUNTIME_TITLES[runtime]
+        parts = t["categories"]["cpu_plus_vdla"]
+        rows += [study.compare(f"{name} VTA", 1e3 * t["offload_s"], vta, "ms", VTA_BAND),
+                 *(study.compare(f"{name} VTA:   of which {what}", 1e3 * parts.get(key, 0.0), None, "ms", None)
+                   for key, what in PARTS),
+                 *(study.compare(f"{name} VTA:     host: {part}", 1e3 * seconds, None, "ms", None)
+                   for part, seconds in t.get("host_parts", {}).items()),
+                 study.compare(f"{name} speedup", t["speedup"], a9 / vta if a9 and vta else None, "x", None)]
+    return rows
 
 
 def figure(reports: dict, rows: list[dict], resolution: int):
@@ -120,14 +135,19 @@ def run(args) -> int:
     out = Path(args.out)
     study.check_outputs(out, NAME)
     kwargs, option_rows = study.run_kwargs(study.with_config(OPTIONS, args.config))
+    runtimes = [name.strip() for name in kwargs.pop("host_runtime").split(",")]
     reports, rows = {}, []
     for model in args.models:
-        print(f"== {model}", file=sys.stderr)
-        reports[model] = run_network(model, resolution=args.resolution, progress=lambda m: print(m, file=sys.stderr),
-                                     **kwargs)
-        rows += bars(model, reports[model])
+        runs = {}
+        for runtime in runtimes:
+            print(f"== {model}, host runtime {runtime}", file=sys.stderr)
+            runs[runtime] = run_network(model, resolution=args.resolution, host_runtime=runtime,
+                                        progress=lambda m: print(m, file=sys.stderr), **kwargs)
+        reports[model] = runs["ours"]
+        rows += bars(model, runs["ours"], runs.get("vta"))
     first = next(iter(reports.values()))
-    parameter_rows = study.network_parameters(kwargs.get("config"), first, COMPARED)
+    parameter_rows = study.network_parameters(kwargs.get("config"), first, COMPARED) + \
+        study.runtime_parameters("vta", kwargs.get("config"), COMPARED)
     written = study.write_study(out, NAME, rows, option_rows, parameter_rows, figure(reports, rows, args.resolution))
     study.show(f"VTA paper Fig. 8: {', '.join(args.models)} at {args.resolution}x{args.resolution} on "
                f"{first.config_name} (CPU {kwargs.get('cpu')})", option_rows, rows,

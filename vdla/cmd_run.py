@@ -322,8 +322,9 @@ def add_parser(sub) -> None:
     run.add_argument("--cpu", default="cortex-a9", choices=cpu_names(),
                      help="CPU whose modelled times the report gives (default cortex-a9, the PYNQ-Z1's)")
     run.add_argument("--cpu-baseline", default="int8", choices=baseline_names(),
-                     help="which kernels price the CPU ops: int8 (ours, what runs; default) or fp32 (TVM-style "
-                          "FP32 kernels, the TVM paper's CPU baseline); the functional path stays int8")
+                     help="which kernels price the CPU ops: int8 (ours, what runs; default), fp32 (TVM-style "
+                          "FP32 kernels, the VTA paper's A9 baseline) or tcpu (what the TVM paper measured: int8 "
+                          "convs with VTA's 2018 schedule table); the functional path stays int8")
     run.add_argument("--cpu-threads", type=int_range(1, 2), default=1,
                      help="CPU cores each CPU kernel is split over (default 1; 2: both A9 cores sharing L2 and DRAM)")
     run.add_argument("--input-shape", type=input_shape_arg, metavar="N,C,H,W",

@@ -44,6 +44,16 @@ def board_runtime(config=None):
     from driver.registers import run_profile
 
     return RuntimeProfile(**run_profile(config))
+
+
+def host_profile(name: str, config=None):
+    """The runtime profile of host runtime ``name`` (``vdla.host_runtime.NAMES``) for ``config``;
+    InputError for another name."""
+    from vdla import host_runtime
+
+    if name not in host_runtime.NAMES:
+        raise InputError(f"host runtime {name!r} is not one of {', '.join(host_runtime.NAMES)}")
+    return board_runtime(config) if name == "ours" else host_runtime.profile(name, config)
 CALIBRATION_SEED, TEST_SEED = 1, 2
 
 
@@ -447,17 +457,19 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
                 input_shape: tuple[int, ...] | None = None, method: str = "mse", normalize=IMAGENET,
                 images: str | None = None, x: str | None = None, cpu_baseline: str = "int8",
                 cpu_threads: int = 1, placement: str = "cost", roofline: bool = False,
-                max_work: int | None = None) -> NetworkReport:
+                max_work: int | None = None, host_runtime: str = "ours") -> NetworkReport:
     """Import, quantize, partition and run ``model`` once on ``target``; check it bit for bit.
     ``cpu`` names the CPU whose modelled times the report gives (``cost.cpu_names()``), priced
-    by the kernels of ``cpu_baseline`` (``cost.baseline_names()``: int8, fp32) on ``cpu_threads``
+    by the kernels of ``cpu_baseline`` (``cost.baseline_names()``: int8, fp32, tcpu) on ``cpu_threads``
     cores (1 or 2; the functional path stays int8 either way). The
     executed input is ``x`` (a .npy/.npz or image file), else the first test input.
     ``placement``: ``"cost"`` (default: each op where the whole network is faster) or ``"all"``
     (every op the accelerator can run goes there). ``roofline``: the caller will ask for
     :func:`roofline_without_latency_hiding` (its runs are then done beside this one, with the
     quantization report, when that is computed). ``max_work``: the sim device's work bound per
-    program (``vdla_hw/limits.py``; None: the default)."""
+    program (``vdla_hw/limits.py``; None: the default). ``host_runtime``: whose per-offload host
+    work the report models (``vdla.host_runtime``: ``"ours"``, this project's driver, or
+    ``"vta"``, VTA's runtime; the run itself is the same)."""
     from compiler.cpu_fallback.cost import CpuModel
     from compiler.vta_compat import network_shift_warning
 
@@ -475,7 +487,8 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     report = report_beside(graph, q, tests, p.graph_digest, layers=offloaded_convs(q, placements) if roofline else None,
                            config=config)
     try:
-        result, want, run_input = _execute(p, model, x, normalize, target, say, vthreads, cpu_model, clock, max_work)
+        result, want, run_input = _execute(p, model, x, normalize, target, say, vthreads, cpu_model, clock, max_work,
+                                           host_runtime)
     except BaseException:
         report.cancel()
         raise
@@ -491,7 +504,8 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
                "reference_check": clock["check"] - clock["execute"], "quantization_report": clock["report"],
                "total": time.perf_counter() - clock["start"]}
     shape = graph.shapes[graph.input]
-    totals = {**summarise(result.records, cpu_model.describe(), result.bytes_moved), "placement": placement}
+    totals = {**summarise(result.records, cpu_model.describe(), result.bytes_moved), "placement": placement,
+              "host_runtime": host_runtime}
     return NetworkReport(model, config.name, config.fingerprint, target, result.records, totals, quant, bit_exact,
                          result.outputs, timings,
                          resolution=int(shape[2]) if len(shape) == 4 else 0, input=run_input.describe(),
@@ -500,7 +514,8 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
                          vta_warning=network_shift_warning(q.nodes, placements))
 
 
-def _execute(p: Prepared, model, x, normalize, target, say, vthreads, cpu_model, clock: dict, max_work=None):
+def _execute(p: Prepared, model, x, normalize, target, say, vthreads, cpu_model, clock: dict, max_work=None,
+             host_runtime: str = "ours"):
     """The run of :func:`run_network` after the preparation: (executor result, the reference's
     output, the executed input); ``clock`` gets the ends of ``import``, ``quantize`` (with the
     placement), ``execute`` and ``check`` (the reference)."""
@@ -516,7 +531,7 @@ def _execute(p: Prepared, model, x, normalize, target, say, vthreads, cpu_model,
     say(f"running {sum(p.target == 'vdla' for p in placements.values())} ops on VDLA ({target}, {config.name}) "
         f"and {sum(p.target == 'cpu' for p in placements.values())} on the CPU")
     result = execute(q, run_input.array, placements, device, progress=say, vthreads=vthreads, cpu_model=cpu_model,
-                     runtime=board_runtime(config))
+                     runtime=host_profile(host_runtime, config))
     clock["execute"] = time.perf_counter()
     want = cached("reference", (content_digest(q), run_input.array), lambda: reference.forward_all(q, run_input.array))
     clock["check"] = time.perf_counter()

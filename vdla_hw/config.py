@@ -21,7 +21,7 @@ from vdla_hw import isa
 from vdla_hw.errors import ConfigError, VdlaError
 from vdla_hw.files import json_loads, read_capped
 from vdla_hw.isa import MEM_TYPES  # noqa: F401 (re-exported: the ISA owns the memory types)
-from vdla_hw.presets import DEFAULT_PRESET, PRESETS
+from vdla_hw.presets import DEFAULT_PRESET, PRESETS, VARIANTS
 
 ISA_VERSION = 1
 
@@ -129,10 +129,15 @@ class Config:
     # --- construction -------------------------------------------------------------------
     @classmethod
     def from_preset(cls, name: str = DEFAULT_PRESET, **overrides) -> Config:
-        if name not in PRESETS:
-            raise ConfigError("preset", name, f"unknown preset (known: {', '.join(PRESETS)})")
-        params = {k: v for k, (v, _) in PRESETS[name].items()}
-        sources = {k: s for k, (_, s) in PRESETS[name].items()}
+        """A preset's configuration, or a variant's (its base preset with the variant's
+        parameters and their sources, ``presets.VARIANTS``), with ``overrides`` on top."""
+        if name not in PRESETS and name not in VARIANTS:
+            raise ConfigError("preset", name, f"unknown preset (known: {', '.join(PRESETS)}; variants: "
+                                              f"{', '.join(VARIANTS)})")
+        base, changes = VARIANTS.get(name, (name, {}))
+        entries = {**PRESETS[base], **changes}
+        params = {k: v for k, (v, _) in entries.items()}
+        sources = {k: s for k, (_, s) in entries.items()}
         for key, value in overrides.items():
             params[key] = value
             sources[key] = "override"
@@ -335,13 +340,14 @@ def _rebuild(name: str, params: dict, sources: dict) -> Config:
 
 
 def load_config(spec: str | Path | Config | None = None) -> Config:
-    """A configuration from a preset name, a JSON file path, a JSON text, or a Config (returned as is)."""
+    """A configuration from a preset or variant name, a JSON file path, a JSON text, or a Config
+    (returned as is)."""
     if isinstance(spec, Config):
         return spec
     if spec is None:
         return Config.from_preset(DEFAULT_PRESET)
     text = str(spec)
-    if text in PRESETS:
+    if text in PRESETS or text in VARIANTS:
         return Config.from_preset(text)
     if text.lstrip().startswith("{"):
         return Config.from_json_text(text)

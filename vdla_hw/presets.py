@@ -16,6 +16,9 @@ SPEC = "docs/spec.md section 2"
 TIMING = "docs/spec.md section 5"
 UG585 = "Zynq-7000 TRM (Xilinx UG585)"
 A9_MPCORE = "Cortex-A9 MPCore TRM (ARM DDI 0407), 2.3.1 'AXI issuing capabilities'"
+ARTIFACT = ("the TVM paper's ReQuEST'18 artifact (Moreau, Chen, Ceze, 'Leveraging the VTA-TVM Hardware-Software "
+            "Stack for FPGA Acceleration of 8-bit ResNet-18 Inference', ReQuEST at ASPLOS'18, doi 10.1145/3229762.3229766; "
+            "ctuning/ck-request-asplos18-resnet-tvm-fpga dissemination.publication/9375838469ad4029/paper.tex)")
 VTA_PYNQ = "VTA's PYNQ build (apache/tvm-vta config/pkg_config.py, hardware/xilinx/scripts/vivado.tcl)"
 
 # The PYNQ-Z1's DDR3: one 16-bit DDR3 device at 1050 MT/s (Digilent PYNQ-Z1 reference manual,
@@ -184,3 +187,17 @@ PRESETS: dict[str, dict[str, tuple[object, str]]] = {
 }
 
 DEFAULT_PRESET = "osdi18"
+
+# Variants: a preset with some parameters replaced, each with its source. A variant is not a
+# preset: nothing enumerates it (no synthesis record, shipped CPU analyses, sweep or RTL run is
+# made for it); a study or a command names it (``Config.from_preset``, ``load_config``).
+# name -> (base preset, parameter -> (value, source)).
+VARIANTS: dict[str, tuple[str, dict[str, tuple[object, str]]]] = {
+    # osdi18 with the buffers the artifact that measured Fig. 10 and 21 allocated (osdi18 itself
+    # keeps the paper text's 32 kB: changing the default preset re-times every recorded figure,
+    # synthesis record and sweep; issue 44 item 5 allowed this variant instead).
+    "osdi18-artifact": ("osdi18", {
+        "LOG_UOP_BUFF_SIZE": (14, ARTIFACT + ": 'We allocate 16kB of resources for microkernel cache'"),
+        "LOG_WGT_BUFF_SIZE": (18, ARTIFACT + ": '256kB for parameter storage'"),
+    }),
+}

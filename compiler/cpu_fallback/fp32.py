@@ -1,4 +1,4 @@
-"""FP32 kernels in the style of TVM's ARM CPU schedules of 2018: the TVM paper's CPU baseline.
+"""FP32 kernels in the style of TVM's ARM CPU schedules of 2018: the VTA paper's A9 baseline.
 
 They exist for the cost model (``CpuModel(cpu, baseline="fp32")`` prices every CPU op by the
 FP32 kernel of the same shape, see :mod:`.cost.baselines`); the functional path of ``vdla run``

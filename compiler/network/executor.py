@@ -121,6 +121,18 @@ class ExecResult:
 CATEGORIES = BYTE_CATEGORIES
 
 
+def stream_bytes(bundle) -> int:
+    """Bytes of ``bundle``'s instruction stream and micro-op tables (what a runtime that builds
+    its stream per call writes into device memory before each run)."""
+    c = bundle.config
+    uops = 0
+    for sym in bundle.symbols.values():
+        if sym.mem == "uop":
+            lo, hi = sym.byte_range(c)
+            uops += hi - lo
+    return bundle.insn_count * c.insn_bytes + uops
+
+
 def outputs_sha256(outputs) -> str:
     """SHA-256 of a run's outputs: their bytes (C order) one after another, in the graph's order
     (for a network of one output, the SHA-256 of that array's bytes)."""
@@ -193,6 +205,10 @@ class Executor:
             model = device.loaded_model()
         self.model = model
         self.producers = {n.output: n for n in q.nodes}
+        self.consumers = {}
+        for n in q.nodes:
+            for name in n.inputs:
+                self.consumers.setdefault(name, []).append(n)
         self.should_stop = should_stop
         self.config = device.config
         self.progress = progress or (lambda message: None)
@@ -307,7 +323,8 @@ class Executor:
             if self.cpu_model is not None:  # the groups' outputs unpack once, as one tensor
                 last = index == len(bundles) - 1
                 moved = {k: v - before.get(k, 0) for k, v in record.extra["moved"].items()}
-                self.host_time(inputs, self.q.shapes[node.output] if last else None, moved, run.seconds, record)
+                self.host_time(inputs, self.q.shapes[node.output] if last else None, moved, run.seconds, record,
+                               node=node, bundle=bundle)
             outputs.append(add_output(bundle, run.dram) if layer is None else layer_output(bundle, run.dram))
         record.extra.update(layer=bundles[0][2], layers=[layer for _, _, layer, _, _ in bundles], run=runs[0],
                             device_wall=time.perf_counter() - compiled)
@@ -337,22 +354,49 @@ class Executor:
             record.bytes = sum(int(v) for *_, moved in counts for k, v in moved.items() if k != "insn")
 
     def host_time(self, inputs: list[tuple], output: tuple | None, moved: dict, busy_s: float,
-                  record: LayerRecord) -> None:
+                  record: LayerRecord, node: QNode | None = None, bundle=None) -> None:
         """What the board runtime does around one run of a loaded bundle: pack every input (shape,
         dtype) into the blocked layout, write the packed bytes (``moved["activations_in"]``), keep
         them coherent, run (registers, polling), read the output's bytes back
         (``moved["activations_out"]``) and unpack the output (if given) to NCHW for whoever reads
-        it next; added to the record."""
-        packs = layout_specs(self.config, inputs, PackSpec)
-        unpacks = layout_specs(self.config, [(output, "int8")] if output is not None else [], UnpackSpec)
+        it next; added to the record. A runtime that keeps layouts on the device
+        (``runtime.keeps_layouts``, VTA's) does none of this for an input ``node`` takes from
+        another offloaded op, nor for an output only offloaded ops read (:meth:`on_device`); one
+        that writes its instruction stream per run (``runtime.writes_stream``) writes ``bundle``'s
+        instructions and micro-ops (``bundle`` is read only then: a subclass's program, such as
+        the sweep's timed programs, need not be a bundle)."""
+        kept_in, kept_out = self.on_device(node, len(inputs)) if node is not None else ([False] * len(inputs), False)
+        packs = layout_specs(self.config, [t for t, kept in zip(inputs, kept_in) if not kept], PackSpec)
+        skipped = layout_specs(self.config, [t for t, kept in zip(inputs, kept_in) if kept], PackSpec)
+        written = moved["activations_in"] - sum(s.io_bytes()[1] for s in skipped)
+        read = 0 if kept_out else moved["activations_out"]
+        unpacks = layout_specs(self.config, [(output, "int8")] if output is not None and not kept_out else [],
+                               UnpackSpec)
         start = time.perf_counter()
-        cost = self.cpu_model.offload_cost(packs=packs, unpacks=unpacks, written_bytes=moved["activations_in"],
-                                           read_bytes=moved["activations_out"], accelerator_s=busy_s,
-                                           runtime=self.runtime)
+        cost = self.cpu_model.offload_cost(packs=packs, unpacks=unpacks, written_bytes=written, read_bytes=read,
+                                           accelerator_s=busy_s, runtime=self.runtime,
+                                           stream_bytes=stream_bytes(bundle) if self.runtime.writes_stream else 0)
         self.model_wall += time.perf_counter() - start
         record.host_seconds += cost.seconds
         for part, seconds in cost.parts.items():
             record.host_parts[part] = record.host_parts.get(part, 0.0) + seconds
+
+    def on_device(self, node: QNode, count: int) -> tuple[list[bool], bool]:
+        """Under a runtime that keeps layouts on the device: whether each of a run's ``count``
+        inputs comes from an offloaded op (``node``'s inputs in order; a run with another count,
+        one group of a grouped conv, reads its first input), and whether only offloaded ops read
+        ``node``'s output (not a network output). All False under our runtime."""
+        if self.runtime is None or not self.runtime.keeps_layouts:
+            return [False] * count, False
+        names = list(node.inputs) if count == len(node.inputs) else [node.inputs[0]] * count
+
+        def offloaded(other) -> bool:
+            return other is not None and self.placements[other.name].target == "vdla"
+
+        kept_in = [offloaded(self.producers.get(name)) for name in names]
+        readers = self.consumers.get(node.output, [])
+        kept_out = node.output not in self.q.outputs and bool(readers) and all(offloaded(r) for r in readers)
+        return kept_in, kept_out
 
     def kernel_specs(self) -> list:
         """Every kernel spec this run asks the CPU model for (so it can analyse them ahead)."""

@@ -58,7 +58,7 @@ def test_peaks_and_roofs_said_of_each_preset():
     text = _section("2. Configuration")
     paragraph = next(p for p in text.split("\n\n") if "is the system that produced" in p)
     checked = 0
-    for part in re.split(r"(?=`(?:osdi18|osdi18-200|vta-pynq|tiny)`)", paragraph)[1:]:
+    for part in re.split(r"(?=`(?:osdi18|osdi18-200|osdi18-artifact|vta-pynq|tiny)`)", paragraph)[1:]:
         config = load_config(re.match(r"`([\w-]+)`", part).group(1))
         for number, unit in re.findall(r"(\d+(?:\.\d+)?) (GOPS|GB/s|MHz|kB of weights)", part):
             expected = {"GOPS": config.peak_ops_per_s / 1e9, "GB/s": config.mem_bytes_per_s / 1e9,

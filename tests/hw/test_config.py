@@ -116,6 +116,22 @@ def test_unknown_preset_and_missing_file():
         Config.from_preset("nope")
 
 
+def test_a_variant_is_its_base_preset_with_its_own_sourced_parameters():
+    from vdla_hw.presets import PRESETS, VARIANTS
+
+    artifact, base = load_config("osdi18-artifact"), Config.from_preset("osdi18")
+    assert "osdi18-artifact" not in PRESETS and VARIANTS["osdi18-artifact"][0] == "osdi18"
+    changed = {k for k in base.params if artifact.params[k] != base.params[k]}
+    assert changed == {"LOG_UOP_BUFF_SIZE", "LOG_WGT_BUFF_SIZE"} and artifact.name == "osdi18-artifact"
+    assert (2 ** artifact.LOG_UOP_BUFF_SIZE, 2 ** artifact.LOG_WGT_BUFF_SIZE) == (16 * 1024, 256 * 1024)
+    assert all("ReQuEST'18 artifact" in artifact.sources[k] and "kB" in artifact.sources[k] for k in changed)
+    assert all(artifact.sources[k] == base.sources[k] for k in base.params if k not in changed)
+    assert artifact.fingerprint != base.fingerprint
+    assert Config.from_json_text(artifact.to_json()).fingerprint == artifact.fingerprint  # round trip
+    with pytest.raises(ConfigError, match="variants: osdi18-artifact"):
+        Config.from_preset("nope")
+
+
 def test_malformed_json(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text("{ not json")

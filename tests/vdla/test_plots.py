@@ -130,8 +130,11 @@ def test_each_fig21_bar_says_which_system_it_is():
     assert labels == ["CPU only\n(ours, modelled:\ncortex-a9, fp32, 2 cores)",
                       f"CPU only\n(paper, {PAPER_SYSTEMS[0]})",
                       "CPU + VDLA\n(ours, simulated:\nosdi18)", f"CPU + VDLA\n(paper, {PAPER_SYSTEMS[1]})"]
+    assert not fig21_data(report)["paper_cpu"]  # fp32 is not the paper's CPU system: the panel says so
+    cpu_model["baseline"] = {"name": "tcpu"}
+    assert fig21_data(report)["paper_cpu"] and "(-device=tcpu)" in PAPER_SYSTEMS[0]
     report.resolution = 32
-    assert [label for label, _, _ in fig21_data(report)["bars"]][0].endswith("cortex-a9, fp32, 2 cores)")
+    assert [label for label, _, _ in fig21_data(report)["bars"]][0].endswith("cortex-a9, tcpu, 2 cores)")
 
 
 def _csv(path):

@@ -12,7 +12,8 @@ Kernel time (``CpuModel.kernel_cost``), from the code-level analysis of :mod:`.a
 
 The baseline (``baseline=``, data in ``compiler/data/baselines``, :mod:`.baselines`) says which
 kernel an op is priced by: ``int8``, our own kernel; ``fp32``, the FP32 kernel of the same shape
-in the style of TVM's ARM schedule (:mod:`..fp32`). With ``threads=2`` each kernel's outer loop
+in the style of TVM's ARM schedule (:mod:`..fp32`); ``tcpu``, the TVM paper's measured CPU path
+(int8 convs with VTA's 2018 schedule table, :mod:`..int8_pack`). With ``threads=2`` each kernel's outer loop
 is split over two cores (:mod:`.threads`): the larger share's own analysis gives the core and L1
 counts, the whole kernel's gives the shared L2's DRAM traffic, the DRAM bandwidth is shared
 (:func:`.memory.memory_cycles`), and every split kernel pays the thread pool's ``fork_join_s``.
@@ -35,6 +36,12 @@ accelerator move, which the driver counts (``written_bytes``/``read_bytes``):
                 sees DONE (sleeps stretched by the kernel's timer slack)
     invalidate  invalidate the read bytes' cache lines before the CPU reads them; 0 on ACP
     unpack      blocked -> NCHW of the output for the CPU (code-level cost of our unpack kernel)
+
+A runtime like VTA's own (``runtime.keeps_layouts``, ``runtime.writes_stream``:
+``vdla.host_runtime``) keeps a tensor passing between two offloaded ops in its packed layout on
+the device (the caller then gives no pack, copy or unpack for it) and writes the instruction
+stream and micro-ops into device memory on every run: ``instructions`` (``stream_bytes`` at the
+memcpy rate; the CPU work that builds them is not priced), a part only such a runtime has.
 
 A runtime that copies whole images instead (``runtime.image_copies`` per run, plus the caller's
 ``extra_copies``, of ``image_bytes``: the driver before the loaded model) is still modelled, for
@@ -87,6 +94,8 @@ class RuntimeProfile:
     image_copies: int = 0      # whole-image copies per run (0: a loaded model moves only its inputs/outputs)
     coherent: bool = False     # the port snoops the CPU caches (ACP): no flush, no invalidate
     sleep_slack_s: float = 50e-6  # Linux default timer slack of a normal thread, prctl(2) PR_SET_TIMERSLACK
+    keeps_layouts: bool = False  # a tensor between two offloaded ops stays packed on the device
+    writes_stream: bool = False  # the instruction stream and micro-ops are written on every run
 
 
 @dataclass(frozen=True)
@@ -166,7 +175,7 @@ class CpuModel:
         """Modelled time of one call of ``spec`` (a kernel of the functional path), priced by the
         baseline's kernels for it, on ``threads`` cores."""
         priced = self.baseline.price(spec)
-        basis = self.basis + (" (int8 kernel: no FP32 counterpart modelled)" if priced.stand_in else "")
+        basis = self.basis + (f" ({self.baseline.stand_in_note})" if priced.stand_in else "")
         if not priced.kernels:
             return KernelCost(0.0, 0.0, basis + " (no such op in this baseline)", {"bound": "none"})
         cycles, parts = 0.0, {}
@@ -215,19 +224,21 @@ class CpuModel:
 
     def offload_cost(self, *, runtime: RuntimeProfile, packs=(), unpacks=(), written_bytes: int | None = None,
                      read_bytes: int | None = None, accelerator_s: float = 0.0, image_bytes: int = 0,
-                     input_bytes: int = 0, extra_copies: int = 0) -> HostCost:
+                     input_bytes: int = 0, extra_copies: int = 0, stream_bytes: int = 0) -> HostCost:
         """Host seconds around one run whose inputs are packed by the kernel specs ``packs`` and
         whose output is unpacked by ``unpacks``, the accelerator busy ``accelerator_s``.
         ``written_bytes``/``read_bytes``: the bytes the driver writes into / reads from device
         buffers (default: the packed inputs of ``packs`` / the packed outputs of ``unpacks``).
         A whole-image runtime: ``image_bytes`` copied ``runtime.image_copies + extra_copies`` times,
-        plus ``input_bytes`` written into the image (see the module docstring)."""
+        plus ``input_bytes`` written into the image (see the module docstring). ``stream_bytes``:
+        the instruction and micro-op bytes a ``runtime.writes_stream`` runtime writes per run."""
         cpu = self.cpu
         written = sum(s.io_bytes()[1] for s in packs) if written_bytes is None else int(written_bytes)
         read = sum(s.io_bytes()[0] for s in unpacks) if read_bytes is None else int(read_bytes)
         copies = runtime.image_copies + extra_copies
         whole = image_bytes if copies else 0   # a whole-image runtime keeps the whole image coherent
-        flushed, invalidated = written + whole, read + whole
+        stream = int(stream_bytes) if runtime.writes_stream else 0
+        flushed, invalidated = written + whole + stream, read + whole
         if runtime.coherent:
             flush = invalidate = 0.0
         else:
@@ -243,6 +254,8 @@ class CpuModel:
             "invalidate": invalidate,
             "unpack": sum(self.seconds(spec) for spec in unpacks),
         }
+        if runtime.writes_stream:
+            parts["instructions"] = stream / cpu.memcpy_bytes_per_s
         return HostCost(sum(parts.values()), parts)
 
     def _maintenance(self, nbytes: int) -> float:

@@ -19,7 +19,7 @@ def raw(name):
 
 
 def test_baselines_name_what_they_are_and_every_parameter_a_source():
-    assert baseline_names() == ["fp32", "int8"]
+    assert baseline_names() == ["fp32", "int8", "tcpu"]
     fp32 = load_baseline("fp32")
     assert "spatial-pack" in fp32.source and "v0.5 (2018)" in fp32.source
     assert fp32.values["conv_tile"] == [1, 2, 8] and all(len(fp32.sources[k]) > 20 for k in fp32.values)
@@ -55,12 +55,56 @@ def test_fp32_prices_each_op_by_the_fp32_kernel_of_the_same_shape():
     assert load_baseline("int8").price(CONV).kernels == ((CONV, 1),)
 
 
+def test_tcpu_prices_a_conv_of_the_2018_table_by_the_int8_pack_kernel_with_that_entrys_tile():
+    tcpu = load_baseline("tcpu")
+    table = tcpu.values["conv_schedules"]
+    assert len(table) == 12 and "arm_conv2d.py" in tcpu.sources["conv_schedules"]
+    assert all(len(tcpu.sources[k]) > 20 for k in tcpu.values)
+    for entry in table:  # each entry's own shape gets its own tile, whichever the entry
+        spec = cf.Conv2dSpec(n=1, c=entry["IC"], h=entry["H"], w=entry["W"], oc=entry["OC"], kh=entry["K"],
+                             kw=entry["K"], stride=entry["stride"], pad=entry["pad"], shift=8, relu=True)
+        ((kernel, calls),) = tcpu.price(spec).kernels
+        assert kernel.family == "int8_pack_conv2d" and calls == 1 and not tcpu.price(spec).stand_in
+        assert (kernel.c, kernel.h, kernel.oc, kernel.kh, kernel.stride, kernel.pad) == \
+            (entry["IC"], entry["H"], entry["OC"], entry["K"], entry["stride"], entry["pad"])
+        want = (entry["vh"], entry["vw"], entry["vc"]) if entry["schedule"] == "SpatialPack" else \
+            (1, entry["vp"], entry["vq"])
+        assert (kernel.vh, kernel.vw, kernel.vc) == want and kernel.ann_reduce == ("none", "none")
+        unrolled = entry["unroll"] or entry["schedule"] == "Im2ColPack"  # im2col unrolls vim always
+        assert kernel.ann_spatial == ("none", "unroll" if unrolled else "none", "vec")
+    stem = cf.Conv2dSpec(n=1, c=3, h=224, w=224, oc=64, kh=7, kw=7, stride=2, pad=3, shift=8, relu=True)
+    assert (tcpu.price(stem).kernels[0][0].vw, tcpu.price(stem).kernels[0][0].vc) == (8, 4)  # SpatialPack(1, 8, 4, ...)
+    # a shape the table lacks (TVM raised 'no schedule'): our int8 conv stands in, and says so
+    assert tcpu.price(CONV).kernels == ((CONV, 1),) and tcpu.price(CONV).stand_in
+    assert "schedule table" in tcpu.stand_in_note and "FP32" in load_baseline("fp32").stand_in_note
+    add = cf.AddSpec(size=999, shift=1, relu=True)  # the same int8 graph: other ops are themselves
+    assert tcpu.price(add).kernels == ((add, 1),) and not tcpu.price(add).stand_in
+
+
+def test_a_malformed_schedule_table_is_one_clear_error():
+    data = raw("tcpu")
+    data["params"]["conv_schedules"]["value"][0]["schedule"] = "Winograd"
+    with pytest.raises(BaselineError, match=r"conv_schedules\[0\] needs a 'schedule' of"):
+        parse_baseline("tcpu", data)
+    data = raw("tcpu")
+    del data["params"]["conv_schedules"]["value"][3]["vc"]
+    with pytest.raises(BaselineError, match=r"conv_schedules\[3\] \(SpatialPack\) needs exactly the keys"):
+        parse_baseline("tcpu", data)
+    data = raw("tcpu")
+    data["params"]["conv_schedules"]["value"][9]["unroll"] = 1
+    with pytest.raises(BaselineError, match=r"conv_schedules\[9\]: .* unroll a bool"):
+        parse_baseline("tcpu", data)
+
+
 def test_cpu_model_prices_by_the_baseline_and_names_it_and_the_threads():
     int8, fp32 = CpuModel("cortex-a9", workers=0), CpuModel("cortex-a9", baseline="fp32", workers=0)
     a, b = int8.kernel_cost(CONV), fp32.kernel_cost(CONV)
     assert a.parts["priced_by"] == ["conv2d"] and b.parts["priced_by"] == ["fp32_conv2d"]
     assert a.seconds != b.seconds and "fp32 baseline" in b.basis
     assert fp32.kernel_cost(cf.QuantizeSpec(size=100, frac=5)).seconds == 0
+    stood_in = CpuModel("cortex-a9", baseline="tcpu", workers=0).kernel_cost(CONV)  # no table entry: ours
+    assert stood_in.cycles == a.cycles and stood_in.basis.endswith("(our int8 conv: no entry of this shape in the "
+                                                                   "baseline's schedule table)")
     two = CpuModel("cortex-a9", baseline="fp32", threads=2, workers=0)
     assert two.describe()["threads"] == 2 and "2 threads" in two.basis
     assert two.describe()["baseline"]["name"] == "fp32"

@@ -58,3 +58,26 @@ def test_a_whole_image_runtime_is_charged_its_copies():
     assert p["invalidate"] == pytest.approx(maintenance(image))
     # the loaded model's runtime does not copy the image at all
     assert A9.offload_cost(image_bytes=image, accelerator_s=1e-3, runtime=HP).parts["copy"] == 0
+
+
+def test_vtas_runtime_spins_writes_its_stream_per_run_and_names_each_parts_source():
+    from vdla import host_runtime
+    from vdla_hw.config import load_config
+
+    cpu, acp = A9.cpu, load_config("vta-pynq")
+    vta = host_runtime.profile("vta", acp)
+    assert (vta.register_writes, vta.register_reads, vta.coherent) == (14, 0, True)  # pynq_driver.cc Run
+    assert vta.keeps_layouts and vta.writes_stream and not ACP.keeps_layouts and not ACP.writes_stream
+    assert set(host_runtime.sources("vta")) == set(vta.__dataclass_fields__)
+    assert all("apache/tvm" in source for source in host_runtime.sources("vta").values())
+    assert host_runtime.profile("ours", acp) == RuntimeProfile(**run_profile(acp))
+    with pytest.raises(ValueError, match="host runtime 'xrt' is not one of ours, vta"):
+        host_runtime.profile("xrt")
+    host = A9.offload_cost(written_bytes=4096, read_bytes=1000, accelerator_s=1e-3, runtime=vta, stream_bytes=8000)
+    p = host.parts
+    assert p["instructions"] == pytest.approx(8000 / cpu.memcpy_bytes_per_s)
+    assert p["registers"] == pytest.approx(14 * cpu.mmio_access_s)
+    assert 0 <= p["poll"] < cpu.mmio_access_s  # it sees DONE within one read of it
+    backoff = A9.offload_cost(written_bytes=4096, read_bytes=1000, accelerator_s=1e-3, runtime=ACP, stream_bytes=8000)
+    assert "instructions" not in backoff.parts and backoff.parts["poll"] > 10 * p["poll"]
+    assert host.seconds == pytest.approx(sum(p.values()))
