@@ -14,7 +14,6 @@ bit for bit.
 
 from __future__ import annotations
 
-import io
 import json
 
 import numpy as np
@@ -24,6 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from tests.fuzz.test_bounds import base_seconds, refused, vdla_run  # noqa: F401 (base_seconds: a fixture)
 from tests.fuzz.test_hostile_files import vdla
+from tests.fuzz.test_names_and_values import assert_package_runs_exact
 
 
 def chain(names, values=("a", "r", "b")) -> onnx.ModelProto:
@@ -93,9 +93,7 @@ def test_a_duplicate_name_becomes_name_tilde_k_and_made_up_names_avoid_the_model
 def test_package_of_colliding_names_loads_and_runs_bit_exact(case, tmp_path):
     """A package (graph.json keyed by node name) of such a model: the old code built one the
     package check refused ("node 'c' repeats a name"); now a sim device runs it, bit exact."""
-    from compiler.quantize import reference
-    from driver import open_device
-    from vdla.deploy import build_package, run_package
+    from vdla.deploy import build_package
     from vdla.network import prepare
 
     path = tmp_path / "m.onnx"
@@ -103,13 +101,7 @@ def test_package_of_colliding_names_loads_and_runs_bit_exact(case, tmp_path):
     p = prepare(str(path))
     files = build_package(p, model="m", arm_library=False, progress=lambda m: None)
     assert len(json.loads(files["placements.json"])) == len(p.q.nodes)
-    device = open_device("sim", p.config)
-    try:
-        _, blobs = run_package(files, device)
-    finally:
-        device.close()
-    got = np.load(io.BytesIO(blobs["output.npy"]), allow_pickle=False)
-    assert np.array_equal(got, reference.forward_all(p.q, p.tests[:1])[0])
+    assert_package_runs_exact(files, p)
 
 
 @pytest.mark.slow  # two CLI runs: about 15 s under load

@@ -81,9 +81,7 @@ def test_package_of_a_node_named_like_a_group_runs_every_op_on_its_own_bundle(na
     """Built, checked by the driver (file names) and run on a sim device's loaded model: the
     outputs are the quantized reference's. The old keys wrote two programs to one file
     ('bundles/c#g1.npz'), which the package check then refused as a bad name."""
-    from compiler.quantize import reference
-    from driver import open_device
-    from vdla.deploy import build_package, run_package
+    from vdla.deploy import build_package
     from vdla.network import prepare
 
     path = tmp_path / "m.onnx"
@@ -92,6 +90,17 @@ def test_package_of_a_node_named_like_a_group_runs_every_op_on_its_own_bundle(na
     files = build_package(p, model="m", arm_library=False, progress=lambda m: None)
     bundles = sorted(n for n in files if n.startswith("bundles/"))
     assert bundles == sorted(f"bundles/{k}.npz" for k in ("c/g0", "c/g1", bundle_key(name)))
+    assert_package_runs_exact(files, p)
+    assert json.loads(files["placements.json"])[name]["target"] == "vdla"
+
+
+def assert_package_runs_exact(files: dict, p) -> None:
+    """The package ``files`` of the prepared model ``p`` runs on a sim device, and its output
+    is the quantized reference's for ``p``'s first test input, bit for bit."""
+    from compiler.quantize import reference
+    from driver import open_device
+    from vdla.deploy import run_package
+
     device = open_device("sim", p.config)
     try:
         _, blobs = run_package(files, device)
@@ -99,7 +108,6 @@ def test_package_of_a_node_named_like_a_group_runs_every_op_on_its_own_bundle(na
         device.close()
     got = np.load(io.BytesIO(blobs["output.npy"]), allow_pickle=False)
     assert np.array_equal(got, reference.forward_all(p.q, p.tests[:1])[0])
-    assert json.loads(files["placements.json"])[name]["target"] == "vdla"
 
 
 # --- finding 10: `vdla run --output F.npz` keys by position, names inside --------------------
