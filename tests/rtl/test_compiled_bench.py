@@ -126,6 +126,16 @@ def test_build_is_cached_and_keyed_on_the_cxx_sources(monkeypatch, tmp_path):
     assert compiled.build_hash() != first.parent.name.split("-")[1]
 
 
+def test_the_build_makes_no_precompiled_header():
+    """verilated.mk's precompiled header costs more than it saves on a model of a few files
+    (vdla_hw.rtl.runner.NO_PCH): the build only preprocesses the header it would precompile."""
+    from vdla_hw.rtl import compiled
+
+    log = (compiled.build("tiny", "core").parent / "build.log").read_text()
+    assert "__pch.h.fast.gch" in log and "__pch.h.slow.gch" in log
+    assert "c++-header" not in log and " -include " not in log
+
+
 def test_missing_toolchain_is_one_clear_error(monkeypatch):
     from vdla_hw.rtl import compiled, runner
 

@@ -38,9 +38,7 @@ RESPONSES = {"slverr": 2, "decerr": 3}
 # 13 % faster than -O2 and 50 % faster than verilated.mk's default -Os on osdi18).
 VERILATOR_FLAGS = ("--cc", "--exe", "-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal", "-Wno-lint",
                    "-Wno-style", "--top-module", HARNESS)
-MAKE_FLAGS = ("OPT_SLOW=-O1", "OPT_GLOBAL=-O2",
-              # the PyPI wheel's verilated.mk leaves the precompiled-header include flag empty
-              "CFG_CXXFLAGS_PCH_I=-include")
+MAKE_FLAGS = ("OPT_SLOW=-O1", "OPT_GLOBAL=-O2", *runner.NO_PCH)
 CXX_OPT = "-O3"                 # the model's C++ (OPT_FAST); VDLA_RTL_CXX_OPT overrides it
 # The C++ compiler (VDLA_RTL_CXX overrides, e.g. clang++): g++ 12's code for the pipelined osdi18
 # model runs 3-12 % faster than clang++ 14's at the same -O3 (docs/rtl.md; on the RTL before issue
