@@ -13,18 +13,26 @@ function, the producer's weights, bias and clip bounds absorb ``s`` before they 
 and the value's power-of-two step ``2**-frac`` then means ``2**-frac / s`` = the window's step
 (:func:`free_step`). ``scales`` records ``s`` per value so that reports and dequantization still
 speak in the original model's units.
+
+Element-wise tables and products (:data:`ABSORBING`: ``lut``/``muladd`` and ``mul``, on the CPU)
+take part the same way, in every mode: a table is computed at any input and output step (each
+entry the function of its code's real value, rounded once to the output's step), and a muladd's
+or a product's integer multiplier holds the factors (``rules._unary``, ``rules._mul``). So a
+conv before a hard-swish, the hard-swish after it, a squeeze-excitation gate and its product get
+free steps too, where each had a power-of-two step with a clipped MSE window before.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from compiler.frontend.graph import Graph, Node
+from compiler.frontend.graph import UNARY, Graph, Node
 from compiler.quantize.exact import floor_log2
 from compiler.quantize.rules import fuse_activations
 from compiler.quantize.scales import sample, value_range
 
 TRANSPARENT = ("maxpool", "avgpool", "avgpool2d", "reshape", "resize")  # commute with a positive factor
+ABSORBING = ("mul",) + UNARY  # producers and consumers whose int8 form holds any factor (no weights to fold it into)
 FREE_WINDOW = {"mse": "minmax", "minmax": "minmax", "percentile": "percentile"}  # window of a free step
 
 
@@ -38,7 +46,7 @@ def free_step(values: np.ndarray, method: str) -> float | None:
 
 def _reach(graph: Graph, value: str, layer_ops: tuple[str, ...]):
     """(values scaled along, consumer layers) if everything reading ``value`` is transparent or one
-    of ``layer_ops`` (conv/dense reading it as its input; adds); else None."""
+    of ``layer_ops`` (conv/dense reading it as its input; adds; tables and products); else None."""
     scaled, layers, todo = [value], [], [value]
     while todo:
         for user in graph.consumers(todo.pop()):
@@ -61,10 +69,11 @@ def equalize(graph: Graph, values: dict, through_adds: bool = False, method: str
                   [Node(n.name, n.op, list(n.inputs), n.output, dict(n.attrs)) for n in graph.nodes],
                   dict(graph.shapes))
     fused = {node.name: act for node, act in fuse_activations(graph)}
+    folded = {act.name for act in fused.values() if act is not None}  # part of their producer's int8 op
     scales: dict[str, float] = {}
-    layer_ops = ("conv", "dense", "add") if through_adds else ("conv", "dense")
+    layer_ops = (("conv", "dense", "add") if through_adds else ("conv", "dense")) + ABSORBING
     for node in graph.nodes:
-        if node.op not in layer_ops:
+        if node.op not in layer_ops or node.name in folded:
             continue
         act = fused.get(node.name)
         out = act.output if act is not None else node.output
@@ -78,13 +87,13 @@ def equalize(graph: Graph, values: dict, through_adds: bool = False, method: str
             continue
         s = float(2.0 ** floor_log2(step) / step)  # in (1/2, 1]
         scaled, layers = reach
-        if node.op != "add":  # an add's multipliers absorb s (its own and its inputs')
+        if node.op in ("conv", "dense"):  # an add's, a product's multipliers and a table absorb s
             node.attrs["weight"] = (node.attrs["weight"] * s).astype(np.float32)
             node.attrs["bias"] = (node.attrs["bias"] * s).astype(np.float32)
         if act is not None and act.op == "clip":
             act.attrs = {**act.attrs, "lo": act.attrs["lo"] * s, "hi": act.attrs["hi"] * s}
         for layer in layers:
-            if layer.op != "add":
+            if layer.op in ("conv", "dense"):
                 layer.attrs["weight"] = (layer.attrs["weight"] / s).astype(np.float32)
         for name in dict.fromkeys((node.output, out, *scaled)):  # in a fixed order (not a set's, which
             # changes with the process's string hashing): the quantized graph pickles the same everywhere

@@ -236,14 +236,19 @@ def _pool(ctx: Context, node: Node, act, out, inputs, wide):
 
 def _unary(ctx: Context, node: Node, act, out, inputs, wide):
     """An element-wise op (``compiler.frontend.elementwise``) becomes a 256-entry table of its
-    function (``Elementwise.tabulate``); per-channel or per-element affines a muladd."""
+    function (``Elementwise.tabulate``); per-channel or per-element affines a muladd. Either
+    holds the equalization factors of its input and output (``s_x``, ``s_y``: 1 unless a factor
+    was folded around the value, ``compiler.quantize.equalize``): code ``q`` means
+    ``(q - zx) * 2**-fx / s_x``, and the function's value ``y`` is ``y * s_y`` on the output's
+    grid (a fused ReLU/Clip's bounds are already in those units)."""
     fx, zx = ctx.fracs[inputs[0]], ctx.zps[inputs[0]]
     fy, zy = ctx.best[out]
+    sx, sy = ((ctx.scales or {}).get(name, 1.0) for name in (node.inputs[0], node.output))
     a = node.attrs
     if node.op == "affine" and (np.size(a["scale"]) > 1 or np.size(a["offset"]) > 1):
         sample = (1,) + tuple(ctx.graph.shapes[node.inputs[0]][1:])
-        scale = np.broadcast_to(np.asarray(a["scale"], np.float64), sample)[0] * 2.0 ** (fy - fx)
-        offset = np.broadcast_to(np.asarray(a["offset"], np.float64), sample)[0]
+        scale = np.broadcast_to(np.asarray(a["scale"], np.float64), sample)[0] * (2.0 ** (fy - fx) * sy / sx)
+        offset = np.broadcast_to(np.asarray(a["offset"], np.float64), sample)[0] * sy
         peak = float(np.abs(scale).max())
         k = int(np.clip(MULADD_BITS - 1 - ceil_log2(peak) if peak > 0 else 0, 0, 24))
         mul = np.rint(scale * 2.0 ** k).astype(np.int64)
@@ -252,7 +257,8 @@ def _unary(ctx: Context, node: Node, act, out, inputs, wide):
         return {"op": "muladd", "mul": mul.astype(np.int32), "add": np.clip(add, INT32_MIN, INT32_MAX).astype(np.int32),
                 "shift": k, "lo": lo, "hi": hi}, fy, zy
     codes = np.arange(256, dtype=np.float64) - 128
-    ys = BY_NAME[node.op].tabulate((codes - zx) * 2.0 ** -fx, a)
+    ys = BY_NAME[node.op].tabulate((codes - zx) * 2.0 ** -fx / sx, a)
+    ys = np.asarray(ys, np.float64) * sy
     if act is not None:  # a fused ReLU/Clip (an affine's): applied to the table's values, rounded once
         ys = np.maximum(ys, 0.0) if act.op == "relu" else np.clip(ys, act.attrs["lo"], act.attrs["hi"])
     table = np.clip(np.rint(np.asarray(ys, np.float64).reshape(-1) * 2.0 ** fy) + zy, -128, 127).astype(np.int8)

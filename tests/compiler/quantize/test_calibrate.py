@@ -88,9 +88,12 @@ def test_calibration_shape_is_checked(resnet18):
 
 def test_equalized_scales_keep_the_function_and_use_all_codes():
     """A ReLU6 output between two convs gets the step 6/255 (a factor folded into the weights
-    around it); the float function is unchanged and the int8 network still follows it."""
+    around it); the float function is unchanged (the tables, which hold the factors of their
+    input and output themselves, computing theirs on the original values) and the int8 network
+    still follows it."""
     from compiler.frontend import from_model
-    from compiler.quantize.equalize import equalize
+    from compiler.quantize.equalize import ABSORBING, equalize
+    from compiler.quantize.rules import fuse_activations
     from tests.compiler.frontend.exporter_graphs import mobilenet_like
 
     graph = from_model(mobilenet_like(), "m")
@@ -98,7 +101,18 @@ def test_equalized_scales_keep_the_function_and_use_all_codes():
     values = float_ref.run(graph, x)
     rewritten, scales = equalize(graph, dict(values))
     assert scales and all(0.5 < s <= 1 for s in scales.values())
-    np.testing.assert_allclose(float_ref.forward(rewritten, x), float_ref.forward(graph, x), rtol=1e-4, atol=1e-5)
+    assert {n.op for n in graph.nodes if n.output in scales} >= {"affine", "hardswish", "conv"}
+
+    folded = {act.name for _, act in fuse_activations(rewritten) if act is not None}
+
+    def absorbing(node, args):  # what the int8 op does: its function of the original values, times s_out
+        if node.op not in ABSORBING or node.name in folded:  # a ReLU/Clip fused into a conv: scaled bounds
+            return float_ref.eval_node(node, args)
+        args = [a / np.float32(scales.get(name, 1.0)) for a, name in zip(args, node.inputs)]
+        return float_ref.eval_node(node, args) * np.float32(scales.get(node.output, 1.0))
+
+    out = dict(float_ref.iter_graph(rewritten, x[:1], absorbing))[rewritten.output]
+    np.testing.assert_allclose(out, float_ref.forward(graph, x[:1]), rtol=1e-4, atol=1e-5)
     q = quantize_graph(graph, x)
     relu6 = next(n for n in q.nodes if n.op == "conv" and n.output in q.scales)
     assert relu6.attrs["hi"] > 100  # 6.0 near the last code (a power-of-two step alone: 64, 192 codes)
