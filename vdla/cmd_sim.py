@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from vdla import commands
 from vdla.argtypes import int_range, output_file
@@ -16,6 +17,12 @@ def cmd_sim(args) -> int:
     from vdla_hw.files import json_text
     from vdla_sim import simulate
 
+    if args.tokens:  # a picture it cannot write is refused before the simulation
+        from vdla.architecture import FORMATS
+        from vdla_hw.errors import VdlaError
+
+        if Path(args.tokens).suffix.lower() not in FORMATS:
+            raise VdlaError(f"--tokens {args.tokens}: the picture is written as {', '.join(FORMATS)}")
     bundle = Bundle.load(args.file, config=args.config)
     with Outputs() as outputs:  # the image, the tensor and the trace appear together, at their exact paths
         with Heartbeat("vdla sim", first=10.0, every=30.0) as beat:  # a small program ends before any line
@@ -34,6 +41,10 @@ def cmd_sim(args) -> int:
             tensor = layer_output(bundle, result.dram)
             outputs.write(args.tensor, lambda fh: np.save(fh, tensor, allow_pickle=False))
         outputs.commit()
+    if args.tokens:
+        from vdla.token_picture import draw
+
+        draw(bundle, result, args.tokens)
     report = result.as_dict()
     warn_uninit(result.uninit)
     if args.uninit != "off":
@@ -55,6 +66,8 @@ def cmd_sim(args) -> int:
         print(f"  layer output tensor written to {args.tensor}")
     if args.trace:
         print(f"  trace written to {args.trace}", file=sys.stderr)
+    if args.tokens:
+        print(f"  token flow drawn in {args.tokens}", file=sys.stderr)
     return 0
 
 
@@ -91,6 +104,9 @@ def add_parser(sub) -> None:
                      help="write the compiled layer's output tensor (NCHW int8, unpacked; bundles of vdla compile)")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
     sim.add_argument("--trace", type=output_file, metavar="T.json", help="write a Chrome/Perfetto trace")
+    sim.add_argument("--tokens", type=output_file, metavar="F.svg",
+                     help="draw the token flow: each module's instructions over the cycles and every token "
+                     "from its push to its pop (.svg, .png or .pdf; the first 60 instructions)")
     sim.add_argument("--max-cycles", type=int_range(1), default=DEFAULT_MAX_CYCLES,
                      help=f"stop with an error after this many cycles (default {DEFAULT_MAX_CYCLES:,})")
     add_max_work(sim)

@@ -1,6 +1,9 @@
 """Write docs/figures/architecture-<preset>.svg: each preset's accelerator as ``vdla config draw``
-draws it (vdla/architecture.py), for README.md and docs/spec.md. tests/docs/test_architecture.py
-fails when a picture is not what today's presets draw. Run from the repository root:
+draws it (vdla/architecture.py), for README.md and docs/spec.md; and
+docs/figures/tokens-double_buffer.svg, the token flow of examples/double_buffer.s as
+``vdla sim --tokens`` draws it (vdla/token_picture.py), for tutorial 3.
+tests/docs/test_architecture.py fails when a picture is not what today's code draws. Run from the
+repository root:
 
     .venv/bin/python scripts/figures/architecture.py
 """
@@ -22,6 +25,22 @@ def path(preset: str) -> Path:
     return ROOT / "docs" / "figures" / f"architecture-{preset}.svg"
 
 
+TOKENS_EXAMPLE = "double_buffer"
+TOKENS = ROOT / "docs" / "figures" / f"tokens-{TOKENS_EXAMPLE}.svg"
+
+
+def draw_tokens(path: Path) -> Path:
+    """The token flow of examples/TOKENS_EXAMPLE.s into ``path``."""
+    from vdla.token_picture import draw as draw_flow
+    from vdla_hw.asm import assemble
+    from vdla_sim import simulate
+
+    source = ROOT / "examples" / f"{TOKENS_EXAMPLE}.s"
+    bundle = assemble(source.read_text(), source=f"examples/{source.name}")
+    return draw_flow(bundle, simulate(bundle), path)
+
+
 if __name__ == "__main__":
     for preset in PRESETS:
         print(f"wrote {draw(load_config(preset), path(preset)).relative_to(ROOT)}", file=sys.stderr)
+    print(f"wrote {draw_tokens(TOKENS).relative_to(ROOT)}", file=sys.stderr)

@@ -63,3 +63,26 @@ def test_bad_requests_are_one_line(argv, words, tmp_path, capsys):
     assert main([a.format(tmp=tmp_path) for a in argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0], err
+
+
+def test_the_committed_token_flow_is_what_vdla_sim_draws(tmp_path, capsys):
+    bundle = tmp_path / "db.npz"
+    assert main(["asm", str(ROOT / "examples" / f"{script.TOKENS_EXAMPLE}.s"), "-o", str(bundle)]) == 0
+    assert main(["sim", str(bundle), "--tokens", str(tmp_path / "t.svg")]) == 0
+    assert (tmp_path / "t.svg").read_bytes() == script.TOKENS.read_bytes(), \
+        f"{script.TOKENS.relative_to(ROOT)} is stale: run .venv/bin/python scripts/figures/architecture.py"
+    text = svg_text(script.TOKENS)
+    assert "token flow: 163 cycles on tiny" in text and "token" in text
+
+
+def test_token_pairs_follow_the_fifo_order():
+    from vdla.token_picture import token_pairs
+    from vdla_hw.asm import assemble
+
+    bundle = assemble((ROOT / "examples" / "double_buffer.s").read_text())
+    pairs = token_pairs(bundle.insns())
+    # each input load's l2c goes to the GEMM of its tile, in order; tiles 0 and 1 hand their
+    # buffers back (c2l) to the loads of tiles 2 and 3; the ALU tells the store, the store FINISH
+    assert [(a, b) for q, a, b in pairs if q == "l2c"] == [(1, 7), (2, 8), (3, 9), (4, 10)]
+    assert [(a, b) for q, a, b in pairs if q == "c2l"] == [(7, 3), (8, 4)]
+    assert [(q, a, b) for q, a, b in pairs if q in ("c2s", "s2c")] == [("c2s", 11, 12), ("s2c", 12, 13)]
