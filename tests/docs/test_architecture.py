@@ -86,3 +86,15 @@ def test_token_pairs_follow_the_fifo_order():
     assert [(a, b) for q, a, b in pairs if q == "l2c"] == [(1, 7), (2, 8), (3, 9), (4, 10)]
     assert [(a, b) for q, a, b in pairs if q == "c2l"] == [(7, 3), (8, 4)]
     assert [(q, a, b) for q, a, b in pairs if q in ("c2s", "s2c")] == [("c2s", 11, 12), ("s2c", 12, 13)]
+
+
+def test_the_committed_layout_and_tiling_picture_is_current(tmp_path):
+    sys.path.insert(0, str(ROOT / "scripts" / "figures"))
+    try:
+        import layouts
+    finally:
+        sys.path.remove(str(ROOT / "scripts" / "figures"))
+    assert layouts.draw(tmp_path / "l.svg").read_bytes() == layouts.PATH.read_bytes(), \
+        "docs/figures/layout-and-tiling.svg is stale: run .venv/bin/python scripts/figures/layouts.py"
+    text = svg_text(layouts.PATH)
+    assert "th=2, tw=4, 2 virtual threads" in text and "tile 1" in text and "thread 1" in text
