@@ -28,9 +28,10 @@ LOAD reading DRAM bytes that some STORE of the program writes gives uops unknown
 (priced ``entry``). For known uops, :func:`product_plan` decides from the uop rows alone
 (O(U log U) for U rows, never the loop's trip counts) when ``GemmPlan`` cannot fall back to
 per-uop products: the ``dense`` conditions, or a bound on its weight patterns (groups) of at
-most ``MAX_GROUPS``. Analyses are cached per uop rows and loop fields, and at most
-``ANALYSIS_ROWS`` rows are analysed per program (past that: ``entry``), so the estimate's own
-time is bounded whatever the program.
+most ``MAX_GROUPS``. Analyses are cached per uop rows and loop fields; at most
+``ANALYSIS_ROWS`` rows are analysed and ``READ_ROWS`` decoded or keyed per program (past that,
+GEMMs are ``entry``), so the estimate's own time is bounded whatever the program: numpy work
+within those budgets and a few microseconds per instruction, as decoding it costs.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ from vdla_sim import gemm
 from vdla_sim.datapath import dram_rows, loop_chunk
 
 ANALYSIS_ROWS = 1 << 22   # uop rows analysed per program at most (a few hundred ms of numpy)
+READ_ROWS = 1 << 25       # uop rows decoded or keyed per program at most (the largest layers of VGG-11
+                          # and fcn_resnet50 read 2-4 M; 32 M take well under a second)
 
 
 class Prices:
@@ -108,12 +111,16 @@ def units(bundle, insns: list[isa.Insn], uop_words: np.ndarray | None = None) ->
     uop_view = bundle.dram[: bundle.dram.size // size * size].view(config.elem_dtype("uop")).reshape(
         -1, *config.elem_shape("uop"))
     cache: dict = {}
-    budget = ANALYSIS_ROWS
+    analyse, read = ANALYSIS_ROWS, READ_ROWS
     out = []
     for insn in insns:
         kind = insn.kind
         if kind == "LOAD" and insn.mem == "uop":
-            _load_uops(insn, config, uop_view, table, known, stores)
+            read -= insn.y_size * insn.x_size
+            if read >= 0:
+                _load_uops(insn, config, uop_view, table, known, stores)
+            else:                 # past the budget: the uop SRAM is no longer followed
+                known[:] = False
         if kind != "GEMM":
             out.append(alu(work.Step(kind, timing.uop_count(insn) if kind == "ALU" else 0, 0, 0)))
             continue
@@ -122,13 +129,14 @@ def units(bundle, insns: list[isa.Insn], uop_words: np.ndarray | None = None) ->
             continue
         plan = "entry"
         bgn, end = insn.uop_bgn, insn.uop_end
-        if 0 <= bgn < end <= depth and known[bgn:end].all():
+        if 0 <= bgn < end <= depth and read >= end - bgn and known[bgn:end].all():
+            read -= end - bgn
             rows = table[bgn:end]
             key = (rows.tobytes(), insn.iter_out, insn.iter_in, insn.dst_factor_out, insn.dst_factor_in,
                    insn.src_factor_out, insn.src_factor_in, insn.wgt_factor_out, insn.wgt_factor_in)
             fast = cache.get(key)
-            if fast is None and budget >= end - bgn:
-                budget -= end - bgn
+            if fast is None and analyse >= end - bgn:
+                analyse -= end - bgn
                 fast = cache[key] = product_plan(insn, rows)
             if fast:
                 plan = "product"
