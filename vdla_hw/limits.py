@@ -51,7 +51,7 @@ docs/simulator.md, "Work bounds"):
   unknown before the run) its multiply-adds at ``SIM_WORK_PER_S`` (at least
   ``SIM_GEMM_UOP_WORK`` per uop); an ALU uop ``SIM_ALU_UOP_WORK`` (one ALU wave per uop, its
   slowest case). Those rates are the slowest ``benchmarks/work_bounds.py`` recorded for each
-  plan with every instruction planned anew (benchmarks/results/work_bounds.json, load 10-14 on
+  plan with every instruction planned anew (benchmarks/results/work_bounds.json, load 23 on
   2 cores; tests/sim/test_work_pricing.py checks they are no faster than the record), so each
   price is an upper bound on its plan's time: the largest layers of VGG-11 at 224 and
   fcn_resnet50 at 160 (3x3 256 -> 256 at 56 x 56, 3x3 2048 -> 512 at 20 x 20) count 0.2-0.5 G
@@ -86,15 +86,15 @@ REFERENCE_UOPS_PER_S = 28_000
 REFERENCE_MAX_UOPS = 1 << 23
 SIM_WORK_PER_S = 10_000_000
 SIM_GEMM_UOP_WORK = 16
-SIM_ALU_UOP_WORK = 86
+SIM_ALU_UOP_WORK = 106
 SIM_INSN_WORK = 4096
 # Each GEMM plan's price (vdla_sim/cost.py), from benchmarks/results/work_bounds.json: the product
 # plans' slowest uops/s on tiny and multiply-adds/s on osdi18, the reset rate, one 64-pattern
 # plan piece (10 M / its instructions per second), the ALU's one-uop waves (10 M / uops per second).
-SIM_GEMM_PRODUCT_UOPS_PER_S = 1_000_000
-SIM_GEMM_PRODUCT_MACS_PER_S = 150_000_000
-SIM_GEMM_RESET_UOPS_PER_S = 68_000_000
-SIM_GEMM_PIECE_WORK = 20_619
+SIM_GEMM_PRODUCT_UOPS_PER_S = 2_500_000
+SIM_GEMM_PRODUCT_MACS_PER_S = 74_000_000
+SIM_GEMM_RESET_UOPS_PER_S = 63_000_000
+SIM_GEMM_PIECE_WORK = 19_700
 SIM_MAX_WORK = 1 << 31
 # RTL runs (driver/rtl_run.py) by (simulator, bench): simulated cycles per second, cycle bound.
 RTL_CYCLES_PER_S = {("verilator", "compiled"): 1_000_000, ("verilator", "cocotb"): 30_000,
