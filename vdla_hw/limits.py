@@ -53,11 +53,11 @@ docs/simulator.md, "Work bounds"):
   slowest case). Those rates are the slowest ``benchmarks/work_bounds.py`` recorded for each
   plan with every instruction planned anew (benchmarks/results/work_bounds.json, load 23 on
   2 cores; tests/sim/test_work_pricing.py checks they are no faster than the record), so each
-  price is an upper bound on its plan's time: the largest layers of VGG-11 at 224 and
-  fcn_resnet50 at 160 (3x3 256 -> 256 at 56 x 56, 3x3 2048 -> 512 at 20 x 20) count 0.2-0.5 G
-  on ``osdi18`` and run in under a second; the 3x3 256 -> 256 at 56 x 56 is priced 23 s and ran
-  in 0.18 s of CPU, a 3x3 128 -> 128 at 28 x 28 on ``tiny`` (176,578 instructions) 172 s and
-  3.8 s.
+  price is an upper bound on its plan's time: the largest programs of VGG-11 at 224 and
+  fcn_resnet50 at 160 (3x3 256 -> 256 at 56 x 56, 3x3 2048 -> 512 at 20 x 20, its 3x3 at
+  dilation 4 as a 9x9 kernel) count 0.3-1.4 G on ``osdi18`` (1.9-8.6 G at the slowest plan); the
+  3x3 256 -> 256 at 56 x 56 is priced 32 s and ran in 0.18-0.27 s of CPU, a 3x3 128 -> 128 at
+  28 x 28 on ``tiny`` (176,578 instructions) 164 s and 4.3 s.
 * ``RTL_MAX_CYCLES`` (``vdla rtl --max-cycles``; the rtl device's largest budget): simulated
   cycles per simulator and bench at ``RTL_CYCLES_PER_S``: Verilator's compiled bench 2**28 (4.5
   minutes at 1 M cycles/s, docs/rtl.md), Verilator under cocotb 2**23 (4.7 minutes at 30,000
