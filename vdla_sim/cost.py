@@ -22,8 +22,9 @@ plus a per-multiply-add part (BLAS), and the uop rate is measured where the firs
 (``tiny``, 16 multiply-adds per uop) and the multiply-add rate where the second does
 (``osdi18``, 256, float64 products), so each rate alone already covers the other part there.
 
-Which plan: a GEMM's uops come from the uop SRAM, which LOADs fill from the DRAM image before
-the run; they are followed here instruction by instruction (the SRAM at START included). A uop
+Which plan: a GEMM's uops come from the uop SRAM, which LOADs fill from the DRAM image; both run
+on the compute module in program order, so they are followed here instruction by instruction
+(the SRAM at START included). A uop
 LOAD reading DRAM bytes that some STORE of the program writes gives uops unknown until the run
 (priced ``entry``). For known uops, :func:`product_plan` decides from the uop rows alone
 (O(U log U) for U rows, never the loop's trip counts) when ``GemmPlan`` cannot fall back to
@@ -241,9 +242,7 @@ def _load_uops(insn: isa.Insn, config: Config, view: np.ndarray, table: np.ndarr
 def program_work(bundle, uop_words: np.ndarray | None = None) -> int:
     """The simulator work of ``bundle`` as priced here: the number ``max_work`` bounds (a
     program runs exactly when this is at most ``max_work``)."""
-    from vdla_sim.prepared import prepare
-
-    return sum(units(bundle, prepare(bundle).insns, uop_words))
+    return sum(units(bundle, program.decode_checked(bundle), uop_words))
 
 
 def check(bundle, insns: list[isa.Insn], limit: int, uop_words: np.ndarray | None = None) -> int:
