@@ -89,8 +89,8 @@ UNINIT_HELP = ("report a read of SRAM that no instruction of this run wrote (SRA
 def add_max_work(parser) -> None:
     """``--max-work``: the simulator's own work bound (vdla_hw/work.py), checked before it runs."""
     parser.add_argument("--max-work", type=int_range(1), default=SIM_MAX_WORK, metavar="N",
-                        help="refuse a program whose simulator work (multiply-add equivalents: GEMM multiply-adds, "
-                        f"plus a fixed cost per ALU micro-op and per instruction) passes this (default {SIM_MAX_WORK:,}: "
+                        help="refuse a program whose simulator work (multiply-add equivalents of 100 ns: each GEMM priced "
+                        f"from the plan the simulator will run, plus a fixed cost per ALU micro-op and per instruction) passes this (default {SIM_MAX_WORK:,}: "
                         f"about {round(SIM_MAX_WORK / SIM_WORK_PER_S / 60)} min at {SIM_WORK_PER_S:,} per second)")
 
 

@@ -39,16 +39,25 @@ docs/simulator.md, "Work bounds"):
   ResNet-18/-34/-50 layer at 224 is about 0.5 M steps on ``osdi18``/``vta-pynq`` (15 s) and
   7.86 M on ``tiny`` (the 3x3 512 -> 512 at 7 x 7; 4.7 minutes).
 * ``SIM_MAX_WORK`` (``vdla sim --max-work``, every run on the sim backend): multiply-add
-  equivalents, 2**31, about 4 minutes at ``SIM_WORK_PER_S`` = 10 M (load 4.5; roughly 3 times
-  faster idle). A GEMM uop counts its BATCH x BLOCK_IN x BLOCK_OUT multiply-adds (at least
-  ``SIM_GEMM_UOP_WORK``: its slowest plan, one vector-matrix product per uop, ran at 10 M
-  multiply-adds/s on ``osdi18``), an ALU uop ``SIM_ALU_UOP_WORK`` (one ALU wave per uop, the
-  slowest case: 7,000 uops/s, 1,430 multiply-add times each), an instruction ``SIM_INSN_WORK``
-  (events, transfers, race bookkeeping: about 0.27 ms each at that load). A real layer runs
-  several times faster than its count says: the largest ResNet-18 layer at 224 counts 0.2 G on
-  ``osdi18`` and ran in 0.3-1.4 s; on ``tiny`` the largest count is 1.70 G (ResNet-50's 1x1
-  1024 -> 2048 stride-2 convolution, 351,490 instructions), and a 1.17 G layer ran in 117 s at
-  load 8.
+  equivalents, 2**31, about 4 minutes at ``SIM_WORK_PER_S`` = 10 M (one equivalent is 100 ns:
+  the time of one multiply-add of the slowest GEMM plan as issue 22 measured it on ``osdi18``).
+  Each instruction costs ``SIM_INSN_WORK`` (events, transfers, race bookkeeping: about 0.27 ms
+  each at load 4.5) plus its loop priced from the plan the simulator will run
+  (vdla_sim/cost.py, cheap and no simulation; issue 45). A GEMM that is certainly a few BLAS
+  products (``dense``/``grouped``) costs a uop at ``SIM_GEMM_PRODUCT_UOPS_PER_S`` plus its
+  BATCH x BLOCK_IN x BLOCK_OUT multiply-adds at ``SIM_GEMM_PRODUCT_MACS_PER_S``, plus
+  ``SIM_GEMM_PIECE_WORK`` per piece it is planned in; a reset GEMM a uop at
+  ``SIM_GEMM_RESET_UOPS_PER_S``; any other GEMM (one vector-matrix product per uop, or uops
+  unknown before the run) its multiply-adds at ``SIM_WORK_PER_S`` (at least
+  ``SIM_GEMM_UOP_WORK`` per uop); an ALU uop ``SIM_ALU_UOP_WORK`` (one ALU wave per uop, its
+  slowest case). Those rates are the slowest ``benchmarks/work_bounds.py`` recorded for each
+  plan with every instruction planned anew (benchmarks/results/work_bounds.json, load 23 on
+  2 cores; tests/sim/test_work_pricing.py checks they are no faster than the record), so each
+  price is an upper bound on its plan's time: the largest programs of VGG-11 at 224 and
+  fcn_resnet50 at 160 (3x3 256 -> 256 at 56 x 56, 3x3 2048 -> 512 at 20 x 20, its 3x3 at
+  dilation 4 as a 9x9 kernel) count 0.3-1.4 G on ``osdi18`` (1.9-8.6 G at the slowest plan); the
+  3x3 256 -> 256 at 56 x 56 is priced 32 s and ran in 0.18-0.27 s of CPU, a 3x3 128 -> 128 at
+  28 x 28 on ``tiny`` (176,578 instructions) 164 s and 4.3 s.
 * ``RTL_MAX_CYCLES`` (``vdla rtl --max-cycles``; the rtl device's largest budget): simulated
   cycles per simulator and bench at ``RTL_CYCLES_PER_S``: Verilator's compiled bench 2**28 (4.5
   minutes at 1 M cycles/s, docs/rtl.md), Verilator under cocotb 2**23 (4.7 minutes at 30,000
@@ -77,8 +86,15 @@ REFERENCE_UOPS_PER_S = 28_000
 REFERENCE_MAX_UOPS = 1 << 23
 SIM_WORK_PER_S = 10_000_000
 SIM_GEMM_UOP_WORK = 16
-SIM_ALU_UOP_WORK = 2048
+SIM_ALU_UOP_WORK = 106
 SIM_INSN_WORK = 4096
+# Each GEMM plan's price (vdla_sim/cost.py), from benchmarks/results/work_bounds.json: the product
+# plans' slowest uops/s on tiny and multiply-adds/s on osdi18, the reset rate, one 64-pattern
+# plan piece (10 M / its instructions per second), the ALU's one-uop waves (10 M / uops per second).
+SIM_GEMM_PRODUCT_UOPS_PER_S = 2_500_000
+SIM_GEMM_PRODUCT_MACS_PER_S = 74_000_000
+SIM_GEMM_RESET_UOPS_PER_S = 63_000_000
+SIM_GEMM_PIECE_WORK = 19_700
 SIM_MAX_WORK = 1 << 31
 # RTL runs (driver/rtl_run.py) by (simulator, bench): simulated cycles per second, cycle bound.
 RTL_CYCLES_PER_S = {("verilator", "compiled"): 1_000_000, ("verilator", "cocotb"): 30_000,

@@ -8,12 +8,12 @@ instruction at which the running total passes the bound.
 
 * reference semantics (``vdla exec``): one step per instruction, per micro-op and per DRAM row a
   LOAD/STORE moves (its interpreter runs a Python loop over each);
-* simulator (``vdla sim``, the ``sim`` device): multiply-add equivalents. A GEMM uop costs its
-  BATCH x BLOCK_IN x BLOCK_OUT multiply-adds (at least ``limits.SIM_GEMM_UOP_WORK``), an ALU
-  uop ``limits.SIM_ALU_UOP_WORK`` (one ALU wave each: its slowest case, a loop whose uops all
-  write one accumulator), an instruction ``limits.SIM_INSN_WORK`` (its events, transfers and
-  race bookkeeping). These are the costs of the slowest patterns, so a real layer, whose
-  products and ALU waves cover whole loop nests, runs several times faster than its count says;
+* simulator (``vdla sim``, the ``sim`` device): multiply-add equivalents. :func:`simulator_units`
+  prices a GEMM uop at its slowest plan, BATCH x BLOCK_IN x BLOCK_OUT multiply-adds (at least
+  ``limits.SIM_GEMM_UOP_WORK``), an ALU uop ``limits.SIM_ALU_UOP_WORK`` (one ALU wave each: its
+  slowest case, a loop whose uops all write one accumulator), an instruction
+  ``limits.SIM_INSN_WORK`` (its events, transfers and race bookkeeping); vdla_sim/cost.py prices
+  each GEMM from the plan the simulator will choose for it instead (the bound checked);
 * RTL (``vdla rtl``, the ``rtl`` device): cycles; no run takes fewer than the busiest module's
   instructions cost one after another (``min_cycles``), so a program whose floor passes the
   cycle budget would certainly time out and is refused before the RTL starts.
@@ -94,13 +94,20 @@ def check(work: Work, units: Callable[[Step], int], limit: int, *, model: str, u
     """Refuse (LimitError) a program whose ``units`` pass ``limit``: one line naming the first
     instruction that passes it, the whole program's count and its time at the measured ``rate``
     (units per second). Returns the program's count."""
+    return check_counts([s.kind for s in work.steps], [units(s) for s in work.steps], limit, model=model, unit=unit,
+                        rate=rate, option=option)
+
+
+def check_counts(kinds: list[str], counts: list[int], limit: int, *, model: str, unit: str, rate: float,
+                 option: str) -> int:
+    """:func:`check` of instructions of ``kinds`` whose units are ``counts``, in program order."""
     total, index = 0, -1
-    for i, step in enumerate(work.steps):
-        total += units(step)
+    for i, count in enumerate(counts):
+        total += count
         if index < 0 and total > limit:
             index = i
     if index >= 0:
-        raise LimitError(f"instruction {index} ({work.steps[index].kind}) brings the program's work on {model} "
+        raise LimitError(f"instruction {index} ({kinds[index]}) brings the program's work on {model} "
                          f"past the limit of {limit:,} {unit}: it needs {total:,} in all, about "
                          f"{duration(total / rate)} at the measured {rate:,.0f} {unit}/s (the limit allows "
                          f"{duration(limit / rate)}); raise {option} if it is really that long")

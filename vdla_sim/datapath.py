@@ -61,6 +61,19 @@ class PlanCache:
         return plan
 
 
+def dram_rows(view: np.ndarray, insn: isa.Insn) -> np.ndarray:
+    """The DRAM rows of a LOAD/STORE as a (y_size, x_size, *element) view of ``view``, the image
+    as elements of its memory type."""
+    base, y, x, stride = insn.dram_base, insn.y_size, insn.x_size, insn.x_stride
+    if y == 1 or stride == x:
+        return view[base:base + y * x].reshape(y, x, *view.shape[1:])
+    if base + y * stride <= len(view):
+        return view[base:base + y * stride].reshape(y, stride, *view.shape[1:])[:, :x]
+    view = view[base:]  # the last row ends within its stride of the image's end
+    return np.lib.stride_tricks.as_strided(
+        view, shape=(y, x, *view.shape[1:]), strides=(stride * view.strides[0], *view.strides))
+
+
 class Datapath:
     """SRAMs, the DRAM image and counters; :meth:`execute` applies one instruction."""
 
@@ -109,16 +122,7 @@ class Datapath:
 
     # --- LOAD / STORE -----------------------------------------------------------------------
     def _rows(self, mem: str, insn: isa.Insn) -> np.ndarray:
-        """The DRAM rows of a LOAD/STORE as a (y_size, x_size, *element) view of the image."""
-        view = self.views[mem]
-        base, y, x, stride = insn.dram_base, insn.y_size, insn.x_size, insn.x_stride
-        if y == 1 or stride == x:
-            return view[base:base + y * x].reshape(y, x, *view.shape[1:])
-        if base + y * stride <= len(view):
-            return view[base:base + y * stride].reshape(y, stride, *view.shape[1:])[:, :x]
-        view = view[base:]  # the last row ends within its stride of the image's end
-        return np.lib.stride_tricks.as_strided(
-            view, shape=(y, x, *view.shape[1:]), strides=(stride * view.strides[0], *view.strides))
+        return dram_rows(self.views[mem], insn)
 
     def load(self, insn: isa.Insn, index: int) -> None:
         run = self.runs[index]

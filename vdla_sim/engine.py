@@ -14,10 +14,11 @@ import heapq
 from bisect import bisect_left, bisect_right
 from collections import Counter
 
-from vdla_hw import isa, limits, timing, work
+from vdla_hw import isa, limits, timing
 from vdla_hw.bundle import Bundle
 from vdla_hw.errors import ProgramError
 from vdla_hw.sram_state import SramState
+from vdla_sim import cost
 from vdla_sim.datapath import Datapath, Tally
 from vdla_sim.errors import CycleLimitError, DeadlockError
 from vdla_sim.memory import MemoryPort
@@ -30,11 +31,15 @@ QUEUES = isa.TOKEN_QUEUES                       # a token queue's number: its in
 FETCH_MASTER = timing.ARBITRATION_ORDER.index("fetch")  # memory-port master numbers (MemoryPort.post)
 
 
-def check_work(program_work: work.Work, config, max_work: int | None = None) -> int:
-    """Refuse (LimitError) a program whose simulator work passes ``max_work``; returns the work."""
+def check_work(bundle: Bundle, max_work: int | None = None, sram: SramState | None = None) -> int:
+    """Refuse (LimitError) a program whose simulator work, priced from the GEMM plans it will
+    run (vdla_sim/cost.py), passes ``max_work``; returns the work. ``sram``: the SRAM state at
+    START (its uop SRAM decides the plans of GEMMs whose uops the program does not load)."""
     limit = limits.SIM_MAX_WORK if max_work is None else max_work
-    return work.check(program_work, work.simulator_units(config), limit, model="the simulator",
-                      unit="multiply-add equivalents", rate=limits.SIM_WORK_PER_S, option="--max-work")
+    prep = prepare(bundle)
+    if prep.sim_units <= limit:  # within the bound at every GEMM's most expensive plan
+        return prep.sim_units
+    return cost.check(bundle, prep.insns, limit, None if sram is None else sram.srams.uop)
 
 
 class _Module:
@@ -75,8 +80,7 @@ class Engine:
         self.prepared = prep = prepare(bundle)
         self.insns = insns = prep.insns   # fields and ranges, in program order
         self.costs = prep.costs
-        if prep.sim_units > (limits.SIM_MAX_WORK if max_work is None else max_work):
-            check_work(prep.work, c, max_work)  # raises, naming the instruction that passes the bound
+        check_work(bundle, max_work, sram)  # raises, naming the first instruction past the bound
         self.max_cycles = limits.DEFAULT_MAX_CYCLES if max_cycles is None else int(max_cycles)
         self.ql = c.QUEUE_LATENCY
         self.cmd_depth, self.fetch_step = c.CMD_QUEUE_DEPTH, c.FETCH_CYCLES_PER_INSN

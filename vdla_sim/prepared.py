@@ -20,6 +20,7 @@ from __future__ import annotations
 from vdla_hw import isa, program, timing, work
 from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
+from vdla_sim import cost
 from vdla_sim.datapath import PlanCache
 
 EXEC_MODULES = isa.EXEC_MODULES                 # load, compute, store (fetch routes)
@@ -31,8 +32,8 @@ class Prepared:
     """A program's decoded instructions and per-instruction tables, in program order.
 
     ``insns``: the checked instructions; ``costs``: their ``timing.exec_cost``; ``work``: their
-    ``work.Work``; ``sim_units``: the simulator work of the whole program (``check_work``'s
-    total, counted once); ``mac_uops``: uops of its non-reset GEMMs; ``cmd``: module -> the instruction indices routed to it;
+    ``work.Work``; ``sim_units``: the simulator work of the whole program with every GEMM
+    at its most expensive plan (``cost.worst_units``, counted once); ``mac_uops``: uops of its non-reset GEMMs; ``cmd``: module -> the instruction indices routed to it;
     ``module_of``: each instruction's module; ``pops`` / ``pushes``: the token queue numbers
     (``isa.TOKEN_QUEUES``) each instruction pops / pushes; ``runs``: :func:`load_run` of each
     instruction; ``plans``: the loop plans of its data runs (``datapath.PlanCache``)."""
@@ -43,8 +44,7 @@ class Prepared:
         self.insns = insns
         self.costs = tuple(timing.exec_cost(config, insn) for insn in insns)
         self.work = work.of(insns, config, self.costs)
-        units = work.simulator_units(config)
-        self.sim_units = sum(units(step) for step in self.work.steps)
+        self.sim_units = cost.worst_units(insns, config)
         self.mac_uops = sum(timing.uop_count(i) for i in insns if i.kind == "GEMM" and not i.reset)
         self.module_of = tuple(insn.module for insn in insns)
         self.cmd = {m: tuple(i for i, mod in enumerate(self.module_of) if mod == m) for m in EXEC_MODULES}

@@ -37,6 +37,13 @@ ROWS = [
     ("sim_gemm", "simulator: 1024^3 int8 GEMM, with data / timing only (issue 24)",
      [("cycles_per_cpu_s", "{:.1f} M cycles/s"), ("timing_cycles_per_cpu_s", "{:.1f} M cycles/s")],
      "cycles_per_cpu_s"),
+    ("work_bounds", "simulator work bounds' rates per GEMM plan, every instruction planned anew: product plans' "
+     "uops/s on tiny / multiply-adds/s on osdi18; the per-uop plan's multiply-adds/s on osdi18 (issue 45)",
+     [("product_uops_per_s_tiny", "{:,.0f} uops/s"), ("product_macs_per_s_osdi18", "{:,.0f} MAC/s"),
+      ("entry_macs_per_s_osdi18", "{:,.0f} MAC/s")], None),
+    ("work_bounds", "the same: a 64-pattern plan piece / reset GEMM uops / ALU uops on one accumulator",
+     [("groups64_insns_per_s", "{:,.0f} insns/s"), ("reset_uops_per_s", "{:,.0f} uops/s"),
+      ("alu_uops_per_s", "{:,.0f} uops/s")], None),
     ("scalesim_compare", "SCALE-Sim 3 against `vdla compile` + `vdla sim` on ResNet-18's layer1 conv, CPU time "
      "ratio cold / warm (issue 24)", [("cold_ratio", "{:.0f}x"), ("warm_ratio", "{:.0f}x")], "cold_ratio"),
     ("scalesim_compare", "the same: SCALE-Sim / VDLA cold / VDLA warm",

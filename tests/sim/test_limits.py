@@ -115,10 +115,9 @@ ALU_LOOP = ".uops k 0,0,0\nLOAD uop sram=0 dram=k x=1\nALU add uop=0:1 iter=1638
 
 
 def sim_work(bundle) -> int:
-    from vdla_hw import work
+    from vdla_sim import cost
 
-    units = work.simulator_units(bundle.config)
-    return sum(units(step) for step in work.of(program.decode_checked(bundle), bundle.config).steps)
+    return cost.program_work(bundle)
 
 
 def test_the_simulator_refuses_a_16383_squared_alu_loop_before_running(monkeypatch):

@@ -162,12 +162,13 @@ def test_exec_one_uop_loop_names_the_uop_bound(capsys, tmp_path):
 def test_a_program_at_the_bound_runs_and_one_step_over_is_refused(capsys, tmp_path):
     from vdla_hw import program, work
     from vdla_hw.bundle import Bundle
+    from vdla_sim import cost
 
     path = _assembled(capsys, tmp_path, open(EXAMPLE).read())
     bundle = Bundle.load(path)
     steps = work.of(program.decode_checked(bundle), bundle.config).steps
     ref = sum(work.reference_units(s) for s in steps)
-    sim = sum(work.simulator_units(bundle.config)(s) for s in steps)
+    sim = cost.program_work(bundle)
     assert run(capsys, "exec", path, "--max-uops", ref)[0] == 0
     one_line_error(capsys, "exec", path, "--max-uops", ref - 1, words=f"past the limit of {ref - 1:,} micro-ops")
     assert run(capsys, "sim", path, "--max-work", sim)[0] == 0
