@@ -24,6 +24,20 @@ from tests.hw.programs import ACC, OUT, UOP, fixed_corpus
 from tests.sim.sweep_programs import sweep_corpus
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.s"))
+
+
+def example_sources(preset: str) -> list[tuple[Path, str]]:
+    """(path, text to assemble) of the examples for ``preset``: a hand-written one on every preset
+    (its ``.config tiny`` made ``preset``); a compiled one (examples/conv_tile.s: its blocked shapes
+    and micro-ops are those of the configuration it was compiled for) on that configuration only."""
+    out = []
+    for path in EXAMPLES:
+        text = path.read_text()
+        compiled = '"producer": "compiler.accel"' in text
+        if compiled and f".config {preset}\n" not in text:
+            continue
+        out.append((path, text if compiled else text.replace(".config tiny", f".config {preset}")))
+    return out
 # random programs per (preset, simulator) of the core-top comparison with the simulator
 RANDOM = {("tiny", "icarus"): 60, ("tiny", "verilator"): 200, ("osdi18", "verilator"): 20}
 # random programs whose GEMMs repeat accumulators across sweeps of their uop list (progen repeats=True)
@@ -63,11 +77,9 @@ def workloads(preset: str) -> list[tuple[str, object]]:
 def corpus(preset: str, sim: str) -> list[tuple[str, object]]:
     """Fixed programs, examples (assembled for ``preset``), workloads and random programs."""
     progs = list(fixed_corpus(preset)) + workloads(preset)
-    for path in EXAMPLES:
-        text = path.read_text()
-        progs.append((f"example_{path.stem}", assemble(text, config=preset, source=str(path))
-                      if ".config" not in text else assemble(text.replace(".config tiny", f".config {preset}"),
-                                                             source=str(path))))
+    for path, text in example_sources(preset):
+        progs.append((f"example_{path.stem}", assemble(text, source=str(path)) if ".config" in text
+                      else assemble(text, config=preset, source=str(path))))
     progs += [(f"random{seed}", random_program(seed, preset)) for seed in range(RANDOM[(preset, sim)])]
     progs += sweep_corpus(preset)
     progs += [(f"repeats{seed}", random_program(seed, preset, repeats=True)) for seed in range(REPEATS[(preset, sim)])]
@@ -76,7 +88,8 @@ def corpus(preset: str, sim: str) -> list[tuple[str, object]]:
 
 def corpus_names(preset: str, sim: str) -> list[str]:
     return [name for name, _ in fixed_corpus(preset)] + [name for name, _ in workloads(preset)] + \
-        [f"example_{p.stem}" for p in EXAMPLES] + [f"random{seed}" for seed in range(RANDOM[(preset, sim)])] + \
+        [f"example_{p.stem}" for p, _ in example_sources(preset)] + \
+        [f"random{seed}" for seed in range(RANDOM[(preset, sim)])] + \
         [name for name, _ in sweep_corpus(preset)] + [f"repeats{seed}" for seed in range(REPEATS[(preset, sim)])]
 
 
