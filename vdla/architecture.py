@@ -124,9 +124,10 @@ def figure(config: Config):
     return fig
 
 
-def draw(config: Config, path: str | Path) -> Path:
-    """Write ``config``'s picture to ``path`` (its suffix chooses SVG, PNG or PDF), the same bytes
-    for the same configuration and matplotlib (no date, fixed SVG ids); returns ``path``."""
+def write_picture(path: str | Path, make_figure) -> Path:
+    """Draw ``make_figure()`` (a matplotlib figure) into ``path``, whole or not at all: its suffix
+    chooses SVG, PNG or PDF (another is one ``VdlaError``); the same bytes for the same drawing and
+    matplotlib (no date, fixed SVG ids, SVG text kept as text). Returns ``path``."""
     import matplotlib
     from matplotlib import pyplot as plt
 
@@ -139,10 +140,15 @@ def draw(config: Config, path: str | Path) -> Path:
 
         raise VdlaError(f"{path}: the picture is written as {', '.join(FORMATS)}, not {fmt or 'no suffix'}")
     with matplotlib.rc_context({"svg.hashsalt": "vdla", "svg.fonttype": "none"}):
-        fig = figure(config)
+        fig = make_figure()
         metadata = {"Date": None} if fmt == ".svg" else {"CreationDate": None} if fmt == ".pdf" else {}
         try:
             write_file(path, lambda f: fig.savefig(f, format=fmt[1:], metadata=metadata, dpi=110))
         finally:
             plt.close(fig)
     return path
+
+
+def draw(config: Config, path: str | Path) -> Path:
+    """Write ``config``'s picture to ``path`` (:func:`write_picture`); returns ``path``."""
+    return write_picture(path, lambda: figure(config))

@@ -79,22 +79,6 @@ def figure(bundle, result, limit: int = LIMIT):
 
 def draw(bundle, result, path, limit: int = LIMIT) -> Path:
     """Write the token-flow picture to ``path`` (SVG, PNG or PDF by its suffix), whole or not at all."""
-    import matplotlib
-    from matplotlib import pyplot as plt
+    from vdla.architecture import write_picture
 
-    from vdla.architecture import FORMATS
-    from vdla.outputs import write_file
-    from vdla_hw.errors import VdlaError
-
-    path = Path(path)
-    fmt = path.suffix.lower()
-    if fmt not in FORMATS:
-        raise VdlaError(f"{path}: the picture is written as {', '.join(FORMATS)}, not {fmt or 'no suffix'}")
-    with matplotlib.rc_context({"svg.hashsalt": "vdla", "svg.fonttype": "none"}):
-        fig = figure(bundle, result, limit)
-        metadata = {"Date": None} if fmt == ".svg" else {"CreationDate": None} if fmt == ".pdf" else {}
-        try:
-            write_file(path, lambda f: fig.savefig(f, format=fmt[1:], metadata=metadata, dpi=110))
-        finally:
-            plt.close(fig)
-    return path
+    return write_picture(path, lambda: figure(bundle, result, limit))

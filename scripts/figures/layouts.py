@@ -86,18 +86,9 @@ def figure():
 
 
 def draw(path: Path) -> Path:
-    import matplotlib
-    from matplotlib import pyplot as plt
+    from vdla.architecture import write_picture
 
-    from vdla.outputs import write_file
-
-    with matplotlib.rc_context({"svg.hashsalt": "vdla", "svg.fonttype": "none"}):
-        fig = figure()
-        try:
-            write_file(path, lambda f: fig.savefig(f, format="svg", metadata={"Date": None}))
-        finally:
-            plt.close(fig)
-    return path
+    return write_picture(path, figure)
 
 
 if __name__ == "__main__":
