@@ -124,6 +124,17 @@ def figure(config: Config):
     return fig
 
 
+def picture_format(path: str | Path) -> str:
+    """The suffix of a picture's ``path`` (``.svg``, ``.png`` or ``.pdf``); another is a one-line
+    ``VdlaError`` naming it (a command checks this before its long work)."""
+    fmt = Path(path).suffix.lower()
+    if fmt not in FORMATS:
+        from vdla_hw.errors import VdlaError
+
+        raise VdlaError(f"{path}: the picture is written as {', '.join(FORMATS)}, not {fmt or 'no suffix'}")
+    return fmt
+
+
 def write_picture(path: str | Path, make_figure) -> Path:
     """Draw ``make_figure()`` (a matplotlib figure) into ``path``, whole or not at all: its suffix
     chooses SVG, PNG or PDF (another is one ``VdlaError``); the same bytes for the same drawing and
@@ -134,11 +145,7 @@ def write_picture(path: str | Path, make_figure) -> Path:
     from vdla.outputs import write_file
 
     path = Path(path)
-    fmt = path.suffix.lower()
-    if fmt not in FORMATS:
-        from vdla_hw.errors import VdlaError
-
-        raise VdlaError(f"{path}: the picture is written as {', '.join(FORMATS)}, not {fmt or 'no suffix'}")
+    fmt = picture_format(path)
     with matplotlib.rc_context({"svg.hashsalt": "vdla", "svg.fonttype": "none"}):
         fig = make_figure()
         metadata = {"Date": None} if fmt == ".svg" else {"CreationDate": None} if fmt == ".pdf" else {}

@@ -190,7 +190,7 @@ def cmd_run(args) -> int:
 def _run(args, options, calibration, plot_dir, worker) -> None:
     import numpy as np
 
-    from compiler.network.report import table
+    from compiler.network.report import median_error, table
     from vdla.network import run_network
     from vdla_hw.config import load_config
     from vdla.outputs import Outputs
@@ -236,15 +236,6 @@ def _run(args, options, calibration, plot_dir, worker) -> None:
         print(f"wall time {t['total']:.1f} s (simulation {t['simulate']:.1f} s, compile {t['compile']:.1f} s)")
         for path in written:
             print(f"wrote {path}")
-
-
-def median_error(errors) -> str:
-    """The median of the per-layer errors (the mean of the middle two of an even count) as a
-    percentage, or why there is none."""
-    import statistics
-
-    errors = list(errors)
-    return f"{statistics.median(errors) * 100:.1f}%" if errors else "n/a (no quantized layers)"
 
 
 def save_outputs(fh, report) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from vdla import commands
 from vdla.argtypes import int_range, output_file
@@ -18,11 +17,9 @@ def cmd_sim(args) -> int:
     from vdla_sim import simulate
 
     if args.tokens:  # a picture it cannot write is refused before the simulation
-        from vdla.architecture import FORMATS
-        from vdla_hw.errors import VdlaError
+        from vdla.architecture import picture_format
 
-        if Path(args.tokens).suffix.lower() not in FORMATS:
-            raise VdlaError(f"--tokens {args.tokens}: the picture is written as {', '.join(FORMATS)}")
+        picture_format(args.tokens)
     bundle = Bundle.load(args.file, config=args.config)
     with Outputs() as outputs:  # the image, the tensor and the trace appear together, at their exact paths
         with Heartbeat("vdla sim", first=10.0, every=30.0) as beat:  # a small program ends before any line

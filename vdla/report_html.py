@@ -149,15 +149,19 @@ def run_page(summary: dict, rows: list[dict], figures: dict[str, bytes], config:
     """The page of ``vdla run --plots``: ``summary`` is summary.json's object, ``rows`` the
     per-layer rows of layers.csv (as dicts of Python values), ``figures`` each figure's PNG,
     ``config`` the configuration's ``describe()``."""
+    from compiler.network.report import median_error
+
     t = summary["totals"]
-    quant = summary.get("quantization", {})
+    quant = summary["quantization"]
     key = [["CPU only (modelled)", f"{t['cpu_only_s'] * 1e3:.1f} ms"],
            ["CPU + accelerator", f"{t['offload_s'] * 1e3:.1f} ms"],
            ["speedup", f"{t['speedup']:.2f}x"],
            ["Amdahl bound (the accelerator infinitely fast)", f"{t['amdahl_bound']:.2f}x"],
            ["offloaded ops alone", f"{t['offloaded_speedup']:.1f}x" if t["offloaded_ops"] else "nothing offloaded"],
            ["host work around the offloads", f"{t['host_s'] * 1e3:.1f} ms"],
-           ["bit exact against the int8 numpy reference", str(summary["bit_exact"])]]
+           ["bit exact against the int8 numpy reference", str(summary["bit_exact"])],
+           [f"quantization on {quant['test_inputs']} inputs: median per-layer error",
+            median_error(quant["per_layer_error"].values())]]
     cpu = t.get("cpu_model") or {}
     modelled = [["accelerator time", f"cycles of the cycle-level simulator at the configuration's clock "
                  f"({summary['config']}, {summary['target']})"],
@@ -168,11 +172,10 @@ def run_page(summary: dict, rows: list[dict], figures: dict[str, bytes], config:
     figs = "".join(figure(name, png, FIGURE_CAPTIONS.get(name, name)) for name, png in figures.items())
     title = f"{summary['model']} on {summary['config']} ({summary['fingerprint']})"
     return document(title, [
-        ("Result", table(["", ""], key) + f"<p class=\"note\">Quantization: {esc(quant.get('summary', ''))}</p>"
-         if quant.get("summary") else table(["", ""], key)),
+        ("Result", table(["", ""], key)),
         ("Figures", figs or "<p>No figures (nothing was offloaded).</p>"),
         ("Layers (click a column to sort)", table([h for _, h in LAYER_COLUMNS], layer_rows, sortable=True,
-                                                  selftest=4)),
+                                                  selftest=[f for f, _ in LAYER_COLUMNS].index("cycles"))),
         ("What was modelled, and from which sources", table(["what", "how, and its source"], modelled)),
         ("Configuration", configuration(config)),
     ])

@@ -199,3 +199,12 @@ def _work(r: LayerRecord) -> str:
 def _percent(fraction: float | None, spec: str, missing: str = NOT_MEASURED) -> str:
     """``fraction`` as a percentage formatted by ``spec``, or ``missing`` for None (not measured)."""
     return missing if fraction is None else f"{fraction * 100:{spec}}%"
+
+
+def median_error(errors) -> str:
+    """The median of the per-layer quantization errors (the mean of the middle two of an even
+    count) as a percentage, or why there is none: what ``vdla run`` and its report.html print."""
+    import statistics
+
+    errors = list(errors)
+    return f"{statistics.median(errors) * 100:.1f}%" if errors else "n/a (no quantized layers)"

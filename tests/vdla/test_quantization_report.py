@@ -30,7 +30,7 @@ def test_streamed_report_equals_the_whole_batch_computation():
 def test_the_printed_median_is_the_median():
     """`vdla run` printed errors[n // 2], the upper of the middle two of an even count (8.0 %
     where the median was 7.24 %)."""
-    from vdla.cmd_run import median_error
+    from compiler.network.report import median_error
 
     assert median_error([0.08, 0.02, 0.0724 * 2 - 0.08, 0.09]) == "7.2%"
     assert median_error([0.03, 0.01, 0.02]) == "2.0%"

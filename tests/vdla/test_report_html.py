@@ -52,6 +52,7 @@ def test_a_small_networks_page_is_whole_and_self_contained(tmp_path, capsys):
     for name in ("body1", "body2", "residual", "classifier"):  # every layer is a row
         assert f"<td>{name}</td>" in text
     assert "Amdahl bound" in text and "fingerprint" in text and "cortex-a9" in text
+    assert re.search(r"median per-layer error</td><td>\d+\.\d%</td>", text)  # the quantization, as vdla run prints it
 
 
 @pytest.mark.slow
