@@ -42,7 +42,21 @@ def pytest_configure(config):
         config._vdla_cache = folder = tempfile.mkdtemp(prefix="vdla-test-cache-")
         os.environ[SESSION_CACHE] = folder
     os.environ["VDLA_CACHE_DIR"] = folder
+    os.environ.setdefault(TIMING_CACHE, str(machine_timing_cache()))
     config.pluginmanager.register(LongestFirst(), "vdla-longest-first")
+
+
+TIMING_CACHE = "VDLA_TIMING_CACHE"   # the clock estimate's cache (vdla_hw.rtl.fmax.cache_root)
+
+
+def machine_timing_cache() -> Path:
+    """Where the tests keep syntheses unless ``VDLA_TIMING_CACHE`` says otherwise: the machine's
+    (``$XDG_CACHE_HOME/vdla-timing``, else ``~/.cache/vdla-timing``), not the checkout's
+    ``build/timing``, so a new clone of unchanged RTL synthesises nothing again, as ccache
+    compiles no unchanged C++ again (docs/testing.md). Safe to share: an entry's key holds every
+    input of the synthesis and its timing (vdla_hw.rtl.fmax.cache_key), and one process
+    synthesises a key at a time (vdla_hw.rtl.fmax_shared)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vdla-timing"
 
 
 def pytest_unconfigure(config):
