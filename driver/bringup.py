@@ -216,7 +216,7 @@ def _first_difference(got: np.ndarray, want: np.ndarray, bundle: Bundle) -> str:
     wrong = np.flatnonzero(got != want)
     where = next((name for name, s in bundle.symbols.items()
                   if s.byte_range(bundle.config)[0] <= wrong[0] < s.byte_range(bundle.config)[1]), "no symbol")
-    return (f"{wrong.size} bytes differ, the first at image offset {wrong[0]:#x} ({where}): expected "
+    return (f"{wrong.size} of {want.size} bytes differ, the first at image offset {wrong[0]:#x} ({where}): expected "
             f"{want[wrong[0]]:#04x}, got {got[wrong[0]]:#04x}")
 
 
