@@ -3,9 +3,11 @@
 injected into the simulated hardware (its AXI-lite slave, its DMA, its counters, its
 configuration, a hung bus) fails the command with exit status 1 and the right line."""
 
+import re
 import threading
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +21,12 @@ from tests.board import pynq_sim  # noqa: E402  (registers the simulated device 
 from tests.board.test_pynq import write_bitstream  # noqa: E402
 
 CHECKS = ("identify", "registers", "dma", "program")
+DOC = Path(__file__).resolve().parents[2] / "docs" / "bringup.md"
+
+
+def doc_outputs() -> list[list[str]]:
+    """The sample outputs of docs/bringup.md (its ```text blocks), as lines."""
+    return [block.splitlines() for block in re.findall(r"^```text\n(.*?)^```", DOC.read_text(), re.S | re.M)]
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +60,7 @@ def test_every_check_passes_on_the_simulated_board(capsys, bitstream, sim_device
     assert [line(lines, n)[0] for n in CHECKS] == ["ok"] * 4  # the configuration came from the manifest
     assert lines[-1] == "passed: 4 checks, 4 ok, 0 failed, 0 skipped" and err == ""
     assert sim_device.stale_reads == stale  # the driver flushed what the device read
+    assert [ln.replace(str(bitstream), "simbit/vdla.bit") for ln in lines] == doc_outputs()[0]
 
 
 def test_the_check_runs_on_a_coherent_port(capsys, tmp_path, sim_device):
@@ -120,6 +129,7 @@ def test_hardware_of_another_configuration_fails_identify(capsys, tmp_path, sim_
     osdi18 = load_config("osdi18")
     assert status == "FAIL" and f"the device reports ISA v1, ID_CONFIG {osdi18.fingerprint_hash:08x} (osdi18," in detail
     assert [line(lines, n)[0] for n in ("registers", "dma", "program")] == ["ok", "skip", "skip"]
+    assert lines[1:] == doc_outputs()[1]
 
 
 def test_a_hung_bus_fails_within_the_timeout(capsys, bitstream, monkeypatch):
