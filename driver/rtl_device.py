@@ -54,6 +54,19 @@ class RtlDevice(HostMemoryDevice):
         self.memory = rtl_run.MemoryOptions(stall=stall, seed=seed)
         self.srams = None   # the bench's SRAM state the last run left (None: a fresh device's zeros)
 
+    def build(self) -> None:
+        """Build the simulation model now (or find it in the cache under ``build/rtl``), so that
+        the first run does not spend minutes on it (``vdla board check`` builds before its
+        timed checks)."""
+        if self.bench == "compiled":
+            from vdla_hw.rtl import compiled
+
+            compiled.build(self.config, self.top, self.build_root, progress=self._progress)
+        else:
+            from vdla_hw.rtl import runner
+
+            runner.build(self.config, self.simulator, self.build_root, top=self.top)
+
     @staticmethod
     def _progress(line: str) -> None:
         print(line, file=sys.stderr)

@@ -50,6 +50,8 @@ def cmd_board_check(args) -> int:
     if not args.json:
         print(f"vdla board check: {args.backend} device, configuration {config.name} ({config.fingerprint}){where}",
               flush=True)
+    if args.backend == "rtl":
+        device.build()  # minutes the first time: not part of any check's timeout
     report = None if args.json else (lambda result: print(_line(result), flush=True))
     results = bringup.run_checks(device, config, timeout_s=args.timeout, report=report)
     counts = {status: sum(r.status == status for r in results) for status in (bringup.OK, bringup.FAIL, bringup.SKIP)}

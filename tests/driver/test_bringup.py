@@ -240,3 +240,14 @@ def test_the_programs_fit_every_preset_and_cross_4k_boundaries():
         assert len(set(expected[lo:hi].tolist())) == 256  # every byte value is carried
         assert not np.array_equal(expected[lo:hi], bundle.dram[lo:hi])
         bringup.known_program(config).check()
+
+
+@pytest.mark.slow
+@pytest.mark.rtl
+def test_passes_on_the_rtl(capsys):
+    """The RTL under Verilator: the model is built before the timed checks (minutes the first
+    time, not counted in any check's timeout); its DMA and its counters must be the simulator's."""
+    code, lines, _ = check(capsys, "--backend", "rtl", "--config", "tiny", "--timeout", "120")
+    assert code == 0, lines
+    assert [line(lines, n)[0] for n in ("identify", "registers", "dma", "program")] == ["ok", "skip", "ok", "ok"]
+    assert "the rtl backend has no control registers" in line(lines, "registers")[1]
