@@ -265,14 +265,15 @@ NEEDS_IDENTITY = ("dma", "program")  # their programs are built for the expected
 
 
 def _bounded(check, device, config, timeout_s: float):
-    """``check(device, config, timeout_s)`` on a daemon thread: (status, detail), or None when it
-    did not return within ``timeout_s`` (the thread is left behind: a hung bus access cannot be
-    interrupted)."""
+    """``check(device, config, timeout_s / 2)`` on a daemon thread (the check's device waits get
+    half: a program that never finishes is reported by the device, with each module's state, before
+    the deadline): (status, detail), or None when it did not return within ``timeout_s`` (the
+    thread is left behind: a hung bus access cannot be interrupted)."""
     box = {}
 
     def body():
         try:
-            box["result"] = (OK, check(device, config, timeout_s))
+            box["result"] = (OK, check(device, config, timeout_s / 2))  # the device's own waits
         except CheckFailed as err:
             box["result"] = (FAIL, str(err))
         except _Skip as err:

@@ -157,6 +157,10 @@ def test_bad_input_is_one_line_with_status_2(capsys, tmp_path, bitstream):
                                 "and the .hwh beside it)\n"
     code, _, err = check(capsys, "--bitstream", str(bitstream), "--config", "osdi18")
     assert code == 2 and "bitstream was built for configuration 1x4_" in err and err.count("\n") == 1
+    bitstream.write_text("not a bitstream")
+    code, _, err = check(capsys, "--bitstream", str(bitstream))
+    assert code == 2 and err.startswith(f"vdla: error: {bitstream}: pynq could not load the overlay") and \
+        err.count("\n") == 1
 
 
 def test_no_device_is_one_line_with_status_2(tmp_path):

@@ -6,6 +6,7 @@ by one, hardware of another configuration, a device that does not answer. The py
 the simulated PYNQ device runs the same command in tests/board/test_bringup_pynq.py."""
 
 import json
+import re
 import threading
 import time
 
@@ -215,6 +216,26 @@ def test_a_device_that_does_not_answer_fails_within_the_timeout(capsys, backend)
     assert line(lines, "identify")[0] == "ok"
     for name in ("dma", "program"):
         assert line(lines, name) == ("skip", "not run: the device did not answer the registers check")
+
+
+class NeverFinishes(ModelDevice):
+    """The control slave starts runs that never reach FINISH (a deadlocked or stuck core)."""
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.model.cycle_budget = 40  # the model then stays busy, as the hardware would hang
+
+
+def test_a_program_that_never_finishes_fails_with_each_modules_state(capsys, backend):
+    backend(NeverFinishes)
+    code, lines, _ = check(capsys, "--backend", "sim", "--config", "tiny", "--timeout", "1")
+    assert code == 1
+    for name in ("dma", "program"):  # the device's wait gave up at half the timeout; CLEAR let the next run start
+        status, detail = line(lines, name)
+        assert status == "FAIL"
+        assert re.match(r"the device said: regmodel device timed out after 0\.5 s: STATUS busy at cycle \d+; "
+                        r"fetch: \d+ insns retired, busy \d+ cycles; load: ", detail), detail
+    assert line(lines, "registers")[0] == "ok"
 
 
 def test_bad_input_is_one_line_with_status_2(capsys, tmp_path):
