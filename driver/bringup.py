@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from driver.device import Device, DeviceError
-from vdla_hw import regmap
+from vdla_hw import alu, regmap
 from vdla_hw.bundle import Bundle, BundleBuilder
 from vdla_hw.config import ISA_VERSION, Config
 from vdla_hw.isa import MEM_TYPES, MODULES
@@ -41,7 +41,8 @@ OK, FAIL, SKIP = "ok", "FAIL", "skip"
 DEFAULT_TIMEOUT_S = 60.0
 RW_REGISTERS = tuple(r.name for r in regmap.REGISTERS if r.access == "rw")
 PATTERNS = ((0x0000_0000, "all zeros"), (0xFFFF_FFFF, "all ones"), (0xAAAA_AAAA, "0xaaaaaaaa"),
-            (0x5555_5555, "0x55555555")) + tuple((1 << bit, f"walking one, bit {bit}") for bit in range(regmap.REG_BITS))
+            (0x5555_5555, "0x55555555"))
+PATTERNS += tuple((1 << bit, f"walking one, bit {bit}") for bit in range(regmap.REG_BITS))
 BOUNDARY = 4096  # bursts split at 4 kB boundaries (regmap.DRAM_BASE_ALIGN): the DMA data straddles two
 INP, WGT, OUT, UOP, ACC = (MEM_TYPES.index(m) for m in ("inp", "wgt", "out", "uop", "acc"))
 
@@ -127,18 +128,12 @@ def known_program(config: Config, m_blocks: int = 3, k_blocks: int = 3, n_blocks
     b.emit("GEMM", reset=1, uop_end=m_blocks, iter_out=n_blocks, iter_in=1, dst_factor_out=m_blocks)
     b.emit("GEMM", pop_prev=1, uop_end=m_blocks, iter_out=n_blocks, iter_in=k_blocks, dst_factor_out=m_blocks,
            src_factor_in=1, wgt_factor_out=k_blocks, wgt_factor_in=1)
-    alu = dict(uop_bgn=m_blocks, uop_end=m_blocks + 1, iter_out=n_out, iter_in=1, dst_factor_out=1,
+    loop = dict(uop_bgn=m_blocks, uop_end=m_blocks + 1, iter_out=n_out, iter_in=1, dst_factor_out=1,
                src_factor_out=1, use_imm=1)
     for op, imm in (("shr", 9), ("max", -100), ("min", 100)):
-        b.emit("ALU", alu_opcode=_alu(op), imm=imm, **alu)
+        b.emit("ALU", alu_opcode=alu.OPCODE[op], imm=imm, **loop)
     _sync_store(b, dram_base=dst, y_size=1, x_size=n_out, x_stride=n_out)
     return b.build()
-
-
-def _alu(op: str) -> int:
-    from vdla_hw import alu
-
-    return alu.OPCODE[op]
 
 
 # --- the checks -------------------------------------------------------------------------
@@ -293,7 +288,8 @@ def _bounded(check, device, config, timeout_s: float):
     return box["result"]
 
 
-def run_checks(device: Device, config: Config, *, timeout_s: float = DEFAULT_TIMEOUT_S, report=None) -> list[CheckResult]:
+def run_checks(device: Device, config: Config, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+               report=None) -> list[CheckResult]:
     """Run :data:`CHECKS` on ``device`` (opened for ``config``), each within ``timeout_s``
     seconds; ``report(CheckResult)`` is called as each ends. The device's own waits get half the
     timeout, so a program that stops or hangs is reported with its module states."""
@@ -301,7 +297,8 @@ def run_checks(device: Device, config: Config, *, timeout_s: float = DEFAULT_TIM
     stopped = None  # why the remaining checks do not run
     for name, check in CHECKS:
         start = time.perf_counter()
-        if stopped is None and name in NEEDS_IDENTITY and results and results[0].status == FAIL:
+        unidentified = any(r.name == "identify" and r.status == FAIL for r in results)
+        if stopped is None and name in NEEDS_IDENTITY and unidentified:
             outcome = (SKIP, "not run: the device is not the configuration its program is built for")
         elif stopped is not None:
             outcome = (SKIP, f"not run: {stopped}")

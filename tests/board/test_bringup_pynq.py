@@ -173,4 +173,5 @@ def test_no_device_is_one_line_with_status_2(tmp_path):
     done = subprocess.run([sys.executable, "-W", "ignore", "-m", "vdla", "board", "check", "--bitstream", str(bit)],
                           cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == "vdla: error: pynq finds no device (No Devices Found); the pynq backend runs on a PYNQ board\n"
+    assert done.stderr == ("vdla: error: pynq finds no device (No Devices Found); the pynq backend runs on a PYNQ "
+                           "board\n")
