@@ -159,7 +159,39 @@ def check_identify(device: Device, config: Config, timeout_s: float) -> str:
     return f"ID_ISA {isa}, ID_CONFIG {fingerprint:08x}: {config.name} ({config.fingerprint})"
 
 
+def register_plan() -> list[tuple]:
+    """The register check's accesses, in order: ``("wr", name, value)`` and ``("rd", name,
+    expected, what was written)``. Each RW register with each pattern, written then read; then
+    every RW register given its own value before any is read back (aliasing)."""
+    plan = []
+    for name in RW_REGISTERS:
+        for value, what in PATTERNS:
+            plan += [("wr", name, value), ("rd", name, value, f"wrote {value:#010x} ({what})")]
+    distinct = {name: 0xC0DE_0000 | regmap.offset(name) << 4 | k for k, name in enumerate(RW_REGISTERS)}
+    plan += [("wr", name, value) for name, value in distinct.items()]
+    plan += [("rd", name, value, f"wrote {value:#010x} with every RW register holding its own value")
+             for name, value in distinct.items()]
+    return plan
+
+
+def _first_wrong_read(plan: list[tuple], values: list[int]) -> None:
+    """Raise CheckFailed for the first read of ``plan`` whose value (``values``, in order) is not
+    the one written."""
+    for (_, name, want, what), got in zip((op for op in plan if op[0] == "rd"), values):
+        if got != want:
+            alias = " (an aliased address?)" if "its own value" in what else ""
+            raise CheckFailed(f"{name} ({regmap.offset(name):#04x}): {what}, read {got:#010x}{alias}")
+
+
 def check_registers(device: Device, config: Config, timeout_s: float) -> str:
+    """:func:`register_plan` through ``read_register``/``write_register`` (the board), values
+    restored afterwards; or as one sequence (``register_ops``: the RTL, a fresh simulation whose
+    registers start from reset, so nothing to restore)."""
+    plan = register_plan()
+    what = f"{len(RW_REGISTERS)} RW registers ({', '.join(RW_REGISTERS)}) x {len(PATTERNS)} patterns read back"
+    if hasattr(device, "register_ops"):
+        _first_wrong_read(plan, device.register_ops([op[:3] if op[0] == "wr" else op[:2] for op in plan]))
+        return f"{what}, no aliasing (one simulation of the control slave)"
     read, write = getattr(device, "read_register", None), getattr(device, "write_register", None)
     if read is None or write is None:
         raise _Skip(f"the {device.target} backend has no control registers to access (its runs do not go "
@@ -168,31 +200,22 @@ def check_registers(device: Device, config: Config, timeout_s: float) -> str:
     if status & regmap.STATUS_BUSY:
         raise CheckFailed(f"STATUS {status:#x}: the device is busy before any program ran (reload the bitstream)")
     saved = {name: read(name) for name in RW_REGISTERS}
+    values = []
     try:
-        for name in RW_REGISTERS:
-            for value, what in PATTERNS:
-                write(name, value)
-                got = read(name)
-                if got != value:
-                    raise CheckFailed(f"{name} ({regmap.offset(name):#04x}): wrote {value:#010x} ({what}), "
-                                      f"read {got:#010x}")
-        distinct = {name: 0xC0DE_0000 | regmap.offset(name) << 4 | k for k, name in enumerate(RW_REGISTERS)}
-        for name, value in distinct.items():
-            write(name, value)
-        for name, value in distinct.items():
-            got = read(name)
-            if got != value:
-                raise CheckFailed(f"{name} ({regmap.offset(name):#04x}): wrote {value:#010x} with every RW register "
-                                  f"holding its own value, read {got:#010x} (an aliased address?)")
+        for op in plan:
+            if op[0] == "wr":
+                write(op[1], op[2])
+            else:
+                values.append(read(op[1]))
     finally:
         for name, value in saved.items():
             write(name, value)
+    _first_wrong_read(plan, values)
     restored = {name: read(name) for name in RW_REGISTERS}
     if restored != saved:
         bad = next(name for name in RW_REGISTERS if restored[name] != saved[name])
         raise CheckFailed(f"{bad} not restored: wrote back {saved[bad]:#010x}, read {restored[bad]:#010x}")
-    return (f"{len(RW_REGISTERS)} RW registers ({', '.join(RW_REGISTERS)}) x {len(PATTERNS)} patterns read back, "
-            "no aliasing, values restored")
+    return f"{what}, no aliasing, values restored"
 
 
 def _run(device: Device, bundle: Bundle, timeout_s: float, timeout_cycles: int | None = None):
