@@ -26,6 +26,7 @@ from driver.device import Buffer, DeviceError
 from driver.registers import RegisterDevice, cache_coherent
 from vdla_hw import regmap
 from vdla_hw.config import ISA_VERSION, Config
+from vdla_hw.errors import VdlaError
 
 # The pynq package versions of the last PYNQ-Z1 images (v3.0.1 ships pynq 3.0.1; v3.1.0 ships 3.1.x).
 SUPPORTED_PYNQ = ("3.0.1", "3.1.")
@@ -50,8 +51,8 @@ def default_bitstream(config: Config) -> Path:
     return DEFAULT_BITSTREAM_DIR / config.fingerprint / "vdla.bit"
 
 
-def load_manifest(bitstream: Path, config: Config) -> dict:
-    """The manifest beside ``bitstream``, checked against ``config`` (clear errors otherwise)."""
+def read_manifest(bitstream: Path) -> dict:
+    """The manifest beside ``bitstream``, checked for its format and ISA version (clear errors otherwise)."""
     path = Path(bitstream).with_suffix(".json")
     try:
         manifest = json.loads(path.read_text())
@@ -66,11 +67,43 @@ def load_manifest(bitstream: Path, config: Config) -> dict:
     if manifest["isa_version"] != ISA_VERSION:
         raise DeviceError(f"{path}: bitstream implements ISA v{manifest['isa_version']}, the driver speaks "
                           f"v{ISA_VERSION}; rebuild the bitstream with this version of vdla")
+    return manifest
+
+
+def manifest_config(bitstream: Path) -> Config:
+    """The configuration the manifest beside ``bitstream`` was built for (its ``config``; a
+    ``fingerprint`` that disagrees with it is refused): what ``vdla board check`` checks the
+    hardware against when no configuration is given."""
+    from vdla_hw.config import load_config
+
+    if not Path(bitstream).is_file():
+        raise DeviceError(f"{bitstream}: no such bitstream (the .bit, with vdla.json and the .hwh beside it)")
+    manifest = read_manifest(bitstream)
+    try:
+        config = load_config(json.dumps(manifest["config"]))
+    except (VdlaError, TypeError, ValueError) as err:
+        raise DeviceError(f"{Path(bitstream).with_suffix('.json')}: its configuration does not load ({err})") from None
+    load_manifest(bitstream, config)
+    return config
+
+
+def load_manifest(bitstream: Path, config: Config) -> dict:
+    """The manifest beside ``bitstream``, checked against ``config`` (clear errors otherwise)."""
+    path = Path(bitstream).with_suffix(".json")
+    manifest = read_manifest(bitstream)
     if manifest["fingerprint"] != config.fingerprint:
         raise DeviceError(f"{path}: bitstream was built for configuration {manifest['fingerprint']}, not "
                           f"{config.fingerprint} ({config.name}); open the device with that configuration or "
                           f"build a bitstream for it (vdla hw bitstream --config {config.name})")
     return manifest
+
+
+def _active_device(pynq):
+    """pynq's active device; a DeviceError when pynq finds none (not on a board)."""
+    try:
+        return pynq.Device.active_device
+    except (RuntimeError, IndexError) as err:
+        raise DeviceError(f"pynq finds no device ({err}); the pynq backend runs on a PYNQ board") from None
 
 
 class PynqDevice(RegisterDevice):
@@ -79,7 +112,9 @@ class PynqDevice(RegisterDevice):
     target = "pynq"
 
     def __init__(self, config: Config | str | None = None, *, bitstream: str | Path | None = None,
-                 device=None, download: bool = True):
+                 device=None, download: bool = True, check_id: bool = True):
+        """``check_id=False`` opens hardware whose ID registers disagree with the manifest
+        (``vdla board check`` reports that itself, as its ``identify`` check)."""
         super().__init__(config)
         try:
             import pynq
@@ -95,7 +130,7 @@ class PynqDevice(RegisterDevice):
             raise DeviceError(f"{self.bitstream}: no such bitstream; build it with `vdla hw bitstream --config "
                               f"{self.config.name}` and Vivado, copy the folder to the board, or pass bitstream=")
         self.manifest = load_manifest(self.bitstream, self.config)
-        self.pynq_device = device if device is not None else pynq.Device.active_device
+        self.pynq_device = device if device is not None else _active_device(pynq)
         try:
             self.overlay = pynq.Overlay(str(self.bitstream), download=download, device=self.pynq_device)
         except (OSError, RuntimeError, ValueError, KeyError) as err:
@@ -111,7 +146,7 @@ class PynqDevice(RegisterDevice):
         span = max(int(ip.get("addr_range", regmap.SPAN)), regmap.SPAN)
         self.mmio = pynq.MMIO(int(ip["phys_addr"]), span, device=self.pynq_device)
         isa, fingerprint = self.identify()
-        if isa != ISA_VERSION or fingerprint != self.config.fingerprint_hash:
+        if check_id and (isa != ISA_VERSION or fingerprint != self.config.fingerprint_hash):
             raise DeviceError(f"{self.bitstream}: the loaded hardware reports ISA v{isa} and configuration hash "
                               f"{fingerprint:08x}, but its manifest says {self.manifest['fingerprint']}; the .bit "
                               "and vdla.json do not belong together (rebuild or recopy the bitstream folder)")

@@ -82,6 +82,15 @@ class RegisterDevice(Device):
     def identify(self) -> tuple[int, int]:
         return self._rd("ID_ISA"), self._rd("ID_CONFIG")
 
+    def read_register(self, name: str) -> int:
+        """Register ``name`` of the map (``vdla_hw.regmap``), for bring-up and diagnostics
+        (:mod:`driver.bringup`); runs go through :meth:`run`, never through this."""
+        return int(self._rd(regmap.BY_NAME[name].name))
+
+    def write_register(self, name: str, value: int) -> None:
+        """Write ``value`` (32 bits) to register ``name``; see :meth:`read_register`."""
+        self._wr(regmap.BY_NAME[name].name, int(value) & 0xFFFFFFFF)
+
     def cycles(self) -> int:
         lo = self._rd("CYCLES_LO")  # latches CYCLES_HI
         return lo | self._rd("CYCLES_HI") << 32

@@ -54,6 +54,26 @@ class RtlDevice(HostMemoryDevice):
         self.memory = rtl_run.MemoryOptions(stall=stall, seed=seed)
         self.srams = None   # the bench's SRAM state the last run left (None: a fresh device's zeros)
 
+    def build(self) -> None:
+        """Build the simulation models now (or find them in the cache under ``build/rtl``): the
+        runs' bench and cocotb's (:meth:`register_ops`), so that neither a run nor the register
+        accesses spend minutes on it (``vdla board check`` builds before its timed checks)."""
+        from vdla_hw.rtl import runner
+
+        if self.bench == "compiled":
+            from vdla_hw.rtl import compiled
+
+            compiled.build(self.config, self.top, self.build_root, progress=self._progress)
+        runner.build(self.config, self.simulator, self.build_root, top=self.top)
+
+    def register_ops(self, ops: list) -> list[int]:
+        """Register accesses ``ops`` (``("wr", name, value)`` and ``("rd", name)``) over the
+        design's AXI-lite slave, in one simulation from reset (cocotb's bench,
+        :func:`driver.rtl_run.run_register_ops`); the values read, in order."""
+        [record] = self._run.run_register_ops([(None, [list(op) for op in ops])], self.config, self.simulator,
+                                              top=self.top, build_root=self.build_root)
+        return [int(value) for _, value, _ in record["reads"]]
+
     @staticmethod
     def _progress(line: str) -> None:
         print(line, file=sys.stderr)

@@ -20,6 +20,8 @@ EXTENSIONS: dict[str, dict[str, str]] = {
                     "rtl": "run a bundle on the RTL (cocotb, Icarus or Verilator)"},
     "vdla.cmd_deploy": {"serve": "run packaged networks for `vdla deploy` (on the board or anywhere)",
                         "deploy": "compile, package and run a network on a `vdla serve` board"},
+    "vdla.cmd_board": {"board": "bring-up check of a device (the board after programming it): ID, registers, "
+                                 "DMA, a known program's counters"},
     "vdla.cmd_sweep": {"sweep": "co-design sweep: configurations x models on Ray, Pareto fronts"},
     "vdla.cmd_vta": {"import-vta": "read a VTA standalone case directory (onera/standalone-vta) into a bundle",
                      "export-vta": "write a bundle as a VTA standalone case directory (or a flat image)"},
