@@ -78,6 +78,8 @@ def check_attributes(verilog: Path, config: Config) -> dict[str, dict]:
         [p] = bus_params
         assert p["XIL_INTERFACENAME"] == bus and p["FREQ_HZ"] == hz
         assert p["DATA_WIDTH"] == str(ports[f"{bus}_wdata"]["width"]) and p["ADDR_WIDTH"] == str(ports[f"{bus}_awaddr"]["width"])
+        for sig in ("burst", "lock", "cache", "prot", "qos", "region"):   # optional signals: declared iff present
+            assert p[f"HAS_{sig.upper()}"] == str(int(f"{bus}_ar{sig}" in ports)), (bus, sig)
         if bus == "m_axi":
             assert p["PROTOCOL"] == "AXI3" and p["DATA_WIDTH"] == str(8 * config.MEM_BYTES_PER_BEAT)
             assert p["ID_WIDTH"] == str(ports["m_axi_arid"]["width"]) == str(PORT_ATTRIBUTES[config.MEM_PORT]["id_bits"])
@@ -91,6 +93,22 @@ def check_attributes(verilog: Path, config: Config) -> dict[str, dict]:
             masters = ("AWREADY", "WREADY", "ARREADY", "RVALID", "BVALID")   # what a slave drives
         assert all(ports[f"{bus}_{s.lower()}"]["direction"] == "output" for s in masters)
     return ports
+
+
+def test_a_port_of_no_interface_is_an_error_not_an_inference():
+    from vdla_hw.errors import VdlaError
+    from vdla_hw.rtl.convert import to_verilog
+    from vdla_hw.rtl.ip_attrs import interface_attributes
+
+    ports = {"clk": ("input", 1), "rst": ("input", 1), "irq": ("output", 1), "s_axil_awaddr": ("input", 8),
+             "s_axil_wdata": ("input", 32), "m_axi_araddr": ("output", 32), "m_axi_arid": ("output", 6),
+             "m_axi_awaddr": ("output", 32), "m_axi_wdata": ("output", 64), "debug_out": ("output", 4)}
+    with pytest.raises(VdlaError, match="port 'debug_out' of the FPGA top belongs to no Vivado interface"):
+        interface_attributes(load_config("tiny"), ports)
+    del ports["debug_out"]
+    assert interface_attributes(load_config("tiny"), ports)["m_axi_araddr"][0] == ("X_INTERFACE_INFO", f"{AXIMM} m_axi ARADDR")
+    with pytest.raises(VdlaError, match="interface attributes are for the FPGA top vdla_axi_top, not vdla_top"):
+        to_verilog("tiny", ".", top="vdla_top", ip_attributes=True)
 
 
 @pytest.fixture(scope="module")

@@ -90,18 +90,21 @@ def interface_attributes(config: Config, ports: dict[str, tuple[str, int]]) -> d
 
 
 def _bus_params(config: Config, bus: str, prefix: str, width: dict[str, int], hz: int) -> str:
+    """The interface's X_INTERFACE_PARAMETER: widths and optional signals (HAS_*) from the ports
+    the bus has, its transaction limits from the configuration (the control slave: one read and
+    one write at a time, no bursts)."""
     w = {name[len(prefix):]: n for name, n in width.items() if name.startswith(prefix)}
-    if bus == "s_axil":   # the control slave: one read and one write at a time, no bursts
-        return _params(XIL_INTERFACENAME=bus, PROTOCOL="AXI4LITE", DATA_WIDTH=w["wdata"], ADDR_WIDTH=w["awaddr"],
-                       ID_WIDTH=0, FREQ_HZ=hz, READ_WRITE_MODE="READ_WRITE", HAS_WSTRB=1, HAS_BRESP=1, HAS_RRESP=1,
-                       HAS_PROT=0, NUM_READ_OUTSTANDING=1, NUM_WRITE_OUTSTANDING=1, MAX_BURST_LENGTH=1)
-    user = w.get("aruser", 0)   # ACP only (vdla_hw.rtl.axi_top.PORT_ATTRIBUTES)
-    return _params(XIL_INTERFACENAME=bus, PROTOCOL="AXI3", DATA_WIDTH=w["wdata"], ADDR_WIDTH=w["araddr"],
-                   ID_WIDTH=w["arid"], ARUSER_WIDTH=user, AWUSER_WIDTH=w.get("awuser", 0), FREQ_HZ=hz,
-                   READ_WRITE_MODE="READ_WRITE", HAS_BURST=1, HAS_LOCK=1, HAS_CACHE=1, HAS_PROT=1, HAS_QOS=1,
-                   HAS_REGION=0, HAS_WSTRB=1, HAS_BRESP=1, HAS_RRESP=1, SUPPORTS_NARROW_BURST=0,
-                   NUM_READ_OUTSTANDING=config.MEM_READ_OUTSTANDING, NUM_WRITE_OUTSTANDING=config.MEM_WRITE_OUTSTANDING,
-                   MAX_BURST_LENGTH=config.MEM_MAX_BURST)
+    has = {f"HAS_{sig.upper()}": int(f"ar{sig}" in w or f"aw{sig}" in w)
+           for sig in ("burst", "lock", "cache", "prot", "qos", "region")}
+    has.update(HAS_WSTRB=int("wstrb" in w), HAS_BRESP=int("bresp" in w), HAS_RRESP=int("rresp" in w))
+    common = dict(XIL_INTERFACENAME=bus, DATA_WIDTH=w["wdata"], ADDR_WIDTH=w["awaddr"])
+    if bus == "s_axil":
+        return _params(**common, PROTOCOL="AXI4LITE", ID_WIDTH=0, FREQ_HZ=hz, READ_WRITE_MODE="READ_WRITE", **has,
+                       NUM_READ_OUTSTANDING=1, NUM_WRITE_OUTSTANDING=1, MAX_BURST_LENGTH=1)
+    return _params(**common, PROTOCOL="AXI3", ID_WIDTH=w["arid"], ARUSER_WIDTH=w.get("aruser", 0),
+                   AWUSER_WIDTH=w.get("awuser", 0), FREQ_HZ=hz, READ_WRITE_MODE="READ_WRITE", **has,
+                   SUPPORTS_NARROW_BURST=0, NUM_READ_OUTSTANDING=config.MEM_READ_OUTSTANDING,
+                   NUM_WRITE_OUTSTANDING=config.MEM_WRITE_OUTSTANDING, MAX_BURST_LENGTH=config.MEM_MAX_BURST)
 
 
 def is_attribute_line(line: str) -> bool:
