@@ -3,9 +3,10 @@ verilog`` into ``vdla.bit`` + ``vdla.hwh`` for pynq, and the manifest the driver
 
 ``write_project(config, out_dir)`` writes::
 
-    out_dir/rtl/vdla_axi_top.v  the FPGA top: the accelerator with the port's AXI3 master (vdla_hw.rtl.axi_top)
+    out_dir/rtl/vdla_axi_top.v  the FPGA top: the accelerator with the port's AXI3 master (vdla_hw.rtl.axi_top),
+                             every port with Vivado's interface attributes (vdla_hw.rtl.ip_attrs)
     out_dir/build.tcl        Vivado batch script: block design, synthesis, implementation, timing gate
-    out_dir/constraints.xdc  the clock: FCLK_CLK0 of the PS at the configuration's CLOCK_MHZ
+    out_dir/constraints.xdc  user constraints: none (the clock is the PS7's own, see below)
     out_dir/vdla.json        the manifest (copied next to the bitstream as out/vdla.json)
     out_dir/README.txt       what to run and what comes out
 
@@ -13,25 +14,29 @@ and returns the one command to run there (``vivado -mode batch -source build.tcl
 leaves ``out/vdla.bit``, ``out/vdla.hwh`` and ``out/vdla.json``: copy that folder to the board.
 
 Block design: the Zynq PS7 (``processing_system7``) with its DDR/FIXED_IO made external and the
-PYNQ-Z1 board preset when Vivado has Digilent's board files; M_AXI_GP0 drives the control slave
-(``s_axil``, ``vdla_hw.regmap``) through an AXI interconnect at :data:`CONTROL_BASE`; the
+PYNQ-Z1 board preset from Digilent's board files (the build stops without them); M_AXI_GP0
+drives the control slave (``s_axil``, AXI-lite, ``vdla_hw.regmap``) through an AXI interconnect
+(GP0 is AXI3 with 12-bit IDs: the interconnect converts) at :data:`CONTROL_BASE`; the
 accelerator's memory master (``m_axi``, ``vdla_axi_top`` of ``vdla_hw.rtl.axi_top``) has the AXI3
 signal set of the configuration's port (``MEM_PORT``, or ``vdla hw bitstream --port``; :data:`PS7_PORTS`)
-and reaches DDR through it (64-bit) with no protocol conversion:
+and is wired straight to it (``connect_bd_intf_net``: same protocol, data and ID width, clock),
+with no interconnect and no protocol conversion:
 
 * ``acp``: S_AXI_ACP (3-bit IDs), coherent with the CPU caches through the SCU, as VTA's PYNQ build
   (``PCW_USE_S_AXI_ACP``). The master drives AxCACHE 0b1111 and AxUSER 0b11111 (coherent requests
   need AxCACHE[1] = 1 and AxUSER[0] = 1, UG585 ch. 3.5); the PS7's "default ACP user value"
-  option is set as in VTA's build, so the PS applies the same AxUSER whatever the interconnect
-  passes.
+  option is set as in VTA's build, so the PS applies the same AxUSER whatever the master drives.
 * ``hp``: S_AXI_HP0 (6-bit IDs), not coherent (the driver flushes and invalidates), AxCACHE 0b0011.
 
-Its ``irq`` (STATUS done or error) goes to IRQ_F2P[0].
+The address map is explicit: the registers at :data:`CONTROL_BASE` (:data:`CONTROL_SPAN`), and the
+master sees the DDR (:data:`DDR_BASE`, :data:`DDR_SPAN`) and no other segment of its port.
+Its ``irq`` (STATUS done or error, level) goes to IRQ_F2P[0]. ``ila`` adds a System ILA on both buses.
 One clock: FCLK_CLK0, at the configuration's clock, drives the whole design (no gated or derived
-clock, no latch; ``vdla hw synth --top axi`` checks that), so its period constraint is the only
-one (checked: the PS's achieved frequency and the timed period). The build stops, and writes no
-bitstream, on any setup, hold or pulse-width violation (bitstreams.vivado_flow). No vendor
-binaries are written or kept in git.
+clock, no latch; ``vdla hw synth --top axi`` checks that), constrained by the PS7 IP itself (its
+period from the achieved frequency, and its input jitter; no later ``create_clock`` replaces it);
+the build checks the PS's achieved frequency and the timed period and jitter. The build stops,
+and writes no bitstream, on any setup, hold or pulse-width violation (bitstreams.vivado_flow). No
+vendor binaries are written or kept in git.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from pathlib import Path
 
 from bitstreams.vivado_flow import CONSTRAINTS, constraints_xdc, fclk_check_tcl, implementation_tcl, version_check_tcl
 from vdla_hw import regmap
+from vdla_hw.rtl import ip_attrs
 from vdla_hw.config import ISA_VERSION, Config, load_config, with_port
 
 PART = "xc7z020clg400-1"
@@ -51,6 +57,8 @@ VIVADO_VERSION = "2022.1"  # the Vivado release the PYNQ v3.0 images were built 
 IP_NAME = "vdla_0"
 CONTROL_BASE = 0x43C0_0000  # first M_AXI_GP0 address Vivado hands out on Zynq-7000
 CONTROL_SPAN = 0x1000       # 4 KiB, the smallest AXI segment; the register map needs regmap.SPAN
+DDR_BASE, DDR_SPAN = 0x0000_0000, 0x2000_0000   # the PYNQ-Z1's 512 MiB DDR3 (Digilent PYNQ-Z1 reference manual)
+ILA_DEPTH = 1024            # samples per trigger of the optional ILA (vdla hw bitstream --ila)
 MANIFEST_FORMAT = "vdla-bitstream"  # driver.pynq_device reads this format
 GENERATOR = "bitstreams.pynq_z1 (vdla hw bitstream)"
 AXI_TOP = "vdla_axi_top"    # vdla_hw.rtl.axi_top: s_axil_* slave, AXI3 master m_axi_*, irq
@@ -102,7 +110,22 @@ def manifest(config: Config, verilog: Path, top: str) -> dict:
     }
 
 
-def _tcl(config: Config, top: str) -> str:
+def ila_tcl(ip: str) -> str:
+    """The optional debug core: a System ILA watching the control bus and the memory bus (both
+    interfaces in monitor mode, every channel's handshake, address and data), on FCLK_CLK0."""
+    return f"""# debug (--ila): a System ILA on s_axil and m_axi; out/vdla.ltx holds its probes for the hardware manager
+create_bd_cell -type ip -vlnv xilinx.com:ip:system_ila ila
+set_property -dict [list CONFIG.C_MON_TYPE {{INTERFACE}} CONFIG.C_NUM_MONITOR_SLOTS {{2}} CONFIG.C_DATA_DEPTH {{{ILA_DEPTH}}} \\
+    CONFIG.C_SLOT_0_INTF_TYPE {{xilinx.com:interface:aximm_rtl:1.0}} CONFIG.C_SLOT_1_INTF_TYPE {{xilinx.com:interface:aximm_rtl:1.0}}] \\
+    [get_bd_cells ila]
+connect_bd_intf_net [get_bd_intf_pins ila/SLOT_0_AXI] [get_bd_intf_pins {ip}/s_axil]
+connect_bd_intf_net [get_bd_intf_pins ila/SLOT_1_AXI] [get_bd_intf_pins {ip}/m_axi]
+connect_bd_net [get_bd_pins ps7/FCLK_CLK0] [get_bd_pins ila/clk]
+connect_bd_net [get_bd_pins [lindex [get_bd_cells -filter {{VLNV =~ "*proc_sys_reset*"}}] 0]/peripheral_aresetn] [get_bd_pins ila/resetn]
+"""
+
+
+def _tcl(config: Config, top: str, ila: bool = False) -> str:
     c = config
     from vdla_hw.rtl.axi_top import port_attributes
 
@@ -115,12 +138,13 @@ def _tcl(config: Config, top: str) -> str:
 #   {vivado_command()}
 set here [file normalize [file dirname [info script]]]
 {version_check_tcl(VIVADO_VERSION)}create_project -force vdla_pynq_z1 $here/vivado -part {PART}
+# the PYNQ-Z1 PS7 preset (DDR3 timing, MIO, clocks) is in Digilent's board files: without it the
+# PS would keep Vivado's defaults and the board would not boot the design, so stop here
 set boards [get_board_parts -quiet {BOARD_PART_PATTERN}]
-if {{[llength $boards] > 0}} {{
-    set_property board_part [lindex $boards end] [current_project]
-}} else {{
-    puts "WARNING: no PYNQ-Z1 board files (Digilent vivado-boards); the PS7 keeps Vivado's defaults"
+if {{[llength $boards] == 0}} {{
+    error "no PYNQ-Z1 board files ({BOARD_PART_PATTERN}): install Digilent's vivado-boards (board_files/pynq-z1) into Vivado's data/boards/board_files or set_param board.repoPaths, then run again"
 }}
+set_property board_part [lindex $boards end] [current_project]
 add_files -norecurse [glob $here/rtl/*.v]
 update_compile_order -fileset sources_1
 
@@ -137,34 +161,44 @@ set_property -dict [list \\
     CONFIG.PCW_FPGA0_PERIPHERAL_FREQMHZ {{{c.CLOCK_MHZ:g}}} \\
 ] [get_bd_cells ps7]
 {fclk_check_tcl(c, "ps7")}
-# the accelerator: {top} from rtl/ (module reference; clk, rst active high, s_axil_*, m_axi_*)
+# the accelerator: {top} from rtl/ (module reference). Its ports carry Vivado's interface
+# attributes (vdla_hw/rtl/ip_attrs.py): s_axil AXI4LITE, m_axi AXI3, clk (FREQ_HZ {ip_attrs.freq_hz(c)},
+# ASSOCIATED_BUSIF s_axil:m_axi, ASSOCIATED_RESET rst), rst ACTIVE_HIGH, irq LEVEL_HIGH: nothing is inferred from names
 create_bd_cell -type module -reference {top} {IP_NAME}
-set_property CONFIG.POLARITY ACTIVE_HIGH [get_bd_pins {IP_NAME}/rst]
-# control: M_AXI_GP0 -> interconnect -> s_axil (AXI-lite, vdla_hw.regmap)
+# one clock: FCLK_CLK0 drives the accelerator and the two PS ports it uses
+connect_bd_net [get_bd_pins ps7/FCLK_CLK0] [get_bd_pins {IP_NAME}/clk] [get_bd_pins ps7/M_AXI_GP0_ACLK] [get_bd_pins ps7/{slave}_ACLK]
+# control: M_AXI_GP0 (AXI3, 12-bit IDs) -> AXI interconnect (the protocol conversion to AXI-lite) -> s_axil (vdla_hw.regmap)
 apply_bd_automation -rule xilinx.com:bd_rule:axi4 \\
-    -config {{Master "/ps7/M_AXI_GP0" Clk "/ps7/FCLK_CLK0"}} [get_bd_intf_pins {IP_NAME}/s_axil]
-# memory: m_axi (AXI3: 4-bit AxLEN, WID; bursts of at most {c.MEM_MAX_BURST} beats, never across 4 kB,
-# up to {c.MEM_READ_OUTSTANDING} reads / {c.MEM_WRITE_OUTSTANDING} writes in flight) -> {slave} -> DDR
+    -config {{Clk_master {{/ps7/FCLK_CLK0}} Clk_slave {{/ps7/FCLK_CLK0}} Clk_xbar {{/ps7/FCLK_CLK0}} Master {{/ps7/M_AXI_GP0}} Slave {{/{IP_NAME}/s_axil}} intc_ip {{New AXI Interconnect}} master_apm {{0}}}} \\
+    [get_bd_intf_pins {IP_NAME}/s_axil]
+# memory: m_axi (AXI3: 4-bit AxLEN, WID; {8 * c.MEM_BYTES_PER_BEAT}-bit; bursts of at most {c.MEM_MAX_BURST} beats, never across 4 kB,
+# up to {c.MEM_READ_OUTSTANDING} reads / {c.MEM_WRITE_OUTSTANDING} writes in flight) -> {slave} -> DDR, wired straight: same protocol,
+# width, ID width and clock on both sides, so no interconnect and no protocol conversion
 # MEM_PORT {c.MEM_PORT}: {"coherent through the SCU" if c.coherent else "not coherent"} (AxCACHE {attrs["cache"]:#06b}, AxPROT {attrs["prot"]:#05b}, AxUSER {"none" if attrs["user"] is None else format(attrs["user"], "#07b")})
-apply_bd_automation -rule xilinx.com:bd_rule:axi4 \\
-    -config {{Master "/{IP_NAME}/m_axi" Slave "/ps7/{slave}" Clk "/ps7/FCLK_CLK0"}} [get_bd_intf_pins ps7/{slave}]
+connect_bd_intf_net [get_bd_intf_pins {IP_NAME}/m_axi] [get_bd_intf_pins ps7/{slave}]
 # interrupt: irq (STATUS done or error, level high) -> IRQ_F2P[0] (the driver polls; the line is for later use)
-if {{[llength [get_bd_pins -quiet ps7/IRQ_F2P]] > 0}} {{
-    connect_bd_net [get_bd_pins {IP_NAME}/irq] [get_bd_pins ps7/IRQ_F2P]
-}}
-# the address map the driver expects (out/vdla.json: control_base, control_span)
-assign_bd_address -offset 0x{CONTROL_BASE:08X} -range 0x{CONTROL_SPAN:X} \\
-    -target_address_space [get_bd_addr_spaces ps7/Data] [get_bd_addr_segs {IP_NAME}/s_axil/reg0] -force
-assign_bd_address
-# rst is active high: drive it from the reset block's peripheral_reset if automation did not
+connect_bd_net [get_bd_pins {IP_NAME}/irq] [get_bd_pins ps7/IRQ_F2P]
+# rst is active high: the reset block's peripheral_reset, if automation did not connect it
 if {{[llength [get_bd_nets -quiet -of_objects [get_bd_pins {IP_NAME}/rst]]] == 0}} {{
     set resetter [lindex [get_bd_cells -filter {{VLNV =~ "*proc_sys_reset*"}}] 0]
     connect_bd_net [get_bd_pins $resetter/peripheral_reset] [get_bd_pins {IP_NAME}/rst]
 }}
+{ila_tcl(IP_NAME) if ila else ""}# the address map, explicit (out/vdla.json: control_base, control_span): the registers (vdla_hw.regmap,
+# 0x{regmap.SPAN:X} bytes) in one {CONTROL_SPAN // 1024} KiB segment of GP0; the accelerator sees the PYNQ-Z1's DDR and nothing else
+assign_bd_address -offset 0x{CONTROL_BASE:08X} -range 0x{CONTROL_SPAN:X} \\
+    -target_address_space [get_bd_addr_spaces ps7/Data] [get_bd_addr_segs {IP_NAME}/s_axil/reg0] -force
+foreach seg [get_bd_addr_segs ps7/{slave}/*] {{
+    if {{[string match "*_DDR_LOWOCM" $seg]}} {{
+        assign_bd_address -offset 0x{DDR_BASE:08X} -range 0x{DDR_SPAN:08X} \\
+            -target_address_space [get_bd_addr_spaces {IP_NAME}/m_axi] $seg -force
+    }} else {{
+        exclude_bd_addr_seg -target_address_space [get_bd_addr_spaces {IP_NAME}/m_axi] $seg
+    }}
+}}
 validate_bd_design
 save_bd_design
 
-{implementation_tcl(c, "vdla")}file copy -force $here/vdla.json $here/out/vdla.json
+{implementation_tcl(c, "vdla", debug_probes=ila)}file copy -force $here/vdla.json $here/out/vdla.json
 puts "built out/vdla.bit, out/vdla.hwh, out/vdla.json ({c.fingerprint}); copy out/ to the board"
 """
 
@@ -179,11 +213,19 @@ def top_module(verilog_dir: Path) -> tuple[str, list[str]]:
                      "reference until vdla_hw.rtl provides that wrapper"]
 
 
-def write_project(config: Config | str | None, out_dir: str | Path, port: str | None = None) -> str:
+def write_scripts(config: Config, out: Path, top: str = AXI_TOP, ila: bool = False) -> None:
+    """The project's Vivado scripts alone: ``build.tcl`` and ``constraints.xdc`` (they depend on
+    the configuration, not on the Verilog's text, which build.tcl reads from ``rtl/``)."""
+    (out / "build.tcl").write_text(_tcl(config, top, ila=ila))
+    (out / CONSTRAINTS).write_text(constraints_xdc(config, GENERATOR))
+
+
+def write_project(config: Config | str | None, out_dir: str | Path, port: str | None = None, ila: bool = False) -> str:
     """Write the Vivado project folder for ``config`` into ``out_dir``; returns the command to run
     in it. ``port`` ("acp" | "hp") builds for that PS port instead of the configuration's MEM_PORT
     (:func:`vdla_hw.config.with_port`: the port's timing parameters too, so the fingerprint in the
-    manifest is that configuration's). :func:`missing_for_build` says what the RTL still lacks."""
+    manifest is that configuration's). ``ila``: add a System ILA on both buses (:func:`ila_tcl`).
+    :func:`missing_for_build` says what the RTL still lacks."""
     from vdla_hw.rtl.convert import to_verilog
 
     config = load_config(config)
@@ -191,18 +233,16 @@ def write_project(config: Config | str | None, out_dir: str | Path, port: str | 
         config = with_port(config, port)
     out = Path(out_dir)
     (out / "rtl").mkdir(parents=True, exist_ok=True)
-    try:
-        verilog = to_verilog(config, out / "rtl", top=AXI_TOP)
-    except (TypeError, ImportError):  # an RTL without the AXI3 wrapper: the core only
-        verilog = to_verilog(config, out / "rtl")
+    verilog = to_verilog(config, out / "rtl", top=AXI_TOP, ip_attributes=True)
     top, pending = top_module(out / "rtl")
-    (out / "build.tcl").write_text(_tcl(config, top))
-    (out / CONSTRAINTS).write_text(constraints_xdc(config, GENERATOR))
+    write_scripts(config, out, top, ila=ila)
     (out / "vdla.json").write_text(json.dumps(manifest(config, verilog, top), indent=2) + "\n")
     (out / "README.txt").write_text(
         f"Generated by {GENERATOR} for {config.name} ({config.fingerprint}).\n"
         f"Run here: {vivado_command()}\n"
-        "Result: out/vdla.bit, out/vdla.hwh, out/vdla.json -> copy out/ to the board as\n"
+        "Needs Vivado with Digilent's PYNQ-Z1 board files (vivado-boards); the build stops without them.\n"
+        f"Result: out/vdla.bit, out/vdla.hwh, out/vdla.json{' (and out/vdla.ltx, the ILA probes)' if ila else ''}"
+        " -> copy out/ to the board as\n"
         f"/home/xilinx/vdla/bitstreams/{config.fingerprint}/ (see docs/board.md).\n"
         + "".join(f"NOT READY: {p}\n" for p in pending))
     return f"cd {out} && {vivado_command()}"

@@ -14,9 +14,10 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 # llvm for llvm-mca, which times the CPU kernels' machine code on the CPUs' scheduling models;
 # g++ and make compile the Verilated models (the compiled RTL bench and cocotb's Verilator builds);
 # ccache lets them share Verilator's runtime objects (vdla_hw/rtl/runner.py tool_env);
-# chromium-headless-shell renders report.html in the browser test (tests/vdla/test_report_html.py).
+# chromium-headless-shell renders report.html in the browser test (tests/vdla/test_report_html.py);
+# tcl (tclsh) runs the Vivado recipe's scripts with Vivado's commands stubbed (tests/driver/vivado_stub.py).
 APT_PACKAGES=(python3-venv qemu-user lld gcc-arm-linux-gnueabihf libc6-dev-armhf-cross iverilog make g++ ccache libmagic1 llvm
-              chromium-headless-shell)
+              chromium-headless-shell tcl)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

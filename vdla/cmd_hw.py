@@ -75,7 +75,7 @@ def cmd_bitstream(args) -> int:
     from bitstreams.pynq_z1 import missing_for_build, write_project
     from vdla.cmd_run import warn_clock_of
 
-    command = write_project(args.config, args.output, port=args.port)
+    command = write_project(args.config, args.output, port=args.port, ila=args.ila)
     warn_clock_of(args.config)  # after the project is written: a user error stays the only stderr line
     for problem in missing_for_build(args.output):
         print(f"vdla: warning: {problem}", file=sys.stderr)
@@ -182,6 +182,8 @@ def _add_bitstream(sub) -> None:
     p.add_argument("--port", choices=("acp", "hp"), default=None,
                    help="PS port of the memory master: acp (coherent, VTA's PYNQ build) or hp (HP0); default: the "
                         "configuration's MEM_PORT. Another port also takes that port's timing parameters")
+    p.add_argument("--ila", action="store_true",
+                   help="add a System ILA on the control (s_axil) and memory (m_axi) buses; its probes go to out/vdla.ltx")
     p.add_argument("-o", "--output", type=output_dir, required=True, metavar="DIR", help="project folder to write")
     p.set_defaults(func=cmd_bitstream)
 

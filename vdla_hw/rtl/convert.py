@@ -2,7 +2,7 @@
 fingerprint (generated files are never edited by hand).
 
 Modules: ``vdla_top`` (the core, with the retire trace for test benches), ``vdla_axi_top`` (the
-FPGA top, AXI3 for HP0) and ``axi_checker`` (the test bench's protocol checker,
+FPGA top, AXI3 for HP0 or ACP; for Vivado with its interface attributes, ``ip_attributes``) and ``axi_checker`` (the test bench's protocol checker,
 :mod:`vdla_hw.rtl.axi_check`).
 
 The output is byte-for-byte deterministic (the bitstream manifest records its SHA-256): MyHDL
@@ -26,6 +26,7 @@ from vdla_hw.rtl.params import rtl_params
 
 TOP = "vdla_top"
 MODULES = ("vdla_top", "vdla_axi_top", "axi_checker")
+IP_TOP = "vdla_axi_top"   # the module Vivado instantiates (bitstreams.pynq_z1)
 
 
 def header(config: Config) -> str:
@@ -39,12 +40,15 @@ def header(config: Config) -> str:
             "/* verilator lint_off UNUSEDSIGNAL */\n")
 
 
-def to_verilog(config: Config | str, out_dir: str | Path, top: str = TOP) -> Path:
+def to_verilog(config: Config | str, out_dir: str | Path, top: str = TOP, ip_attributes: bool = False) -> Path:
     """Write ``<top>.v`` for ``config`` into ``out_dir``; returns its path. ``top``: one of
-    :data:`MODULES`."""
+    :data:`MODULES`. ``ip_attributes`` (FPGA top only): with Vivado's interface attributes on
+    every port (:mod:`vdla_hw.rtl.ip_attrs`, attribute lines only: the simulated text plus them)."""
     config = load_config(config)
     if top not in MODULES:
         raise VdlaError(f"unknown RTL module {top!r} (known: {', '.join(MODULES)})")
+    if ip_attributes and top != IP_TOP:
+        raise VdlaError(f"interface attributes are for the FPGA top {IP_TOP}, not {top}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / (top + ".v")
@@ -58,6 +62,9 @@ def to_verilog(config: Config | str, out_dir: str | Path, top: str = TOP) -> Pat
             body = Path(tmp, top + ".v").read_text()
     else:
         body = _convert(config, top)
+    if ip_attributes:
+        from vdla_hw.rtl.ip_attrs import add_attributes
+        body = add_attributes(config, body)
     path.write_text(header(config) + body + "\n")
     return path
 
