@@ -218,16 +218,6 @@ def check_registers(device: Device, config: Config, timeout_s: float) -> str:
     return f"{what}, no aliasing, values restored"
 
 
-def _run(device: Device, bundle: Bundle, timeout_s: float, timeout_cycles: int | None = None):
-    buffer = device.allocate(bundle.dram.size)
-    try:
-        device.write(buffer, bundle.dram)
-        device.start(bundle, buffer)
-        return device.wait(timeout_s=timeout_s, timeout_cycles=timeout_cycles)
-    finally:
-        device.free(buffer)
-
-
 def _first_difference(got: np.ndarray, want: np.ndarray, bundle: Bundle) -> str:
     if got.size != want.size:
         return f"{got.size} bytes read back, {want.size} expected"
@@ -240,7 +230,7 @@ def _first_difference(got: np.ndarray, want: np.ndarray, bundle: Bundle) -> str:
 
 def check_dma(device: Device, config: Config, timeout_s: float) -> str:
     bundle, expected = dma_program(config)
-    result = _run(device, bundle, timeout_s)
+    result = device.run(bundle, timeout_s=timeout_s)
     got = np.asarray(result.dram, dtype=np.uint8)
     if got.size != expected.size or np.any(got != expected):
         raise CheckFailed(f"round trip LOAD -> STORE: {_first_difference(got, expected, bundle)}")
@@ -254,7 +244,7 @@ def check_program(device: Device, config: Config, timeout_s: float) -> str:
 
     bundle = known_program(config)
     reference = vdla_sim.simulate(bundle)
-    result = _run(device, bundle, timeout_s, timeout_cycles=10 * reference.cycles)
+    result = device.run(bundle, timeout_s=timeout_s, timeout_cycles=10 * reference.cycles)
     wrong = [] if result.cycles == reference.cycles else [f"CYCLES {result.cycles} (simulator {reference.cycles})"]
     modules = result.counters.get("modules", {})
     for module in MODULES:

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vdla.cli import main
 from vdla_hw import regmap
 from vdla_hw.config import load_config
 
 warnings.filterwarnings("ignore", message="No devices found")
 from tests.board import pynq_sim  # noqa: E402  (registers the simulated device with pynq)
 from tests.board.test_pynq import write_bitstream  # noqa: E402
+from tests.driver.test_bringup import check, line  # noqa: E402  (`vdla board check ARGS`; backend pynq, the default)
 
 CHECKS = ("identify", "registers", "dma", "program")
 DOC = Path(__file__).resolve().parents[2] / "docs" / "bringup.md"
@@ -39,16 +39,6 @@ def bitstream(tmp_path, sim_device):
     return write_bitstream(tmp_path / "tiny", "tiny")
 
 
-def check(capsys, *args):
-    """(exit status, stdout lines, stderr) of `vdla board check ARGS` (backend pynq, the default)."""
-    code = main(["board", "check", *args])
-    out, err = capsys.readouterr()
-    return code, out.splitlines(), err
-
-
-def line(lines, name):
-    [found] = [ln for ln in lines if ln.split()[1:2] == [name]]
-    return found.split()[0], found.split(None, 2)[2]
 
 
 def test_every_check_passes_on_the_simulated_board(capsys, bitstream, sim_device):
