@@ -11,8 +11,8 @@ and writes become AXI-lite transactions: the bench has no register sequence of i
 
 Per program the result holds the final image, the CYCLES register, STATUS/ERROR/ERROR_INSN,
 every counter register, the retire trace, ``wall_cycles`` (clock edges from the START write's
-handshake to the first edge that samples ``irq`` high, less the control slave's two register
-stages: START -> run and FINISH -> done) and the checker's counts for the run. A job item with
+handshake to the first edge that samples ``irq`` high: CYCLES + 2 by docs/spec.md section 5,
+which the tests check) and the checker's counts for the run. A job item with
 ``ops`` instead runs a raw register sequence (the shared corpus of ``tests/driver/regseq.py``)
 and records every read with the cycle its address was taken.
 """

@@ -94,7 +94,7 @@ class RtlResult:
     modules: dict = field(default_factory=dict)    # module -> every MODULE_COUNTERS register
     id_ok: bool = True
     beats: int = 0
-    wall_cycles: int | None = None                 # bench count, START taken -> irq
+    wall_cycles: int | None = None                 # bench count, START taken -> irq (CYCLES + regmap.IRQ_AFTER_CYCLES)
     axi_checks: dict = field(default_factory=dict)  # checks, violations, rules, left_outstanding
     message: str = ""
     srams: dict | None = None                      # the bench's SRAM state after the run (keep_srams, last result)

@@ -66,6 +66,11 @@ ADDRESS_SPACE = 0x1000
 # outside every slave's segment. The access changes no register; a read returns 0.
 RESP_OKAY, RESP_SLVERR = 0b00, 0b10
 UNMAPPED_RESP = RESP_SLVERR
+# Clock cycles from the START write's handshake edge to the first edge that samples irq high are
+# CYCLES + IRQ_AFTER_CYCLES (docs/spec.md section 5, "Cycles"): the run's cycle 0 follows the
+# handshake's edge and runs to CYCLES, the cycle FINISH retires in (CYCLES + 1 cycles), and the
+# done bit that drives irq is set at the edge ending that cycle.
+IRQ_AFTER_CYCLES = 2
 # Per-module counters, in this order for each module of isa.MODULES.
 MODULE_COUNTERS = ("busy", "stall_token", "stall_mem", "stall_queue", "insns")
 
