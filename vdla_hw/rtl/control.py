@@ -94,11 +94,13 @@ class CtrlWrite:
 
 @block
 def strobe_lane(strb, k, lane):
-    """``lane``: 0xFF when bit ``k`` of ``strb`` is set, else 0."""
+    """``lane``: all ones when bit ``k`` of ``strb`` is set, else 0."""
+    ONES = (1 << len(lane)) - 1
+
     @always_comb
     def one():
         if strb[k]:
-            lane.next = 0xFF
+            lane.next = ONES
         else:
             lane.next = 0
     return one
@@ -107,7 +109,7 @@ def strobe_lane(strb, k, lane):
 @block
 def byte_mask(strb, mask):
     """``mask``: 0xFF in each byte whose ``strb`` bit is set, 0 in the others."""
-    lanes = [Signal(intbv(0)[8:]) for _ in range(len(strb))]
+    lanes = [Signal(intbv(0)[len(mask) // len(strb):]) for _ in range(len(strb))]   # a byte per strobe bit
     cat = ConcatSignal(*reversed(lanes)) if len(lanes) > 1 else lanes[0]
     return [strobe_lane(strb, k, lanes[k]) for k in range(len(strb))] + [wire(cat, mask)]
 
