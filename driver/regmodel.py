@@ -11,6 +11,10 @@ It follows the control slave's rules (docs/spec.md section 8; ``vdla_hw/rtl/cont
 * The first error freezes STATUS/ERROR/ERROR_INSN until CLEAR; CLEAR stops a run and zeroes
   everything; CLEAR and START together clear, then start.
 * Reading CYCLES_LO latches CYCLES_HI; writes to read-only registers are ignored.
+* A write changes only the bytes its strobe selects (a RW register keeps the others; CTRL acts
+  on the strobed bytes only). An access of an offset that holds no register
+  (``regmap.register_at``) changes nothing and raises :class:`SlaveError` (the slave answers
+  SLVERR). START refuses an image that passes 4 GiB (``dram_image_wrap``).
 
 A START reads the DRAM_BYTES-byte image at DRAM_BASE from the memory it is attached to, runs it
 on the cycle-level simulator (no race detector: the hardware has none), writes the final image
@@ -51,6 +55,17 @@ RUN_REGISTERS = ("STATUS", "ERROR", "ERROR_INSN", "CYCLES_LO", "CYCLES_HI") + tu
     regmap.counter_name(m, c) for m in st.MODULES for c in regmap.MODULE_COUNTERS)
 
 
+class SlaveError(VdlaError):
+    """The control slave answered an access with an error response (``resp``: the AXI xRESP,
+    ``regmap.UNMAPPED_RESP``): no register at ``offset``. On the board such a read is a bus error
+    in the CPU (a data abort, SIGBUS in the process)."""
+
+    def __init__(self, kind: str, offset: int, resp: int = regmap.UNMAPPED_RESP):
+        super().__init__(f"{kind} of control offset {offset:#x}: no register there (the slave answers "
+                         f"{'SLVERR' if resp == regmap.RESP_SLVERR else f'xRESP {resp:#b}'})")
+        self.offset, self.resp = offset, resp
+
+
 @dataclass
 class _Run:
     """A run in progress (timed mode): started in cycle ``start``; FINISH retires at run cycle
@@ -82,7 +97,8 @@ class RegisterModel:
 
     # --- the bus ------------------------------------------------------------------------
     def read(self, offset: int) -> int:
-        reg = self._register(offset)
+        """The register at byte ``offset``; :class:`SlaveError` where there is none."""
+        reg = self._register("read", offset)
         self._advance()
         if reg.name == "CYCLES_LO":
             self._hi_latch = self.regs["CYCLES_HI"]
@@ -90,25 +106,28 @@ class RegisterModel:
             return self._hi_latch
         return 0 if reg.access == "wo" else self.regs[reg.name] & MASK
 
-    def write(self, offset: int, value: int) -> None:
-        reg = self._register(offset)
+    def write(self, offset: int, value: int, strobe: int = regmap.ALL_BYTES) -> None:
+        """Write the bytes of ``value`` that ``strobe`` (WSTRB) selects to the register at byte
+        ``offset``; :class:`SlaveError` where there is none."""
+        reg = self._register("write", offset)
         self._advance()
-        value &= MASK
+        mask = regmap.strobe_mask(strobe)
+        value &= mask
         if reg.name == "CTRL":
             if value & regmap.CTRL_CLEAR:
                 self._clear()
             if value & regmap.CTRL_START:
                 self._start()
         elif reg.access == "rw":
-            self.regs[reg.name] = value
+            self.regs[reg.name] = (self.regs[reg.name] & ~mask & MASK) | value
         # writes to read-only registers are ignored, as by the control slave
 
-    @staticmethod
-    def _register(offset: int) -> regmap.Register:
-        for reg in regmap.REGISTERS:
-            if reg.offset == offset:
-                return reg
-        raise VdlaError(f"register offset {offset:#x} is not in the register map")
+    def _register(self, kind: str, offset: int) -> regmap.Register:
+        reg = regmap.register_at(offset)
+        if reg is None:
+            self._advance()
+            raise SlaveError(kind, offset)
+        return reg
 
     # --- time (timed mode) ---------------------------------------------------------------
     def _elapsed(self) -> int:
@@ -162,6 +181,8 @@ class RegisterModel:
             return self._fail(E["insn_addr_range"])
         if r["DRAM_BASE"] % regmap.DRAM_BASE_ALIGN:
             return self._fail(E["dram_base_align"])
+        if r["DRAM_BASE"] + r["DRAM_BYTES"] > 1 << regmap.REG_BITS:
+            return self._fail(E["dram_image_wrap"])
         try:
             image = np.array(self.read_memory(r["DRAM_BASE"], r["DRAM_BYTES"]), dtype=np.uint8)
         except KeyError:

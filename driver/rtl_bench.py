@@ -11,8 +11,8 @@ and writes become AXI-lite transactions: the bench has no register sequence of i
 
 Per program the result holds the final image, the CYCLES register, STATUS/ERROR/ERROR_INSN,
 every counter register, the retire trace, ``wall_cycles`` (clock edges from the START write's
-handshake to the first edge that samples ``irq`` high, less the control slave's two register
-stages: START -> run and FINISH -> done) and the checker's counts for the run. A job item with
+handshake to the first edge that samples ``irq`` high: CYCLES + 2 by docs/spec.md section 5,
+which the tests check) and the checker's counts for the run. A job item with
 ``ops`` instead runs a raw register sequence (the shared corpus of ``tests/driver/regseq.py``)
 and records every read with the cycle its address was taken.
 """
@@ -26,14 +26,15 @@ import cocotb
 import numpy as np
 from cocotb.clock import Clock
 from cocotb.task import bridge, resume
-from cocotb.triggers import ClockCycles, Edge, First, ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, Edge, Event, First, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
-from cocotbext.axi import AxiLiteBus, AxiLiteMaster
+from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiProt
+from cocotbext.axi.axil_master import AxiLiteWriteRespCmd
 
 from driver.rtl_bench_device import DRAM_BASE, POLL_CYCLES, BenchRegisterDevice, program_record, run_outcome
 from vdla_hw import isa, regmap
 from vdla_hw.bundle import Bundle
-from vdla_hw.rtl.tb_memory import CLOCK_PERIOD_NS, AxiMemory
+from vdla_hw.rtl.tb_memory import CLOCK_PERIOD_NS, AxiMemory, pauses
 
 EXEC = isa.EXEC_MODULES
 
@@ -44,6 +45,11 @@ class Bench:
     def __init__(self, dut, options: dict):
         self.dut = dut
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+        if options.get("axil_stall", 0) > 0:   # pause each of the five AXI-lite channels at random
+            channels = (self.axil.write_if.aw_channel, self.axil.write_if.w_channel, self.axil.write_if.b_channel,
+                        self.axil.read_if.ar_channel, self.axil.read_if.r_channel)
+            for k, ch in enumerate(channels):
+                ch.set_pause_generator(pauses(options["seed"] * 104729 + k, options["axil_stall"]))
         self.B = len(dut.m_axi_rdata) // 8
         self.memory = AxiMemory(dut, "m_axi", dut.clk, dut.rst, beat_bytes=self.B, latency=options["latency"],
                                 write_latency=options["write_latency"], stall=options["stall"], seed=options["seed"])
@@ -91,7 +97,8 @@ class Bench:
             await RisingEdge(dut.s_axil_awready)
             await ReadOnly()
             addr, data = int(dut.s_axil_awaddr.value), int(dut.s_axil_wdata.value)
-            if addr == regmap.offset("CTRL") and data & regmap.CTRL_START:
+            data &= regmap.strobe_mask(int(dut.s_axil_wstrb.value))
+            if regmap.register_at(addr) == regmap.BY_NAME["CTRL"] and data & regmap.CTRL_START:
                 self.start_edge = self.edge()
                 self.irq_edge = None
             if self.stamps is not None:
@@ -107,12 +114,49 @@ class Bench:
 
     # --- register access (the driver's _rd/_wr) -------------------------------------------
     async def read(self, name: str) -> int:
-        return await self.axil.read_dword(regmap.offset(name))
+        value, resp = await self.read_at(regmap.offset(name))
+        if resp != regmap.RESP_OKAY:
+            raise RuntimeError(f"the control slave answered a read of {name} with xRESP {resp:#b}")
+        return value
 
     async def write(self, name: str, value: int) -> None:
         if name == "CTRL" and value & regmap.CTRL_START:
             await self.quiet_bus()
-        await self.axil.write_dword(regmap.offset(name), value & 0xFFFFFFFF)
+        resp = await self.write_at(regmap.offset(name), value)
+        if resp != regmap.RESP_OKAY:
+            raise RuntimeError(f"the control slave answered a write of {name} with xRESP {resp:#b}")
+
+    def port_address(self, offset: int) -> int:
+        """The address the slave's port sees for an access at ``offset`` of its segment: the
+        low bits its address port is wide (the block design wires the interconnect's address to
+        the port's width)."""
+        return offset & ((1 << len(self.dut.s_axil_araddr)) - 1)
+
+    async def read_at(self, offset: int) -> tuple[int, int]:
+        """(RDATA, RRESP) of a read at byte ``offset`` (4-byte aligned)."""
+        res = await self.axil.read(self.port_address(offset), regmap.REG_BYTES)
+        return int.from_bytes(res.data, "little"), int(res.resp)
+
+    async def write_at(self, offset: int, value: int, strobe: int = regmap.ALL_BYTES) -> int:
+        """BRESP of a one-beat write at byte ``offset`` (4-byte aligned): WDATA ``value`` on every
+        lane, WSTRB ``strobe``. cocotbext-axi's ``write`` would zero the lanes a partial write
+        does not strobe; a master may drive anything there, so this drives the value's bytes
+        (a slave that ignored WSTRB would take them). The beat goes through the master's AW and
+        W channels (their pause generators) and its B response through the master's own
+        response process."""
+        w_if = self.axil.write_if
+        event = Event()
+        w_if.in_flight_operations += 1
+        w_if._idle.clear()
+        await w_if.int_write_resp_command_queue.put(
+            AxiLiteWriteRespCmd(offset, regmap.REG_BYTES, 1, AxiProt.NONSECURE, event))
+        aw, w = w_if.aw_channel._transaction_obj(), w_if.w_channel._transaction_obj()
+        aw.awaddr, aw.awprot = self.port_address(offset), AxiProt.NONSECURE
+        w.wdata, w.wstrb = value & 0xFFFFFFFF, strobe
+        await w_if.aw_channel.send(aw)
+        await w_if.w_channel.send(w)
+        await event.wait()
+        return int(event.data.resp)
 
     async def quiet_bus(self, limit: int = 100_000):
         """Wait until nothing of an earlier run is in flight on the memory bus, so a START runs
@@ -181,9 +225,10 @@ class Bench:
 
     # --- a raw register sequence ------------------------------------------------------------
     async def run_ops(self, bundle: Bundle | None, ops: list) -> dict:
-        """``ops``: ["wr", name, value] | ["rd", name] | ["wait", cycles] | ["wait_irq", cycles].
-        Returns every read as (name, value, cycle its address was taken) and every write's
-        cycle; the image (if any) is mapped at DRAM_BASE."""
+        """``ops``: ["wr", reg, value(, strobe)] | ["rd", reg] | ["wait", cycles] | ["wait_irq",
+        cycles]; ``reg`` a register name or a byte offset, ``strobe`` WSTRB (default all bytes).
+        Returns every read as (reg, value, cycle its address was taken, RRESP) and every write
+        as (reg, cycle, BRESP); the image (if any) is mapped at DRAM_BASE."""
         self.clear_srams()
         if bundle is not None:
             self.memory.load(DRAM_BASE, bundle.dram.tobytes())
@@ -192,13 +237,15 @@ class Bench:
         reads, writes = [], []
         for op in ops:
             if op[0] == "wr":
-                if op[1] == "CTRL" and int(op[2]) & regmap.CTRL_START:
+                offset = _offset(op[1])
+                strobe = int(op[3]) if len(op) > 3 else regmap.ALL_BYTES
+                if regmap.register_at(offset) == regmap.BY_NAME["CTRL"] and int(op[2]) & regmap.CTRL_START:
                     await self.quiet_bus()
-                await self.axil.write_dword(regmap.offset(op[1]), int(op[2]) & 0xFFFFFFFF)
-                writes.append((op[1], self._stamp("wr", op[1])))
+                resp = await self.write_at(offset, int(op[2]), strobe)
+                writes.append((op[1], self._stamp("wr", self.port_address(offset)), resp))
             elif op[0] == "rd":
-                value = await self.read(op[1])
-                reads.append((op[1], value, self._stamp("rd", op[1])))
+                value, resp = await self.read_at(_offset(op[1]))
+                reads.append((op[1], value, self._stamp("rd", self.port_address(_offset(op[1]))), resp))
             elif op[0] == "wait":
                 await ClockCycles(self.dut.clk, int(op[1]))
             elif op[0] == "wait_irq":
@@ -211,12 +258,16 @@ class Bench:
         await self.quiet_bus()
         return {"reads": reads, "writes": writes, "axi_checks": self.checker()}
 
-    def _stamp(self, kind: str, name: str) -> int:
-        offset = regmap.offset(name)
+    def _stamp(self, kind: str, offset: int) -> int:
         for k in range(len(self.stamps) - 1, -1, -1):
             if self.stamps[k][0] == kind and self.stamps[k][1] == offset:
                 return self.stamps.pop(k)[2]
-        raise RuntimeError(f"no {kind} handshake seen for {name}")
+        raise RuntimeError(f"no {kind} handshake seen at offset {offset:#x}")
+
+
+def _offset(reg) -> int:
+    """The byte offset of a register op's ``reg``: a register name or an offset."""
+    return regmap.offset(reg) if isinstance(reg, str) else int(reg)
 
 
 class BenchDevice(BenchRegisterDevice):

@@ -15,7 +15,6 @@ from vdla_hw.bundle import Bundle
 from vdla_hw.config import Config
 
 DRAM_BASE = 0x1000_0000        # where the bench maps the image (4 kB aligned, like a CMA buffer)
-CONTROL_STAGES = 2             # START write taken -> run, FINISH retired -> done/irq
 POLL_CYCLES = 4096             # longest wait between STATUS polls when irq does not rise
 
 
@@ -42,11 +41,12 @@ def run_outcome(device, bundle: Bundle, budget: int) -> dict:
 def program_record(outcome: dict, retire: list, beats: int, start_edge, irq_edge, before: dict, after: dict,
                    dram: np.ndarray) -> dict:
     """A bench's record of one program: ``outcome`` of :func:`run_outcome` plus the monitors'
-    findings (``wall_cycles`` from the START handshake and irq edges, the checker's counts
+    findings (``wall_cycles``: clock edges from the START handshake to the first edge that samples
+    irq high, as measured, CYCLES + regmap.IRQ_AFTER_CYCLES on a working design; the checker's counts
     ``before``/``after`` the run) and the final image."""
     wall = None
     if start_edge is not None and irq_edge is not None:
-        wall = irq_edge - start_edge - CONTROL_STAGES
+        wall = irq_edge - start_edge
     outcome.update(retire=retire, beats=beats, wall_cycles=wall,
                    axi_checks={"checks": after["checks"] - before["checks"],
                                "violations": after["violations"] - before["violations"],

@@ -49,12 +49,15 @@ def choose_bench(sim: str, bench: str | None, waves=None) -> str:
 @dataclass(frozen=True)
 class MemoryOptions:
     """The bench memory: first-beat and write-response latency (None: the configuration's
-    MEM_LATENCY / MEM_WRITE_LATENCY), stall probability per channel and cycle, random seed."""
+    MEM_LATENCY / MEM_WRITE_LATENCY), stall probability per channel and cycle, random seed;
+    ``axil_stall``: the probability that the cocotb bench's AXI-lite master pauses each of its
+    five channels in a cycle (the control bus's back-pressure; cocotb bench only)."""
 
     latency: int | None = None
     write_latency: int | None = None
     stall: float = 0.0
     seed: int = 0
+    axil_stall: float = 0.0
 
     def resolve(self, config: Config) -> dict:
         # a DDR cap of a beat per cycle or more changes no cycle (membus.cap_binds), so the bench runs it
@@ -68,10 +71,14 @@ class MemoryOptions:
         if lat < 2 or wlat < 2:
             raise VdlaError(f"the RTL bench memory needs a read and a write latency of at least 2 cycles "
                             f"(got {lat} and {wlat})")
-        if not 0.0 <= self.stall < 1.0:
-            raise VdlaError(f"stall probability {self.stall} must be in [0, 1) (the chance that a channel stalls "
-                            "in a cycle)")
-        return {"latency": lat, "write_latency": wlat, "stall": float(self.stall), "seed": int(self.seed)}
+        for stall in (self.stall, self.axil_stall):
+            if not 0.0 <= stall < 1.0:
+                raise VdlaError(f"stall probability {stall} must be in [0, 1) (the chance that a channel stalls "
+                                "in a cycle)")
+        out = {"latency": lat, "write_latency": wlat, "stall": float(self.stall), "seed": int(self.seed)}
+        if self.axil_stall:
+            out["axil_stall"] = float(self.axil_stall)
+        return out
 
 
 @dataclass
@@ -87,7 +94,7 @@ class RtlResult:
     modules: dict = field(default_factory=dict)    # module -> every MODULE_COUNTERS register
     id_ok: bool = True
     beats: int = 0
-    wall_cycles: int | None = None                 # bench count, START taken -> irq
+    wall_cycles: int | None = None                 # bench count, START taken -> irq (CYCLES + regmap.IRQ_AFTER_CYCLES)
     axi_checks: dict = field(default_factory=dict)  # checks, violations, rules, left_outstanding
     message: str = ""
     srams: dict | None = None                      # the bench's SRAM state after the run (keep_srams, last result)
@@ -167,6 +174,8 @@ def run_bundles(bundles: list[Bundle], sim: str = "verilator", *, top: str = "co
     if srams is not None and not keep_srams:
         raise VdlaError("run_bundles: an SRAM state to start from needs keep_srams=True")
     if choose_bench(sim, bench, waves) == "compiled":
+        if memory.axil_stall:
+            raise VdlaError("the compiled RTL bench does not pause the AXI-lite channels; use --bench cocotb")
         from driver import rtl_compiled  # Verilator's model: built only for this bench
         metas = rtl_compiled.run_items(list(bundles), items, config, top, memory.resolve(config), build_root,
                                        progress, srams=srams, save_srams=keep_srams)
@@ -187,13 +196,14 @@ def run_bundles(bundles: list[Bundle], sim: str = "verilator", *, top: str = "co
 
 
 def run_register_ops(sequences: list[tuple[Bundle | None, list]], config: Config, sim: str = "verilator", *,
-                     top: str = "core", build_root: Path | None = None) -> list[dict]:
+                     top: str = "core", build_root: Path | None = None,
+                     memory: MemoryOptions = MemoryOptions()) -> list[dict]:
     """Run raw register sequences (ops of :meth:`driver.rtl_bench.Bench.run_ops`), each with
     its image mapped at the bench's DRAM base; returns per sequence its reads
-    ``(name, value, cycle)``, writes ``(name, cycle)`` and the checker's counts."""
+    ``(reg, value, cycle, RRESP)``, writes ``(reg, cycle, BRESP)`` and the checker's counts."""
     bundles = [b for b, _ in sequences]
     items = [{"ops": ops} for _, ops in sequences]
-    metas = _job(bundles, items, config, sim, top, MemoryOptions(), build_root, None, False)
+    metas = _job(bundles, items, config, sim, top, memory, build_root, None, False)
     for meta in metas:
         meta.pop("dram", None)
     return metas

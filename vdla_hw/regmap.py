@@ -51,10 +51,26 @@ ERROR_BITS = {
     "dram_base_align": 1 << 10,  # DRAM_BASE not a multiple of DRAM_BASE_ALIGN (4 kB)
     "axi_slverr": 1 << 11,       # the memory answered a burst with SLVERR (RRESP or BRESP)
     "axi_decerr": 1 << 12,       # ... with DECERR (no memory at that address)
+    "dram_image_wrap": 1 << 13,  # DRAM_BASE + DRAM_BYTES passes 2^32: bus addresses would wrap
 }
 # DRAM_BASE must be 4 kB aligned: AXI bursts split at 4 kB boundaries of the bus address, and the
 # timing contract splits them at 4 kB boundaries of the image offset; the two then agree.
 DRAM_BASE_ALIGN = 4096
+# The slave's AXI-lite address space: 4 KiB, the smallest address segment Vivado assigns to an
+# AXI-lite slave (bitstreams/pynq_z1.py's CONTROL_SPAN); the slave decodes all of its 12 bits, so
+# no offset of the segment aliases a register.
+ADDRESS_SPACE = 0x1000
+# The response to an access of an offset of ADDRESS_SPACE that holds no register (the gap after
+# ID_CONFIG, everything past the last counter): SLVERR (AXI xRESP 0b10), the response of a slave
+# that was reached but refuses the access; DECERR (0b11) is the interconnect's, for addresses
+# outside every slave's segment. The access changes no register; a read returns 0.
+RESP_OKAY, RESP_SLVERR = 0b00, 0b10
+UNMAPPED_RESP = RESP_SLVERR
+# Clock cycles from the START write's handshake edge to the first edge that samples irq high are
+# CYCLES + IRQ_AFTER_CYCLES (docs/spec.md section 5, "Cycles"): the run's cycle 0 follows the
+# handshake's edge and runs to CYCLES, the cycle FINISH retires in (CYCLES + 1 cycles), and the
+# done bit that drives irq is set at the edge ending that cycle.
+IRQ_AFTER_CYCLES = 2
 # Per-module counters, in this order for each module of isa.MODULES.
 MODULE_COUNTERS = ("busy", "stall_token", "stall_mem", "stall_queue", "insns")
 
@@ -89,6 +105,21 @@ def _counters() -> list[Register]:
 REGISTERS: tuple[Register, ...] = tuple(_BASE + _counters())
 BY_NAME = {reg.name: reg for reg in REGISTERS}
 SPAN = max(reg.offset for reg in REGISTERS) + REG_BYTES
+_BY_WORD = {reg.offset // REG_BYTES: reg for reg in REGISTERS}
+ALL_BYTES = (1 << REG_BYTES) - 1   # the strobe of a whole-register write
+assert SPAN <= ADDRESS_SPACE
+
+
+def register_at(offset: int) -> Register | None:
+    """The register an AXI-lite access at byte ``offset`` (of ADDRESS_SPACE) reaches, None when
+    none does. The data bus is one register wide, so the two low address bits select no
+    register (the byte strobes say which bytes a write changes)."""
+    return _BY_WORD.get(offset // REG_BYTES) if 0 <= offset < ADDRESS_SPACE else None
+
+
+def strobe_mask(strobe: int) -> int:
+    """The bit mask of the bytes a write strobe (WSTRB, one bit per byte) selects."""
+    return sum(0xFF << (8 * k) for k in range(REG_BYTES) if strobe >> k & 1)
 
 
 def offset(name: str) -> int:

@@ -107,9 +107,9 @@ class SimulatedPynqDevice(pynq.Device):
         if self.model is None:
             raise RuntimeError("no bitstream loaded on the simulated PYNQ device")
         offset = address - self.control_base
-        if not 0 <= offset < regmap.SPAN:
-            raise RuntimeError(f"address {address:#x} is outside the VDLA control slave")
-        return offset
+        if not 0 <= offset < regmap.ADDRESS_SPACE:
+            raise RuntimeError(f"address {address:#x} is outside the VDLA control slave's segment")
+        return offset   # an offset of the segment without a register: the model raises SlaveError (SLVERR)
 
     def read_registers(self, address, length):
         words = [self.model.read(self._offset(address + k)) for k in range(0, length, 4)]

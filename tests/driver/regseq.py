@@ -2,8 +2,10 @@
 control slave. ``tests/rtl/test_register_corpus.py`` runs every sequence on the RTL's AXI-lite
 slave and on the register model (``driver/regmodel.py``, timed) and compares every read.
 
-Ops: ``("wr", register, value)``, ``("rd", register)``, ``("wait", cycles)``, ``("wait_irq",
-cycles)`` (until irq rises, at most that long). Values ``$base``, ``$bytes``, ``$iaddr`` and
+Ops: ``("wr", register, value)`` or ``("wr", register, value, strobe)`` (WSTRB: the bytes
+written; the bench drives the value on every byte lane), ``("rd", register)``, ``("wait", cycles)``, ``("wait_irq", cycles)``
+(until irq rises, at most that long); ``register`` is a name or a byte offset (an offset that
+holds no register is answered SLVERR). Values ``$base``, ``$bytes``, ``$iaddr`` and
 ``$count`` stand for the program's DRAM base, image size, instruction offset and count.
 Sequences read the per-module counters only when no run is in progress (mid-run counters are
 not part of the register model) and read CYCLES of a failed program only when the failure is a
@@ -81,6 +83,32 @@ SEQUENCES = {
         *setup(), ("wr", "CTRL", START), ("wait_irq", 20_000), *reads("STATUS", "ERROR", "ERROR_INSN"),
         ("wr", "CTRL", START), *reads("STATUS", "ERROR", "ERROR_INSN"), ("wr", "CTRL", CLEAR),
         *reads(*EVERYTHING)]),
+    # WSTRB: a write changes only the strobed bytes; CTRL acts only on its strobed bytes
+    "partial_writes_keep_the_other_bytes": (matmul, [
+        *setup(), ("wr", "DRAM_BYTES", 0xAABBCCDD, 0b0010), ("wr", "INSN_COUNT", 0x11223344, 0b1100),
+        ("wr", "INSN_ADDR", 0x55667788, 0b0101), *reads("DRAM_BYTES", "INSN_COUNT", "INSN_ADDR"),
+        ("wr", "DRAM_BASE", 0, 0b1111), ("wr", "DRAM_BASE", "$base", 0b0011), *reads("DRAM_BASE"),
+        ("wr", "DRAM_BASE", "$base", 0b1100), *setup(count=0), ("wr", "INSN_COUNT", "$count", 0b0001),
+        ("wr", "DRAM_BYTES", "$bytes", 0b0011), ("wr", "INSN_ADDR", "$iaddr", 0b0111), *reads(*EVERYTHING),
+        ("wr", "CTRL", START, 0b0001), ("wait_irq", 20_000), *reads(*EVERYTHING), ("wr", "CTRL", CLEAR)]),
+    "ctrl_bits_outside_the_strobe_do_nothing": (matmul, [
+        *setup(), ("wr", "CTRL", START, 0b1110), *reads(*STATUS_REGS), ("wait", 40), *reads("STATUS", "CYCLES_LO"),
+        ("wr", "CTRL", 0xFFFFFF00 | START, 0b1110), *reads("STATUS"), *run_to_end(), *reads("STATUS", "CYCLES_LO"),
+        ("wr", "CTRL", CLEAR, 0b0010), *reads("STATUS", "CYCLES_LO"), ("wr", "CTRL", CLEAR, 0b0001),
+        *reads(*EVERYTHING)]),
+    # full address decode: offsets without a register answer SLVERR and change nothing
+    "unmapped_offsets_answer_slverr": (matmul, [
+        *setup(), *reads(0x30, 0x3C, 0x90, 0x100, 0x110, 0x120, 0x128, 0x800, 0xFFC),
+        ("wr", 0x110, 0x1234_5000), ("wr", 0x114, 0x40), ("wr", 0x30, 7), ("wr", 0xFFC, 0xFFFF_FFFF),
+        ("wr", 0x100, START), *reads(*STATUS_REGS, "DRAM_BASE", "DRAM_BYTES"), ("wait", 40), *reads("STATUS"),
+        *run_to_end(), ("wr", 0x100, CLEAR), *reads(0x120, 0x124, "CYCLES_LO", "CYCLES_HI", "STATUS"),
+        ("wr", "CTRL", CLEAR), *reads(*EVERYTHING)]),
+    # an image that passes 4 GiB would wrap the bus address: START refuses it, naming no instruction
+    "image_passing_4gib_is_refused": (matmul, [
+        *setup(base=0xFFFF_F000), ("wr", "DRAM_BYTES", 0x2000), ("wr", "CTRL", START), *reads(*STATUS_REGS),
+        ("wr", "CTRL", CLEAR), *setup(base=0xFFFF_F000), ("wr", "DRAM_BYTES", 0x1001), ("wr", "CTRL", START),
+        *reads(*STATUS_REGS), ("wr", "CTRL", CLEAR), *setup(), *run_to_end(), *reads(*EVERYTHING),
+        ("wr", "CTRL", CLEAR)]),
 }
 
 

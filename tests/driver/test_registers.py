@@ -10,7 +10,7 @@ from driver import open_device
 from driver import status as st
 from driver.device import Buffer, HostMemoryDevice
 from driver.registers import RegisterDevice
-from driver.regmodel import RegisterModel
+from driver.regmodel import RegisterModel, SlaveError
 from tests.driver import device_cases
 from tests.hw import programs
 from vdla_hw import regmap
@@ -91,6 +91,36 @@ def test_control_slave_refuses_bad_run_registers():
         assert m.read(regmap.offset("ERROR")) == regmap.ERROR_BITS[cause]
     m.write(regmap.offset("ID_CONFIG"), 0)  # read-only: ignored
     assert m.read(regmap.offset("ID_CONFIG")) == device.config.fingerprint_hash
+
+
+def test_image_passing_4gib_is_refused_and_one_ending_at_it_is_not():
+    """START refuses DRAM_BASE + DRAM_BYTES > 2^32 (the bus address would wrap), naming no
+    instruction, before reading any memory; an image ending exactly at 2^32 passes that check."""
+    m = RegisterModel(programs.blocked_matmul("tiny")[0].config, lambda a, n: (_ for _ in ()).throw(KeyError(a)),
+                      lambda a, d: None)
+    for nbytes, cause in ((0x1001, "dram_image_wrap"), (0x1000, "dram_range")):
+        m.write(regmap.offset("CTRL"), regmap.CTRL_CLEAR)
+        for name, value in (("DRAM_BASE", 0xFFFF_F000), ("DRAM_BYTES", nbytes), ("INSN_ADDR", 0), ("INSN_COUNT", 1)):
+            m.write(regmap.offset(name), value)
+        m.write(regmap.offset("CTRL"), regmap.CTRL_START)
+        assert (m.read(regmap.offset("ERROR")), m.read(regmap.offset("ERROR_INSN"))) == \
+            (regmap.ERROR_BITS[cause], st.NO_INSN), cause   # dram_range: the memory read, after the check
+
+
+def test_partial_writes_and_unmapped_offsets():
+    m = RegisterModel(programs.blocked_matmul("tiny")[0].config, lambda a, n: None, lambda a, d: None)
+    m.write(regmap.offset("DRAM_BYTES"), 0x1122_3344)
+    m.write(regmap.offset("DRAM_BYTES"), 0xAABB_CCDD, 0b0101)
+    assert m.read(regmap.offset("DRAM_BYTES")) == 0x11BB_33DD
+    m.write(regmap.offset("CTRL"), regmap.CTRL_START | regmap.CTRL_CLEAR, 0b1110)   # byte 0 not strobed
+    assert m.starts == 0 and m.read(regmap.offset("STATUS")) == 0
+    for offset in (0x30, 0x3C, regmap.SPAN, 0x100, 0x110, 0xFFC):
+        with pytest.raises(SlaveError, match=f"{offset:#x}.*SLVERR"):
+            m.read(offset)
+        with pytest.raises(SlaveError):
+            m.write(offset, regmap.CTRL_START)
+    assert m.starts == 0 and m.read(regmap.offset("DRAM_BYTES")) == 0x11BB_33DD
+    assert regmap.register_at(0x13).name == "DRAM_BASE" and regmap.register_at(regmap.ADDRESS_SPACE) is None
 
 
 def test_executor_runs_a_network_unchanged_on_a_register_device():

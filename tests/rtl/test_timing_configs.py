@@ -21,6 +21,7 @@ from compiler.accel import compile_layer
 from compiler.layers import Conv2D
 from tests.hw.programs import fixed_corpus
 from tests.rtl.conftest import EXAMPLES, alu_chain
+from vdla_hw import regmap
 from vdla_hw.asm import assemble
 from vdla_hw.config import Config
 from vdla_hw.rtl.compare import diverge
@@ -101,7 +102,7 @@ def test_rtl_matches_sim_at_contract(contract):
         assert rtl_result.id_ok, f"{where}: ID_CONFIG does not match"
         problem = diverge(sim_result, rtl_result)
         assert problem is None, f"{where}: {problem}"
-        assert rtl_result.wall_cycles == rtl_result.cycles, where
+        assert rtl_result.wall_cycles == rtl_result.cycles + regmap.IRQ_AFTER_CYCLES, where
         checks = rtl_result.axi_checks
         assert checks["violations"] == 0 and checks["checks"] > 0 and checks["left_outstanding"] == 0, (where, checks)
         expected = sim_result.modules

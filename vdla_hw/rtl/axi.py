@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from myhdl import Signal, intbv
 
-from vdla_hw.regmap import REG_BITS
-from vdla_hw.rtl.params import ADDR_BITS, RtlParams
+from vdla_hw.regmap import ADDRESS_SPACE, REG_BITS
+from vdla_hw.rtl.params import ADDR_BITS, RtlParams, log2
 
 RESP_OKAY, RESP_EXOKAY, RESP_SLVERR, RESP_DECERR = 0, 1, 2, 3
 BURST_INCR = 1
@@ -24,7 +24,7 @@ AXI3_LEN_BITS = 4
 AXI3_ID_BITS = 6      # the Zynq HP ports' AXI3 ID width (S_AXI_HP0_ARID[5:0] ...)
 ACP_ID_BITS = 3       # the ACP's AXI3 ID width (S_AXI_ACP_ARID[2:0] ..., UG585 ch. 3.5)
 ACP_USER_BITS = 5     # the ACP's AxUSER: [0] shared (coherent) request, [4:1] inner cache attributes (UG585 ch. 3.5)
-AXIL_ADDR_BITS = 8    # the control slave decodes 8 address bits (regmap.SPAN <= 256 bytes)
+AXIL_ADDR_BITS = log2(ADDRESS_SPACE)   # the control slave's segment (4 KiB), decoded whole (control.axil_slave)
 AXIL_DATA_BITS = REG_BITS   # AXI-lite data: one register word (WSTRB: one bit per byte)
 RESP_BITS = 2         # xRESP
 AXSIZE_BITS = 3       # AxSIZE: log2 of the bytes per beat

@@ -245,8 +245,11 @@ class Model:
     # --- the control slave ----------------------------------------------------------------------
     def read(self, name: str) -> int:
         value = ctypes.c_uint32()
-        if self.lib.vdla_rd(self.handle, regmap.offset(name), ctypes.byref(value), self.answer_limit) < 0:
+        resp = self.lib.vdla_rd(self.handle, regmap.offset(name), ctypes.byref(value), self.answer_limit)
+        if resp < 0:
             raise VdlaError(f"RTL: the AXI-lite slave did not answer a read of {name} within {self.answer_limit} cycles")
+        if resp != regmap.RESP_OKAY:
+            raise VdlaError(f"RTL: the AXI-lite slave answered a read of {name} with xRESP {resp:#04b}")
         return value.value
 
     def write(self, name: str, value: int) -> None:

@@ -19,11 +19,16 @@ Behaviour (docs/spec.md section 8; ``driver/regmodel.py`` implements the same ru
   and START in one write clear, then start.
 * CYCLES counts during a run and holds the FINISH (or error) cycle after it; reading CYCLES_LO
   latches CYCLES_HI. ``irq`` is high while STATUS shows done or error.
+* A write changes only the bytes WSTRB selects (a RW register keeps the others; CTRL acts on
+  its strobed bytes only). The slave decodes its whole address port (regmap.ADDRESS_SPACE): an
+  offset without a register is answered SLVERR (regmap.UNMAPPED_RESP), a read of it returns 0
+  and a write changes nothing. START refuses an image that passes 4 GiB
+  (``dram_image_wrap``: DRAM_BASE + DRAM_BYTES > 2^32), so no DMA address wraps.
 """
 
 from __future__ import annotations
 
-from myhdl import Signal, always_comb, always_seq, block, intbv
+from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, intbv
 
 from vdla_hw import regmap
 from vdla_hw.config import ISA_VERSION
@@ -37,6 +42,8 @@ from vdla_hw.rtl.prims import wire
 
 WORDS = regmap.SPAN // regmap.REG_BYTES
 WORD_SHIFT = log2(regmap.REG_BYTES)     # byte address -> word address
+WORD_BITS = max(1, log2(WORDS))         # word address of a register (below WORDS)
+MAPPED = sum(1 << (r.offset // regmap.REG_BYTES) for r in regmap.REGISTERS)   # words holding a register
 NO_INSN = (1 << REG_BITS) - 1           # ERROR_INSN when no instruction is named
 
 
@@ -86,26 +93,66 @@ class CtrlWrite:
 
 
 @block
-def axil_slave(clk, rst, axil: AxiLite, wr, waddr, wdata, raddr, rword):
-    """AXI-lite slave handshakes, correct under any back-pressure. A write is taken in a cycle
-    where AW and W are both valid and no write response waits (``wr`` pulses with the word
-    address ``waddr`` and ``wdata``); its OKAY response is valid from the next cycle until BREADY.
-    A read is taken when no read response waits: ``raddr`` is its word address and ``rword`` the
-    register's value in that cycle, registered into RDATA and held until RREADY."""
+def strobe_lane(strb, k, lane):
+    """``lane``: all ones when bit ``k`` of ``strb`` is set, else 0."""
+    ONES = (1 << len(lane)) - 1
+
+    @always_comb
+    def one():
+        if strb[k]:
+            lane.next = ONES
+        else:
+            lane.next = 0
+    return one
+
+
+@block
+def byte_mask(strb, mask):
+    """``mask``: 0xFF in each byte whose ``strb`` bit is set, 0 in the others."""
+    lanes = [Signal(intbv(0)[len(mask) // len(strb):]) for _ in range(len(strb))]   # a byte per strobe bit
+    cat = ConcatSignal(*reversed(lanes)) if len(lanes) > 1 else lanes[0]
+    return [strobe_lane(strb, k, lanes[k]) for k in range(len(strb))] + [wire(cat, mask)]
+
+
+@block
+def axil_slave(clk, rst, axil: AxiLite, wr, waddr, wdata, wmask, rd, raddr, rword):
+    """AXI-lite slave handshakes, correct under any back-pressure, decoding every bit of the
+    address port. A write is taken in a cycle where AW and W are both valid and no write
+    response waits; at a register's offset ``wr`` pulses with its word address ``waddr``,
+    ``wmask`` (the bytes WSTRB selects) and ``wdata`` (WDATA, the other bytes zeroed). Its
+    response is valid from the next cycle until BREADY: OKAY, or regmap.UNMAPPED_RESP (SLVERR)
+    at an offset without a register (no ``wr``). A read is taken when no read response waits;
+    at a register's offset ``rd`` pulses with ``raddr`` its word address; ``rword`` (that
+    register's value in that cycle) is registered into RDATA with OKAY, or 0 with SLVERR at an
+    offset without a register, and held until RREADY."""
     AW = len(axil.aw.addr)
+    wfull, rfull = (Signal(intbv(0)[AW - WORD_SHIFT:]) for _ in range(2))
+    wok, rok = Signal(bool(0)), Signal(bool(0))
+    mapped = Signal(intbv(MAPPED)[WORDS:])
+    OKAY, ERR = regmap.RESP_OKAY, regmap.UNMAPPED_RESP
+    insts = [byte_mask(axil.w.strb, wmask)]
+
+    @always_comb
+    def addrs():
+        wfull.next = axil.aw.addr[AW:WORD_SHIFT]
+        rfull.next = axil.ar.addr[AW:WORD_SHIFT]
+
+    @always_comb
+    def decode():
+        wok.next = wfull < WORDS and mapped[wfull[WORD_BITS:]]
+        rok.next = rfull < WORDS and mapped[rfull[WORD_BITS:]]
 
     @always_comb
     def comb():
         take_w = axil.aw.valid and axil.w.valid and not axil.b.valid
         axil.aw.ready.next = take_w
         axil.w.ready.next = take_w
-        wr.next = take_w
-        waddr.next = axil.aw.addr[AW:WORD_SHIFT]
-        wdata.next = axil.w.data
+        wr.next = take_w and wok
+        waddr.next = wfull[WORD_BITS:]
+        wdata.next = axil.w.data & wmask
         axil.ar.ready.next = not axil.r.valid
-        raddr.next = axil.ar.addr[AW:WORD_SHIFT]
-        axil.b.resp.next = 0
-        axil.r.resp.next = 0
+        rd.next = axil.ar.valid and not axil.r.valid and rok
+        raddr.next = rfull[WORD_BITS:]
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
@@ -113,12 +160,21 @@ def axil_slave(clk, rst, axil: AxiLite, wr, waddr, wdata, raddr, rword):
             axil.b.valid.next = 0
         if axil.aw.valid and axil.w.valid and not axil.b.valid:
             axil.b.valid.next = 1
+            if wok:
+                axil.b.resp.next = OKAY
+            else:
+                axil.b.resp.next = ERR
         if axil.r.valid and axil.r.ready:
             axil.r.valid.next = 0
         if axil.ar.valid and not axil.r.valid:
             axil.r.valid.next = 1
-            axil.r.data.next = rword
-    return comb, seq
+            if rok:
+                axil.r.data.next = rword
+                axil.r.resp.next = OKAY
+            else:
+                axil.r.data.next = 0
+                axil.r.resp.next = ERR
+    return insts + [addrs, decode, comb, seq]
 
 
 @block
@@ -163,12 +219,14 @@ def readback(raddr, words, rword):
 
 @block
 def ctrl_decode(wr, waddr, wdata, regs: RunRegs, run, pending, error, cw: CtrlWrite):
-    """Decode a write to CTRL and check a START against the run registers (first failing check
-    wins: zero count, stream misaligned or outside the image, DRAM_BASE misaligned)."""
+    """Decode a write to CTRL (``wdata``: its strobed bytes) and check a START against the run
+    registers (first failing check wins: zero count, stream misaligned or outside the image,
+    DRAM_BASE misaligned, image passing 4 GiB)."""
     o_ctrl = regmap.offset("CTRL") // regmap.REG_BYTES
     START, CLEAR = regmap.CTRL_START, regmap.CTRL_CLEAR
     E = regmap.ERROR_BITS
-    E_ZERO, E_RANGE, E_ALIGN = E["zero_insn_count"], E["insn_addr_range"], E["dram_base_align"]
+    E_ZERO, E_RANGE, E_ALIGN, E_WRAP = (E[n] for n in ("zero_insn_count", "insn_addr_range", "dram_base_align",
+                                                       "dram_image_wrap"))
     ALIGN_MASK = regmap.DRAM_BASE_ALIGN - 1
     LG_INSN = log2(INSN_BYTES)
     insn_addr, insn_count, dram_bytes = regs.insn_addr, regs.insn_count, regs.dram_bytes
@@ -182,12 +240,16 @@ def ctrl_decode(wr, waddr, wdata, regs: RunRegs, run, pending, error, cw: CtrlWr
         cw.start_frozen.next = error and not clearing and not (run or pending)
         bits = intbv(0)[len(cw.start_bits):]
         bits[:] = 0
+        image_end = intbv(0)[REG_BITS + 1:]   # DRAM_BASE + DRAM_BYTES: past 2^32 when bit 32 and a low
+        image_end[:] = regs.dram_base + dram_bytes   # bit are set (2^32 itself ends it at 0xFFFFFFFF)
         if insn_count == 0:
             bits[:] = E_ZERO
         elif insn_addr[LG_INSN:0] != 0 or insn_addr >= dram_bytes or insn_addr + (insn_count << LG_INSN) > dram_bytes:
             bits[:] = E_RANGE
         elif (regs.dram_base & ALIGN_MASK) != 0:
             bits[:] = E_ALIGN
+        elif image_end[REG_BITS] and image_end[REG_BITS:] != 0:
+            bits[:] = E_WRAP
         cw.start_bits.next = bits
     return decode
 
@@ -202,9 +264,9 @@ def control(clk, rst, p: RtlParams, axil: AxiLite, core: CoreLink, regs: RunRegs
                                                              "CYCLES_LO"))
     S_DONE, S_ERROR = log2(regmap.STATUS_DONE), log2(regmap.STATUS_ERROR)
     assert regmap.STATUS_BUSY == 1, "STATUS busy is bit 0"
-    wr = Signal(bool(0))
-    waddr, raddr = (Signal(intbv(0)[len(axil.aw.addr) - WORD_SHIFT:]) for _ in range(2))
-    wdata, rword = _reg(), _reg()
+    wr, rd = Signal(bool(0)), Signal(bool(0))
+    waddr, raddr = (Signal(intbv(0)[WORD_BITS:]) for _ in range(2))
+    wdata, wmask, rword = _reg(), _reg(), _reg()
     pending = Signal(bool(0))       # START taken, waiting for the memory port to drain
     held = Signal(bool(0))          # the core was held (not running) in the previous cycle too
     done, error = Signal(bool(0)), Signal(bool(0))
@@ -215,7 +277,7 @@ def control(clk, rst, p: RtlParams, axil: AxiLite, core: CoreLink, regs: RunRegs
     id_isa, id_cfg, zero = _reg(ISA_VERSION), _reg(p.config.fingerprint_hash), _reg()
     clr = Signal(bool(0))
     cw = CtrlWrite()
-    insts = [axil_slave(clk, rst, axil, wr, waddr, wdata, raddr, rword),
+    insts = [axil_slave(clk, rst, axil, wr, waddr, wdata, wmask, rd, raddr, rword),
              ctrl_decode(wr, waddr, wdata, regs, run, pending, error, cw)]
 
     # the readable registers, word by word in offset order; the counters
@@ -253,7 +315,7 @@ def control(clk, rst, p: RtlParams, axil: AxiLite, core: CoreLink, regs: RunRegs
     def seq():
         if run:
             cyc.next = cyc + 1
-        if raddr == o_lo and axil.ar.valid and not axil.r.valid:
+        if rd and raddr == o_lo:
             hi_latch.next = cyc_now[CYCLE_BITS:REG_BITS]
         if run and core.finish:
             run.next = 0
@@ -270,15 +332,15 @@ def control(clk, rst, p: RtlParams, axil: AxiLite, core: CoreLink, regs: RunRegs
             pending.next = 0
             run.next = 1
             cyc.next = 0
-        if wr:
+        if wr:  # the strobed bytes (wdata holds them, the others zeroed); the rest keep their value
             if waddr == o_base:
-                regs.dram_base.next = wdata
+                regs.dram_base.next = (regs.dram_base & ~wmask) | wdata
             elif waddr == o_bytes:
-                regs.dram_bytes.next = wdata
+                regs.dram_bytes.next = (regs.dram_bytes & ~wmask) | wdata
             elif waddr == o_iaddr:
-                regs.insn_addr.next = wdata
+                regs.insn_addr.next = (regs.insn_addr & ~wmask) | wdata
             elif waddr == o_icnt:
-                regs.insn_count.next = wdata
+                regs.insn_count.next = (regs.insn_count & ~wmask) | wdata
         if clr:  # CLEAR, or a START that is not ignored: a fresh run state
             done.next = 0
             error.next = 0

@@ -36,7 +36,12 @@ def fetch_lane(clk, j, IB, lgIB, me_beat, bcnt, rdata, slot, lane, slots):
 
     @always_comb
     def read():
-        lane.next = mem[int(slot)]
+        # slot runs one past the last entry once a whole chunk is routed (the value is then
+        # unused): read only inside the buffer
+        if slot < slots:
+            lane.next = mem[int(slot)]
+        else:
+            lane.next = 0
     return write, read
 
 
@@ -83,7 +88,9 @@ def route_mem(clk, p: RtlParams, me_beat, bcnt, rdata, slot, target, bad, slots,
     @always_comb
     def read():
         c = intbv(0)[TW + 1:]
-        c[:] = mem[int(slot)]
+        c[:] = 0
+        if slot < slots:        # past the last entry (a whole chunk routed): unused, not read
+            c[:] = mem[int(slot)]
         target.next = c[TW:]
         if c[TW:] != TO_BAD:
             bad.next = 0

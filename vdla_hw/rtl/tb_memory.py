@@ -70,7 +70,9 @@ def _stamped(cls, clock: _Clock):
     return Stamped
 
 
-def _pauses(rng: random.Random, p: float):
+def pauses(seed: int, p: float):
+    """A cocotbext-axi pause generator: pause in each cycle with probability ``p``."""
+    rng = random.Random(seed)
     while True:
         yield rng.random() < p
 
@@ -99,7 +101,7 @@ class AxiMemory:
         for k, ch in enumerate(channels):
             ch.queue_occupancy_limit = -1          # never back-pressure by itself
             if stall > 0:
-                ch.set_pause_generator(_pauses(random.Random(seed * 7919 + k), stall))
+                ch.set_pause_generator(pauses(seed * 7919 + k, stall))
         for ch in (self.read_if.ar_channel, self.write_if.aw_channel, self.write_if.w_channel):
             ch._transaction_obj = _stamped(ch._transaction_obj, self.clock)
 
