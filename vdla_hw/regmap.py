@@ -57,7 +57,7 @@ ERROR_BITS = {
 # timing contract splits them at 4 kB boundaries of the image offset; the two then agree.
 DRAM_BASE_ALIGN = 4096
 # The slave's AXI-lite address space: 4 KiB, the smallest address segment Vivado assigns to an
-# AXI-lite slave (bitstreams/pynq_z1.py's CONTROL_SPAN); the slave decodes all of its 12 bits, so
+# AXI-lite slave (bitstreams/pynq_z1.py's CONTROL_SPAN is this); the slave decodes all of its 12 bits, so
 # no offset of the segment aliases a register.
 ADDRESS_SPACE = 0x1000
 # The response to an access of an offset of ADDRESS_SPACE that holds no register (the gap after
