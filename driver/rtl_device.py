@@ -72,7 +72,7 @@ class RtlDevice(HostMemoryDevice):
         :func:`driver.rtl_run.run_register_ops`); the values read, in order."""
         [record] = self._run.run_register_ops([(None, [list(op) for op in ops])], self.config, self.simulator,
                                               top=self.top, build_root=self.build_root)
-        return [int(value) for _, value, _ in record["reads"]]
+        return [int(value) for _, value, *_ in record["reads"]]   # (register, value, cycle, RRESP)
 
     @staticmethod
     def _progress(line: str) -> None:
