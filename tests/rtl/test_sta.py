@@ -216,7 +216,7 @@ def test_cache_hit_skips_synthesis_and_key_covers_the_delay_table(tmp_path, monk
     first = fmax.estimate_fmax("tiny", "core")
     second = fmax.estimate_fmax("tiny", "core")
     assert calls == ["vdla_top"] and first == second
-    assert first["fmax_mhz"] == 50.0 and first["meets_target"] is False and first["lut"] == 10
+    assert first["fmax_static_mhz"] == 50.0 and first["meets_target"] is False and first["lut"] == 10
     fmax.estimate_fmax("tiny", "axi")
     assert calls == ["vdla_top", "vdla_axi_top"]
     key = fmax.cache_key(fmax.load_config("tiny"), "core")
@@ -254,10 +254,41 @@ def test_the_netlist_is_cached_beside_the_result_and_synthesised_once(tmp_path, 
         thread.join()
     assert calls == ["vdla_axi_top"]
     assert fmax_shared.netlist("tiny", "axi") == {"modules": {"vdla_axi_top": {"cells": {}}}}
-    assert fmax_shared.estimate("tiny", "axi")["fmax_mhz"] == 50.0 and calls == ["vdla_axi_top"]
+    assert fmax_shared.estimate("tiny", "axi")["fmax_static_mhz"] == 50.0 and calls == ["vdla_axi_top"]
     for packed in (tmp_path / "cache").glob("*.netlist.json.gz"):   # a result without its netlist (vdla hw synth's)
         packed.unlink()
-    assert fmax_shared.estimate("tiny", "axi")["fmax_mhz"] == 50.0 and calls == ["vdla_axi_top"]   # used as it is
+    assert fmax_shared.estimate("tiny", "axi")["fmax_static_mhz"] == 50.0 and calls == ["vdla_axi_top"]   # used as it is
     assert fmax_shared.netlist("tiny", "axi") and calls == ["vdla_axi_top"] * 2   # the netlist needs a synthesis
     with pytest.raises(VdlaError, match="unknown top 'fpga'"):
         fmax_shared.netlist("tiny", "fpga")
+
+
+def test_stored_validation_covers_six_designs_and_block_ram():
+    """The band comes from at least six held-out designs, block-RAM and LUT-RAM ones among them,
+    and is their smallest and largest Vivado / estimate."""
+    from vdla_hw.rtl.fmax_reference import REFERENCES, band, load_validation
+
+    val = load_validation()
+    assert val is not None, "no vdla_hw/rtl/fmax_validation.json: python -m vdla_hw.rtl.fmax_reference --write"
+    assert sorted(d["name"] for d in val["designs"]) == sorted(r.name for r in REFERENCES)
+    assert len(val["designs"]) >= 6 and {"cpu", "bram", "lutram"} <= {d["kind"] for d in val["designs"]}
+    assert val["band"] == band(val["designs"])
+
+
+def test_the_estimate_carries_the_band_of_the_validation(tmp_path, monkeypatch):
+    """fmax.with_band: the band is the static estimate times the stored ratios, fmax_mhz and the
+    verdict are the pessimistic edge's, the static estimate is kept; without a stored validation
+    the static estimate stays fmax_mhz and there is no band."""
+    from vdla_hw.rtl import fmax_reference
+
+    res = {"fmax_mhz": 90.0, "target_mhz": 100.0, "meets_target": False, "slack_ns": -1.111}
+    val = tmp_path / "validation.json"
+    val.write_text(json.dumps({"designs": [], "band": {"low": 1.2, "high": 1.5, "designs": ["a", "b"]}}))
+    monkeypatch.setattr(fmax_reference, "VALIDATION", val)
+    out = fmax.with_band(res)
+    assert (out["fmax_low_mhz"], out["fmax_high_mhz"], out["fmax_mhz"], out["fmax_static_mhz"]) == (108.0, 135.0, 108.0, 90.0)
+    assert out["meets_target"] is True and out["slack_ns"] == pytest.approx(10 - 1000 / 108, abs=1e-3)
+    assert "x 1.2" in out["fmax_basis"] and "a, b" in out["fmax_basis"] and res["fmax_mhz"] == 90.0
+    monkeypatch.setattr(fmax_reference, "VALIDATION", tmp_path / "none.json")
+    plain = fmax.with_band(res)
+    assert plain["fmax_low_mhz"] is None and plain["fmax_mhz"] == 90.0 and plain["meets_target"] is False

@@ -44,7 +44,8 @@ LUTRAMS = {
     "RAM256X1S": ({"O": ("A",)}, 2, ("D",), ("A",)),
 }
 SRLS = ("SRL16E", "SRLC32E")
-PASS = ("BUFG", "BUFGCE", "BUFGCTRL", "IBUF", "OBUF", "IOBUF", "OBUFT", "GND", "VCC", "$scopeinfo")  # untimed
+PASS = ("BUFG", "BUFGCE", "BUFGCTRL", "IBUF", "OBUF", "IOBUF", "OBUFT", "GND", "VCC", "$scopeinfo",
+        "$print", "$check")  # untimed ($print, $check: simulation-only $display / assertions)
 DSP_CTRL = (("OPMODE", "OPMODEREG"), ("ALUMODE", "ALUMODEREG"), ("CARRYIN", "CARRYINREG"),
             ("CARRYINSEL", "CARRYINSELREG"), ("INMODE", "INMODEREG"))
 DSP_OUT = ("P", "CARRYOUT", "PATTERNDETECT", "PATTERNBDETECT", "OVERFLOW", "UNDERFLOW", "MULTSIGNOUT",
