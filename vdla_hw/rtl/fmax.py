@@ -23,6 +23,8 @@ from vdla_hw.rtl.xc7_cells import DATA
 
 TOPS = {"core": "vdla_top", "axi": "vdla_axi_top"}   # --top name -> Verilog module
 PACKAGE = Path(__file__).resolve().parent.parent        # vdla_hw/
+# the validation designs' results and the band (python -m vdla_hw.rtl.fmax_reference --write)
+VALIDATION = Path(__file__).with_name("fmax_validation.json")
 METHOD = ("yosys synth_xilinx netlist + static timing with xc7z020-1 cell delays (DSP48E1 arcs by register and "
           "pre-adder use), a least-squares routing allowance per routed hop and the PS7 FCLK's input jitter "
           "(vdla_hw/rtl/xc7z020_timing.toml, docs/rtl.md 'Clock estimate')")
@@ -58,6 +60,13 @@ def analyse_verilog(vfile: Path, module: str, work: Path, input_jitter_ns: float
     return stat, sta.analyse(netlist, module, input_jitter_ns=input_jitter_ns)
 
 
+def load_validation(path: Path | None = None) -> dict | None:
+    """The stored validation (per design and the band; :data:`VALIDATION` unless ``path``), or None
+    if it has not been written."""
+    path = Path(path) if path else VALIDATION
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def with_band(res: dict) -> dict:
     """``res`` (the static estimate: ``fmax_mhz`` = 1000 / (worst path + uncertainty)) with its error
     band from the validation designs (vdla_hw/rtl/fmax_validation.json, vdla_hw.rtl.fmax_reference):
@@ -68,8 +77,6 @@ def with_band(res: dict) -> dict:
     (the clock this flow defends: no validation design did worse); ``fmax_basis`` says so. Without a
     stored validation the static estimate stays ``fmax_mhz`` and the band is None. Applied when a
     result is read, so the band follows the stored validation, not the cache."""
-    from vdla_hw.rtl.fmax_reference import load_validation
-
     out = dict(res, fmax_static_mhz=res["fmax_mhz"])
     val = load_validation()
     if val is None:

@@ -1,7 +1,7 @@
 """Third-party designs whose Vivado clock on a 7-series part is published: the held-out validation
 set of the clock estimate (vdla_hw.rtl.fmax; docs/rtl.md "Clock estimate",
 tests/rtl/test_fmax_reference.py, benchmarks/fmax_estimate.py), and the error band the estimate
-carries (:data:`VALIDATION`, written by ``python -m vdla_hw.rtl.fmax_reference --write``).
+carries (``vdla_hw.rtl.fmax.VALIDATION``, written by ``python -m vdla_hw.rtl.fmax_reference --write``).
 
 The CPU cores' Verilog comes from LiteX's ``pythondata-cpu-*`` packages (pinned in
 requirements/rtl.txt); the fpga-tool-perf designs (block RAM and LUT-RAM test circuits) are
@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vdla_hw.errors import VdlaError
+from vdla_hw.rtl.fmax import VALIDATION, analyse_verilog, load_validation  # noqa: F401 (VALIDATION, load_validation: re-exported)
 
 # VexRiscv's numbers are measured on an Artix-7 -3; they are brought to -1 (the xc7z020-1's grade)
 # by the ratio Vivado reached on one and the same core in both grades: PicoRV32's README (commit
 # 76f30e4810f01cb720883f44db659efd0fc25795), Artix-7 xc7a15t -1 4.1 ns and -3 3.1 ns.
 MINUS3_TO_MINUS1 = 3.1 / 4.1
 VENDORED = Path(__file__).with_name("reference_designs")
-VALIDATION = Path(__file__).with_name("fmax_validation.json")   # the band (python -m ... --write)
 TOOL_PERF = ("antmicro/fpga-tool-perf-results at commit 1b0dee2fa92023e1e99088c5e501d448d57cf3c1, graphs/{}.html, "
              "chart frequency-chart-clk, series basys3-vivado (xc7a35t-1, Vivado synth/place/route at a 10 ns "
              "create_clock; runs 2021-08-20..09-07, one value)")
@@ -127,8 +127,6 @@ def verilog(ref: Reference, work: Path) -> Path:
 def estimate(ref: Reference, work: Path) -> dict:
     """Synthesise the reference in ``work`` and time it: the estimate and its ratio to the published
     clock (``ratio``, against the -1 figure)."""
-    from vdla_hw.rtl.fmax import analyse_verilog
-
     _stat, timing = analyse_verilog(verilog(ref, work), ref.module, Path(work))
     return {"name": ref.name, "fmax_mhz": timing["fmax_mhz"], "published_mhz": ref.published_mhz,
             "speed_grade": ref.speed_grade, "published_mhz_minus1": round(ref.mhz_minus1, 1),
@@ -142,13 +140,6 @@ def band(results: list[dict]) -> dict:
     published / estimate over the designs (what Vivado reached relative to this estimate)."""
     ratios = [r["vivado_over_estimate"] for r in results]
     return {"low": min(ratios), "high": max(ratios), "designs": [r["name"] for r in results]}
-
-
-def load_validation(path: Path | None = None) -> dict | None:
-    """The stored validation (per design and the band; :data:`VALIDATION` unless ``path``), or None
-    if it has not been written."""
-    path = Path(path) if path else VALIDATION
-    return json.loads(path.read_text()) if path.exists() else None
 
 
 def main(argv=None) -> int:
