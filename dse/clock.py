@@ -38,11 +38,12 @@ def _cached_synthesis(config: Config) -> dict | None:
     import json
 
     from dse.synth import TOP
-    from vdla_hw.rtl.fmax import cache_key, cache_root
+    from vdla_hw.rtl.fmax import cache_key, cache_root, with_band
 
     path = cache_root() / f"{cache_key(config, TOP)}.json"
     try:
-        return json.loads(path.read_text())
+        # the cache holds the static estimate; fmax_mhz is its band's pessimistic edge, as estimate_fmax gives it
+        return with_band(json.loads(path.read_text()))
     except (OSError, ValueError):  # absent or unreadable: not a synthesis we can use
         return None
 
@@ -56,7 +57,8 @@ def clock_estimate(config: Config, use_synthesis_cache: bool = True) -> ClockEst
         result = _cached_synthesis(config)
         if result is not None and result.get("fmax_mhz"):
             return ClockEstimate(float(result["fmax_mhz"]), "synthesis",
-                                 "static timing of this configuration's synthesised FPGA top (vdla_hw.rtl.fmax, cached)")
+                                 "static timing of this configuration's synthesised FPGA top, the pessimistic edge of "
+                                 "its validated band (vdla_hw.rtl.fmax, cached)")
     try:
         model = load_model()
     except ResourceModelError:

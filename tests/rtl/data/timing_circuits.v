@@ -73,6 +73,21 @@ module timing_circuits (input clk, input [7:0] din, output [15:0] dout);
                   .PCIN(48'd0), .CARRYCASCIN(zero), .MULTSIGNIN(zero));
     (* keep *) FDRE dsp_comb_ff (.C(clk), .CE(one), .R(zero), .D(p_comb[0]), .Q(dsp_comb_q));
     (* keep *) FDRE dsp_pipe_ff (.C(clk), .CE(one), .R(zero), .D(p_pipe[0]), .Q(dsp_pipe_q));
+    // DSP48E1 with the pre-adder (USE_DPORT): A + D -> multiply -> P register, no A, D, AD or M register
+    wire pre_a_q, pre_d_q;
+    wire [47:0] p_pre;
+    (* keep *) FDRE pre_a (.C(clk), .CE(one), .R(zero), .D(din[2]), .Q(pre_a_q));
+    (* keep *) FDRE pre_d (.C(clk), .CE(one), .R(zero), .D(din[3]), .Q(pre_d_q));
+    (* keep *) DSP48E1 #(.USE_DPORT("TRUE"), .AREG(0), .BREG(0), .ACASCREG(0), .BCASCREG(0), .ADREG(0), .DREG(0),
+                         .MREG(0), .PREG(1), .CREG(0), .OPMODEREG(0), .ALUMODEREG(0), .CARRYINREG(0),
+                         .CARRYINSELREG(0), .INMODEREG(0))
+        dsp_pre (.CLK(clk), .A({29'd0, pre_a_q}), .B(18'd3), .C(48'd0), .D({24'd0, pre_d_q}), .OPMODE(7'b0000101),
+                 .ALUMODE(4'd0), .INMODE(5'b00100), .CARRYIN(zero), .CARRYINSEL(3'd0), .P(p_pre),
+                 .CEA1(zero), .CEA2(zero), .CEB1(zero), .CEB2(zero), .CEC(zero), .CEM(zero), .CEP(one),
+                 .CEAD(zero), .CED(zero), .CECTRL(zero), .CEALUMODE(zero), .CEINMODE(zero), .CECARRYIN(zero),
+                 .RSTA(zero), .RSTB(zero), .RSTC(zero), .RSTM(zero), .RSTP(zero), .RSTD(zero), .RSTCTRL(zero),
+                 .RSTALUMODE(zero), .RSTINMODE(zero), .RSTALLCARRYIN(zero), .ACIN(30'd0), .BCIN(18'd0),
+                 .PCIN(48'd0), .CARRYCASCIN(zero), .MULTSIGNIN(zero));
     assign dout[10] = dsp_comb_q;
     assign dout[11] = dsp_pipe_q;
     // shift registers: a fixed-length SRL16E (a delay line of 4) and one whose address is a register
