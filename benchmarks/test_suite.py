@@ -4,7 +4,7 @@ the board tests), each as wall and CPU seconds, with the whole suite's own wall 
 of tests and its 20 slowest tests, and the machine's load before and after; each session's packing
 (worker-seconds busy and idle, and the tail) is printed beside them.
 
-    python benchmarks/test_suite.py [--tiers fast,ci] [--keep DIR] [--record]
+    python benchmarks/test_suite.py [--tiers fast,ci] [--keep DIR] [--cold] [--record]
 
 Targets: the fast tier in at most 3 minutes wall, the clean-clone CI in at most 10 (on this
 2-core machine at load <= 1: wall times under load are not the machine's; CPU times much less).
@@ -12,8 +12,12 @@ Targets: the fast tier in at most 3 minutes wall, the clean-clone CI in at most 
 Each pytest session writes its tests' durations into ``VDLA_TEST_REPORT`` (tests/conftest.py); CPU
 seconds are the user + system time of the command and every process it waited for (the xdist
 workers, compilers and simulators; not Ray's daemons, which are not its children). The clone is
-made from HEAD, so uncommitted changes are not measured (the record's commit says which). Exit
-status 0 when every run passed, 1 if one failed.
+made from HEAD, so uncommitted changes are not measured (the record's commit says which). The
+C++ of the Verilated models is compiled through ccache's per-user cache (docs/testing.md): the CI
+figures say how many compilations it answered (``ci_ccache_hits``) and how many it compiled
+(``ci_ccache_misses``). The tests keep syntheses in the machine's cache too (``~/.cache/
+vdla-timing``, tests/conftest.py). ``--cold`` gives the runs an empty compiler cache and an empty
+synthesis cache of their own, as on a new machine. Exit status 0 when every run passed, 1 if one failed.
 """
 
 from __future__ import annotations
@@ -46,6 +50,9 @@ FIGURES = {
     "suite_wall_s": "s: the whole suite's pytest session inside the CI run, wall",
     "suite_tests": "tests: run by the whole suite (the CI's main pytest session)",
     "board_tests": "tests: run by the board tests (.venv-board)",
+    "caches": "text: the compiler and synthesis caches the runs used (--cold: empty ones)",
+    "ci_ccache_hits": "compilations: of the clean-clone CI answered by ccache's cache",
+    "ci_ccache_misses": "compilations: of the clean-clone CI compiled (a cold cache: all of them)",
     "slowest": "list: the whole suite's 20 slowest tests, [seconds, test id]",
 }
 
@@ -60,6 +67,23 @@ def run(command: list[str], cwd: Path, env: dict, log: Path) -> tuple[float, flo
     after = os.times()
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
     return wall, cpu, status
+
+
+def ccache_counts(env: dict) -> dict[str, int]:
+    """ccache's counters (``ccache --print-stats``) for the cache ``env`` names; empty without ccache."""
+    if not shutil.which("ccache"):
+        return {}
+    out = subprocess.run(["ccache", "--print-stats"], env=env, capture_output=True, text=True).stdout
+    return {name: int(value) for name, value in (line.split("\t") for line in out.splitlines() if "\t" in line)
+            if value.isdigit()}
+
+
+def ccache_used(before: dict, after: dict) -> dict:
+    """Hits and misses between two ``ccache_counts``."""
+    if not before or not after:
+        return {}
+    hits = sum(after.get(k, 0) - before.get(k, 0) for k in ("direct_cache_hit", "preprocessed_cache_hit"))
+    return {"ci_ccache_hits": hits, "ci_ccache_misses": after.get("cache_miss", 0) - before.get("cache_miss", 0)}
 
 
 def sessions(folder: Path) -> list[dict]:
@@ -97,10 +121,15 @@ def packing(report: dict) -> dict:
             "busy": round(busy, 1)}
 
 
-def measure(tier: str, work: Path) -> dict:
-    """Run ``tier`` and return its figures (a failed run raises SystemExit naming its log)."""
+def measure(tier: str, work: Path, cold: bool = False) -> dict:
+    """Run ``tier`` and return its figures (a failed run raises SystemExit naming its log);
+    ``cold`` gives it an empty compiler cache and synthesis cache of its own under ``work``."""
     reports = work / f"{tier}-reports"
     env = {**os.environ, "VDLA_TEST_REPORT": str(reports), "CI": "true"}
+    if cold:
+        env["CCACHE_DIR"] = str(work / f"{tier}-ccache")
+        env["VDLA_TIMING_CACHE"] = str(work / f"{tier}-timing")
+    compiled_before = ccache_counts(env)
     log = work / f"{tier}.log"
     if tier == "fast":
         wall, cpu, status = run(FAST, ROOT, env, log)
@@ -120,10 +149,12 @@ def measure(tier: str, work: Path) -> dict:
     if tier == "fast":
         return {"fast_wall_s": round(wall, 1), "fast_cpu_s": round(cpu, 1), "fast_tests": count(main)}
     slowest = sorted(((round(s, 2), test) for test, (s, _) in main["tests"].items()), reverse=True)[:SLOWEST]
+    compiled = ccache_used(compiled_before, ccache_counts(env))
+    print(f"{tier}: ccache {compiled}", file=sys.stderr)
     return {"ci_wall_s": round(wall, 1), "ci_cpu_s": round(cpu, 1),
             "suite_wall_s": round(main["finished"] - main["started"], 1), "suite_tests": count(main),
             "board_tests": count(board) if (board := board_session(found)) else 0,
-            "slowest": [list(row) for row in slowest]}
+            **compiled, "slowest": [list(row) for row in slowest]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiers", default=",".join(TIERS), help=f"comma-separated, of {', '.join(TIERS)}")
     parser.add_argument("--keep", metavar="DIR",
                         help="keep the logs, reports and clone in DIR, empty or absent (else a temporary folder)")
+    parser.add_argument("--cold", action="store_true",
+                        help="an empty compiler cache and synthesis cache of the run's own, as on a new machine")
     record.add_option(parser)
     args = parser.parse_args(argv)
     tiers = args.tiers.split(",")
@@ -150,11 +183,12 @@ def main(argv: list[str] | None = None) -> int:
     figures = {}
     try:
         for tier in tiers:
-            figures.update(measure(tier, work))
+            figures.update(measure(tier, work, args.cold))
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     print(f"load average after: {record.load_average()}", file=sys.stderr)
+    figures["caches"] = "cold" if args.cold else "the machine's (ccache, ~/.cache/vdla-timing)"
     for name, value in figures.items():
         if name != "slowest":
             print(f"{name}: {value}  ({FIGURES[name]})")

@@ -68,6 +68,9 @@ ROWS = [
      "(issue 43)", [("ci_wall_s", "{:.0f} s wall"), ("ci_cpu_s", "{:.0f} s CPU")], "ci_wall_s"),
     ("test_suite", "the same: its whole-suite pytest session, wall / tests; board tests",
      [("suite_wall_s", "{:.0f} s wall"), ("suite_tests", "{:d} tests"), ("board_tests", "{:d} tests")], None),
+    ("test_suite", "the same: the compiler and synthesis caches it used; C++ compilations ccache answered / "
+     "compiled (docs/testing.md)", [("caches", "{}"), ("ci_ccache_hits", "{:d} hits"),
+                                   ("ci_ccache_misses", "{:d} compiled")], None),
     ("mutants", "mutation testing, every mutant of `scripts/mutants.py`: killed / run, score (issue 26)",
      [("killed", "{:d}"), ("listed", "{:d}"), ("score", "{:.1%}")], "score"),
     ("mutants", "the same: wall time of the whole run / CPU of its tests (issue 26)",
