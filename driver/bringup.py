@@ -245,6 +245,7 @@ def check_program(device: Device, config: Config, timeout_s: float) -> str:
     bundle = known_program(config)
     reference = vdla_sim.simulate(bundle)
     result = device.run(bundle, timeout_s=timeout_s, timeout_cycles=10 * reference.cycles)
+    total = len(MODULES) * len(regmap.MODULE_COUNTERS)
     wrong = [] if result.cycles == reference.cycles else [f"CYCLES {result.cycles} (simulator {reference.cycles})"]
     modules = result.counters.get("modules", {})
     for module in MODULES:
@@ -253,12 +254,11 @@ def check_program(device: Device, config: Config, timeout_s: float) -> str:
             if got != want:
                 wrong.append(f"{regmap.counter_name(module, counter)} {got} (simulator {want})")
     if wrong:
-        raise CheckFailed(f"{len(wrong)} of {1 + len(MODULES) * len(regmap.MODULE_COUNTERS)} counters differ from "
-                          f"the simulator's: {', '.join(wrong)}")
-    if not np.array_equal(np.asarray(result.dram, dtype=np.uint8), reference.dram):
+        raise CheckFailed(f"{len(wrong)} of {1 + total} counters differ from the simulator's: {', '.join(wrong)}")
+    image = np.asarray(result.dram, dtype=np.uint8)
+    if not np.array_equal(image, reference.dram):
         raise CheckFailed(f"counters equal the simulator's, but the image differs: "
-                          f"{_first_difference(np.asarray(result.dram, dtype=np.uint8), reference.dram, bundle)}")
-    total = len(MODULES) * len(regmap.MODULE_COUNTERS)
+                          f"{_first_difference(image, reference.dram, bundle)}")
     return (f"{bundle.insn_count} instructions: CYCLES {result.cycles} and all {total} module counters equal the "
             "simulator's, image equal")
 

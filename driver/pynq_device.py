@@ -83,14 +83,18 @@ def manifest_config(bitstream: Path) -> Config:
         config = load_config(json.dumps(manifest["config"]))
     except (VdlaError, TypeError, ValueError) as err:
         raise DeviceError(f"{Path(bitstream).with_suffix('.json')}: its configuration does not load ({err})") from None
-    load_manifest(bitstream, config)
+    _check_fingerprint(bitstream, manifest, config)
     return config
 
 
 def load_manifest(bitstream: Path, config: Config) -> dict:
     """The manifest beside ``bitstream``, checked against ``config`` (clear errors otherwise)."""
+    return _check_fingerprint(bitstream, read_manifest(bitstream), config)
+
+
+def _check_fingerprint(bitstream: Path, manifest: dict, config: Config) -> dict:
+    """``manifest`` (read beside ``bitstream``) when it was built for ``config``; a DeviceError otherwise."""
     path = Path(bitstream).with_suffix(".json")
-    manifest = read_manifest(bitstream)
     if manifest["fingerprint"] != config.fingerprint:
         raise DeviceError(f"{path}: bitstream was built for configuration {manifest['fingerprint']}, not "
                           f"{config.fingerprint} ({config.name}); open the device with that configuration or "

@@ -120,9 +120,7 @@ class Bench:
         return value
 
     async def write(self, name: str, value: int) -> None:
-        if name == "CTRL" and value & regmap.CTRL_START:
-            await self.quiet_bus()
-        resp = await self.write_at(regmap.offset(name), value)
+        resp = await self.write_op(regmap.offset(name), value)
         if resp != regmap.RESP_OKAY:
             raise RuntimeError(f"the control slave answered a write of {name} with xRESP {resp:#b}")
 
@@ -157,6 +155,12 @@ class Bench:
         await w_if.w_channel.send(w)
         await event.wait()
         return int(event.data.resp)
+
+    async def write_op(self, offset: int, value: int, strobe: int = regmap.ALL_BYTES) -> int:
+        """:meth:`write_at`, after the memory bus is quiet when the write STARTs a run; its BRESP."""
+        if regmap.register_at(offset) == regmap.BY_NAME["CTRL"] and value & regmap.CTRL_START:
+            await self.quiet_bus()
+        return await self.write_at(offset, value, strobe)
 
     async def quiet_bus(self, limit: int = 100_000):
         """Wait until nothing of an earlier run is in flight on the memory bus, so a START runs
@@ -238,14 +242,12 @@ class Bench:
         for op in ops:
             if op[0] == "wr":
                 offset = _offset(op[1])
-                strobe = int(op[3]) if len(op) > 3 else regmap.ALL_BYTES
-                if regmap.register_at(offset) == regmap.BY_NAME["CTRL"] and int(op[2]) & regmap.CTRL_START:
-                    await self.quiet_bus()
-                resp = await self.write_at(offset, int(op[2]), strobe)
+                resp = await self.write_op(offset, int(op[2]), int(op[3]) if len(op) > 3 else regmap.ALL_BYTES)
                 writes.append((op[1], self._stamp("wr", self.port_address(offset)), resp))
             elif op[0] == "rd":
-                value, resp = await self.read_at(_offset(op[1]))
-                reads.append((op[1], value, self._stamp("rd", self.port_address(_offset(op[1]))), resp))
+                offset = _offset(op[1])
+                value, resp = await self.read_at(offset)
+                reads.append((op[1], value, self._stamp("rd", self.port_address(offset)), resp))
             elif op[0] == "wait":
                 await ClockCycles(self.dut.clk, int(op[1]))
             elif op[0] == "wait_irq":
