@@ -98,7 +98,7 @@ def searched_layer(conv: Conv2D, config: Config, vthreads: int | None, progress=
 def program_params(config: Config) -> dict:
     """The parameters of ``config`` a layer's program reads once its schedule is fixed (all but
     :data:`SCHEDULED_UNREAD_PARAMS`)."""
-    return {k: v for k, v in config.params.items() if k not in SCHEDULED_UNREAD_PARAMS}
+    return {k: v for k, v in config.stored_params().items() if k not in SCHEDULED_UNREAD_PARAMS}
 
 
 def _silent(message: str) -> None:

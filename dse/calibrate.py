@@ -148,7 +148,7 @@ def main(argv=None) -> int:
             continue
         result.pop("rtl_key")
         # the parameters synthesised, as stored: a preset may change later, the data may not
-        data["points"][name] = {"role": role, "overrides": overrides, "params": dict(config.params), **result}
+        data["points"][name] = {"role": role, "overrides": overrides, "params": config.stored_params(), **result}
         data["date"] = datetime.date.today().isoformat()
         atomic_write(CALIBRATION_FILE, json_text(data, indent=1, sort_keys=True) + "\n")
         print(f"{name}: LUT {result['lut']} FF {result['ff']} DSP {result['dsp']} BRAM36 {result['bram36']} "

@@ -120,7 +120,7 @@ def layer_key(node: QNode, q: QGraph, config: Config, vthreads: int | None, part
         a = node.attrs
         what = ["add", list(q.shapes[node.inputs[0]]), a["a_shift"], a["b_shift"], a["shift"], a["offset"], a["lo"],
                 a["hi"]]
-        return digest(what, dict(config.params), vthreads)
+        return digest(what, config.stored_params(), vthreads)
     return digest("gemm", _layer_of(part).describe(), schedule.text(), program_params(config))
 
 

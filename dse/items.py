@@ -48,7 +48,7 @@ def make_item(space: Space, point: Point, model: Model) -> Item:
         row.update(key=key, status="invalid", error=str(err), fingerprint=None)
         return Item(point, model, key, row)
     key = point_key(config.fingerprint, point.knobs, model.hash)
-    row.update(key=key, fingerprint=config.fingerprint, config_json=json.dumps(dict(config.params), sort_keys=True))
+    row.update(key=key, fingerprint=config.fingerprint, config_json=json.dumps(config.stored_params(), sort_keys=True))
     cycle = (cycle_config(config).fingerprint, model.hash, point.knob["vthreads"])
     return Item(point, model, key, row, config, json.dumps(cycle))
 

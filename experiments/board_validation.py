@@ -6,9 +6,13 @@ The measurements are AutoTVM records of tlc-pack/tophub (``compiler/data/board_r
 through :func:`compiler.paper.board_records`; its header gives the logs, lines and commit): each a
 conv layer's shape, the schedule that ran (its knobs, as logged) and the measured mean time.
 
-* **Accelerator** (``vta``, VTA's ``pynq_1x16_i8w8a32_15_15_18_17`` = our ``vta-pynq`` at 100 MHz):
-  each record's knobs become our schedule (:mod:`compiler.tensorize.vta_schedule`), the layer is
-  compiled with it and simulated under the timing contract. The prediction is the accelerator's
+* **Accelerator** (``vta``, VTA's ``pynq_1x16_i8w8a32_15_15_18_17``: our ``vta-pynq`` at 100 MHz
+  with VTA's DMA and the board's memory, the ``vta-pynq-board`` variant): each record's knobs
+  become our schedule (:mod:`compiler.tensorize.vta_schedule`), the layer is compiled with it and
+  simulated under the timing contract. Two numbers of that variant are calibrated on one record
+  each (:mod:`experiments.board_calibration`: r01 and r09); those two records are listed as
+  calibration rows, outside the bands and the medians. Beside each prediction: the same program
+  on ``vta-pynq`` (the VDLA DMA, which keeps rows in flight, and the ports' estimates). The prediction is the accelerator's
   time; the per-call work of a runtime around it (register writes, the poll after the finish: our
   driver's, :func:`vdla.network.board_runtime`) is reported beside it as its own column, not added
   to the banded figure, because VTA's runtime (instruction streams built on the CPU each call) is
@@ -22,8 +26,8 @@ median |error| and the worst. Pass bands of issue 44: every accelerator layer wi
 their median |error| <= 5 %; CPU layers' median |error| <= 15 % and none beyond +-35 %. Writes
 ``OUT/board_validation.csv`` (the comparison), ``board_validation_records.csv`` (every record's
 prediction and parts), ``_options.csv``, ``_parameters.csv`` and the predicted-vs-measured figure
-(log-log, the +-10 % band shaded) as ``board_validation.png``/``.pdf``. Nothing is fitted to
-these records.
+(log-log, the +-10 % band shaded) as ``board_validation.png``/``.pdf``. Nothing else is fitted
+to these records.
 """
 
 from __future__ import annotations
@@ -40,7 +44,8 @@ from experiments.study import Option
 
 NAME = "board_validation"
 TARGETS = ("vta", "arm_cpu")
-VTA_CONFIG = "vta-pynq"
+VTA_CONFIG = "vta-pynq-board"
+STREAMED_CONFIG = "vta-pynq"   # the same program on the VDLA DMA with the ports' estimates, for comparison
 CPU = "cortex-a9"
 BANDS = {  # issue 44, "Done when"
     "vta": {"each": 0.10, "median": 0.05},
@@ -48,13 +53,16 @@ BANDS = {  # issue 44, "Done when"
 }
 # board_validation_records.csv: every record's row has these columns (blank where they do not apply)
 RECORD_FIELDS = ("record", "target", "dtype", "template", "layers", "shape", "source", "measured_ms", "predicted_ms",
-                 "error", "cycles", "schedule", "bound", "instructions", "instructions_vta", "own_schedule",
+                 "error", "calibration", "streamed_rows_ms", "streamed_rows_error", "cycles", "schedule", "bound",
+                 "instructions", "instructions_vta", "own_schedule",
                  "own_schedule_ms", "runtime_ms", "runtime_parts", "note", "replay_cpu_s")
 COMPARED = r"tophub|board_records"  # a parameter source citing the measurements is flagged
 
 OPTIONS = [
     Option("config", VTA_CONFIG, "tophub vta_v0.06.log: model pynq_1x16_i8w8a32_15_15_18_17 is VTA's default "
-           "PYNQ configuration (vdla_hw/presets.py gives every parameter's source, listed below)"),
+           "PYNQ configuration; vta-pynq-board is vta-pynq with VTA's HLS DMA (rows one at a time) and the ACP's "
+           "latency and rate calibrated on r09 and r01 (vdla_hw/presets.py gives every parameter's source, "
+           "listed below)"),
     Option("cpu", CPU, "tophub arm_cpu_v0.01.log / vta_v0.02.log: -model=pynq, the PYNQ-Z1's Cortex-A9"),
     Option("shift", 8, "VTA's AutoTVM tuning task of that time: conv2d, right shift by 8, clip to 0..127, cast "
            "to int8 (apache/tvm v0.6.0 vta/tutorials/autotvm/tune_relay_vta.py, register_vta_tuning_tasks; "
@@ -91,11 +99,18 @@ def replay_vta(record: dict, config) -> dict:
     from compiler.tensorize.vta_replay import record_layer
     from dse.vta_replay import replay
 
+    from experiments.board_calibration import RECORDS
+    from vdla_hw.config import load_config
+
     theirs = replay(record, config, check=False)
+    streamed = replay(record, load_config(STREAMED_CONFIG), check=False)["seconds"]
     ours = simulate_layer(record_layer(record), config)
     host = runtime_parts(config, theirs["seconds"])
     counts = theirs["counts"]
     return {"predicted_s": theirs["seconds"], "cycles": theirs["cycles"], "schedule": theirs["schedule"],
+            "calibration": "yes" if record["record"] in RECORDS else "",
+            "streamed_rows_ms": round(streamed * 1e3, 4),
+            "streamed_rows_error": round(study.relative_error(streamed, record["measured_s"]), 4),
             # instructions of the kinds both programs count (VTA's sync no-ops are not derived)
             "instructions": sum(counts["ours"][k] for k, v in counts["vta"].items() if v is not None),
             "instructions_vta": sum(v for v in counts["vta"].values() if v is not None),
@@ -146,19 +161,23 @@ def measure(records: list[dict], config, progress=None) -> list[dict]:
 
 
 def label(row: dict) -> str:
-    return f"{row['record']} {row['target']} {row['dtype']} {row['layers'].split()[0]}"
+    """The record's bar in the comparison; a calibration record says so."""
+    return (f"{row['record']} {row['target']} {row['dtype']} {row['layers'].split()[0]}"
+            + (" (calibration)" if row.get("calibration") else ""))
 
 
 def comparison(rows: list[dict]) -> list[dict]:
-    """One banded row per replayed record, then per target the median |error| and the worst."""
+    """One row per replayed record, banded unless the record calibrated a parameter, then per
+    target the median |error| and the worst of the banded ones."""
     table = []
     for row in rows:
         if row["predicted_ms"] is None:
             continue
-        band = BANDS[row["target"]]["each"]
+        band = None if row["calibration"] else BANDS[row["target"]]["each"]
         table.append(study.compare(label(row), row["predicted_ms"], row["measured_ms"], "ms", band))
     for target in TARGETS:
-        errors = [abs(r["error"]) for r in rows if r["target"] == target and r["error"] is not None]
+        errors = [abs(r["error"]) for r in rows
+                  if r["target"] == target and r["error"] is not None and not r["calibration"]]
         if errors:
             table.append(summary_row(f"{target}: median |error|", statistics.median(errors),
                                      BANDS[target]["median"]))
@@ -186,7 +205,7 @@ def figure(rows: list[dict]):
     x = np.logspace(np.log10(min(values) / 1.5), np.log10(max(values) * 1.5), 50)
     ax.fill_between(x, x * 0.9, x * 1.1, color="#2ca02c", alpha=0.2, linewidth=0, label="+-10 %")
     ax.plot(x, x, color="black", linewidth=0.6)
-    styles = {("vta", "int8"): ("o", "#2b8cbe", "VTA on the FPGA (vta-pynq)"),
+    styles = {("vta", "int8"): ("o", "#2b8cbe", "VTA on the FPGA (vta-pynq-board)"),
               ("arm_cpu", "int8"): ("s", "#e6550d", "Cortex-A9, int8 -> int32"),
               ("arm_cpu", "float32"): ("^", "#756bb1", "Cortex-A9, FP32")}
     for (target, dtype), (marker, color, what) in styles.items():

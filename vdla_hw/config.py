@@ -47,6 +47,8 @@ PARAMETERS: dict[str, tuple[type, float, float, str]] = {
     "DDR_BYTES_PER_CYCLE_CAP": (float, 0.0, 1024.0, "shared-DDR bandwidth cap in bytes/cycle, 0 = none"),
     "MEM_READ_OUTSTANDING": (int, 1, 256, "read bursts the DMA keeps in flight (address sent, last beat not back)"),
     "MEM_WRITE_OUTSTANDING": (int, 1, 256, "write bursts the DMA keeps in flight (address sent, response not back)"),
+    "MEM_ROW_SERIAL": (int, 0, 1, "1: a LOAD/STORE requests each row after the previous row's last read beat or write "
+                                  "response (VTA's HLS DMA, one memcpy per row; simulated only, the RTL streams rows)"),
     "CMD_QUEUE_DEPTH": (int, 1, 1 << 16, "entries of each command queue"),
     "TOKEN_QUEUE_DEPTH": (int, 1, 1 << 16, "tokens each dependency FIFO holds"),
     "FETCH_CYCLES_PER_INSN": (int, 1, 64, "cycles fetch spends routing one instruction"),
@@ -55,6 +57,13 @@ PARAMETERS: dict[str, tuple[type, float, float, str]] = {
     "ALU_CYCLES_PER_UOP": (int, 1, 64, "cycles between ALU micro-op issues"),
     "ALU_PIPELINE_DEPTH": (int, 1, 64, "ALU pipeline stages drained at the end of an instruction"),
     "INSN_OVERHEAD": (int, 0, 64, "cycles to decode an instruction and set up its loops"),
+}
+
+# Parameters a configuration may leave out: (value, source) it then takes. Each keeps the
+# behaviour from before it existed, and at that value it is left out of the fingerprint and of
+# to_json, so configurations, caches, IDs and stored files made before it stay the same.
+DEFAULTS: dict[str, tuple[object, str]] = {
+    "MEM_ROW_SERIAL": (0, "default: the DMA keeps a transfer's rows in flight back to back (docs/spec.md section 5)"),
 }
 
 # The values of each str parameter. MEM_PORT is part of the fingerprint like every parameter: it
@@ -80,6 +89,11 @@ class Config:
     sources: dict
 
     def __post_init__(self):
+        absent = [key for key in DEFAULTS if key not in self.params]
+        if absent:
+            object.__setattr__(self, "params", {**self.params, **{k: DEFAULTS[k][0] for k in absent}})
+            object.__setattr__(self, "sources", {**self.sources, **{k: DEFAULTS[k][1] for k in absent
+                                                                     if k not in self.sources}})
         missing = [key for key in PARAMETERS if key not in self.params]
         if missing:
             raise ConfigError(missing[0], None, "missing", self.name)
@@ -172,9 +186,15 @@ class Config:
         return cls(name=name or source, params=merged, sources=sources)
 
     # --- serialisation ------------------------------------------------------------------
+    def stored_params(self) -> dict:
+        """Every parameter but those of :data:`DEFAULTS` at their default: what the fingerprint
+        hashes and :meth:`to_json` writes."""
+        return {k: v for k, v in self.params.items() if k not in DEFAULTS or v != DEFAULTS[k][0]}
+
     def to_json(self) -> str:
-        """The canonical JSON form: name and every parameter (round-trips through from_json_text)."""
-        return json.dumps({"name": self.name, "params": dict(self.params)}, sort_keys=True)
+        """The canonical JSON form: name and every parameter, but defaults at their value
+        (:meth:`stored_params`; round-trips through from_json_text)."""
+        return json.dumps({"name": self.name, "params": self.stored_params()}, sort_keys=True)
 
     def describe(self) -> dict:
         """Everything a user may want to see: parameters, sources and derived sizes."""
@@ -301,7 +321,7 @@ class Config:
     def fingerprint(self) -> str:
         """Readable id ``BATCHxBLOCK_iIwWaA_UOP_INP_WGT_ACC-hash``; the hash covers every parameter."""
         p = self.params
-        digest = hashlib.sha256(f"isa{ISA_VERSION}:{json.dumps(dict(p), sort_keys=True)}".encode()).hexdigest()
+        digest = hashlib.sha256(f"isa{ISA_VERSION}:{json.dumps(self.stored_params(), sort_keys=True)}".encode()).hexdigest()
         return (f"{self.batch}x{self.block_in}_i{self.inp_bits}w{self.wgt_bits}a{self.acc_bits}_"
                 f"{p['LOG_UOP_BUFF_SIZE']}_{p['LOG_INP_BUFF_SIZE']}_{p['LOG_WGT_BUFF_SIZE']}_"
                 f"{p['LOG_ACC_BUFF_SIZE']}-{digest[:8]}")

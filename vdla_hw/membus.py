@@ -35,6 +35,15 @@ Memory side (the slave the contract assumes: answers in order and never back-pre
 
 The port is free again in the cycle after the last read beat (``e_last + 1``) or after the last
 write response (``b_last + 1``): :func:`read_cycles` / :func:`write_cycles`.
+
+**Rows one at a time** (``MEM_ROW_SERIAL`` = 1, VTA's HLS DMA: ``load_2d``, ``load_pad_2d`` and
+``store`` of apache/tvm v0.6.0 ``vta/hardware/xilinx/src/vta.cc`` copy a 2-D transfer with one
+``memcpy`` per row, and a ``memcpy`` ends when its last beat or write response is back): the
+first burst of every row but the first is addressed no earlier than the cycle after the previous
+burst completed, ``a_k >= e_{k-1} + 1`` (reads) or ``a_k >= b_{k-1} + 1`` (writes). Each row then
+costs what it would alone, and the rows follow each other with one cycle less than separate
+transactions would take (no grant between them). The RTL streams rows (the default, 0) and
+refuses 1 (``vdla_hw.rtl.params``): the value describes other hardware, for the simulator.
 """
 
 from __future__ import annotations
@@ -53,9 +62,14 @@ BURST_BOUNDARY = 4096
 def burst_lengths(config: Config, starts, nbytes: int) -> np.ndarray:
     """Beats of every burst, in issue order, to move rows of ``nbytes`` bytes starting at byte
     addresses ``starts`` (one row after another)."""
+    return burst_plan(config, starts, nbytes)[0]
+
+
+def burst_plan(config: Config, starts, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`burst_lengths`, bursts of each row): the second array has one count per row."""
     starts = np.asarray(starts, dtype=np.int64).reshape(-1)
     if nbytes <= 0 or starts.size == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     bpb, maxb = config.MEM_BYTES_PER_BEAT, config.MEM_MAX_BURST
     page = BURST_BOUNDARY // bpb  # beats per 4 kB page (bpb is a power of two <= 128)
     first = starts // bpb
@@ -73,7 +87,20 @@ def burst_lengths(config: Config, starts, nbytes: int) -> np.ndarray:
     counts = -(-pieces // maxb)
     out = np.full(int(counts.sum()), maxb, dtype=np.int64)
     out[np.cumsum(counts) - 1] = pieces - (counts - 1) * maxb
-    return out
+    return out, np.add.reduceat(counts, heads)
+
+
+def _row_firsts(n: int, row_bursts) -> np.ndarray:
+    """True at the first burst of every row but the first (the bursts that wait when rows go one
+    at a time); all False without ``row_bursts``."""
+    flags = np.zeros(n, dtype=bool)
+    if row_bursts is not None and len(row_bursts) > 1:
+        flags[np.cumsum(row_bursts)[:-1]] = True
+    return flags
+
+
+def _rows(lengths: np.ndarray, row_bursts) -> list[np.ndarray]:
+    return np.split(lengths, np.cumsum(row_bursts)[:-1])
 
 
 def cap_binds(config: Config) -> bool:
@@ -101,43 +128,54 @@ def _issue_times(done: np.ndarray, limit: int) -> np.ndarray:
     return k + np.maximum.accumulate(slack)
 
 
-def read_timeline(config: Config, lengths) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def read_timeline(config: Config, lengths, row_bursts=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(a, f, e) of every burst of a read transaction granted at cycle 0: address valid, first
-    beat, last beat. Exact recurrence, burst by burst (the reference for :func:`read_cycles`)."""
+    beat, last beat. Exact recurrence, burst by burst (the reference for :func:`read_cycles`).
+    ``row_bursts`` (bursts per row, :func:`burst_plan`) matters with ``MEM_ROW_SERIAL``."""
     lengths = np.asarray(lengths, dtype=np.int64)
     dur = _durations(config, lengths)
     lat, gap, lim = config.MEM_LATENCY, config.MEM_BURST_GAP, config.MEM_READ_OUTSTANDING
     n = lengths.size
+    waits = _row_firsts(n, row_bursts) if config.MEM_ROW_SERIAL else np.zeros(n, dtype=bool)
     a, f, e = (np.zeros(n, dtype=np.int64) for _ in range(3))
     for k in range(n):
-        a[k] = 1 if k == 0 else max(a[k - 1] + 1, e[k - lim] + 1 if k >= lim else 0)
+        a[k] = 1 if k == 0 else max(a[k - 1] + 1, e[k - lim] + 1 if k >= lim else 0,
+                                    e[k - 1] + 1 if waits[k] else 0)
         f[k] = a[k] + lat if k == 0 else max(a[k] + lat, e[k - 1] + 1 + gap)
         e[k] = f[k] + dur[k] - 1
     return a, f, e
 
 
-def write_timeline(config: Config, lengths) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def write_timeline(config: Config, lengths, row_bursts=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(a, s, w, b) of every burst of a write transaction granted at cycle 0: address valid,
     first and last data beat, write response. Exact recurrence (the reference for
-    :func:`write_cycles`)."""
+    :func:`write_cycles`); ``row_bursts`` as for :func:`read_timeline`."""
     lengths = np.asarray(lengths, dtype=np.int64)
     dur = _durations(config, lengths)
     wlat, gap, lim = config.MEM_WRITE_LATENCY, config.MEM_BURST_GAP, config.MEM_WRITE_OUTSTANDING
     n = lengths.size
+    waits = _row_firsts(n, row_bursts) if config.MEM_ROW_SERIAL else np.zeros(n, dtype=bool)
     a, s, w, b = (np.zeros(n, dtype=np.int64) for _ in range(4))
     for k in range(n):
-        a[k] = 1 if k == 0 else max(a[k - 1] + 1, b[k - lim] + 1 if k >= lim else 0)
+        a[k] = 1 if k == 0 else max(a[k - 1] + 1, b[k - lim] + 1 if k >= lim else 0,
+                                    b[k - 1] + 1 if waits[k] else 0)
         s[k] = a[k] if k == 0 else max(a[k], w[k - 1] + 1 + gap)
         w[k] = s[k] + dur[k] - 1
         b[k] = w[k] + wlat
     return a, s, w, b
 
 
-def read_cycles(config: Config, lengths) -> int:
-    """Cycles a read transaction of bursts ``lengths`` holds the port (0 without bursts)."""
+def read_cycles(config: Config, lengths, row_bursts=None) -> int:
+    """Cycles a read transaction of bursts ``lengths`` holds the port (0 without bursts);
+    ``row_bursts`` (bursts per row) matters with ``MEM_ROW_SERIAL``."""
     lengths = np.asarray(lengths, dtype=np.int64)
     if lengths.size == 0:
         return 0
+    if config.MEM_ROW_SERIAL and row_bursts is not None and len(row_bursts) > 1:
+        if config.MEM_LATENCY < config.MEM_BURST_GAP:   # a row's first beat waits for the gap: burst by burst
+            return int(read_timeline(config, lengths, row_bursts)[2][-1]) + 1
+        rows = _rows(lengths, row_bursts)   # each row alone, the next addressed the cycle after its last beat
+        return sum(read_cycles(config, row) for row in rows) - (len(rows) - 1)
     dur = _durations(config, lengths)
     lat, gap = config.MEM_LATENCY, config.MEM_BURST_GAP
     # Streaming guess: no burst waits for its address, data back to back (plus the gaps).
@@ -149,12 +187,17 @@ def read_cycles(config: Config, lengths) -> int:
     return int(read_timeline(config, lengths)[2][-1]) + 1
 
 
-def write_cycles(config: Config, lengths) -> int:
+def write_cycles(config: Config, lengths, row_bursts=None) -> int:
     """Cycles a write transaction of bursts ``lengths`` holds the port, up to and including its
-    last write response (0 without bursts)."""
+    last write response (0 without bursts); ``row_bursts`` as for :func:`read_cycles`."""
     lengths = np.asarray(lengths, dtype=np.int64)
     if lengths.size == 0:
         return 0
+    if config.MEM_ROW_SERIAL and row_bursts is not None and len(row_bursts) > 1:
+        if config.MEM_WRITE_LATENCY < config.MEM_BURST_GAP:
+            return int(write_timeline(config, lengths, row_bursts)[3][-1]) + 1
+        rows = _rows(lengths, row_bursts)   # each row alone, the next addressed after its last response
+        return sum(write_cycles(config, row) for row in rows) - (len(rows) - 1)
     dur = _durations(config, lengths)
     wlat, gap = config.MEM_WRITE_LATENCY, config.MEM_BURST_GAP
     s = 1 + np.concatenate(([0], np.cumsum(dur[:-1] + gap)))
@@ -170,8 +213,8 @@ def rows_cost(config: Config, write: bool, base: int, stride: int, rows: int, nb
     """(port cycles, beats) of ``rows`` rows of ``nbytes`` bytes at byte ``base + r * stride``.
     Only the addresses modulo 4 kB matter, so callers pass them reduced (a cache key)."""
     starts = base + np.arange(rows, dtype=np.int64) * stride
-    lengths = burst_lengths(config, starts, nbytes)
-    cycles = (write_cycles if write else read_cycles)(config, lengths)
+    lengths, row_bursts = burst_plan(config, starts, nbytes)
+    cycles = (write_cycles if write else read_cycles)(config, lengths, row_bursts)
     return cycles, int(lengths.sum())
 
 

@@ -213,7 +213,7 @@ def schedule_key(layer: Conv2D, config: Config) -> tuple:
     """Everything :func:`best_schedule` depends on: the layer fields and configuration parameters
     it reads, so configurations that share them share one search."""
     return (tuple(getattr(layer, f) for f in LAYER_FIELDS) + (layer.shift > 0,),
-            tuple(sorted((p, v) for p, v in config.params.items() if p not in UNREAD_PARAMS)))
+            tuple(sorted((p, v) for p, v in config.stored_params().items() if p not in UNREAD_PARAMS)))
 
 
 _SEARCHED: dict = {}   # (schedule_key, thread counts, refine) -> Searched, in this process

@@ -99,25 +99,29 @@ def fig10() -> str:
 
 def board() -> str:
     """The verdict, then one line per board record: layer, shape, the log and line, measured,
-    predicted and the error with its band; then each target's median and worst |error|."""
+    predicted and the error with its band (a calibration record: none), and for the accelerator
+    the same program's error on vta-pynq (the VDLA DMA, the ports' estimates); then each target's
+    median and worst |error|."""
     from vdla_hw.config import load_config
 
     rows = board_validation.measure(paper.board_records(), load_config(board_validation.VTA_CONFIG))
     table = board_validation.comparison(rows)
-    lines = ["| record | target | layer | shape | log:line | measured | predicted | error | band |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| record | target | layer | shape | log:line | measured | predicted | error | band | on vta-pynq |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     banded = {r["bar"]: r for r in table}
     for row in rows:
         cell = banded.get(board_validation.label(row))
-        verdict = "not replayed" if cell is None else band(cell)
+        verdict = "not replayed" if cell is None else "calibration" if row["calibration"] else band(cell)
+        streamed = "" if row["streamed_rows_error"] is None else f"{row['streamed_rows_error']:+.1%}"
         predicted = "" if row["predicted_ms"] is None else f"{row['predicted_ms']:.3g} ms"
         error_text = "" if row["error"] is None else f"{row['error']:+.1%}"
         lines.append(f"| {row['record']} | {row['target']} {row['dtype']} | {row['layers'].split()[0]} | {row['shape']} "
-                     f"| {row['source']} | {row['measured_ms']:.3g} ms | {predicted} | {error_text} | {verdict} |")
+                     f"| {row['source']} | {row['measured_ms']:.3g} ms | {predicted} | {error_text} | {verdict} "
+                     f"| {streamed} |")
     for row in table:
         if row["unit"] == "|err|":
             bar = row["bar"].replace("|", "\\|")  # a markdown cell
-            lines.append(f"| | | {bar} | | | | | {row['ours']:.3g} % | {band(row)} |")
+            lines.append(f"| | | {bar} | | | | | {row['ours']:.3g} % | {band(row)} | |")
     return board_validation.verdict(rows, table) + "\n\n" + "\n".join(lines)
 
 

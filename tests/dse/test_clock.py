@@ -98,7 +98,7 @@ def row(config: Config, latency: float, fmax: float) -> dict:
     resources = {"lut": 20000, "ff": 10000, "dsp": 100, "bram36": 50}
     return {"status": "ok", "model": "m", "key": config.fingerprint, "fingerprint": config.fingerprint,
             "latency_s": latency, "speedup": 1.0, "energy_j": 1.0,
-            "config_json": json.dumps(dict(config.params), sort_keys=True),  # as points.csv holds it
+            "config_json": json.dumps(config.stored_params(), sort_keys=True),  # as points.csv holds it
             **hardware_columns(config, resources, "test", "xc7z020", clock=ClockEstimate(fmax, "model", "test"))}
 
 

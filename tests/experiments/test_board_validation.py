@@ -47,7 +47,8 @@ def test_a_bad_selection_is_one_line_and_status_2_before_any_work(tmp_path, caps
 
 def test_summary_rows_band_the_median_and_the_worst():
     rows = [{"record": f"r{i}", "target": "vta", "dtype": "int8", "layers": "x", "predicted_ms": p,
-             "measured_ms": 1.0, "error": p - 1.0} for i, p in enumerate((1.02, 0.97, 1.12))]
+             "measured_ms": 1.0, "error": p - 1.0, "calibration": "yes" if i == 3 else ""}
+            for i, p in enumerate((1.02, 0.97, 1.12, 1.5))]
     table = {r["bar"]: r for r in bv.comparison(rows)}
     assert table["vta: median |error|"]["ours"] == pytest.approx(3.0)
     assert table["vta: median |error|"]["error"] == pytest.approx(0.03)
@@ -55,29 +56,38 @@ def test_summary_rows_band_the_median_and_the_worst():
     assert table["vta: worst |error|"]["ours"] == pytest.approx(12.0)
     assert table["vta: worst |error|"]["within"] == "NO"
     assert table["r2 vta int8 x"]["within"] == "NO" and table["r0 vta int8 x"]["within"] == "yes"
+    # a calibration record is shown without a band and counts in neither statistic
+    assert table["r3 vta int8 x (calibration)"]["band"] is None and table["r3 vta int8 x (calibration)"]["within"] == ""
 
 
 def test_an_accelerator_record_is_replayed_with_its_knobs_and_compared(tmp_path, capsys, read_rows):
     from dse.vta_replay import replay
 
-    assert bv.main(["--targets", "vta", "--records", "r09", "--out", str(tmp_path)]) == 0
+    assert bv.main(["--targets", "vta", "--records", "r07", "--out", str(tmp_path)]) == 0
     (row,) = read_rows(tmp_path / "board_validation_records.csv")
-    record = next(r for r in paper.board_records("vta") if r["record"] == "r09")
-    expected = replay(record, "vta-pynq", check=False)
-    assert int(row["cycles"]) == expected["cycles"]
+    record = next(r for r in paper.board_records("vta") if r["record"] == "r07")
+    expected = replay(record, "vta-pynq-board", check=False)
+    streamed = replay(record, "vta-pynq", check=False)
+    assert int(row["cycles"]) == expected["cycles"] > streamed["cycles"]
+    assert float(row["streamed_rows_ms"]) == pytest.approx(streamed["seconds"] * 1e3, rel=1e-4)
+    assert row["calibration"] == "" and float(row["streamed_rows_error"]) < float(row["error"])
     assert float(row["predicted_ms"]) == pytest.approx(expected["seconds"] * 1e3, rel=1e-4)
     assert float(row["measured_ms"]) == pytest.approx(record["measured_s"] * 1e3, rel=1e-4)
     assert float(row["error"]) == pytest.approx(float(row["predicted_ms"]) / float(row["measured_ms"]) - 1, abs=1e-3)
     assert "row_loop=1" in row["schedule"] and row["own_schedule"] and float(row["runtime_ms"]) > 0
     assert row["source"] == f"vta_v0.06.log:{record['line']}"
     table = {r["bar"]: r for r in read_rows(tmp_path / "board_validation.csv")}
-    assert table["r09 vta int8 layer4.0.downsample"]["band"] == "0.1"
+    assert table["r07 vta int8 layer2.0.downsample"]["band"] == "0.1"
     assert {"vta: median |error|", "vta: worst |error|"} <= set(table)
     for name in ("board_validation.png", "board_validation.pdf", "board_validation_options.csv",
                  "board_validation_parameters.csv"):
         assert (tmp_path / name).stat().st_size > 0
+    # the two calibrated parameters cite the records they were fitted on
+    flagged = {r["parameter"] for r in read_rows(tmp_path / "board_validation_parameters.csv")
+               if r["cites_compared_figure"] == "yes"}
+    assert flagged == {"MEM_LATENCY", "DDR_BYTES_PER_CYCLE_CAP"}
     out = capsys.readouterr().out
-    assert "Held against the board: 1 ResNet-18 records" in out and "r09 vta int8" in out
+    assert "Held against the board: 1 ResNet-18 records" in out and "r07 vta int8" in out
 
 
 def test_a_cpu_record_is_priced_with_its_knobs_on_two_cores(tmp_path, read_rows):
@@ -114,14 +124,22 @@ def test_a_record_the_generator_refuses_is_listed_not_replayed(tmp_path, capsys,
 
 
 def test_what_docs_reproduction_says_of_the_accelerator_records():
-    """docs/reproduction.md, "What the records show": stages 1-3 within 3.3 %, stage 4's 3x3
-    36-38 % fast, the 1x1 stride-2 layers 34-61 % fast, and the bytes per cycle they imply."""
+    """docs/reproduction.md, "What the records show": on vta-pynq (the VDLA DMA, the ports'
+    estimates) stages 1-3 within 3.3 %, stage 4's 3x3 36-38 % fast, the 1x1 stride-2 layers 34-61 %
+    fast, and the bytes per cycle they imply; on vta-pynq-board the eight validation records
+    within 5 %, median under 1.5 %."""
+    import statistics
+
     from vdla_hw.config import load_config
 
     rows = {r["record"]: r for r in bv.measure(paper.board_records("vta"), load_config(bv.VTA_CONFIG))}
-    assert all(abs(rows[r]["error"]) <= 0.033 for r in ("r02", "r03", "r04", "r05", "r06"))
-    assert all(-0.385 <= rows[r]["error"] <= -0.355 for r in ("r00", "r01"))
-    assert all(-0.615 <= rows[r]["error"] <= -0.335 for r in ("r07", "r08", "r09"))
+    streamed = {k: r["streamed_rows_error"] for k, r in rows.items()}
+    assert all(abs(streamed[r]) <= 0.033 for r in ("r02", "r03", "r04", "r05", "r06"))
+    assert all(-0.385 <= streamed[r] <= -0.355 for r in ("r00", "r01"))
+    assert all(-0.615 <= streamed[r] <= -0.335 for r in ("r07", "r08", "r09"))
+    validation = [abs(r["error"]) for r in rows.values() if not r["calibration"]]
+    assert len(validation) == 8 and max(validation) <= 0.05 and statistics.median(validation) <= 0.015
+    assert {k for k, r in rows.items() if r["calibration"]} == {"r01", "r09"}
     import vdla_sim
     from compiler.tensorize.vta_replay import compile_record
 

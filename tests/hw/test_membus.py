@@ -52,6 +52,43 @@ def test_closed_forms_equal_the_recurrences(lengths, lat, wlat, k_read, k_write,
     assert np.all(s >= a) and np.all(b == w + wlat)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 16), min_size=1, max_size=40), st.data(), st.integers(1, 40), st.integers(0, 40),
+       st.integers(1, 10), st.integers(1, 10), st.integers(0, 3), st.sampled_from([0.0, 3.5, 8.0]))
+def test_rows_one_at_a_time_equal_their_recurrence(lengths, data, lat, wlat, k_read, k_write, gap, cap):
+    """MEM_ROW_SERIAL: the closed form (each row alone, one cycle saved per row) equals the
+    burst-by-burst recurrence in which a row's first address waits for the previous completion."""
+    cuts = sorted(data.draw(st.sets(st.integers(1, len(lengths) - 1), max_size=len(lengths) - 1))) \
+        if len(lengths) > 1 else []
+    row_bursts = np.diff([0, *cuts, len(lengths)])
+    c = _config(MEM_LATENCY=lat, MEM_WRITE_LATENCY=wlat, MEM_READ_OUTSTANDING=k_read, MEM_ROW_SERIAL=1,
+                MEM_WRITE_OUTSTANDING=k_write, MEM_BURST_GAP=gap, DDR_BYTES_PER_CYCLE_CAP=cap)
+    a, f, e = membus.read_timeline(c, lengths, row_bursts)
+    assert membus.read_cycles(c, lengths, row_bursts) == e[-1] + 1
+    firsts = np.cumsum(row_bursts)[:-1]
+    assert np.all(a[firsts] >= e[firsts - 1] + 1), "a row was addressed before the previous one completed"
+    a, s, w, b = membus.write_timeline(c, lengths, row_bursts)
+    assert membus.write_cycles(c, lengths, row_bursts) == b[-1] + 1
+    assert np.all(a[firsts] >= b[firsts - 1] + 1)
+    # streaming rows is never slower; with one row, or rows streamed, nothing changes
+    streamed = _config(MEM_LATENCY=lat, MEM_WRITE_LATENCY=wlat, MEM_READ_OUTSTANDING=k_read,
+                       MEM_WRITE_OUTSTANDING=k_write, MEM_BURST_GAP=gap, DDR_BYTES_PER_CYCLE_CAP=cap)
+    assert membus.read_cycles(streamed, lengths, row_bursts) == membus.read_cycles(streamed, lengths)
+    assert membus.read_cycles(streamed, lengths) <= membus.read_cycles(c, lengths, row_bursts)
+    assert membus.read_cycles(c, lengths, [len(lengths)]) == membus.read_cycles(streamed, lengths)
+
+
+def test_rows_one_at_a_time_pay_the_latency_per_row():
+    # 8 rows of 2 full bursts at latency 32: streamed, the latency is paid once; one row at a
+    # time, once per row (row r + 1 addressed the cycle after row r's last beat)
+    c, serial = _config(MEM_LATENCY=32), _config(MEM_LATENCY=32, MEM_ROW_SERIAL=1)
+    lengths, rows = membus.burst_plan(c, np.arange(8) * 1024, 16 * c.MEM_BYTES_PER_BEAT * 2)
+    assert rows.tolist() == [2] * 8 and lengths.tolist() == [16] * 16
+    assert membus.read_cycles(c, lengths, rows) == 1 + 32 + 16 * 16
+    assert membus.read_cycles(serial, lengths, rows) == 8 * (1 + 32 + 32) - 7
+    assert membus.rows_cost(serial, False, 0, 1024, 8, 16 * c.MEM_BYTES_PER_BEAT * 2) == (8 * 65 - 7, 256)
+
+
 def test_full_rate_needs_latency_over_burst_plus_one():
     c = load_config("vta-pynq")
     assert membus.full_rate_outstanding(c) == 3 <= c.MEM_READ_OUTSTANDING

@@ -101,6 +101,8 @@ def rtl_params(config: Config) -> RtlParams:
          f"the RTL ALU (pipelined for 100 MHz) writes an accumulator {ALU_WRITE_CYCLES} cycles after issue"),
         ("MEM_MAX_BURST", c.MEM_MAX_BURST <= 16, "HP0 is AXI3: bursts of at most 16 beats (4-bit AxLEN)"),
         ("MEM_BYTES_PER_BEAT", 4 <= c.MEM_BYTES_PER_BEAT <= 16, "the RTL fetch path needs 4..16-byte beats"),
+        ("MEM_ROW_SERIAL", c.MEM_ROW_SERIAL == 0, "the RTL DMA keeps a transfer's rows in flight; 1 describes VTA's "
+                                                  "HLS DMA (one memcpy per row), which only the simulator models"),
     ]
     for key, ok, why in checks:
         if not ok:
