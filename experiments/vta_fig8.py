@@ -1,6 +1,6 @@
 """VTA paper Fig. 8 reproduced: ResNet-18 and ResNet-34 on the Cortex-A9 alone and with VTA.
 
-    python -m experiments.vta_fig8 [--out results] [--resolution 224] [--config vta-pynq] [--models resnet18 resnet34]
+    python -m experiments.vta_fig8 [--out results] [--resolution 224] [--config vta-pynq-board] [--models resnet18 resnet34]
 
 Runs each model through ``vdla.network.run_network`` with the options that select the VTA
 paper's system (:data:`OPTIONS`, each with its source; an option this build lacks is named, not
@@ -33,8 +33,10 @@ COMPARED = r"fig(ure)?\.?\s*8\b"  # a parameter source citing this figure is fla
 FLOW = "apache/tvm vta/tutorials/frontend/deploy_classification.py, VTA's published ResNet flow"
 
 OPTIONS = [
-    Option("config", "vta-pynq", "VTA paper, evaluation: VTA on the PYNQ-Z1 (VTA's pynq_sample.json: 1x16x16 "
-           "int8, 256 kB weights, 100 MHz; vdla_hw/presets.py gives every parameter's source, listed below)"),
+    Option("config", "vta-pynq-board", "VTA paper, evaluation: VTA on the PYNQ-Z1 (VTA's pynq_sample.json: 1x16x16 "
+           "int8, 256 kB weights, 100 MHz), with VTA's HLS DMA and the ACP's latency and rate calibrated on two "
+           "tophub ResNet-18 layer records, not on this figure (experiments.board_calibration; vdla_hw/presets.py "
+           "gives every parameter's source, listed below)"),
     Option("cpu", "cortex-a9", "VTA paper Fig. 8: the PYNQ-Z1's ARM Cortex-A9 is the CPU baseline and the host"),
     Option("placement", "all", "VTA's flow places by rule, not by a cost model: graph_pack offloads the whole "
            f"packed region ({FLOW})"),
@@ -123,7 +125,7 @@ def figure(reports: dict, rows: list[dict], resolution: int):
 
 
 def main(argv=None) -> int:
-    parser = study.parser(__doc__, "vta-pynq")
+    parser = study.parser(__doc__, "vta-pynq-board")
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS), help="default: both")
     args = parser.parse_args(argv)
     return study.guarded(NAME, lambda: run(args))

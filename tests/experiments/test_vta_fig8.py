@@ -35,6 +35,7 @@ def test_the_study_runs_both_models_and_bands_only_the_vta_bars(tmp_path, capsys
         assert float(rows[f"{other} VTA:     host: poll"]["ours"]) < float(rows[f"{title} VTA:     host: poll"]["ours"])
     options = {o["option"]: o for o in read_rows(tmp_path / "vta_fig8_options.csv")}
     assert options["add_on_vdla"]["value"] == "True" and options["add_on_vdla"]["applied"] == "PartitionOptions"
+    assert options["config"]["value"] == "vta-pynq-board"   # VTA's hardware as measured (its DMA, calibrated port)
     parameters = read_rows(tmp_path / "vta_fig8_parameters.csv")
     assert all(p["source"] for p in parameters)
     vta_runtime = {p["parameter"]: p["source"] for p in parameters if p["component"] == "vta host runtime"}
