@@ -513,10 +513,32 @@ class _Importer:
         self._dense(node, x, w.T, np.zeros(w.shape[1], np.float32))
 
     def _dense(self, node, x, w, bias):
+        """A dense layer over the last axis of ``x``. An input of more than two axes (tokens x
+        channels, or channels-last N x H x W x C) is one dense layer over all its rows: reshaped
+        to (rows, channels), the dense op (one GEMM of ``rows`` rows on the accelerator), and
+        reshaped back to the input's leading axes."""
         shape = self.shapes[x]
-        if len(shape) != 2 or w.ndim != 2 or w.shape[1] != shape[1]:
-            raise self.fail(node, f"dense weight {w.shape} does not match input {shape} (2-D inputs only)")
-        self.emit(node, "dense", [x], weight=np.ascontiguousarray(w, np.float32), bias=np.asarray(bias, np.float32).copy())
+        if len(shape) < 2 or w.ndim != 2 or w.shape[1] != shape[-1]:
+            raise self.fail(node, f"dense weight {w.shape} does not match input {shape} (the weight's second "
+                                  "axis must be the input's last)")
+        attrs = dict(weight=np.ascontiguousarray(w, np.float32), bias=np.asarray(bias, np.float32).copy())
+        if len(shape) == 2:
+            self.emit(node, "dense", [x], **attrs)
+            return
+        name = node.name or node.output[0]
+        rows = (int(np.prod(shape[:-1])), int(shape[-1]))
+        flat, product = (fresh_name(f"{node.output[0]}.{what}", self.value_names) for what in ("rows", "dense"))
+        self.value_names.update((flat, product))
+        why = nonfinite("dense", attrs)
+        if why:
+            raise self.fail(node, why)
+        self.nodes.append(Node(f"{name}.rows", "reshape", [x], flat, {"shape": rows}))
+        self.shapes[flat] = rows
+        self.nodes.append(Node(name, "dense", [flat], product, attrs))
+        self.shapes[product] = (rows[0], w.shape[0])
+        out = node.output[0]
+        self.nodes.append(Node(f"{name}.tokens", "reshape", [product], out, {"shape": self.out_shape(node)}))
+        self.shapes[out] = self.out_shape(node)
 
     def op_Cast(self, node, a):
         import onnx

@@ -2,7 +2,8 @@
 
 - a per-output-channel ``affine`` (BatchNormalization, Mul/Add/Sub/Div by a per-channel
   constant) whose input is a conv or dense used by nothing else is folded into its weights
-  and bias;
+  and bias; so is one per last-axis channel after the reshape that gives a dense over tokens
+  its input's leading axes back (a linear layer's bias ``Add`` after its ``MatMul``);
 - two ``affine`` nodes in a row become one;
 - a ``gather`` whose input is a ``gather`` or ``reshape`` used by nothing else takes that
   node's input directly (index maps composed), so a chain of data-movement ops is one copy;
@@ -10,6 +11,10 @@
   used by nothing else is applied to each of the concat's inputs (DenseNet's BatchNorm-ReLU
   after each concat): int8 then rounds each input once, at the concat's scale, instead of
   rounding it to the concat's step, through the affine and again through the ReLU;
+- the reshape after a dense over tokens moves below the ReLU, Clip and last-axis affine nodes
+  that follow it (element-wise on the last axis, they commute with it), so they fold or fuse
+  into the dense as after a conv;
+- two reshapes in a row become one, and a reshape to its input's own shape goes;
 - nodes whose outputs do not reach the graph output are dropped.
 """
 
@@ -29,9 +34,11 @@ def _per_channel(value: np.ndarray, rank: int, channels: int, axis: int) -> np.n
     return np.broadcast_to(v.reshape(-1), (channels,)) if v.size in (1, channels) else None
 
 
-def _fold_affine(node: Node, producer: Node, rank: int) -> bool:
+def _fold_affine(node: Node, producer: Node, rank: int, axis: int = 1) -> bool:
+    """Fold ``node`` (an affine on ``producer``'s output channels, along ``axis`` of a value of
+    ``rank`` axes) into ``producer``'s weight and bias; False (nothing changed) if it is not one
+    number per channel."""
     w, b = producer.attrs["weight"], producer.attrs["bias"]
-    axis = 1
     scale = _per_channel(node.attrs["scale"], rank, w.shape[0], axis)
     offset = _per_channel(node.attrs["offset"], rank, w.shape[0], axis)
     if scale is None or offset is None:
@@ -40,6 +47,71 @@ def _fold_affine(node: Node, producer: Node, rank: int) -> bool:
     producer.attrs["weight"] = (w.astype(np.float64) * scale.reshape(shape)).astype(np.float32)
     producer.attrs["bias"] = (b.astype(np.float64) * scale + offset).astype(np.float32)
     return True
+
+
+SINKS_PAST_TOKENS = ("relu", "clip", "affine")   # element-wise ops that commute with a reshape keeping the last axis
+
+
+def _sink_token_reshapes(graph: Graph) -> list[Node]:
+    """The nodes of ``graph`` with each reshape that follows a dense and keeps its last axis
+    (``dense (rows, O) -> reshape (..., O)``, a dense over tokens) moved below the chain of
+    :data:`SINKS_PAST_TOKENS` nodes that read it alone (an affine only if it is one number per
+    last-axis channel): ``op(reshape(d)) = reshape(op(d))``. ``graph.shapes`` gets the moved
+    nodes' new output shapes under fresh value names."""
+    nodes = list(graph.nodes)
+    by_output = {n.output: n for n in nodes}
+    readers: dict[str, list[Node]] = {}
+    for n in nodes:
+        for i in n.inputs:
+            readers.setdefault(i, []).append(n)
+    taken = set(graph.shapes) | {n.output for n in nodes}
+    for reshape in list(nodes):
+        if reshape.op != "reshape" or reshape.output in graph.outputs:
+            continue
+        dense = by_output.get(reshape.inputs[0])
+        flat = graph.shapes[reshape.inputs[0]]
+        if dense is None or dense.op != "dense" or graph.shapes[reshape.output][-1] != flat[-1]:
+            continue
+        while True:
+            users = readers.get(reshape.output, [])
+            if len(users) != 1 or reshape.output in graph.outputs:
+                break
+            op = users[0]
+            rank = len(graph.shapes[reshape.output])
+            if op.op not in SINKS_PAST_TOKENS or op.inputs[0] != reshape.output or len(op.inputs) != 1 or (
+                    op.op == "affine" and any(_per_channel(op.attrs[k], rank, flat[-1], rank - 1) is None
+                                              for k in ("scale", "offset"))):
+                break
+            if op.op == "affine":   # now on (rows, O): one number per column
+                for k in ("scale", "offset"):
+                    op.attrs[k] = np.asarray(_per_channel(op.attrs[k], rank, flat[-1], rank - 1), np.float32).reshape(1, -1)
+            moved = fresh_name(op.output + ".rows", taken)
+            taken.add(moved)
+            graph.shapes[moved] = flat
+            final = op.output
+            op.inputs, op.output = [reshape.inputs[0]], moved
+            reshape.inputs, reshape.output = [moved], final
+            by_output[moved], by_output[final] = op, reshape
+            readers[moved] = [reshape]
+            i, j = nodes.index(reshape), nodes.index(op)
+            nodes[i], nodes[j] = op, reshape
+    return nodes
+
+
+def _drop_identity_reshapes(nodes: list[Node], graph: Graph) -> list[Node]:
+    """``nodes`` without the reshapes that give their input its own shape (what is left of a
+    dense over tokens feeding another: ``(rows, C) -> (..., C) -> (rows, C)`` composed), their
+    readers reading the input instead; a graph output keeps its node."""
+    alias = {}
+    kept = []
+    for n in nodes:
+        n.inputs = [alias.get(i, i) for i in n.inputs]
+        if n.op == "reshape" and n.output not in graph.outputs and \
+                tuple(graph.shapes[n.inputs[0]]) == tuple(graph.shapes[n.output]):
+            alias[n.output] = n.inputs[0]
+            continue
+        kept.append(n)
+    return kept
 
 
 def _compose(outer: Node, inner: Node, inner_shape) -> None:
@@ -121,7 +193,7 @@ def simplify(graph: Graph) -> Graph:
     producing its first input (when nothing else reads that), and never changes how often any
     other value is read, so one pass in topological order reaches what repeating the passes
     would: time linear in the number of nodes (a 40 k-node chain was quadratic, 28 s)."""
-    nodes = list(graph.nodes)
+    nodes = _sink_token_reshapes(graph)
     by_output = {n.output: n for n in nodes}
     uses: dict[str, int] = {}
     for n in nodes:
@@ -141,6 +213,16 @@ def simplify(graph: Graph) -> Graph:
             if node.op == "affine" and producer.op in ("conv", "dense"):
                 if not _fold_affine(node, producer, len(graph.shapes[producer.output])):
                     break
+            elif node.op == "affine" and producer.op == "reshape":
+                # a dense over tokens: dense (rows, O) -> reshape (..., O) -> affine along O
+                dense = by_output.get(producer.inputs[0])
+                rank = len(graph.shapes[producer.output])
+                if dense is None or dense.op != "dense" or uses.get(dense.output, 0) != 1 or \
+                        graph.shapes[producer.output][-1] != graph.shapes[dense.output][-1] or \
+                        not _fold_affine(node, dense, rank, rank - 1):
+                    break
+            elif node.op == "reshape" and producer.op == "reshape":   # two reshapes: one
+                producer.attrs = dict(node.attrs)
             elif node.op == "affine" and producer.op == "affine":
                 scale = np.asarray(node.attrs["scale"], np.float64)
                 producer.attrs["offset"] = np.asarray(producer.attrs["offset"], np.float64) * scale + node.attrs["offset"]
@@ -152,7 +234,7 @@ def simplify(graph: Graph) -> Graph:
             by_output[node.output] = producer
             gone.add(id(node))
             break
-    nodes = [n for n in nodes if id(n) not in gone]
+    nodes = _drop_identity_reshapes([n for n in nodes if id(n) not in gone], graph)
     shapes = dict(graph.shapes)
     nodes = _push_through_concats(graph, nodes, shapes)
     graph = Graph(graph.name, graph.input, graph.outputs, nodes, shapes)

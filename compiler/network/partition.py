@@ -93,12 +93,19 @@ def _place_conv(node: QNode, q: QGraph, config: Config, options: PartitionOption
 
 
 def _place_dense(node: QNode, q: QGraph, config: Config, options: PartitionOptions) -> Placement:
-    if not options.fc_on_vdla:
+    """A classifier (one row per image: the dense's rows are the network input's batch) stays on
+    the CPU unless ``fc_on_vdla`` (the paper's rule: each weight is used once per image, so it is
+    weight-load bound); a dense over more rows than images (a linear layer over tokens or
+    channels-last pixels, each weight used once per row) is a matrix product like a conv's and is
+    offloaded by rule."""
+    rows, images = int(q.shapes[node.inputs[0]][0]), int(q.shapes[q.input][0])
+    classifier = rows <= images
+    if classifier and not options.fc_on_vdla:
         return Placement("cpu", "classifier: one row of GEMM work, weight-load bound (paper: CPU); --fc-on-vdla moves it")
     parts, problem = _parts_or_reason(node, q, config)
     if parts is None:
         return Placement("cpu", f"not on the accelerator: {problem}")
-    return Placement("vdla", "classifier as a GEMM")
+    return Placement("vdla", "classifier as a GEMM" if classifier else f"linear layer over {rows} rows as a GEMM")
 
 
 def _place_add(node: QNode, config: Config, options: PartitionOptions) -> Placement:

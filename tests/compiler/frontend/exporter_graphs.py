@@ -141,5 +141,36 @@ def mlp_like(seed: int = 4, shape=(2, 12)):
     return b.model(shape, out, [shape[0], 6])
 
 
+def linear(b: Builder, x: str, ic: int, oc: int) -> str:
+    """torch.nn.Linear on an input of more than two axes as the exporter writes it: MatMul by the
+    transposed weight (a constant), then Add of the bias."""
+    return b.op("Add", [b.op("MatMul", [x, b.w(f"lin{b.count}.weight", (ic, oc), np.sqrt(2.0 / ic))]),
+                        b.w(f"lin{b.count}.bias", (oc,), 0.1)])
+
+
+def token_mlp_like(seed: int = 5, shape=(1, 24, 16)):
+    """Linear layers over tokens (batch x tokens x channels): Linear, a learned position table
+    added per token and channel (not foldable into the Linear), ReLU, Linear, ReLU, Linear."""
+    b = Builder(seed)
+    x = linear(b, "input", 16, 32)
+    x = b.op("Relu", [b.op("Add", [x, b.w("pos", (1, shape[1], 32), 0.1)])])
+    x = b.op("Relu", [linear(b, x, 32, 32)])
+    out = linear(b, x, 32, 8)
+    return b.model(shape, out, [shape[0], shape[1], 8])
+
+
+def channels_last_mlp_like(seed: int = 6, shape=(1, 8, 6, 6)):
+    """A ConvNeXt-style pointwise MLP on channels-last pixels: conv, Transpose to N x H x W x C,
+    Linear, ReLU, Linear, Transpose back, residual Add."""
+    b = Builder(seed)
+    x = b.conv("input", 8, 16, 3)
+    y = b.op("Transpose", [x], perm=[0, 2, 3, 1])
+    y = b.op("Relu", [linear(b, y, 16, 32)])
+    y = b.op("Transpose", [linear(b, y, 32, 16)], perm=[0, 3, 1, 2])
+    out = b.op("Add", [x, y])
+    return b.model(shape, out, [shape[0], 16, shape[2], shape[3]])
+
+
 MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeezenet_like": squeezenet_like,
-          "elementwise_like": elementwise_like, "mlp_like": mlp_like}
+          "elementwise_like": elementwise_like, "mlp_like": mlp_like, "token_mlp_like": token_mlp_like,
+          "channels_last_mlp_like": channels_last_mlp_like}

@@ -71,6 +71,49 @@ def test_each_model_puts_its_heavy_ops_where_expected():
     assert placements[("mobilenet_like", "lut", 1)].target == "cpu"
 
 
+def test_linear_layers_over_tokens_and_channels_last_pixels_are_gemms_on_the_accelerator():
+    """A MatMul by a constant on an input of more than two axes (issue 28, item 1) is one dense
+    over all rows: its bias Add and ReLU fold or fuse into it through the reshape that restores the
+    leading axes, a position table (per token) does not, and by rule every such dense (more rows
+    than images) is offloaded while a classifier (a row per image) stays on the CPU."""
+    device = open_device("sim", "osdi18")
+    # biases folded, ReLUs right after their dense (fused when quantized), the rows restored once
+    # at the end (a per-token position table stays an op of its own), reshapes composed with a
+    # Transpose's gather
+    expected = {"token_mlp_like": ["reshape", "dense", "reshape", "affine", "relu", "reshape", "dense", "relu", "dense",
+                                   "reshape"],
+                "channels_last_mlp_like": ["conv", "gather", "reshape", "dense", "relu", "dense", "gather", "add"]}
+    for name, rows in (("token_mlp_like", 24), ("channels_last_mlp_like", 36)):
+        graph = from_model(MODELS[name](), name)
+        assert [n.op for n in graph.nodes] == expected[name]
+        dense = [n for n in graph.nodes if n.op == "dense"]
+        assert [graph.shapes[n.inputs[0]][0] for n in dense] == [rows] * len(dense)
+        q = quantize_graph(graph, np.random.default_rng(0).standard_normal((2,) + graph.shapes[graph.input][1:]))
+        placements = partition(q, device.config)
+        for node in q.nodes:
+            if node.op == "dense":
+                assert placements[node.name].target == "vdla", placements[node.name]
+                assert f"linear layer over {rows} rows" in placements[node.name].reason
+    # a 2-D input's rows are its images: one row of work per image, the classifier rule
+    mlp = from_model(MODELS["mlp_like"](), "m")
+    q = quantize_graph(mlp, np.random.default_rng(0).standard_normal((4, 12)))
+    assert partition(q, device.config)["node_MatMul_1"].reason.startswith("classifier: one row of GEMM work")
+
+
+def test_a_matmul_needs_rows_and_a_constant_matrix():
+    """A dense layer is over the last axis of an input of two axes or more; a 1-D input (a vector
+    times a matrix) and a stack of weight matrices are refused in one line each."""
+    b = Builder()
+    out = b.op("MatMul", ["input", b.w("w", (16, 4))])
+    with pytest.raises(ModelError, match=r"dense weight \(4, 16\) does not match input \(16,\) \(the "
+                                         r"weight's second axis must be the input's last\)"):
+        from_model(b.model((16,), out, [4]), "vector")
+    b = Builder()
+    out = b.op("MatMul", ["input", b.w("w", (2, 16, 4))])
+    with pytest.raises(ModelError, match=r"only MatMul by a constant 2-D matrix is supported"):
+        from_model(b.model((2, 5, 16), out, [2, 5, 4]), "stacked")
+
+
 def test_external_data_and_a_missing_data_file(tmp_path):
     path = tmp_path / "r.onnx"
     onnx.save(resnet_like(), str(path), save_as_external_data=True, all_tensors_to_one_file=True,
