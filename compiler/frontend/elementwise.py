@@ -48,6 +48,23 @@ def softplus(x, m: Math):
     return np.maximum(x, 0.0) + m.log1p(m.exp(-np.abs(x)))
 
 
+def gelu(x, approximate: str, m: Math):
+    """GELU (Hendrycks and Gimpel 2016; ONNX Gelu, opset 20): ``x * Phi(x)`` with the normal CDF
+    ``Phi(x) = (1 + erf(x / sqrt 2)) / 2``, or with ``approximate="tanh"`` the paper's
+    ``(1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2``."""
+    if approximate == "tanh":
+        return 0.5 * x * (1.0 + m.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + m.erf(x / math.sqrt(2.0)))
+
+
+def _gelu_attrs(a: dict) -> dict:
+    approximate = a.get("approximate", "none")
+    approximate = approximate.decode() if isinstance(approximate, bytes) else str(approximate)
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"Gelu approximate={approximate!r}: expected 'none' or 'tanh'")
+    return {"approximate": approximate}
+
+
 def _scalar(f: Callable[[float], float]) -> Callable[[np.ndarray], np.ndarray]:
     """``f`` (a C library function of ``math``) applied to every element, one at a time; an
     overflow (``math.exp`` of more than about 709) is infinite, as numpy's."""
@@ -71,10 +88,12 @@ class Math:
     exp: Callable[[np.ndarray], np.ndarray]
     tanh: Callable[[np.ndarray], np.ndarray]
     log1p: Callable[[np.ndarray], np.ndarray]
+    erf: Callable[[np.ndarray], np.ndarray]
 
 
-VECTOR = Math(exp=np.exp, tanh=np.tanh, log1p=np.log1p)  # the float model's
-SCALAR = Math(exp=_scalar(math.exp), tanh=_scalar(math.tanh), log1p=_scalar(math.log1p))  # the tables'
+# numpy has no erf: both models take the C library's, one value at a time
+VECTOR = Math(exp=np.exp, tanh=np.tanh, log1p=np.log1p, erf=_scalar(math.erf))  # the float model's
+SCALAR = Math(exp=_scalar(math.exp), tanh=_scalar(math.tanh), log1p=_scalar(math.log1p), erf=_scalar(math.erf))  # the tables'
 
 
 def _no_attrs(onnx_attrs: dict) -> dict:
@@ -128,6 +147,9 @@ ELEMENTWISE = (
     Elementwise("softplus", ("Softplus",), lambda x, a, m: softplus(x, m)),
     Elementwise("mish", ("Mish",), lambda x, a, m: x * m.tanh(softplus(x, m))),
     Elementwise("softsign", ("Softsign",), lambda x, a, m: x / (1.0 + np.abs(x))),
+    # torch's nn.GELU as exported before opset 20 (Div, Erf, Add, Mul, Mul) becomes Gelu first
+    # (compiler/frontend/patterns.py); an Erf alone is not imported
+    Elementwise("gelu", ("Gelu",), lambda x, a, m: gelu(x, a["approximate"], m), _gelu_attrs),
 )
 
 BY_NAME = {op.name: op for op in ELEMENTWISE}

@@ -314,7 +314,11 @@ class _Importer:
     def op_elementwise(self, node, a):
         """An ONNX op of ``compiler.frontend.elementwise``: its graph op, its attributes parsed."""
         op = BY_ONNX[node.op_type]
-        self.emit(node, op.name, [self.tensor(node, node.input[0])], **op.attrs(a))
+        try:
+            attrs = op.attrs(a)
+        except ValueError as err:   # an attribute value the op does not define
+            raise self.fail(node, str(err)) from None
+        self.emit(node, op.name, [self.tensor(node, node.input[0])], **attrs)
 
     for _op in BY_ONNX:
         locals()[f"op_{_op}"] = op_elementwise

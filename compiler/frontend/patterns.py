@@ -6,6 +6,10 @@ Recognised from the graph's structure (never from node names), on the folded nod
   threshold ``t``): ``Softplus(x)``. The two differ only above ``t``, by ``log1p(exp(-t))`` at
   most; it is taken for thresholds of at least :data:`MIN_THRESHOLD` (that bound below 1e-6).
 - ``Div(x, Add(Abs(x), 1))`` (either order of the Add), torch's ``nn.Softsign``: ``Softsign(x)``.
+- torch's ``nn.GELU()`` as exported before ONNX's Gelu (opset 20): ``Erf(Div(x, sqrt 2))`` (or
+  ``Erf(Mul(x, 1/sqrt 2))``), plus 1, times x and times 0.5 in either order (``Mul(Mul(x, e),
+  0.5)``, ``Mul(Mul(x, 0.5), e)``, any operand order): ``Gelu(x)``. The constants must be those
+  (sqrt 2 to float32 precision), else the nodes are left as they are.
 
 The inner nodes go only when nothing else reads them. Any other Where, Greater, Abs or Div is
 left as it is (and refused or mapped by the importer as before).
@@ -18,6 +22,7 @@ import math
 import numpy as np
 
 MIN_THRESHOLD = 14.0  # log1p(exp(-14)) = 8.3e-7
+SQRT2 = math.sqrt(2.0)
 
 
 def _scalar(consts: dict, name: str) -> float | None:
@@ -62,4 +67,55 @@ def rewrite(nodes: list, consts: dict) -> list:
                 drop.update((id(add), id(other[0])))
                 replace[id(node)] = onnx.helper.make_node("Softsign", [node.input[0]], list(node.output),
                                                           name=node.name)
+        if node.op_type == "Erf" and len(node.input) == 1:
+            found = _gelu(node, producer, readers, consts)
+            if found is not None:
+                inner, last, x = found
+                drop.update(id(n) for n in inner)
+                replace[id(last)] = onnx.helper.make_node("Gelu", [x], list(last.output), name=last.name)
     return [replace.get(id(n), n) for n in nodes if id(n) not in drop]
+
+
+def _close(value: float | None, want: float) -> bool:
+    return value is not None and abs(value - want) <= 1e-6 * abs(want)
+
+
+def _gelu(erf, producer: dict, readers: dict, consts: dict):
+    """(inner nodes, last node, x) of a decomposed GELU around ``erf``, or None."""
+    consumers: dict[str, list] = {}
+    for n in producer.values():
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+
+    def only(name):   # the one node reading ``name``, when nothing else does
+        users = consumers.get(name, [])
+        return users[0] if readers.get(name, 0) == 1 and len(users) == 1 else None
+
+    def other(node, name):
+        rest = [i for i in node.input if i != name]
+        return rest[0] if len(node.input) == 2 and len(rest) == 1 else None
+
+    scaled = producer.get(erf.input[0])
+    if scaled is None or readers.get(scaled.output[0], 0) != 1 or len(scaled.input) != 2:
+        return None
+    x = scaled.input[1] if scaled.op_type == "Mul" and scaled.input[0] in consts else scaled.input[0]
+    if not ((scaled.op_type == "Div" and _close(_scalar(consts, scaled.input[1]), SQRT2)) or
+            (scaled.op_type == "Mul" and _close(_scalar(consts, other(scaled, x) or ""), 1.0 / SQRT2))):
+        return None
+    plus = only(erf.output[0])
+    if plus is None or plus.op_type != "Add" or not _close(_scalar(consts, other(plus, erf.output[0]) or ""), 1.0):
+        return None
+    times = only(plus.output[0])
+    if times is None or times.op_type != "Mul":
+        return None
+    factor = other(times, plus.output[0])
+    if factor == x:   # x * (1 + erf), then * 0.5
+        half = only(times.output[0])
+        if half is None or half.op_type != "Mul" or not _close(_scalar(consts, other(half, times.output[0]) or ""), 0.5):
+            return None
+        return [scaled, erf, plus, times], half, x
+    halved = producer.get(factor or "")   # (x * 0.5) * (1 + erf)
+    if halved is None or halved.op_type != "Mul" or readers.get(halved.output[0], 0) != 1 or x not in halved.input \
+            or not _close(_scalar(consts, other(halved, x) or ""), 0.5):
+        return None
+    return [scaled, erf, plus, halved], times, x

@@ -159,6 +159,22 @@ def token_mlp_like(seed: int = 5, shape=(1, 24, 16)):
     return b.model(shape, out, [shape[0], shape[1], 8])
 
 
+def gelu_decomposed(b: Builder, x: str) -> str:
+    """torch's nn.GELU() exported before opset 20: x * (1 + erf(x / sqrt 2)), then * 0.5."""
+    e = b.op("Erf", [b.op("Div", [x, b.init(f"sqrt2_{b.count}", np.array(np.sqrt(2.0), np.float32))])])
+    e = b.op("Add", [e, b.init(f"one_{b.count}", np.array(1.0, np.float32))])
+    return b.op("Mul", [b.op("Mul", [x, e]), b.init(f"half_{b.count}", np.array(0.5, np.float32))])
+
+
+def transformer_ffn_like(seed: int = 7, shape=(1, 20, 16)):
+    """A transformer block's feed-forward part on tokens: Linear, GELU (as torch exports it at
+    opset 18), Linear, residual Add."""
+    b = Builder(seed)
+    y = linear(b, gelu_decomposed(b, linear(b, "input", 16, 48)), 48, 16)
+    out = b.op("Add", ["input", y])
+    return b.model(shape, out, [shape[0], shape[1], 16])
+
+
 def channels_last_mlp_like(seed: int = 6, shape=(1, 8, 6, 6)):
     """A ConvNeXt-style pointwise MLP on channels-last pixels: conv, Transpose to N x H x W x C,
     Linear, ReLU, Linear, Transpose back, residual Add."""
@@ -173,4 +189,4 @@ def channels_last_mlp_like(seed: int = 6, shape=(1, 8, 6, 6)):
 
 MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeezenet_like": squeezenet_like,
           "elementwise_like": elementwise_like, "mlp_like": mlp_like, "token_mlp_like": token_mlp_like,
-          "channels_last_mlp_like": channels_last_mlp_like}
+          "channels_last_mlp_like": channels_last_mlp_like, "transformer_ffn_like": transformer_ffn_like}
