@@ -10,7 +10,8 @@ TVM v0.5), not its code.
 Convolution (``Fp32Conv2dSpec``), spatial pack, NCHW, output tile VH x VW x VC::
 
     data_vec[hb, wb, c, dy, dx] = pad(inp)[n, c, hb*VH*s + dy - p, wb*VW*s + dx - p]
-                                  (the tile's input window, halo included: packed per image)
+                                  (dy < VH*s + kh - 1, dx < VW*s + kw - 1: TVM's dvshape, the
+                                  tile's input window and halo, packed per image)
     wgt (pre-packed, as TVM's alter-layout does at compile time): [oc/VC, c, kh, kw, VC]
     for ob, hb, wb:                                              (output tiles)
         acc[vh][vw] = 0                                          VH*VW vectors of VC floats

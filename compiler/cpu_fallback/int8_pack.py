@@ -9,6 +9,7 @@ topi/python/topi/arm_cpu/conv2d.py). Our own generator of that structure, as
 :class:`.fp32.Fp32Conv2dSpec` (the loop nest and the knobs: :mod:`.spatial_pack`)::
 
     data_vec[hb, wb, c, dy, dx] = pad(inp)[n, c, hb*VH*s + dy - p, wb*VW*s + dx - p]   (int8, 0 in the padding)
+                                  (dy < VH*s + kh - 1, dx < VW*s + kw - 1: TVM's dvshape)
     wgt (pre-packed): [oc/VC, c, kh, kw, VC] int8
     out[n, o, y, x] = sum_{c, i, j} int32(data_vec[..]) * int32(wgt[o/VC, c, i, j, o%VC])   (int32)
 

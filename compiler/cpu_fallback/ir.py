@@ -193,7 +193,7 @@ def concat(builder, parts):
     return parts[0]
 
 
-def _align(ty):
+def element_align(ty):
     """Bytes of one element of type ``ty`` (integer or float): the alignment of its accesses."""
     return 4 if isinstance(ty, ir.FloatType) else ty.width // 8
 
@@ -201,10 +201,10 @@ def _align(ty):
 def load_vector(builder, base, index, ty, count):
     """``count`` consecutive ``ty`` elements from element ``index`` of a buffer, as a vector."""
     return builder.load(element_ptr(builder, base, index, ty), typ=vector(ty, count),
-                        align=_align(ty))
+                        align=element_align(ty))
 
 
 def store_vector(builder, value, base, index):
     """Store vector ``value`` at element ``index`` of a buffer of its element type."""
     ty = value.type.element
-    builder.store(value, element_ptr(builder, base, index, ty), align=_align(ty))
+    builder.store(value, element_ptr(builder, base, index, ty), align=element_align(ty))

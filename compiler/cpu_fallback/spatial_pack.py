@@ -18,7 +18,14 @@ here without its code:
 
 How we generate them (:class:`SpatialPackNest`): ``none`` is a runtime loop, ``unroll`` a loop
 unrolled when the IR is built, ``vec`` (vc only: we refuse it on vh or vw) makes the VC lanes one
-LLVM vector. An axis of extent 1 is no loop whatever its annotation (TVM's ``MakeLoopNest``
+LLVM vector. A ``none`` reduction loop (kh, kw) carries ``llvm.loop.unroll.disable``: TVM emits it
+as a serial loop, and whether TVM's LLVM of 2018 unrolled it cannot be rerun; ours does, and
+then keeps kh*kw weight vectors live beside the VH*VW accumulators and spills (r24: 9 + 7 quad
+registers, all of the A9's 16), which the board's rates on those records (0.7-0.9 MAC/cycle per
+core, near the A9's peak) leave no room for. A ``none`` spatial loop (vh, vw) is left to LLVM,
+which fully unrolls such tiny constant loops and then keeps the accumulators in registers (SROA);
+rolled, each MAC would load and store its accumulator. This choice was made with the records in
+view (docs/reproduction.md says so), not fitted to any number. An axis of extent 1 is no loop whatever its annotation (TVM's ``MakeLoopNest``
 binds such an axis to its minimum instead of emitting a loop). When vc is a vector, TVM's vectoriser keeps the vh/vw loops inside the vector body,
 so both orders give the same code; they differ when vc is a loop. The accumulators of one tile
 are VH x VW vectors while vh and vw are unrolled and vc a vector (registers), else one stack
@@ -101,8 +108,11 @@ class SpatialPackNest:
 
     @property
     def window(self):
-        """(rows, columns) of one tile's input window, halo included."""
-        return (self.vh - 1) * self.stride + self.kh, (self.vw - 1) * self.stride + self.kw
+        """(rows, columns) of one tile's packed input window: TVM's ``dvshape``, ``VH*HSTR + KH-1``
+        by ``VW*WSTR + KW-1`` (``_decl_spatial_pack``). Above stride 1 that is ``stride - 1``
+        more than the taps read (a 1x1 stride-2 tile of VW=2 packs 2 x 4 values and reads 2): the
+        extra values are packed, never multiplied, and spread the reduction's reads over more lines."""
+        return self.vh * self.stride + self.kh - 1, self.vw * self.stride + self.kw - 1
 
     def _emit_pack(self, b, L, inp, data_vec, n):
         """data_vec of image ``n``: every tile's input window, zeros in the padding."""
@@ -200,11 +210,11 @@ class SpatialPackNest:
             with L.loop(b, 0, self.vh * self.vw * self.vc, "zacc") as k:
                 L.store(b, ir.Constant(acc_ty, zero), accs, k, acc_ty)
 
-    def _spatial(self, b, L, name, extent, ann):
+    def _spatial(self, b, L, name, extent, ann, unroll=True):
         """Yield the values of one axis: ints (unroll, vec), or one loop variable (none; an
         axis of extent 1 is no loop, as TVM's loop nests bind it to its minimum)."""
         if ann == "none" and extent > 1:
-            with L.loop(b, 0, extent, name) as value:
+            with L.loop(b, 0, extent, name, unroll=unroll) as value:
                 yield value
         else:
             yield from range(extent)
@@ -216,10 +226,10 @@ class SpatialPackNest:
         vc = self.vc
         ann_kh, ann_kw = self.ann_reduce
         with L.loop(b, 0, self.c, "c") as c:
-            for i in self._spatial(b, L, "i", self.kh, ann_kh):
+            for i in self._spatial(b, L, "i", self.kh, ann_kh, unroll=False):
                 window = L.madd(b, tile, (c, dh * dw), (i, dw))
                 taps = L.madd(b, (ob, self.c * self.kh * self.kw * vc), (c, self.kh * self.kw * vc), (i, self.kw * vc))
-                for j in self._spatial(b, L, "j", self.kw, ann_kw):
+                for j in self._spatial(b, L, "j", self.kw, ann_kw, unroll=False):
                     self._emit_taps(b, L, wgt, data_vec, accs, window, taps, j)
 
     def _emit_taps(self, b, L, wgt, data_vec, accs, window, taps, j):
@@ -245,9 +255,9 @@ class SpatialPackNest:
                         slot = accs[y][x]
                         b.store(self._mac(b, L, b.load(slot, typ=L.vector(acc_ty, vc)), d, w), slot)
                     else:
-                        at = acc_at(y, x)
-                        ptr = b.bitcast(L.element_ptr(b, accs, at, acc_ty), L.vector(acc_ty, vc).as_pointer())
-                        b.store(self._mac(b, L, b.load(ptr), d, w), ptr)
+                        ptr = _acc_vector(b, L, accs, acc_at(y, x), acc_ty, vc)
+                        b.store(self._mac(b, L, b.load(ptr, align=L.element_align(acc_ty)), d, w), ptr,
+                                align=L.element_align(acc_ty))
             return
 
         def scalar(y, x, k, d):
@@ -278,13 +288,21 @@ class SpatialPackNest:
                 if self._registers():
                     yield y, x, None, lambda y=y, x=x: b.load(accs[y][x], typ=L.vector(acc_ty, vc))
                 elif self._vec():
-                    yield y, x, None, lambda y=y, x=x: b.load(b.bitcast(
-                        L.element_ptr(b, accs, _affine(b, L, None, ((y, self.vw * vc), (x, vc))), acc_ty),
-                        L.vector(acc_ty, vc).as_pointer()))
+                    yield y, x, None, lambda y=y, x=x: b.load(_acc_vector(
+                        b, L, accs, _affine(b, L, None, ((y, self.vw * vc), (x, vc))), acc_ty, vc),
+                        align=L.element_align(acc_ty))
                 else:
                     for k in self._spatial(b, L, "svc", vc, ann_vc):
                         yield y, x, k, lambda y=y, x=x, k=k: L.load(
                             b, accs, _affine(b, L, None, ((y, self.vw * vc), (x, vc), (k, 1))), acc_ty)
+
+
+def _acc_vector(b, L, accs, at, acc_ty, vc):
+    """Pointer to the VC accumulators at element ``at`` of the stack array, as a vector pointer;
+    its accesses take the element's alignment (the array has no more: LLVM would otherwise assume
+    the whole vector's, and a host JIT's aligned vector move faults on it once a loop keeps it in
+    memory)."""
+    return b.bitcast(L.element_ptr(b, accs, at, acc_ty), L.vector(acc_ty, vc).as_pointer())
 
 
 def _affine(b, L, base, terms):

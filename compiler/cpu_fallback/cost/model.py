@@ -15,7 +15,9 @@ kernel an op is priced by: ``int8``, our own kernel; ``fp32``, the FP32 kernel o
 in the style of TVM's ARM schedule (:mod:`..fp32`); ``tcpu``, the TVM paper's measured CPU path
 (int8 convs with VTA's 2018 schedule table, :mod:`..int8_pack`). With ``threads=2`` each kernel's outer loop
 is split over two cores (:mod:`.threads`): the larger share's own analysis gives the core and L1
-counts, the whole kernel's gives the shared L2's DRAM traffic, the DRAM bandwidth is shared
+counts, the whole kernel's gives the shared L2's DRAM traffic (at most, for the spatial-pack
+convs, one share's stream plus the other share's own buffers: the cores read the packed input in
+step, :func:`.threads.split_args`), the DRAM bandwidth is shared
 (:func:`.memory.memory_cycles`), and every split kernel pays the thread pool's ``fork_join_s``.
 
 Host overheads of one offloaded layer (``CpuModel.offload_cost``), from what the runtime does on
@@ -61,7 +63,7 @@ from .analysis import analyse, is_cached, remember
 from .baselines import Baseline, load_baseline
 from .cpus import Cpu, load_cpu
 from .memory import MemoryTraffic, exposed_cycles, memory_cycles
-from .threads import share
+from .threads import share, split_args
 
 DEFAULT_CPU = "cortex-a9"
 DEFAULT_BASELINE = "int8"
@@ -201,6 +203,16 @@ class CpuModel:
         cores = 2 if part is not None else 1
         # DRAM traffic of the whole kernel through the shared L2 (both cores' streams pass it).
         dram_lines = whole.l2_misses - (0 if cpu.write_allocate else whole.l2_store_misses)
+        split = split_args(spec) if part is not None else None
+        if split is not None:
+            # The cores walk their shared inputs in step (the same tiles in the same order, one
+            # half of the channel blocks each), so a shared line one core brings into the L2
+            # serves the other: the pair reads one core's stream plus the other's own lines. The
+            # whole kernel's single stream re-reads the shared data once per channel block, from
+            # DRAM once it outgrows the L2 (the spatial pack's data_vec).
+            own_lines = own.l2_misses - (0 if cpu.write_allocate else own.l2_store_misses)
+            other = sum(-(-arg.nbytes // cpu.line_bytes) for arg in part.args() if arg.name in split)
+            dram_lines = min(dram_lines, own_lines + other)
         written = sum(arg.nbytes for arg in spec.args() if not arg.is_input)  # dirty lines written back
         dram_bytes = cpu.line_bytes * dram_lines + -(-written // cpu.line_bytes) * cpu.line_bytes
         core_lines = dram_lines / cores  # one core's share of the DRAM line fills

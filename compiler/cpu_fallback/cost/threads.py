@@ -32,6 +32,18 @@ def _replace(spec, **fields):
         return None
 
 
+SPLIT_ARGS = {"fp32_conv2d": ("wgt", "bias", "out"), "int8_pack_conv2d": ("wgt", "out")}
+"""Per family: the buffers :func:`share` splits between the cores (each core's channel blocks of
+the weights and outputs); the others (the input and its packed ``data_vec``) both cores read whole,
+tile by tile in the same order."""
+
+
+def split_args(spec):
+    """The names of the buffers ``spec``'s two shares split between them, or None when the
+    family has no such rule (then the model takes the whole kernel's single stream)."""
+    return SPLIT_ARGS.get(spec.family)
+
+
 def share(spec, cores: int = 2):
     """The larger per-core part of ``spec`` split over ``cores`` (2) cores, or None (one core)."""
     if cores != 2:

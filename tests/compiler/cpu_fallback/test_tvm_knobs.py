@@ -202,3 +202,40 @@ def test_replay_gives_modelled_seconds_and_the_breakdown():
         replay({**record, "template": "winograd"})
     assert replay({r["record"]: r for r in board_records("arm_cpu")}["r20"])["parts"]["priced_by"] == \
         ["fp32_winograd_conv2d"]
+
+
+def test_stack_accumulators_are_accessed_at_their_elements_alignment():
+    """vh or vw a loop: the tile's accumulators are a stack array of floats, read and written as
+    VC vectors; those accesses state 4-byte alignment (the array has no more), or a rolled loop
+    faults on the host's aligned vector moves."""
+    from compiler.cpu_fallback.codegen import build_ir
+    spec = Fp32Conv2dSpec(n=1, c=2, h=8, w=8, oc=8, kh=3, kw=3, pad=1, vh=2, vw=2, vc=8,
+                          ann_spatial=("none", "none", "vec"))
+    vector_accesses = [line for line in build_ir([spec]).splitlines()
+                       if ("load <8 x float>, <8 x float>*" in line or "store <8 x float>" in line)]
+    assert vector_accesses and all(line.rstrip().endswith("align 4") for line in vector_accesses)
+
+
+def test_reduction_loops_annotated_none_stay_loops_without_spills():
+    """r24 keeps kh and kw as loops ('none'): each stays one loop that LLVM may not unroll
+    (llvm.loop.unroll.disable), so the A9 code is one tap of VW=7 vmla.i32 with the seven
+    accumulators in registers and no NEON spill; 'unroll' unrolls them when the IR is built."""
+    from compiler.cpu_fallback.arm import arm_assembly
+    from compiler.cpu_fallback.codegen import build_ir
+    spec = cpu_spec_from_record({r["record"]: r for r in board_records("arm_cpu")}["r24"])
+    assert spec.ann_reduce == ("none", "none") and spec.vw == 7
+    assert build_ir([spec]).count("llvm.loop.unroll.disable") == 1  # one node, shared by both loops' IDs
+    assert build_ir([spec]).count("!llvm.loop") == 2
+    asm = arm_assembly([spec])
+    assert asm.count("vmla.i32") == 7 and "vstmia" not in asm and "vldmia" not in asm
+    unrolled = dataclasses.replace(spec, ann_reduce=("unroll", "unroll"))
+    assert "!llvm.loop" not in build_ir([unrolled])
+
+
+def test_the_packed_window_is_tvms_dvshape():
+    """data_vec holds VH*s + KH - 1 rows and VW*s + KW - 1 columns per tile and channel
+    (topi arm_cpu _decl_spatial_pack): a 1x1 stride-2 tile of VW=2 packs 2 x 4 values."""
+    spec = Fp32Conv2dSpec(n=1, c=64, h=56, w=56, oc=128, kh=1, kw=1, stride=2, vh=1, vw=2, vc=16)
+    assert spec.window == (2, 4)
+    assert spec.args()[-1].shape == (28 * 14 * 64 * 2 * 4,)
+    assert Int8PackConv2dSpec(n=1, c=3, h=9, w=9, oc=4, kh=3, kw=3, pad=1, vh=3, vw=3, vc=4).window == (5, 5)

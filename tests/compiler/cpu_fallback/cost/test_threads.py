@@ -25,3 +25,25 @@ def test_other_kernels_split_their_outer_axis_or_not_at_all():
     assert share(cf.DenseSpec(n=1, k=512, m=1000, out_dtype="int32")).m == 500
     assert share(cf.MaxPool2dSpec(n=1, c=64, h=112, w=112, kh=3, kw=3, stride=2, pad=1)).c == 32
     assert share(cf.PackSpec(n=1, c=64, h=56, w=56)) is None
+
+
+def test_spatial_pack_shares_read_the_packed_input_in_step():
+    """Two cores walk data_vec tile by tile in step: the pair's DRAM lines are one core's stream
+    plus the other core's own weights and outputs, not the whole kernel's single stream (which
+    re-reads data_vec from DRAM per channel block once it outgrows the L2: r12's 800 kB)."""
+    from compiler.cpu_fallback.cost import CpuModel, analysis, cpus
+    from compiler.cpu_fallback.cost.threads import split_args
+
+    spec = Fp32Conv2dSpec(n=1, c=64, h=56, w=56, oc=128, kh=1, kw=1, stride=2, vh=1, vw=2, vc=16,
+                          ann_reduce=("none", "none"))
+    part = share(spec)
+    assert split_args(spec) == ("wgt", "bias", "out") and part.oc == 64
+    cpu = cpus.load_cpu("cortex-a9")
+    whole, own = analysis.analyse(spec, cpu), analysis.analyse(part, cpu)
+    other = sum(-(-a.nbytes // 32) for a in part.args() if a.name in ("wgt", "bias", "out"))
+    lines = own.l2_misses + other
+    assert lines < whole.l2_misses          # the single stream fetched data_vec once per block
+    written = sum(a.nbytes for a in spec.args() if not a.is_input)
+    parts = CpuModel(cpu, threads=2, workers=0).kernel_cost(spec).parts
+    assert parts["dram_bytes"] == 32 * lines + -(-written // 32) * 32
+    assert split_args(cf.AddSpec(size=100, shift=1)) is None   # no rule: the whole kernel's stream
