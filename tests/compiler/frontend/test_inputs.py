@@ -59,7 +59,7 @@ def test_blocked_images_are_bit_for_bit_the_whole_array_ones():
 
 def test_one_large_image_holds_only_its_float64_copy():
     """One 1 x 1024 x 1024 image: peak allocation the float32 result plus one float64 image (3
-    times the result) and blocks; whole-image temporaries (the std's, the noise) were 6 more."""
+    times the result) and blocks; whole-image temporaries (the std's, the noise) made it 5.25 times."""
     tracemalloc.start()
     try:
         images = synthetic_images(1, 1024, seed=1, channels=1)
