@@ -156,11 +156,14 @@ class _HashWriter:
         self.write = h.update
 
 
-def quantized(graph: Graph, calibration: np.ndarray, graph_digest: str | None = None, **options) -> QGraph:
+def quantized(graph: Graph, calibration: np.ndarray | Inputs, graph_digest: str | None = None, **options) -> QGraph:
     """``quantize_graph(graph, calibration, **options)`` through the disk cache (kind ``qgraph``,
-    keyed by the graph's content, the calibration inputs' bytes and every option)."""
-    parts = (graph_digest or content_digest(graph), np.asarray(calibration), options)
-    return cached("qgraph", parts, lambda: quantize_graph(graph, calibration, **options))
+    keyed by the graph's content, the calibration inputs (their bytes, or an :class:`Inputs`'
+    ``key``) and every option)."""
+    key = calibration.key if isinstance(calibration, Inputs) else np.asarray(calibration)
+    array = calibration.array if isinstance(calibration, Inputs) else calibration
+    parts = (graph_digest or content_digest(graph), key, options)
+    return cached("qgraph", parts, lambda: quantize_graph(graph, array, **options))
 
 
 def cached_quantization_report(graph: Graph, q: QGraph, tests: Inputs, graph_digest: str | None = None) -> dict:
@@ -181,7 +184,7 @@ def report_beside(graph: Graph, q: QGraph, tests: Inputs, graph_digest: str | No
     from vdla import beside
     from vdla_hw import cache
 
-    parts = (graph_digest or content_digest(graph), content_digest(q), tests.array, tests.source, list(tests.names))
+    parts = (graph_digest or content_digest(graph), content_digest(q), tests.key, tests.source, list(tests.names))
 
     def work():  # in the child only
         report = quantization_report(graph, q, tests)
@@ -249,7 +252,7 @@ def quantize_model(graph: Graph, model: str, calibration: int = 4, wide_output: 
     """The int8 graph of ``graph`` calibrated on ``calibration`` synthetic inputs, as ``vdla run``
     quantizes it by default (``wide_output``: int32 logits, unless the classifier is to run on the
     accelerator, which stores int8; ``add_scales``: residual adds with multipliers, CPU only)."""
-    return quantized(graph, synthetic(graph.shapes[graph.input], calibration, CALIBRATION_SEED).array,
+    return quantized(graph, synthetic(graph.shapes[graph.input], calibration, CALIBRATION_SEED),
                      wide_output=wide_output, add_scales=add_scales)
 
 
@@ -406,7 +409,7 @@ class Prepared:
     placements: dict
     config: object
     timings: dict
-    calibration: Inputs | None = None
+    calibration: dict | None = None   # the calibration inputs' description (Inputs.describe)
     test_set: Inputs | None = None  # the test inputs with their source
     graph_digest: str = ""          # content_digest(graph), a cache key part
 
@@ -439,16 +442,17 @@ def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
     split = calib.held_out() if tests is None and isinstance(calibration, str) else None
     if split is not None:  # the user's own inputs, none of them synthetic: measure on a held-out part
         calib, tests = split
-    elif tests is None:
-        tests = synthetic(shape, test_inputs, TEST_SEED)
     say(f"quantizing ({method}) on {len(calib.array)} calibration inputs: {calib.source}")
-    q = quantized(graph, calib.array, digest, method=method, wide_output=not options.fc_on_vdla,
+    q = quantized(graph, calib, digest, method=method, wide_output=not options.fc_on_vdla,
                   add_scales=not options.add_on_vdla)
+    calibrated, calib = calib.describe(), None  # the calibration set is not held past here
+    if tests is None:  # made once the calibration set is freed: the run holds one set at a time
+        tests = synthetic(shape, test_inputs, TEST_SEED)
     placed = time.perf_counter()
     placements = partition(q, config, options, placement=placement, cpu_model=cpu_model,
                            runtime=board_runtime(config) if placement == "cost" else None, vthreads=vthreads, progress=say)
     timings = {"import": imported - start, "quantize": placed - imported, "placement": time.perf_counter() - placed}
-    return Prepared(graph, q, tests.array, placements, config, timings, calib, tests, digest)
+    return Prepared(graph, q, tests.array, placements, config, timings, calibrated, tests, digest)
 
 
 def run_network(model: str = "resnet18", *, config=None, target: str = "sim", resolution: int = 224,
@@ -495,7 +499,7 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     waited = time.perf_counter()
     quant = report.result()
     clock["report"] = time.perf_counter() - waited
-    quant["calibration"] = {**p.calibration.describe(), "method": method}
+    quant["calibration"] = {**p.calibration, "method": method}
     bit_exact = len(result.outputs) == len(want) and all(np.array_equal(g, w) for g, w in zip(result.outputs, want))
     timings = {"import": clock["import"] - clock["start"], "quantize": clock["quantize"] - clock["import"],
                "execute": clock["execute"] - clock["quantize"], "simulate": result.sim_wall_seconds,
@@ -522,7 +526,7 @@ def _execute(p: Prepared, model, x, normalize, target, say, vthreads, cpu_model,
     graph, q, tests, placements, config = p.graph, p.q, p.test_set, p.placements, p.config
     batch = graph.shapes[graph.input][0]
     run_input = load_inputs(x, graph.shapes[graph.input], normalize) if x else \
-        Inputs(tests.array[:batch], tests.source + " (the first)", tests.names[:batch])
+        tests.first(batch)
     if len(run_input.array) != batch:
         raise ModelError(model, f"--input {x} holds {len(run_input.array)} samples; the model runs {batch} at a time")
     clock["import"] = clock["start"] + p.timings["import"]
@@ -533,7 +537,7 @@ def _execute(p: Prepared, model, x, normalize, target, say, vthreads, cpu_model,
     result = execute(q, run_input.array, placements, device, progress=say, vthreads=vthreads, cpu_model=cpu_model,
                      runtime=host_profile(host_runtime, config))
     clock["execute"] = time.perf_counter()
-    want = cached("reference", (content_digest(q), run_input.array), lambda: reference.forward_all(q, run_input.array))
+    want = cached("reference", (content_digest(q), run_input.key), lambda: reference.forward_all(q, run_input.array))
     clock["check"] = time.perf_counter()
     return result, want, run_input
 
