@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.frontend.inputs import synthetic_inputs
+from compiler.frontend.inputs import input_stream, synthetic_inputs
 from vdla_hw.errors import BundleError, VdlaError
 from vdla_hw.files import read_capped, read_checked
 from vdla_hw.limits import MAX_IMAGE_FILE_BYTES, MAX_TENSOR_BYTES, mib
@@ -57,6 +57,24 @@ class Inputs:
         itself (hashing four 128 MiB synthetic inputs took 1.6 s; issue 45)."""
         return ("recipe", *self.recipe) if self.recipe is not None else self.array
 
+    @property
+    def count(self) -> int:
+        """The number of samples."""
+        return len(self.array)
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        return tuple(self.array.shape[1:])
+
+    def batches(self, batch: int):
+        """The samples ``batch`` at a time (a model's batch), or all at once if they do not divide."""
+        x = self.array
+        if not batch or len(x) % batch:
+            yield x
+            return
+        for start in range(0, len(x), batch):
+            yield x[start:start + batch]
+
     def first(self, count: int) -> "Inputs":
         """The first ``count`` samples (the executed input), with their recipe."""
         return Inputs(self.array[:count], self.source + " (the first)", self.names[:count],
@@ -74,8 +92,53 @@ class Inputs:
                        self.names[k:]))
 
     def describe(self) -> dict:
-        return {"source": self.source, "count": int(len(self.array)), "shape": list(self.array.shape[1:]),
+        return {"source": self.source, "count": int(self.count), "shape": list(self.sample_shape),
                 **({"files": list(self.names)} if self.names else {})}
+
+
+class SyntheticInputs(Inputs):
+    """``count`` synthetic inputs of a model of input ``shape`` (``count * shape[0]`` samples), made
+    from their recipe when read (issue 45: a run held its four 128 MiB test inputs in the parent
+    and again in the report's child): ``batches`` makes them one model input at a time and keeps
+    none, ``first`` makes only the first, ``array`` makes them all (once, then kept). Values are
+    those of ``compiler.frontend.inputs.synthetic_inputs`` either way."""
+
+    def __init__(self, count: int, shape: tuple[int, ...], seed: int):
+        shape = tuple(int(d) for d in shape)
+        for name, value in (("source", f"synthetic (seed {seed}, {count})"), ("names", ()),
+                            ("recipe", ("synthetic", count, list(shape), seed)), ("_shape", shape),
+                            ("_made", [])):
+            object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"SyntheticInputs({self.source!r}, shape {self._shape})"
+
+    @property
+    def array(self) -> np.ndarray:
+        if not self._made:
+            self._made.append(synthetic_inputs(self.recipe[1], self._shape, self.recipe[3]))
+        return self._made[0]
+
+    @property
+    def count(self) -> int:
+        return self.recipe[1] * self._shape[0]
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        return self._shape[1:]
+
+    def batches(self, batch: int):
+        if self._made or batch != self._shape[0]:
+            yield from super().batches(batch)
+            return
+        yield from input_stream(self.recipe[1], self._shape, self.recipe[3])
+
+    def first(self, count: int) -> Inputs:
+        if self._made:
+            return super().first(count)
+        stream = input_stream(self.recipe[1], self._shape, self.recipe[3])
+        samples = np.concatenate([next(stream) for _ in range(-(-count // self._shape[0]))])[:count]
+        return Inputs(samples, self.source + " (the first)", (), (*self.recipe, "first", count))
 
 
 def input_shape_arg(text: str) -> tuple[int, ...]:
@@ -214,5 +277,4 @@ def check_set(count: int, shape: tuple[int, ...], what: str) -> None:
 
 def synthetic(shape: tuple[int, ...], count: int, seed: int) -> Inputs:
     check_set(count, shape, f"{count} synthetic inputs")
-    return Inputs(synthetic_inputs(count, shape, seed), f"synthetic (seed {seed}, {count})",
-                  recipe=("synthetic", count, [int(d) for d in shape], seed))
+    return SyntheticInputs(count, shape, seed)

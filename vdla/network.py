@@ -304,7 +304,7 @@ def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
     out_sums = [np.zeros(3) for _ in q.outputs]
     top = {k: ([], []) for k, name in enumerate(q.outputs) if is_classifier_output(q.shapes[name])}  # argmaxes
     float_index, int8_index = positions(graph.outputs), positions(q.outputs)
-    for part in float_ref.batches(graph, tests.array):
+    for part in tests.batches(graph.shapes[graph.input][0]):  # one model input at a time, made as read
         # both networks one batch at a time, side by side: a float value waits only until the
         # quantized node that produces the same value has run. The outputs are taken by name
         # (a model whose output is its input, such as a lone Identity, has no node for it).
@@ -319,13 +319,17 @@ def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
                     pending[fname] = fv
 
         for name, qv in float_ref.iter_graph(q, part, reference.eval_node):
-            for k in int8_index.get(name, ()):
-                ends["int8"][k] = q.dequantize(name, qv)
             node = q_node.get(name)
+            if node is None and name not in int8_index:
+                continue
+            real = q.dequantize(name, qv)  # once, for the error and the output alike
+            for k in int8_index.get(name, ()):
+                ends["int8"][k] = real
             if node is None:
                 continue
             pull(lambda: name in pending)
-            sums[node.name] += error_sums(pending.pop(name), q.dequantize(name, qv))
+            sums[node.name] += error_sums(pending.pop(name), real)
+            del real
         pull(lambda: len(ends["float"]) == len(q.outputs))
         for k in range(len(q.outputs)):
             want, got = ends["float"][k], ends["int8"][k]
@@ -333,7 +337,7 @@ def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
             if k in top:
                 top[k][0].append(want.reshape(len(want), -1).argmax(axis=1))
                 top[k][1].append(got.reshape(len(got), -1).argmax(axis=1))
-        del ends
+        del ends, want, got, floats, pending, part  # nothing of this input held while the next is made
     errors = {name: float(np.sqrt(e / n) / max(np.sqrt(f2 / n), 1e-12)) for name, (e, f2, n) in sums.items()}
     outputs, classifier = [], None
     for k, name in enumerate(q.outputs):
@@ -351,7 +355,7 @@ def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
     report = {"per_layer_error": errors, "outputs": outputs, "output_rms_error": worst["rms_error"],
               "output_relative_error": worst["relative_error"], "worst_output": worst["name"],
               "top1_agreement": classifier[0]["top1_agreement"] if classifier else None,
-              "test_inputs": len(tests.array), "test_source": tests.source,
+              "test_inputs": tests.count, "test_source": tests.source,
               "scales": "power-of-two per value (zero point -128 for never-negative values), weights per layer "
                         "or per output channel"}
     if tests.names and classifier:
@@ -405,13 +409,17 @@ class Prepared:
 
     graph: Graph
     q: QGraph
-    tests: np.ndarray         # the test inputs (batch axis first)
     placements: dict
     config: object
     timings: dict
     calibration: dict | None = None   # the calibration inputs' description (Inputs.describe)
-    test_set: Inputs | None = None  # the test inputs with their source
+    test_set: Inputs | None = None  # the test inputs with their source (synthetic ones made when read)
     graph_digest: str = ""          # content_digest(graph), a cache key part
+
+    @property
+    def tests(self) -> np.ndarray:
+        """The test inputs (batch axis first), all of them (made, if synthetic, and kept)."""
+        return self.test_set.array
 
 
 def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
@@ -442,7 +450,7 @@ def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
     split = calib.held_out() if tests is None and isinstance(calibration, str) else None
     if split is not None:  # the user's own inputs, none of them synthetic: measure on a held-out part
         calib, tests = split
-    say(f"quantizing ({method}) on {len(calib.array)} calibration inputs: {calib.source}")
+    say(f"quantizing ({method}) on {calib.count} calibration inputs: {calib.source}")
     q = quantized(graph, calib, digest, method=method, wide_output=not options.fc_on_vdla,
                   add_scales=not options.add_on_vdla)
     calibrated, calib = calib.describe(), None  # the calibration set is not held past here
@@ -452,7 +460,7 @@ def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
     placements = partition(q, config, options, placement=placement, cpu_model=cpu_model,
                            runtime=board_runtime(config) if placement == "cost" else None, vthreads=vthreads, progress=say)
     timings = {"import": imported - start, "quantize": placed - imported, "placement": time.perf_counter() - placed}
-    return Prepared(graph, q, tests.array, placements, config, timings, calibrated, tests, digest)
+    return Prepared(graph, q, placements, config, timings, calibrated, tests, digest)
 
 
 def run_network(model: str = "resnet18", *, config=None, target: str = "sim", resolution: int = 224,
