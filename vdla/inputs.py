@@ -22,7 +22,7 @@ import numpy as np
 from compiler.frontend.inputs import input_stream, synthetic_inputs
 from vdla_hw.errors import BundleError, VdlaError
 from vdla_hw.files import read_capped, read_checked
-from vdla_hw.limits import MAX_IMAGE_FILE_BYTES, MAX_TENSOR_BYTES, mib
+from vdla_hw.limits import MAX_IMAGE_FILE_BYTES, MAX_TENSOR_BYTES, RUN_MAX_INPUT_BYTES, RUN_MAX_MADE_BYTES, mib
 from vdla_hw.npyfile import NPY_MAGIC, ZIP_MAGIC, read_npy, read_npz
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
@@ -273,6 +273,21 @@ def check_set(count: int, shape: tuple[int, ...], what: str) -> None:
         raise InputError(f"{what} of shape {tuple(int(d) for d in shape[1:])} need {mib(nbytes)} as float32, more "
                          f"than the {mib(MAX_ARRAY_BYTES)} a set of inputs may hold (vdla/inputs.py MAX_ARRAY_BYTES, "
                          "4 x vdla_hw/limits.py MAX_TENSOR_BYTES); use fewer inputs or a smaller input shape")
+
+
+def check_run_inputs(shape: tuple[int, ...], made: int) -> None:
+    """Refuse, before any is made, a run that would make ``made`` synthetic inputs of a model of
+    input ``shape`` past vdla_hw/limits.py's RUN_MAX_INPUT_BYTES (one input: the run's memory) or
+    RUN_MAX_MADE_BYTES (all of them: its time)."""
+    each = 4 * math.prod(int(d) for d in shape)
+    where = f"synthetic inputs of shape {tuple(int(d) for d in shape)}"
+    if each > RUN_MAX_INPUT_BYTES:
+        raise InputError(f"{where} need {mib(each)} each as float32, more than the {mib(RUN_MAX_INPUT_BYTES)} a run "
+                         f"makes of one within 512 MB (vdla_hw/limits.py RUN_MAX_INPUT_BYTES); use a smaller input shape")
+    if each * made > RUN_MAX_MADE_BYTES:
+        raise InputError(f"{made} {where} need {mib(each * made)} as float32, more than the {mib(RUN_MAX_MADE_BYTES)} "
+                         f"a run makes within 5 s (vdla_hw/limits.py RUN_MAX_MADE_BYTES); use a smaller input shape, "
+                         f"or give the inputs: --calibration and --images (a .npy of a few)")
 
 
 def synthetic(shape: tuple[int, ...], count: int, seed: int) -> Inputs:

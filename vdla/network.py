@@ -25,7 +25,7 @@ from compiler.network.report import layer_row, summarise
 from compiler.quantize import quantize_graph, reference
 from compiler.quantize.qgraph import QGraph
 from driver import open_device
-from vdla.inputs import IMAGENET, InputError, Inputs, load_inputs, synthetic
+from vdla.inputs import IMAGENET, InputError, Inputs, check_run_inputs, load_inputs, synthetic
 from vdla_hw.cache import cached
 from vdla_hw.config import load_config
 from vdla_hw.errors import VdlaError
@@ -161,9 +161,8 @@ def quantized(graph: Graph, calibration: np.ndarray | Inputs, graph_digest: str 
     keyed by the graph's content, the calibration inputs (their bytes, or an :class:`Inputs`'
     ``key``) and every option)."""
     key = calibration.key if isinstance(calibration, Inputs) else np.asarray(calibration)
-    array = calibration.array if isinstance(calibration, Inputs) else calibration
     parts = (graph_digest or content_digest(graph), key, options)
-    return cached("qgraph", parts, lambda: quantize_graph(graph, array, **options))
+    return cached("qgraph", parts, lambda: quantize_graph(graph, calibration, **options))  # a set: read as it comes
 
 
 def cached_quantization_report(graph: Graph, q: QGraph, tests: Inputs, graph_digest: str | None = None) -> dict:
@@ -444,6 +443,10 @@ def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
     digest = content_digest(graph)
     shape = graph.shapes[graph.input]
     imported = time.perf_counter()
+    # the synthetic inputs this run will make (the first test input is made again to run it)
+    made = (0 if isinstance(calibration, str) else calibration) + \
+        (0 if images or isinstance(calibration, str) else test_inputs + 1)
+    check_run_inputs(shape, made)
     calib = load_inputs(calibration, shape, normalize) if isinstance(calibration, str) else \
         synthetic(shape, calibration, CALIBRATION_SEED)
     tests = load_inputs(images, shape, normalize) if images else None

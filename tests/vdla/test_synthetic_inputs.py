@@ -39,3 +39,22 @@ def test_reading_one_input_at_a_time_holds_one_input():
         tracemalloc.stop()
     assert seen == 4 and peak < 3.2 * one, f"{peak / one:.2f} inputs"
     assert inputs.describe() == {"source": "synthetic (seed 2, 4)", "count": 4, "shape": [1, 1024, 1024]}
+
+
+def test_the_run_bounds_admit_the_built_in_resnets_and_refuse_past_them():
+    """check_run_inputs: the built-in ResNets at RESNET_MAX_RESOLUTION (nine 23.7 MiB inputs) and
+    the default main job pass; one input past RUN_MAX_INPUT_BYTES, or nine past
+    RUN_MAX_MADE_BYTES, are refused naming the limit (nothing is made: it counts shapes)."""
+    import pytest
+
+    from vdla.inputs import InputError, check_run_inputs
+    from vdla_hw.limits import RESNET_MAX_RESOLUTION, RUN_MAX_INPUT_BYTES
+
+    check_run_inputs((1, 3, RESNET_MAX_RESOLUTION, RESNET_MAX_RESOLUTION), 9)
+    check_run_inputs((1, 3, 224, 224), 9)
+    with pytest.raises(InputError, match="RUN_MAX_INPUT_BYTES"):
+        check_run_inputs((1, RUN_MAX_INPUT_BYTES // 4 + 1), 1)
+    check_run_inputs((1, RUN_MAX_INPUT_BYTES // 4), 2)
+    with pytest.raises(InputError, match=r"9 synthetic inputs .* RUN_MAX_MADE_BYTES"):
+        check_run_inputs((1, 1, 2897, 2897), 9)
+    check_run_inputs((1, 1, 2896, 2896), 9)
