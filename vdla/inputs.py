@@ -32,7 +32,9 @@ RESIZE_MARGIN = 256 / 224  # torchvision: Resize(256) before CenterCrop(224)
 MAX_FILES = 10_000
 # A set of inputs held at once (the calibration inputs, the test inputs), from any source: an
 # array file, a folder of images or synthetic inputs. A stack of a few of the largest tensors, so
-# a run holds its two sets and one image's few live tensors (each at most MAX_TENSOR_BYTES).
+# a run holds its sets read from files (two at most) and one image's few live tensors (each at most
+# MAX_TENSOR_BYTES); synthetic sets are made one input at a time as read (SyntheticInputs), bounded by
+# check_run_inputs.
 MAX_ARRAY_BYTES = 4 * MAX_TENSOR_BYTES
 
 
