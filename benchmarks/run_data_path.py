@@ -4,10 +4,13 @@ nothing else to do, the case issue 45 found at 2.1 GB and 22.7 s for S = 5792 (e
 under ``MAX_TENSOR_BYTES``). Each run is a fresh ``vdla run`` child with ``VDLA_CACHE=off``;
 CPU seconds are user + system of the child and its descendants (the quantization report's
 child included), peak RSS is the largest of any of them (``ru_maxrss`` of ``RUSAGE_CHILDREN``,
-measured in a fresh process per run). The bound ``vdla_hw/limits.py`` ``RUN_MAX_INPUT_BYTES``
-is derived from these figures (its docstring). Say the load (``uptime``) with the figures:
+measured in a fresh process per run). ``--fewest``: the same through ``run_network`` with one
+calibration and one test input (the fewest the API allows; the CLI makes 4 + 4), the case
+``RUN_MAX_INPUT_BYTES`` bounds. ``vdla_hw/limits.py``'s ``RUN_MAX_INPUT_BYTES`` and
+``RUN_MAX_MADE_BYTES`` are derived from these figures (see their comment). Say the load
+(``uptime``) with the figures:
 
-    .venv/bin/python benchmarks/run_data_path.py [--sides 1024,2048,2896,4096,5792]
+    .venv/bin/python benchmarks/run_data_path.py [--sides 1024,2048,2896,4096,5792] [--fewest]
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ print(json.dumps({"code": proc.returncode, "cpu": use.ru_utime + use.ru_stime, "
 """
 
 
+FEWEST = ("import sys; from vdla.network import run_network; "
+          "r = run_network(sys.argv[1], calibration=1, test_inputs=1); print('bit exact:', r.bit_exact)")
+
+
 def relu_model(side: int, path: Path) -> Path:
     import onnx
     from onnx import TensorProto, helper
@@ -46,9 +53,11 @@ def measure(model: Path, *args: str) -> dict:
     """One ``vdla run`` in a fresh process: exit code, CPU seconds, peak RSS (MB), outcome line."""
     import json
 
-    vdla = str(Path(sys.executable).with_name("vdla"))
+    vdla = [str(Path(sys.executable).with_name("vdla")), "run"]
+    if "--fewest" in args:
+        vdla = [sys.executable, "-c", FEWEST]
     env = {**os.environ, "VDLA_CACHE": "off"}
-    out = subprocess.run([sys.executable, "-c", CHILD, vdla, "run", str(model), *args], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", CHILD, *vdla, str(model)], capture_output=True,
                          text=True, env=env, check=True)
     return json.loads(out.stdout)
 
@@ -56,12 +65,13 @@ def measure(model: Path, *args: str) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sides", default="1024,2048,2896,4096,5792")
+    parser.add_argument("--fewest", action="store_true", help="one calibration and one test input (run_network)")
     args = parser.parse_args(argv)
     print(f"load: {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores")
     print(f"{'side':>6} {'tensor MiB':>10} {'exit':>4} {'CPU s':>6} {'peak MB':>8}  outcome")
     with tempfile.TemporaryDirectory() as folder:
         for side in (int(s) for s in args.sides.split(",")):
-            row = measure(relu_model(side, Path(folder) / f"relu{side}.onnx"))
+            row = measure(relu_model(side, Path(folder) / f"relu{side}.onnx"), *(["--fewest"] if args.fewest else []))
             print(f"{side:>6} {4 * side * side / 2**20:>10.1f} {row['code']:>4} {row['cpu']:>6.2f} {row['rss_mb']:>8.0f}  "
                   f"{row['last'] if isinstance(row['last'], str) else ' '.join(row['last'])}")
     return 0

@@ -285,7 +285,7 @@ def check_run_inputs(shape: tuple[int, ...], made: int) -> None:
     where = f"synthetic inputs of shape {tuple(int(d) for d in shape)}"
     if each > RUN_MAX_INPUT_BYTES:
         raise InputError(f"{where} need {mib(each)} each as float32, more than the {mib(RUN_MAX_INPUT_BYTES)} a run "
-                         f"makes of one within 512 MB (vdla_hw/limits.py RUN_MAX_INPUT_BYTES); use a smaller input shape")
+                         f"makes of one within 512 MB and 5 s (vdla_hw/limits.py RUN_MAX_INPUT_BYTES); use a smaller input shape")
     if each * made > RUN_MAX_MADE_BYTES:
         raise InputError(f"{made} {where} need {mib(each * made)} as float32, more than the {mib(RUN_MAX_MADE_BYTES)} "
                          f"a run makes within 5 s (vdla_hw/limits.py RUN_MAX_MADE_BYTES); use a smaller input shape, "

@@ -396,6 +396,29 @@ def test_a_relu_the_limits_admit_runs_bit_exact_within_512_mb(tmp_path, side):
     assert peak <= 512 << 20, f"{peak >> 20} MB"
 
 
+@pytest.mark.slow
+def test_the_largest_admitted_input_with_the_fewest_inputs_runs_within_512_mb(tmp_path):
+    """RUN_MAX_INPUT_BYTES (64 MiB: 4096 x 4096) with one calibration and one test input (the
+    API allows fewer than the CLI's 4 + 4): bit exact, every process of the run within 512 MB."""
+    import os
+    import subprocess
+    import sys
+
+    from vdla_hw.limits import RUN_MAX_INPUT_BYTES
+
+    side = 4096
+    assert 4 * side * side == RUN_MAX_INPUT_BYTES
+    path = tmp_path / "relu.onnx"
+    onnx.save(_relu(side), str(path))
+    run = ("import sys; from vdla.network import run_network; "
+           "sys.exit(0 if run_network(sys.argv[1], calibration=1, test_inputs=1).bit_exact else 1)")
+    done = subprocess.run([sys.executable, "-c", MEASURED, sys.executable, "-c", run, str(path)], capture_output=True,
+                          text=True, env={**os.environ, "VDLA_CACHE": "off"}, check=True, timeout=300)
+    code, _, err, peak, _ = json.loads(done.stdout)
+    assert code == 0, err
+    assert peak <= 512 << 20, f"{peak >> 20} MB"
+
+
 def test_a_set_of_inputs_past_the_limit_is_refused_before_it_is_made():
     """1,000 synthetic inputs of the 5792 x 5792 Relu (125 GiB): one InputError naming the limit,
     nothing allocated (old code: numpy asked for the 125 GiB)."""
