@@ -132,8 +132,8 @@ MUTANTS = (
       "return (x + (1 << (shift - 1))) >> shift if shift > 0 else x", "return x >> shift if shift > 0 else x",
       ("tests/compiler/quantize/test_scales.py",), "round_shift floors"),
     M("q_quantize_floors", "quantizer", "compiler/quantize/reference.py",
-      "return np.clip(np.rint(scaled), -128, 127).astype(np.int8)",
-      "return np.clip(np.floor(scaled), -128, 127).astype(np.int8)",
+      "return np.clip(np.rint(scaled, out=scaled), -128, 127, out=scaled).astype(np.int8)",
+      "return np.clip(np.floor(scaled, out=scaled), -128, 127, out=scaled).astype(np.int8)",
       ("tests/compiler/quantize/test_scales.py",), "float -> int8 floors"),
     # --- CPU cost model -----------------------------------------------------------------------
     M("cost_no_writeback_bytes", "cost model", "compiler/cpu_fallback/cost/model.py",

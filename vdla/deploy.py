@@ -33,7 +33,7 @@ def build_package(prepared, *, model: str, vthreads=None, arm_library: bool = Tr
     warning = network_shift_warning(p.q.nodes, p.placements)  # as vdla run says it (docs/compiler.md)
     if warning:
         print(f"vdla: {warning}", file=sys.stderr)
-    files = network_files(p.q, p.tests[:1], p.placements, p.config, vthreads=vthreads, arm_library=arm_library,
+    files = network_files(p.q, p.test_set.first(1).array, p.placements, p.config, vthreads=vthreads, arm_library=arm_library,
                           progress=progress)
     return seal(files, model=model, config=p.config.to_json(), fingerprint=p.config.fingerprint,
                 isa_version=ISA_VERSION)
@@ -124,7 +124,7 @@ def deploy(model: str, board: str, *, key: bytes, config=None, resolution: int =
     if sha != result.get("output_sha256"):
         raise PackageError(f"{board}: the outputs' SHA-256 differs from the one the server reported")
     layers = _layers(blobs, board)
-    x = p.tests[:1]
+    x = p.test_set.first(1).array  # only the first test input made (issue 45)
     return {"model": model, "config": p.config.name, "fingerprint": p.config.fingerprint, "board": board,
             "backend": result.get("backend"), "cpu_kernels": result.get("cpu_kernels"), "layers": layers,
             "totals": {**measured_totals(layers), "bytes_moved": _moved(result.get("bytes_moved"))}, "bit_exact": all(np.array_equal(got, want) for got, want in zip(outputs, reference.forward_all(p.q, x))),

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.frontend.inputs import synthetic_inputs
+from compiler.frontend.inputs import input_stream, synthetic_inputs
 from vdla_hw.errors import BundleError, VdlaError
 from vdla_hw.files import read_capped, read_checked
-from vdla_hw.limits import MAX_IMAGE_FILE_BYTES, MAX_TENSOR_BYTES, mib
+from vdla_hw.limits import MAX_IMAGE_FILE_BYTES, MAX_TENSOR_BYTES, RUN_MAX_INPUT_BYTES, RUN_MAX_MADE_BYTES, mib
 from vdla_hw.npyfile import NPY_MAGIC, ZIP_MAGIC, read_npy, read_npz
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
@@ -32,7 +32,9 @@ RESIZE_MARGIN = 256 / 224  # torchvision: Resize(256) before CenterCrop(224)
 MAX_FILES = 10_000
 # A set of inputs held at once (the calibration inputs, the test inputs), from any source: an
 # array file, a folder of images or synthetic inputs. A stack of a few of the largest tensors, so
-# a run holds its two sets and one image's few live tensors (each at most MAX_TENSOR_BYTES).
+# a run holds its sets read from files (two at most) and one image's few live tensors (each at most
+# MAX_TENSOR_BYTES); synthetic sets are made one input at a time as read (SyntheticInputs), bounded by
+# check_run_inputs.
 MAX_ARRAY_BYTES = 4 * MAX_TENSOR_BYTES
 
 
@@ -47,6 +49,38 @@ class Inputs:
     array: np.ndarray
     source: str
     names: tuple[str, ...] = ()
+    # what makes ``array`` exactly, when a recipe does (synthetic inputs: count, shape, seed)
+    recipe: tuple | None = None
+
+    @property
+    def key(self):
+        """A cache key part naming these values exactly: the recipe of synthetic inputs (their
+        values are a function of it and of the code, which every cache key holds), else the array
+        itself (hashing four 128 MiB synthetic inputs took 1.6 s; issue 45)."""
+        return ("recipe", *self.recipe) if self.recipe is not None else self.array
+
+    @property
+    def count(self) -> int:
+        """The number of samples."""
+        return len(self.array)
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        return tuple(self.array.shape[1:])
+
+    def batches(self, batch: int):
+        """The samples ``batch`` at a time (a model's batch), or all at once if they do not divide."""
+        x = self.array
+        if not batch or len(x) % batch:
+            yield x
+            return
+        for start in range(0, len(x), batch):
+            yield x[start:start + batch]
+
+    def first(self, count: int) -> "Inputs":
+        """The first ``count`` samples (the executed input), with their recipe."""
+        return Inputs(self.array[:count], self.source + " (the first)", self.names[:count],
+                      None if self.recipe is None else (*self.recipe, "first", count))
 
     def held_out(self) -> tuple["Inputs", "Inputs"] | None:
         """(calibration, test) split of these inputs: the last quarter (at least one) held out
@@ -60,8 +94,53 @@ class Inputs:
                        self.names[k:]))
 
     def describe(self) -> dict:
-        return {"source": self.source, "count": int(len(self.array)), "shape": list(self.array.shape[1:]),
+        return {"source": self.source, "count": int(self.count), "shape": list(self.sample_shape),
                 **({"files": list(self.names)} if self.names else {})}
+
+
+class SyntheticInputs(Inputs):
+    """``count`` synthetic inputs of a model of input ``shape`` (``count * shape[0]`` samples), made
+    from their recipe when read (issue 45: a run held its four 128 MiB test inputs in the parent
+    and again in the report's child): ``batches`` makes them one model input at a time and keeps
+    none, ``first`` makes only the first, ``array`` makes them all (once, then kept). Values are
+    those of ``compiler.frontend.inputs.synthetic_inputs`` either way."""
+
+    def __init__(self, count: int, shape: tuple[int, ...], seed: int):
+        shape = tuple(int(d) for d in shape)
+        for name, value in (("source", f"synthetic (seed {seed}, {count})"), ("names", ()),
+                            ("recipe", ("synthetic", count, list(shape), seed)), ("_shape", shape),
+                            ("_made", [])):
+            object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"SyntheticInputs({self.source!r}, shape {self._shape})"
+
+    @property
+    def array(self) -> np.ndarray:
+        if not self._made:
+            self._made.append(synthetic_inputs(self.recipe[1], self._shape, self.recipe[3]))
+        return self._made[0]
+
+    @property
+    def count(self) -> int:
+        return self.recipe[1] * self._shape[0]
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        return self._shape[1:]
+
+    def batches(self, batch: int):
+        if self._made or batch != self._shape[0]:
+            yield from super().batches(batch)
+            return
+        yield from input_stream(self.recipe[1], self._shape, self.recipe[3])
+
+    def first(self, count: int) -> Inputs:
+        if self._made:
+            return super().first(count)
+        stream = input_stream(self.recipe[1], self._shape, self.recipe[3])
+        samples = np.concatenate([next(stream) for _ in range(-(-count // self._shape[0]))])[:count]
+        return Inputs(samples, self.source + " (the first)", (), (*self.recipe, "first", count))
 
 
 def input_shape_arg(text: str) -> tuple[int, ...]:
@@ -198,6 +277,21 @@ def check_set(count: int, shape: tuple[int, ...], what: str) -> None:
                          "4 x vdla_hw/limits.py MAX_TENSOR_BYTES); use fewer inputs or a smaller input shape")
 
 
+def check_run_inputs(shape: tuple[int, ...], made: int) -> None:
+    """Refuse, before any is made, a run that would make ``made`` synthetic inputs of a model of
+    input ``shape`` past vdla_hw/limits.py's RUN_MAX_INPUT_BYTES (one input: the run's memory) or
+    RUN_MAX_MADE_BYTES (all of them: its time)."""
+    each = 4 * math.prod(int(d) for d in shape)
+    where = f"synthetic inputs of shape {tuple(int(d) for d in shape)}"
+    if each > RUN_MAX_INPUT_BYTES:
+        raise InputError(f"{where} need {mib(each)} each as float32, more than the {mib(RUN_MAX_INPUT_BYTES)} a run "
+                         f"makes of one within 512 MB and 5 s (vdla_hw/limits.py RUN_MAX_INPUT_BYTES); use a smaller input shape")
+    if each * made > RUN_MAX_MADE_BYTES:
+        raise InputError(f"{made} {where} need {mib(each * made)} as float32, more than the {mib(RUN_MAX_MADE_BYTES)} "
+                         f"a run makes within 5 s (vdla_hw/limits.py RUN_MAX_MADE_BYTES); use a smaller input shape, "
+                         f"or give the inputs: --calibration and --images (a .npy of a few)")
+
+
 def synthetic(shape: tuple[int, ...], count: int, seed: int) -> Inputs:
     check_set(count, shape, f"{count} synthetic inputs")
-    return Inputs(synthetic_inputs(count, shape, seed), f"synthetic (seed {seed}, {count})")
+    return SyntheticInputs(count, shape, seed)

@@ -25,7 +25,7 @@ from compiler.network.report import layer_row, summarise
 from compiler.quantize import quantize_graph, reference
 from compiler.quantize.qgraph import QGraph
 from driver import open_device
-from vdla.inputs import IMAGENET, InputError, Inputs, load_inputs, synthetic
+from vdla.inputs import IMAGENET, InputError, Inputs, check_run_inputs, load_inputs, synthetic
 from vdla_hw.cache import cached
 from vdla_hw.config import load_config
 from vdla_hw.errors import VdlaError
@@ -156,11 +156,13 @@ class _HashWriter:
         self.write = h.update
 
 
-def quantized(graph: Graph, calibration: np.ndarray, graph_digest: str | None = None, **options) -> QGraph:
+def quantized(graph: Graph, calibration: np.ndarray | Inputs, graph_digest: str | None = None, **options) -> QGraph:
     """``quantize_graph(graph, calibration, **options)`` through the disk cache (kind ``qgraph``,
-    keyed by the graph's content, the calibration inputs' bytes and every option)."""
-    parts = (graph_digest or content_digest(graph), np.asarray(calibration), options)
-    return cached("qgraph", parts, lambda: quantize_graph(graph, calibration, **options))
+    keyed by the graph's content, the calibration inputs (their bytes, or an :class:`Inputs`'
+    ``key``) and every option)."""
+    key = calibration.key if isinstance(calibration, Inputs) else np.asarray(calibration)
+    parts = (graph_digest or content_digest(graph), key, options)
+    return cached("qgraph", parts, lambda: quantize_graph(graph, calibration, **options))  # a set: read as it comes
 
 
 def cached_quantization_report(graph: Graph, q: QGraph, tests: Inputs, graph_digest: str | None = None) -> dict:
@@ -181,7 +183,7 @@ def report_beside(graph: Graph, q: QGraph, tests: Inputs, graph_digest: str | No
     from vdla import beside
     from vdla_hw import cache
 
-    parts = (graph_digest or content_digest(graph), content_digest(q), tests.array, tests.source, list(tests.names))
+    parts = (graph_digest or content_digest(graph), content_digest(q), tests.key, tests.source, list(tests.names))
 
     def work():  # in the child only
         report = quantization_report(graph, q, tests)
@@ -249,7 +251,7 @@ def quantize_model(graph: Graph, model: str, calibration: int = 4, wide_output: 
     """The int8 graph of ``graph`` calibrated on ``calibration`` synthetic inputs, as ``vdla run``
     quantizes it by default (``wide_output``: int32 logits, unless the classifier is to run on the
     accelerator, which stores int8; ``add_scales``: residual adds with multipliers, CPU only)."""
-    return quantized(graph, synthetic(graph.shapes[graph.input], calibration, CALIBRATION_SEED).array,
+    return quantized(graph, synthetic(graph.shapes[graph.input], calibration, CALIBRATION_SEED),
                      wide_output=wide_output, add_scales=add_scales)
 
 
@@ -301,7 +303,7 @@ def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
     out_sums = [np.zeros(3) for _ in q.outputs]
     top = {k: ([], []) for k, name in enumerate(q.outputs) if is_classifier_output(q.shapes[name])}  # argmaxes
     float_index, int8_index = positions(graph.outputs), positions(q.outputs)
-    for part in float_ref.batches(graph, tests.array):
+    for part in tests.batches(graph.shapes[graph.input][0]):  # one model input at a time, made as read
         # both networks one batch at a time, side by side: a float value waits only until the
         # quantized node that produces the same value has run. The outputs are taken by name
         # (a model whose output is its input, such as a lone Identity, has no node for it).
@@ -316,13 +318,17 @@ def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
                     pending[fname] = fv
 
         for name, qv in float_ref.iter_graph(q, part, reference.eval_node):
-            for k in int8_index.get(name, ()):
-                ends["int8"][k] = q.dequantize(name, qv)
             node = q_node.get(name)
+            if node is None and name not in int8_index:
+                continue
+            real = q.dequantize(name, qv)  # once, for the error and the output alike
+            for k in int8_index.get(name, ()):
+                ends["int8"][k] = real
             if node is None:
                 continue
             pull(lambda: name in pending)
-            sums[node.name] += error_sums(pending.pop(name), q.dequantize(name, qv))
+            sums[node.name] += error_sums(pending.pop(name), real)
+            del real
         pull(lambda: len(ends["float"]) == len(q.outputs))
         for k in range(len(q.outputs)):
             want, got = ends["float"][k], ends["int8"][k]
@@ -330,7 +336,7 @@ def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
             if k in top:
                 top[k][0].append(want.reshape(len(want), -1).argmax(axis=1))
                 top[k][1].append(got.reshape(len(got), -1).argmax(axis=1))
-        del ends
+        del ends, want, got, floats, pending, part  # nothing of this input held while the next is made
     errors = {name: float(np.sqrt(e / n) / max(np.sqrt(f2 / n), 1e-12)) for name, (e, f2, n) in sums.items()}
     outputs, classifier = [], None
     for k, name in enumerate(q.outputs):
@@ -348,7 +354,7 @@ def quantization_report(graph: Graph, q: QGraph, tests: Inputs) -> dict:
     report = {"per_layer_error": errors, "outputs": outputs, "output_rms_error": worst["rms_error"],
               "output_relative_error": worst["relative_error"], "worst_output": worst["name"],
               "top1_agreement": classifier[0]["top1_agreement"] if classifier else None,
-              "test_inputs": len(tests.array), "test_source": tests.source,
+              "test_inputs": tests.count, "test_source": tests.source,
               "scales": "power-of-two per value (zero point -128 for never-negative values), weights per layer "
                         "or per output channel"}
     if tests.names and classifier:
@@ -402,13 +408,17 @@ class Prepared:
 
     graph: Graph
     q: QGraph
-    tests: np.ndarray         # the test inputs (batch axis first)
     placements: dict
     config: object
     timings: dict
-    calibration: Inputs | None = None
-    test_set: Inputs | None = None  # the test inputs with their source
+    calibration: dict | None = None   # the calibration inputs' description (Inputs.describe)
+    test_set: Inputs | None = None  # the test inputs with their source (synthetic ones made when read)
     graph_digest: str = ""          # content_digest(graph), a cache key part
+
+    @property
+    def tests(self) -> np.ndarray:
+        """The test inputs (batch axis first), all of them (made, if synthetic, and kept)."""
+        return self.test_set.array
 
 
 def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
@@ -433,22 +443,27 @@ def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
     digest = content_digest(graph)
     shape = graph.shapes[graph.input]
     imported = time.perf_counter()
+    # the synthetic inputs this run will make (the first test input is made again to run it)
+    made = (0 if isinstance(calibration, str) else calibration) + \
+        (0 if images or isinstance(calibration, str) else test_inputs + 1)
+    check_run_inputs(shape, made)
     calib = load_inputs(calibration, shape, normalize) if isinstance(calibration, str) else \
         synthetic(shape, calibration, CALIBRATION_SEED)
     tests = load_inputs(images, shape, normalize) if images else None
     split = calib.held_out() if tests is None and isinstance(calibration, str) else None
     if split is not None:  # the user's own inputs, none of them synthetic: measure on a held-out part
         calib, tests = split
-    elif tests is None:
-        tests = synthetic(shape, test_inputs, TEST_SEED)
-    say(f"quantizing ({method}) on {len(calib.array)} calibration inputs: {calib.source}")
-    q = quantized(graph, calib.array, digest, method=method, wide_output=not options.fc_on_vdla,
+    say(f"quantizing ({method}) on {calib.count} calibration inputs: {calib.source}")
+    q = quantized(graph, calib, digest, method=method, wide_output=not options.fc_on_vdla,
                   add_scales=not options.add_on_vdla)
+    calibrated, calib = calib.describe(), None  # the calibration set is not held past here
+    if tests is None:  # made once the calibration set is freed: the run holds one set at a time
+        tests = synthetic(shape, test_inputs, TEST_SEED)
     placed = time.perf_counter()
     placements = partition(q, config, options, placement=placement, cpu_model=cpu_model,
                            runtime=board_runtime(config) if placement == "cost" else None, vthreads=vthreads, progress=say)
     timings = {"import": imported - start, "quantize": placed - imported, "placement": time.perf_counter() - placed}
-    return Prepared(graph, q, tests.array, placements, config, timings, calib, tests, digest)
+    return Prepared(graph, q, placements, config, timings, calibrated, tests, digest)
 
 
 def run_network(model: str = "resnet18", *, config=None, target: str = "sim", resolution: int = 224,
@@ -495,7 +510,7 @@ def run_network(model: str = "resnet18", *, config=None, target: str = "sim", re
     waited = time.perf_counter()
     quant = report.result()
     clock["report"] = time.perf_counter() - waited
-    quant["calibration"] = {**p.calibration.describe(), "method": method}
+    quant["calibration"] = {**p.calibration, "method": method}
     bit_exact = len(result.outputs) == len(want) and all(np.array_equal(g, w) for g, w in zip(result.outputs, want))
     timings = {"import": clock["import"] - clock["start"], "quantize": clock["quantize"] - clock["import"],
                "execute": clock["execute"] - clock["quantize"], "simulate": result.sim_wall_seconds,
@@ -522,7 +537,7 @@ def _execute(p: Prepared, model, x, normalize, target, say, vthreads, cpu_model,
     graph, q, tests, placements, config = p.graph, p.q, p.test_set, p.placements, p.config
     batch = graph.shapes[graph.input][0]
     run_input = load_inputs(x, graph.shapes[graph.input], normalize) if x else \
-        Inputs(tests.array[:batch], tests.source + " (the first)", tests.names[:batch])
+        tests.first(batch)
     if len(run_input.array) != batch:
         raise ModelError(model, f"--input {x} holds {len(run_input.array)} samples; the model runs {batch} at a time")
     clock["import"] = clock["start"] + p.timings["import"]
@@ -533,7 +548,7 @@ def _execute(p: Prepared, model, x, normalize, target, say, vthreads, cpu_model,
     result = execute(q, run_input.array, placements, device, progress=say, vthreads=vthreads, cpu_model=cpu_model,
                      runtime=host_profile(host_runtime, config))
     clock["execute"] = time.perf_counter()
-    want = cached("reference", (content_digest(q), run_input.array), lambda: reference.forward_all(q, run_input.array))
+    want = cached("reference", (content_digest(q), run_input.key), lambda: reference.forward_all(q, run_input.array))
     clock["check"] = time.perf_counter()
     return result, want, run_input
 

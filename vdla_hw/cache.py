@@ -350,17 +350,19 @@ def cached(kind: str, parts: tuple, compute: Callable[[], T], *, code: str | Non
     the code the value depends on, instead of :func:`code_key` (the whole project), for a
     value that is expensive and whose caller hashes every source it comes from (the CPU-kernel
     analyses); the caller answers for it."""
-    key = key_of(check_kind(kind), parts, code)
+    check_kind(kind)
     folder = root()
-    if folder is not None:
-        hit, value = read_entry(entry_path(folder, kind, key), kind, key)
-        if hit:
-            _count(kind, "hit")
-            return value
+    if folder is None:  # off or unusable: no key to compute (hashing a run's inputs took seconds)
+        _count(kind, "miss")
+        return compute()
+    key = key_of(kind, parts, code)
+    hit, value = read_entry(entry_path(folder, kind, key), kind, key)
+    if hit:
+        _count(kind, "hit")
+        return value
     _count(kind, "miss")
     value = compute()
-    if folder is not None:
-        write_entry(folder, kind, key, value)
+    write_entry(folder, kind, key, value)
     return value
 
 

@@ -149,3 +149,23 @@ MAX_LAYER_MACS = MAX_CPU_KERNEL_OPS
 WINDOW_TAP_OPS = 4096
 MAX_KERNEL_BYTES = MAX_TENSOR_BYTES
 MAX_RESIZE_MAP_BYTES = MAX_TENSOR_BYTES
+
+# --- A run's inputs (vdla run/deploy; issue 45): the synthetic inputs one run makes --------
+# A run makes its synthetic inputs one at a time as each stage reads them (calibration, the
+# quantization report, the executed input again: 4 + 4 + 1 by default) and holds none between
+# stages. Making one holds its float64 buffer and its float32 copy (3 times its float32 bytes);
+# the stages that read it hold at most about 3.5 tensors of its size at once (a Relu's input,
+# its output, a dequantized copy, int8 codes). With the process's own ~160 MB (interpreter,
+# numpy, onnx, the project's modules: 162 MB peak RSS for a 64 x 64 Relu), memory alone would
+# allow 96 MiB per input (160 + 3.5 x 100.7 MB = 512 MB; a 5016 x 5016 Relu made of 1 + 1
+# inputs peaked at 450 MB); time allows less: the stages pass over the whole tensor whatever
+# the number of inputs, and the 5016 x 5016 run took 5.3-6.4 s of CPU. ``RUN_MAX_INPUT_BYTES``
+# = 64 MiB: a 4096 x 4096 Relu of the fewest inputs (1 + 1 + 1) took 4.6 s and 354 MB.
+# ``RUN_MAX_MADE_BYTES``: all the inputs one run makes, 288 MiB (nine 32 MiB inputs: the
+# 1 x 1 x 2896 x 2896 Relu's run with the default 4 + 4 took 4.0-4.2 s of CPU at load 4-5 on 2
+# cores and 268 MB, 1.5 s of it start-up; benchmarks/run_data_path.py). Figures are CPU
+# seconds of the run and its children at load 2-5 on 2 cores. Both are checked before any input
+# is made (vdla/inputs.py check_run_inputs); the 1 x 1 x 5792 x 5792 Relu (nine 128 MiB
+# inputs, 2.1 GB and 22.7 s before) is refused.
+RUN_MAX_INPUT_BYTES = 64 << 20
+RUN_MAX_MADE_BYTES = 288 << 20

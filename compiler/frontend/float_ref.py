@@ -245,8 +245,24 @@ def resize(x, index, weight, shape):
     return (planes[:, index] * weight.astype(np.float64)).sum(axis=-1).reshape(shape)
 
 
+ELEMENTWISE_CHUNK = 1 << 16  # elements an element-wise op computes at a time in float64 (512 KiB)
+
+
 def _elementwise(op):
-    return lambda a, args: op.evaluate(args[0].astype(np.float64), a)
+    """The float32 values of ``op`` computed in float64 a chunk at a time (issue 45: whole-tensor
+    float64 temporaries were 4 times a 128 MiB tensor); ``affine``, whose scale may be per
+    channel or per element, whole."""
+    if op.name == "affine":
+        return lambda a, args: op.evaluate(args[0].astype(np.float64), a)
+
+    def run(a, args):
+        x = np.asarray(args[0])
+        out, flat = np.empty(x.shape, np.float32), x.reshape(-1)
+        for start in range(0, flat.size, ELEMENTWISE_CHUNK):
+            out.reshape(-1)[start:start + ELEMENTWISE_CHUNK] = op.evaluate(
+                flat[start:start + ELEMENTWISE_CHUNK].astype(np.float64), a)
+        return out
+    return run
 
 
 # op -> f(attrs, inputs): its float output (cast to float32 by eval_node)

@@ -19,9 +19,29 @@ from compiler.quantize.equalize import FREE_WINDOW, equalize
 from compiler.quantize.qgraph import QGraph, QNode
 from compiler.quantize.scales import METHODS, SAMPLE, choose_scale, sample_index
 
-def calibration_statistics(graph: Graph, calibration: np.ndarray) -> tuple[dict, dict]:
-    """(samples, tap means) of the float graph on the calibration inputs, run one batch of the
-    graph at a time (memory: one batch's live values plus the statistics).
+def calibration_parts(graph: Graph, calibration):
+    """(number of parts, iterator of parts): ``calibration`` one batch of the graph at a time. An
+    array is cut in batches (``float_ref.batches``); a set of inputs with ``count`` and
+    ``batches(batch)`` (``vdla.inputs.Inputs``: synthetic ones are made as they are read, issue 45)
+    gives its own, each checked finite as it comes."""
+    batch = graph.shapes[graph.input][0]
+    if not hasattr(calibration, "batches"):
+        parts = float_ref.batches(graph, calibration)
+        return len(parts), iter(parts)
+
+    def checked():
+        for part in calibration.batches(batch):
+            if not np.all(np.isfinite(part)):
+                raise ModelError(graph.name, "calibration inputs contain NaN or infinite values")
+            yield np.asarray(part, dtype=np.float32)
+            del part  # the next input is made holding none of this one
+    return (calibration.count // batch if batch and calibration.count % batch == 0 else 1), checked()
+
+
+def calibration_statistics(graph: Graph, calibration) -> tuple[dict, dict]:
+    """(samples, tap means) of the float graph on the calibration inputs (an array or a set of
+    inputs, :func:`calibration_parts`), run one batch of the graph at a time (memory: one batch's
+    live values plus the statistics; with a set made as read, no other input).
 
     ``samples``: per value, the float32 values its scale is chosen on: all of them over the
     calibration inputs, flattened, or the :data:`SAMPLE` of them at ``sample_index`` (the same
@@ -29,7 +49,7 @@ def calibration_statistics(graph: Graph, calibration: np.ndarray) -> tuple[dict,
     its input under each kernel tap over the first ``rules.BIAS_SAMPLES`` inputs, float64
     (C, kh * kw) (dense: (K, 1)), zero padding included: the mean of a convolution's output is
     its weights applied to these (``rules._bias_error``)."""
-    parts = float_ref.batches(graph, calibration)
+    nparts, parts = calibration_parts(graph, calibration)
     index, samples, sums = {}, {}, {}
     readers = {}
     for node in graph.nodes:
@@ -39,7 +59,7 @@ def calibration_statistics(graph: Graph, calibration: np.ndarray) -> tuple[dict,
         for name, v in float_ref.iter_graph(graph, part, float_ref.eval_node):
             size = v.size
             if name not in index:
-                index[name] = sample_index(size * len(parts))
+                index[name] = sample_index(size * nparts)
                 samples[name] = [] if index[name] is None else np.empty(SAMPLE, np.float32)
             pick = index[name]
             if pick is None:
@@ -50,6 +70,7 @@ def calibration_statistics(graph: Graph, calibration: np.ndarray) -> tuple[dict,
             if k < rules.BIAS_SAMPLES:
                 for node in readers.get(name, ()):
                     sums[node.name] = sums.get(node.name, 0.0) + _tap_sums(node, v)
+        del part, v  # nothing of this input held while the next is made
     samples = {name: np.concatenate(s) if isinstance(s, list) else s for name, s in samples.items()}
     return samples, {name: total[0] / total[1] for name, total in sums.items()}
 
@@ -70,7 +91,8 @@ def _tap_sums(node, x: np.ndarray) -> np.ndarray:
 def quantize_graph(graph: Graph, calibration: np.ndarray, *, method: str = "mse", per_channel: bool = True,
                    bias_correction: bool = True, wide_output: bool = True, equalize_scales: bool = True,
                    add_scales: bool = True) -> QGraph:
-    """The int8 graph of ``graph`` calibrated on ``calibration`` (a batch of float inputs).
+    """The int8 graph of ``graph`` calibrated on ``calibration`` (a batch of float inputs, or a set
+    of inputs read one batch at a time: :func:`calibration_parts`).
 
     ``per_channel``: allow per-output-channel weight scales where an op can shift per channel.
     ``bias_correction``: remove each conv and dense channel's mean output error that weight
@@ -88,12 +110,16 @@ def quantize_graph(graph: Graph, calibration: np.ndarray, *, method: str = "mse"
     if method not in METHODS:
         raise ModelError(graph.name, f"unknown calibration method {method!r} (known: {', '.join(METHODS)})")
     graph = unique_names(graph)  # everything below keys on node names (the importer's graphs have them distinct)
-    calibration = np.asarray(calibration, dtype=np.float32)
+    if hasattr(calibration, "batches"):  # a set of inputs (vdla.inputs.Inputs), read one batch at a time
+        given = (calibration.count, *calibration.sample_shape)
+    else:
+        calibration = np.asarray(calibration, dtype=np.float32)
+        given = calibration.shape
     want = graph.shapes[graph.input]
-    if calibration.ndim != len(want) or calibration.shape[1:] != want[1:] or calibration.shape[0] % want[0]:
-        raise ModelError(graph.name, f"calibration inputs of shape {calibration.shape} do not match the model "
+    if len(given) != len(want) or tuple(given[1:]) != tuple(want[1:]) or given[0] % want[0]:
+        raise ModelError(graph.name, f"calibration inputs of shape {tuple(given)} do not match the model "
                          f"input {want} (a multiple of its batch, the other dimensions equal)")
-    if not np.all(np.isfinite(calibration)):
+    if not hasattr(calibration, "batches") and not np.all(np.isfinite(calibration)):
         raise ModelError(graph.name, "calibration inputs contain NaN or infinite values")
     values, tap_means = calibration_statistics(graph, calibration)
     scales = {}

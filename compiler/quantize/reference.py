@@ -51,9 +51,9 @@ def round_shift(x, shift: int) -> np.ndarray:
 
 def quantize(x, frac: int) -> np.ndarray:
     """float -> int8 with scale 2**-frac: round half to even, saturate, NaN -> 0."""
-    scaled = np.asarray(x, dtype=np.float32) * np.float32(2.0 ** frac)
-    scaled = np.where(np.isnan(scaled), np.float32(0), scaled)
-    return np.clip(np.rint(scaled), -128, 127).astype(np.int8)
+    scaled = np.asarray(x, dtype=np.float32) * np.float32(2.0 ** frac)  # the one float32 temporary:
+    scaled[np.isnan(scaled)] = 0                                          # the rest in place (issue 45)
+    return np.clip(np.rint(scaled, out=scaled), -128, 127, out=scaled).astype(np.int8)
 
 
 def dequantize(q, frac: int) -> np.ndarray:
@@ -136,6 +136,9 @@ def relu(x) -> np.ndarray:
 
 
 def lut(x, table) -> np.ndarray:
+    x = np.asarray(x)
+    if x.dtype == np.int8:  # x + 128 as a one-byte index: an int64 one was twice a float32 tensor (issue 45)
+        return np.asarray(table, dtype=np.int8)[x.view(np.uint8) ^ np.uint8(128)]
     return np.asarray(table, dtype=np.int8)[np.asarray(x, dtype=np.int64) + 128]
 
 

@@ -341,6 +341,84 @@ def test_the_report_s_figures_are_the_whole_comparison_s():
     assert report["top1_agreement"] == float((want.argmax(axis=1) == got.argmax(axis=1)).mean())
 
 
+# The run of such a Relu (issue 45: 2.1 GB peak RSS and 22.7 s for 5792 x 5792): inputs made as
+# read, no whole-tensor float64 temporaries, and RUN_MAX_INPUT_BYTES / RUN_MAX_MADE_BYTES
+# (vdla_hw/limits.py) refusing, before any input is made, what would not fit 512 MB and 5 s.
+MEASURED = r"""
+import json, resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps([done.returncode, done.stdout, done.stderr, use.ru_maxrss * 1024, use.ru_utime + use.ru_stime]))
+"""
+
+
+def _measured_run(model) -> tuple[int, str, str, int, float]:
+    """(exit status, stdout, stderr, peak RSS in bytes of the run and any child of it, CPU
+    seconds) of ``vdla run model`` (VDLA_CACHE=off) in a fresh process."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.fuzz.test_bounds import VDLA
+
+    cmd = [str(VDLA)] if VDLA.exists() else [sys.executable, "-m", "vdla"]
+    done = subprocess.run([sys.executable, "-c", MEASURED, *cmd, "run", str(model)], capture_output=True, text=True,
+                          env={**os.environ, "VDLA_CACHE": "off"}, check=True, timeout=300)
+    return tuple(json.loads(done.stdout))
+
+
+@pytest.mark.parametrize("side, limit", [(5792, "RUN_MAX_INPUT_BYTES"), (2897, "RUN_MAX_MADE_BYTES")])
+def test_a_relu_too_large_to_run_within_512_mb_and_5_s_is_refused_before_its_inputs(tmp_path, side, limit):
+    """5792 x 5792 (128 MiB inputs) and 2897 x 2897 (nine inputs of 32.01 MiB): one line, exit 2,
+    naming the limit and the figure, before any input is made (peak RSS: the start-up's)."""
+    path = tmp_path / "relu.onnx"
+    onnx.save(_relu(side), str(path))
+    code, _, err, peak, _ = _measured_run(path)
+    lines = err.strip().splitlines()
+    assert code == 2 and lines[-1].startswith("vdla: error: ") and "Traceback" not in err, err
+    assert limit in lines[-1] and f"(1, 1, {side}, {side})" in lines[-1], lines[-1]
+    assert peak <= 256 << 20, f"{peak >> 20} MB"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("side", [2896, 1024])
+def test_a_relu_the_limits_admit_runs_bit_exact_within_512_mb(tmp_path, side):
+    """The largest admitted (2896 x 2896: nine 32 MiB inputs, RUN_MAX_MADE_BYTES) and a smaller
+    one run bit for bit within 512 MB of peak RSS (any process of the run: the report's child
+    too). benchmarks/run_data_path.py prints their CPU seconds (4.2 s for 2896 at load 5)."""
+    from vdla_hw.limits import RUN_MAX_MADE_BYTES
+
+    assert 9 * 4 * side * side <= RUN_MAX_MADE_BYTES
+    path = tmp_path / "relu.onnx"
+    onnx.save(_relu(side), str(path))
+    code, out, err, peak, _ = _measured_run(path)
+    assert code == 0 and "bit exact vs the quantized numpy reference: True" in out, err
+    assert peak <= 512 << 20, f"{peak >> 20} MB"
+
+
+@pytest.mark.slow
+def test_the_largest_admitted_input_with_the_fewest_inputs_runs_within_512_mb(tmp_path):
+    """RUN_MAX_INPUT_BYTES (64 MiB: 4096 x 4096) with one calibration and one test input (the
+    API allows fewer than the CLI's 4 + 4): bit exact, every process of the run within 512 MB."""
+    import os
+    import subprocess
+    import sys
+
+    from vdla_hw.limits import RUN_MAX_INPUT_BYTES
+
+    side = 4096
+    assert 4 * side * side == RUN_MAX_INPUT_BYTES
+    path = tmp_path / "relu.onnx"
+    onnx.save(_relu(side), str(path))
+    run = ("import sys; from vdla.network import run_network; "
+           "sys.exit(0 if run_network(sys.argv[1], calibration=1, test_inputs=1).bit_exact else 1)")
+    done = subprocess.run([sys.executable, "-c", MEASURED, sys.executable, "-c", run, str(path)], capture_output=True,
+                          text=True, env={**os.environ, "VDLA_CACHE": "off"}, check=True, timeout=300)
+    code, _, err, peak, _ = json.loads(done.stdout)
+    assert code == 0, err
+    assert peak <= 512 << 20, f"{peak >> 20} MB"
+
+
 def test_a_set_of_inputs_past_the_limit_is_refused_before_it_is_made():
     """1,000 synthetic inputs of the 5792 x 5792 Relu (125 GiB): one InputError naming the limit,
     nothing allocated (old code: numpy asked for the 125 GiB)."""

@@ -90,6 +90,20 @@ def test_off_computes_every_time(folder, monkeypatch):
     assert compute.n == 2 and not folder.exists()
 
 
+def test_off_hashes_no_key(folder, monkeypatch):
+    """With the cache off no key is computed (issue 45: hashing a run's four 128 MiB inputs took
+    1.6 s of a run that stores nothing); an unknown kind is still refused."""
+    monkeypatch.setenv("VDLA_CACHE", "off")
+
+    def no_hashing(*args, **kwargs):
+        raise AssertionError("a key was computed with the cache off")
+
+    monkeypatch.setattr(cache, "key_of", no_hashing)
+    assert cache.cached("model", (b"x" * 10,), Calls(5)) == 5
+    with pytest.raises(cache.CacheError):
+        cache.cached("no-such-kind", (), Calls(5))
+
+
 @pytest.mark.parametrize("damage", ["flip", "truncate", "rename", "garbage"])
 def test_a_damaged_entry_is_recomputed_with_one_warning(folder, capsys, damage):
     cache.cached("qgraph", ("a",), Calls([1, 2, 3]))
