@@ -588,7 +588,14 @@ def test_connections_without_the_key_get_no_thread(test_server):
     selector): 20 of them, half-way through their prefix, add no thread to the server."""
     server, address = test_server(ServerLimits(idle_timeout_s=5.0, header_deadline_s=5.0))
     assert ping(address) == {"pong": True}
-    before = threading.active_count()
+
+    def connection_threads():   # the server's per-request threads (target Server._connection)
+        return [t for t in threading.enumerate() if t.name.endswith("(_connection)")]
+    assert threading.Thread(target=server._connection).name.endswith("(_connection)")  # how Python names them
+    deadline = time.monotonic() + 10.0
+    while connection_threads() and time.monotonic() < deadline:   # the ping's, ending (slow under load)
+        time.sleep(0.01)
+    assert not connection_threads()
     held = [connect(server) for _ in range(20)]
     try:
         for sock in held:
@@ -596,7 +603,7 @@ def test_connections_without_the_key_get_no_thread(test_server):
             sock.sendall(START.pack(b"VDLA", PROTOCOL_VERSION, 100, bytes(32))[:20])
         status, _, _ = request(address, {"op": "status"}, key=KEY)
         assert status["connections"] == 21  # the 20 and this request
-        assert threading.active_count() <= before + 1  # at most this request's own thread, not one per connection
+        assert len(connection_threads()) <= 1  # at most this request's own thread, not one per connection
     finally:
         for sock in held:
             sock.close()
