@@ -14,7 +14,9 @@
 - the reshape after a dense over tokens moves below the ReLU, Clip and last-axis affine nodes
   that follow it (element-wise on the last axis, they commute with it), so they fold or fuse
   into the dense as after a conv;
-- two reshapes in a row become one, and a reshape to its input's own shape goes;
+- two reshapes in a row become one, a reshape of a ``gather`` (a Transpose before a dense over
+  channels-last pixels) is that gather with the new shape, and a reshape to its input's own
+  shape goes;
 - nodes whose outputs do not reach the graph output are dropped.
 """
 
@@ -223,6 +225,8 @@ def simplify(graph: Graph) -> Graph:
                     break
             elif node.op == "reshape" and producer.op == "reshape":   # two reshapes: one
                 producer.attrs = dict(node.attrs)
+            elif node.op == "reshape" and producer.op == "gather":   # a gather's flat picks in the new shape
+                producer.attrs = {**producer.attrs, "shape": tuple(node.attrs["shape"])}
             elif node.op == "affine" and producer.op == "affine":
                 scale = np.asarray(node.attrs["scale"], np.float64)
                 producer.attrs["offset"] = np.asarray(producer.attrs["offset"], np.float64) * scale + node.attrs["offset"]
