@@ -2,8 +2,7 @@
 
 - a per-output-channel ``affine`` (BatchNormalization, Mul/Add/Sub/Div by a per-channel
   constant) whose input is a conv or dense used by nothing else is folded into its weights
-  and bias; so is one per last-axis channel after the reshape that gives a dense over tokens
-  its input's leading axes back (a linear layer's bias ``Add`` after its ``MatMul``);
+  and bias (a linear layer over tokens' bias ``Add`` too, once the reshape below moved);
 - two ``affine`` nodes in a row become one;
 - a ``gather`` whose input is a ``gather`` or ``reshape`` used by nothing else takes that
   node's input directly (index maps composed), so a chain of data-movement ops is one copy;
@@ -36,11 +35,12 @@ def _per_channel(value: np.ndarray, rank: int, channels: int, axis: int) -> np.n
     return np.broadcast_to(v.reshape(-1), (channels,)) if v.size in (1, channels) else None
 
 
-def _fold_affine(node: Node, producer: Node, rank: int, axis: int = 1) -> bool:
-    """Fold ``node`` (an affine on ``producer``'s output channels, along ``axis`` of a value of
-    ``rank`` axes) into ``producer``'s weight and bias; False (nothing changed) if it is not one
-    number per channel."""
+def _fold_affine(node: Node, producer: Node, rank: int) -> bool:
+    """Fold ``node`` (an affine on ``producer``'s output channels, axis 1 of a value of ``rank``
+    axes) into ``producer``'s weight and bias; False (nothing changed) if it is not one number
+    per channel."""
     w, b = producer.attrs["weight"], producer.attrs["bias"]
+    axis = 1
     scale = _per_channel(node.attrs["scale"], rank, w.shape[0], axis)
     offset = _per_channel(node.attrs["offset"], rank, w.shape[0], axis)
     if scale is None or offset is None:
@@ -214,14 +214,6 @@ def simplify(graph: Graph) -> Graph:
                 continue
             if node.op == "affine" and producer.op in ("conv", "dense"):
                 if not _fold_affine(node, producer, len(graph.shapes[producer.output])):
-                    break
-            elif node.op == "affine" and producer.op == "reshape":
-                # a dense over tokens: dense (rows, O) -> reshape (..., O) -> affine along O
-                dense = by_output.get(producer.inputs[0])
-                rank = len(graph.shapes[producer.output])
-                if dense is None or dense.op != "dense" or uses.get(dense.output, 0) != 1 or \
-                        graph.shapes[producer.output][-1] != graph.shapes[dense.output][-1] or \
-                        not _fold_affine(node, dense, rank, rank - 1):
                     break
             elif node.op == "reshape" and producer.op == "reshape":   # two reshapes: one
                 producer.attrs = dict(node.attrs)
