@@ -37,14 +37,14 @@ def rewrite(nodes: list, consts: dict) -> list:
     import onnx
 
     producer = {out: n for n in nodes for out in n.output}
-    readers: dict[str, int] = {}
+    consumers: dict[str, list] = {}   # value -> the nodes reading it, once per read
     for n in nodes:
         for i in n.input:
-            readers[i] = readers.get(i, 0) + 1
+            consumers.setdefault(i, []).append(n)
     drop, replace = set(), {}
 
     def only_reader(node) -> bool:
-        return all(readers.get(out, 0) == 1 for out in node.output)
+        return all(len(consumers.get(out, ())) == 1 for out in node.output)
 
     for node in nodes:
         if node.op_type == "Where" and len(node.input) == 3:
@@ -68,7 +68,7 @@ def rewrite(nodes: list, consts: dict) -> list:
                 replace[id(node)] = onnx.helper.make_node("Softsign", [node.input[0]], list(node.output),
                                                           name=node.name)
         if node.op_type == "Erf" and len(node.input) == 1:
-            found = _gelu(node, producer, readers, consts)
+            found = _gelu(node, producer, consumers, consts)
             if found is not None:
                 inner, last, x = found
                 drop.update(id(n) for n in inner)
@@ -80,23 +80,19 @@ def _close(value: float | None, want: float) -> bool:
     return value is not None and abs(value - want) <= 1e-6 * abs(want)
 
 
-def _gelu(erf, producer: dict, readers: dict, consts: dict):
-    """(inner nodes, last node, x) of a decomposed GELU around ``erf``, or None."""
-    consumers: dict[str, list] = {}
-    for n in producer.values():
-        for i in n.input:
-            consumers.setdefault(i, []).append(n)
-
+def _gelu(erf, producer: dict, consumers: dict, consts: dict):
+    """(inner nodes, last node, x) of a decomposed GELU around ``erf`` (``consumers``: value ->
+    the nodes reading it, once per read), or None."""
     def only(name):   # the one node reading ``name``, when nothing else does
         users = consumers.get(name, [])
-        return users[0] if readers.get(name, 0) == 1 and len(users) == 1 else None
+        return users[0] if len(users) == 1 else None
 
     def other(node, name):
         rest = [i for i in node.input if i != name]
         return rest[0] if len(node.input) == 2 and len(rest) == 1 else None
 
     scaled = producer.get(erf.input[0])
-    if scaled is None or readers.get(scaled.output[0], 0) != 1 or len(scaled.input) != 2:
+    if scaled is None or only(scaled.output[0]) is None or len(scaled.input) != 2:
         return None
     x = scaled.input[1] if scaled.op_type == "Mul" and scaled.input[0] in consts else scaled.input[0]
     if not ((scaled.op_type == "Div" and _close(_scalar(consts, scaled.input[1]), SQRT2)) or
@@ -115,7 +111,7 @@ def _gelu(erf, producer: dict, readers: dict, consts: dict):
             return None
         return [scaled, erf, plus, times], half, x
     halved = producer.get(factor or "")   # (x * 0.5) * (1 + erf)
-    if halved is None or halved.op_type != "Mul" or readers.get(halved.output[0], 0) != 1 or x not in halved.input \
+    if halved is None or halved.op_type != "Mul" or only(halved.output[0]) is None or x not in halved.input \
             or not _close(_scalar(consts, other(halved, x) or ""), 0.5):
         return None
     return [scaled, erf, plus, halved], times, x

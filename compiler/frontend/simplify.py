@@ -67,6 +67,7 @@ def _sink_token_reshapes(graph: Graph) -> list[Node]:
         for i in n.inputs:
             readers.setdefault(i, []).append(n)
     taken = set(graph.shapes) | {n.output for n in nodes}
+    position = {id(n): k for k, n in enumerate(nodes)}   # swaps in place: linear time in the nodes
     for reshape in list(nodes):
         if reshape.op != "reshape" or reshape.output in graph.outputs:
             continue
@@ -79,14 +80,14 @@ def _sink_token_reshapes(graph: Graph) -> list[Node]:
             if len(users) != 1 or reshape.output in graph.outputs:
                 break
             op = users[0]
-            rank = len(graph.shapes[reshape.output])
-            if op.op not in SINKS_PAST_TOKENS or op.inputs[0] != reshape.output or len(op.inputs) != 1 or (
-                    op.op == "affine" and any(_per_channel(op.attrs[k], rank, flat[-1], rank - 1) is None
-                                              for k in ("scale", "offset"))):
+            if op.op not in SINKS_PAST_TOKENS or op.inputs != [reshape.output]:
                 break
-            if op.op == "affine":   # now on (rows, O): one number per column
-                for k in ("scale", "offset"):
-                    op.attrs[k] = np.asarray(_per_channel(op.attrs[k], rank, flat[-1], rank - 1), np.float32).reshape(1, -1)
+            if op.op == "affine":   # on (rows, O) it must be one number per column
+                rank = len(graph.shapes[reshape.output])
+                columns = {k: _per_channel(op.attrs[k], rank, flat[-1], rank - 1) for k in ("scale", "offset")}
+                if any(v is None for v in columns.values()):
+                    break
+                op.attrs.update({k: np.asarray(v, np.float32).reshape(1, -1) for k, v in columns.items()})
             moved = fresh_name(op.output + ".rows", taken)
             taken.add(moved)
             graph.shapes[moved] = flat
@@ -95,8 +96,9 @@ def _sink_token_reshapes(graph: Graph) -> list[Node]:
             reshape.inputs, reshape.output = [moved], final
             by_output[moved], by_output[final] = op, reshape
             readers[moved] = [reshape]
-            i, j = nodes.index(reshape), nodes.index(op)
+            i, j = position[id(reshape)], position[id(op)]
             nodes[i], nodes[j] = op, reshape
+            position[id(op)], position[id(reshape)] = i, j
     return nodes
 
 
