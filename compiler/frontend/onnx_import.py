@@ -223,12 +223,18 @@ class _Importer:
         return self.inferred[name]
 
     def emit(self, node, op: str, inputs: list[str], **attrs) -> None:
+        """``node`` as one graph node ``op`` of its name, writing its first output."""
+        self.add_node(node, node.name or node.output[0], op, inputs, node.output[0], self.out_shape(node), attrs)
+
+    def add_node(self, node, name: str, op: str, inputs: list[str], output: str, shape, attrs: dict | None = None) -> None:
+        """A graph node ``name`` made for ONNX ``node`` (refused if an attribute is not finite),
+        writing ``output`` of ``shape``."""
+        attrs = attrs or {}
         why = nonfinite(op, attrs)
         if why:
             raise self.fail(node, why)
-        out = node.output[0]
-        self.nodes.append(Node(node.name or out, op, inputs, out, attrs))
-        self.shapes[out] = self.out_shape(node)
+        self.nodes.append(Node(name, op, inputs, output, attrs))
+        self.shapes[output] = tuple(shape)
 
     def spatial(self, node, a: dict, x: str, kernel) -> tuple:
         """(stride, pad (t, l, b, r)) of a 2-D window op, auto_pad resolved."""
@@ -467,8 +473,7 @@ class _Importer:
             return
         pooled = fresh_name(node.output[0] + ".keepdims", self.value_names)
         self.value_names.add(pooled)
-        self.nodes.append(Node((node.name or node.output[0]) + ".mean", "avgpool", [x], pooled))
-        self.shapes[pooled] = shape[:2] + (1, 1)
+        self.add_node(node, (node.name or node.output[0]) + ".mean", "avgpool", [x], pooled, shape[:2] + (1, 1))
         self.emit(node, "reshape", [pooled], shape=self.out_shape(node))
 
     def op_reshape(self, node, a):
@@ -533,16 +538,10 @@ class _Importer:
         rows = (int(np.prod(shape[:-1])), int(shape[-1]))
         flat, product = (fresh_name(f"{node.output[0]}.{what}", self.value_names) for what in ("rows", "dense"))
         self.value_names.update((flat, product))
-        why = nonfinite("dense", attrs)
-        if why:
-            raise self.fail(node, why)
-        self.nodes.append(Node(f"{name}.rows", "reshape", [x], flat, {"shape": rows}))
-        self.shapes[flat] = rows
-        self.nodes.append(Node(name, "dense", [flat], product, attrs))
-        self.shapes[product] = (rows[0], w.shape[0])
-        out = node.output[0]
-        self.nodes.append(Node(f"{name}.tokens", "reshape", [product], out, {"shape": self.out_shape(node)}))
-        self.shapes[out] = self.out_shape(node)
+        self.add_node(node, f"{name}.rows", "reshape", [x], flat, rows, {"shape": rows})
+        self.add_node(node, name, "dense", [flat], product, (rows[0], w.shape[0]), attrs)
+        out_shape = self.out_shape(node)
+        self.add_node(node, f"{name}.tokens", "reshape", [product], node.output[0], out_shape, {"shape": out_shape})
 
     def op_Cast(self, node, a):
         import onnx
@@ -620,9 +619,8 @@ class _Importer:
             if out and shape != self.inferred.get(out, shape):
                 raise self.fail(node, f"evaluated shape {shape} of {out!r} differs from the inferred {self.inferred[out]}")
             if out:
-                self.nodes.append(Node(f"{node.name or node.output[0]}.{k}", "gather", [x], out,
-                                       {"index": index, "fill": fill, "shape": shape}))
-                self.shapes[out] = shape
+                self.add_node(node, f"{node.name or node.output[0]}.{k}", "gather", [x], out, shape,
+                              {"index": index, "fill": fill, "shape": shape})
 
     # --- driver ---------------------------------------------------------------------------
     def supported(self, node) -> bool:
