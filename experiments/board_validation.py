@@ -12,8 +12,8 @@ conv layer's shape, the schedule that ran (its knobs, as logged) and the measure
   simulated under the timing contract. Two numbers of that variant are calibrated on one record
   each (:mod:`experiments.board_calibration`: r01 and r09); those two records are listed as
   calibration rows, outside the bands and the medians. Beside each prediction: the same program
-  on ``vta-pynq`` (the VDLA DMA, which keeps rows in flight, and the ports' estimates). The prediction is the accelerator's
-  time; the per-call work of a runtime around it (register writes, the poll after the finish: our
+  on ``vta-pynq`` (the VDLA DMA, which keeps rows in flight, and the ports' estimates). The
+  prediction is the accelerator's time; the per-call work of a runtime around it (register writes, the poll after the finish: our
   driver's, :func:`vdla.network.board_runtime`) is reported beside it as its own column, not added
   to the banded figure, because VTA's runtime (instruction streams built on the CPU each call) is
   not the one we model. The layer compiled with our own schedule search is reported too.
@@ -40,11 +40,13 @@ from pathlib import Path
 
 from compiler import paper
 from experiments import study
+from experiments.board_calibration import RECORDS as CALIBRATION_RECORDS
+from experiments.board_calibration import VARIANT
 from experiments.study import Option
 
 NAME = "board_validation"
 TARGETS = ("vta", "arm_cpu")
-VTA_CONFIG = "vta-pynq-board"
+VTA_CONFIG = VARIANT   # vta-pynq-board: VTA's DMA and the calibrated port (experiments.board_calibration)
 STREAMED_CONFIG = "vta-pynq"   # the same program on the VDLA DMA with the ports' estimates, for comparison
 CPU = "cortex-a9"
 BANDS = {  # issue 44, "Done when"
@@ -99,7 +101,6 @@ def replay_vta(record: dict, config) -> dict:
     from compiler.tensorize.vta_replay import record_layer
     from dse.vta_replay import replay
 
-    from experiments.board_calibration import RECORDS
     from vdla_hw.config import load_config
 
     theirs = replay(record, config, check=False)
@@ -108,7 +109,7 @@ def replay_vta(record: dict, config) -> dict:
     host = runtime_parts(config, theirs["seconds"])
     counts = theirs["counts"]
     return {"predicted_s": theirs["seconds"], "cycles": theirs["cycles"], "schedule": theirs["schedule"],
-            "calibration": "yes" if record["record"] in RECORDS else "",
+            "calibration": "yes" if record["record"] in CALIBRATION_RECORDS else "",
             "streamed_rows_ms": round(streamed * 1e3, 4),
             "streamed_rows_error": round(study.relative_error(streamed, record["measured_s"]), 4),
             # instructions of the kinds both programs count (VTA's sync no-ops are not derived)
@@ -205,7 +206,7 @@ def figure(rows: list[dict]):
     x = np.logspace(np.log10(min(values) / 1.5), np.log10(max(values) * 1.5), 50)
     ax.fill_between(x, x * 0.9, x * 1.1, color="#2ca02c", alpha=0.2, linewidth=0, label="+-10 %")
     ax.plot(x, x, color="black", linewidth=0.6)
-    styles = {("vta", "int8"): ("o", "#2b8cbe", "VTA on the FPGA (vta-pynq-board)"),
+    styles = {("vta", "int8"): ("o", "#2b8cbe", f"VTA on the FPGA ({VTA_CONFIG})"),
               ("arm_cpu", "int8"): ("s", "#e6550d", "Cortex-A9, int8 -> int32"),
               ("arm_cpu", "float32"): ("^", "#756bb1", "Cortex-A9, FP32")}
     for (target, dtype), (marker, color, what) in styles.items():
