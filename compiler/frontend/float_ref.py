@@ -245,24 +245,26 @@ def resize(x, index, weight, shape):
     return (planes[:, index] * weight.astype(np.float64)).sum(axis=-1).reshape(shape)
 
 
-ELEMENTWISE_CHUNK = 1 << 16  # elements an element-wise op computes at a time in float64 (512 KiB)
+CHUNK = 1 << 16  # elements a float64 temporary holds at a time (512 KiB), whatever the tensor
+
+
+def float32_by_chunks(x, fn) -> np.ndarray:
+    """A float32 array of ``x``'s shape: ``fn`` of ``x``'s values in float64, :data:`CHUNK` of
+    them at a time (issue 45: whole-tensor float64 temporaries were several times a 128 MiB
+    tensor). ``fn`` must be element-wise."""
+    x = np.asarray(x)
+    out, flat = np.empty(x.shape, np.float32), x.reshape(-1)
+    for start in range(0, flat.size, CHUNK):
+        out.reshape(-1)[start:start + CHUNK] = fn(flat[start:start + CHUNK].astype(np.float64))
+    return out
 
 
 def _elementwise(op):
-    """The float32 values of ``op`` computed in float64 a chunk at a time (issue 45: whole-tensor
-    float64 temporaries were 4 times a 128 MiB tensor); ``affine``, whose scale may be per
-    channel or per element, whole."""
+    """The float32 values of ``op`` computed in float64 a chunk at a time (:func:`float32_by_chunks`);
+    ``affine``, whose scale may be per channel or per element, whole."""
     if op.name == "affine":
         return lambda a, args: op.evaluate(args[0].astype(np.float64), a)
-
-    def run(a, args):
-        x = np.asarray(args[0])
-        out, flat = np.empty(x.shape, np.float32), x.reshape(-1)
-        for start in range(0, flat.size, ELEMENTWISE_CHUNK):
-            out.reshape(-1)[start:start + ELEMENTWISE_CHUNK] = op.evaluate(
-                flat[start:start + ELEMENTWISE_CHUNK].astype(np.float64), a)
-        return out
-    return run
+    return lambda a, args: float32_by_chunks(args[0], lambda x: op.evaluate(x, a))
 
 
 # op -> f(attrs, inputs): its float output (cast to float32 by eval_node)

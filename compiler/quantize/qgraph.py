@@ -60,9 +60,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from compiler.frontend.float_ref import float32_by_chunks
 from compiler.frontend.graph import only_output
-
-DEQUANTIZE_CHUNK = 1 << 16  # codes turned into reals at a time in float64 (512 KiB), whatever the tensor
 
 
 @dataclass
@@ -103,12 +102,8 @@ class QGraph:
 
     def dequantize(self, value: str, q: np.ndarray) -> np.ndarray:
         """The real values of int8 (or wide int32) codes ``q`` of ``value``."""
-        q = np.asarray(q)
-        real, flat = np.empty(q.shape, np.float32), q.reshape(-1)
-        for start in range(0, flat.size, DEQUANTIZE_CHUNK):  # float64 a chunk at a time (issue 45)
-            part = (flat[start:start + DEQUANTIZE_CHUNK].astype(np.float64) - self.zp(value)) * 2.0 ** -self.fracs[value]
-            real.reshape(-1)[start:start + DEQUANTIZE_CHUNK] = part / self.scales.get(value, 1.0)
-        return real
+        zp, step, scale = self.zp(value), 2.0 ** -self.fracs[value], self.scales.get(value, 1.0)
+        return float32_by_chunks(q, lambda codes: (codes - zp) * step / scale)   # float64 a chunk at a time
 
     def dequantize_output(self, values: np.ndarray) -> np.ndarray:
         """The real values of the codes of the only output."""

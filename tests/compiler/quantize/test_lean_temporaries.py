@@ -11,7 +11,7 @@ import numpy as np
 from compiler.frontend import float_ref
 from compiler.frontend.graph import Node
 from compiler.quantize import reference
-from compiler.quantize.qgraph import DEQUANTIZE_CHUNK, QGraph
+from compiler.quantize.qgraph import QGraph
 
 
 def _peak(fn, *args) -> int:
@@ -25,7 +25,7 @@ def _peak(fn, *args) -> int:
 
 def test_dequantize_in_chunks_is_the_whole_float64_formula():
     rng = np.random.default_rng(0)
-    shape = (3, DEQUANTIZE_CHUNK + 77)
+    shape = (3, float_ref.CHUNK + 77)
     for dtype, zp, frac, scale in [(np.int8, -128, 5, 1.0), (np.int32, 0, 11, 1.37), (np.int8, 3, -2, 0.3)]:
         q = QGraph("g", "x", ("v",), [], {"v": shape}, {"v": frac}, {"v": zp}, {"v": scale})
         info = np.iinfo(dtype)
