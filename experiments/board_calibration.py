@@ -106,6 +106,12 @@ def calibrate(progress=None) -> dict:
 
 def main(argv=None) -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    from experiments import study   # a user error one line, a closed stdout quiet (status 141)
+
+    return study.guarded("board_calibration", run)
+
+
+def run() -> int:
     start = time.process_time()
     result = calibrate(progress=lambda m: print(m, file=sys.stderr, flush=True))
     stored = load_config(VARIANT)

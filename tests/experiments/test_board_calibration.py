@@ -27,3 +27,20 @@ def test_the_command_says_whether_the_presets_hold_the_fit(capsys):
     assert cal.main([]) == 0
     out = capsys.readouterr().out
     assert "vdla_hw/presets.py holds these values" in out and "fitted on r01" in out and "fitted on r09" in out
+
+
+def test_a_closed_stdout_ends_the_command_quietly():
+    """`python -m experiments.board_calibration | head -0` was a BrokenPipeError traceback: now
+    status 141 and nothing on stderr, as vdla and the studies end."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)   # the reader is gone before the command prints
+    try:
+        done = subprocess.run([sys.executable, "-m", "experiments.board_calibration"], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write)
+    assert done.returncode == 141 and "Traceback" not in done.stderr, done.stderr
