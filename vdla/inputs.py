@@ -236,7 +236,7 @@ def load_array(path: Path, shape: tuple[int, ...]) -> np.ndarray:
     if array.shape[1:] != sample or array.shape[0] % shape[0] or not array.shape[0]:
         raise InputError(f"{path}: shape {array.shape} is neither the model's input {tuple(shape)} nor a stack of "
                          f"its samples (k x {shape[0]}, {', '.join(map(str, sample))})")
-    array = array.astype(np.float32)
+    array = array.astype(np.float32, copy=False)  # a float32 file's array is used as read: no second copy
     if not np.all(np.isfinite(array)):
         raise InputError(f"{path}: contains NaN or infinite values")
     return np.ascontiguousarray(array)
@@ -290,6 +290,21 @@ def check_run_inputs(shape: tuple[int, ...], made: int) -> None:
         raise InputError(f"{made} {where} need {mib(each * made)} as float32, more than the {mib(RUN_MAX_MADE_BYTES)} "
                          f"a run makes within 5 s (vdla_hw/limits.py RUN_MAX_MADE_BYTES); use a smaller input shape, "
                          f"or give the inputs: --calibration and --images (a .npy of a few)")
+
+
+def check_run_tensors(shapes: dict, made: int) -> None:
+    """Refuse, before any input is made, a run whose ``made`` synthetic inputs would each make the
+    graph's largest tensor (of ``shapes``, one model input's values) past RUN_MAX_MADE_BYTES in
+    all: every stage makes each tensor once per input it reads, so a 140-byte model Expanding a
+    1 x 1 x 1 x 1 input to 32 MiB costs a run what a 32 MiB input does (the import bounds each
+    tensor alone, MAX_TENSOR_BYTES). Inputs read from files are the user's own work: not counted."""
+    name, shape = max(shapes.items(), key=lambda item: math.prod(int(d) for d in item[1]))  # the first such
+    each = 4 * math.prod(int(d) for d in shape)
+    if each * made > RUN_MAX_MADE_BYTES:
+        raise InputError(f"{made} synthetic inputs make tensor {name} of shape {tuple(int(d) for d in shape)} "
+                         f"{made} times, {mib(each * made)} as float32, more than the {mib(RUN_MAX_MADE_BYTES)} a run "
+                         "makes within 5 s (vdla_hw/limits.py RUN_MAX_MADE_BYTES); use a smaller input shape, or give "
+                         "the inputs: --calibration and --images (a .npy of a few)")
 
 
 def synthetic(shape: tuple[int, ...], count: int, seed: int) -> Inputs:

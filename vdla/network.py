@@ -25,7 +25,7 @@ from compiler.network.report import layer_row, summarise
 from compiler.quantize import quantize_graph, reference
 from compiler.quantize.qgraph import QGraph
 from driver import open_device
-from vdla.inputs import IMAGENET, InputError, Inputs, check_run_inputs, load_inputs, synthetic
+from vdla.inputs import IMAGENET, InputError, Inputs, check_run_inputs, check_run_tensors, load_inputs, synthetic
 from vdla_hw.cache import cached
 from vdla_hw.config import load_config
 from vdla_hw.errors import VdlaError
@@ -447,6 +447,7 @@ def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
     made = (0 if isinstance(calibration, str) else calibration) + \
         (0 if images or isinstance(calibration, str) else test_inputs + 1)
     check_run_inputs(shape, made)
+    check_run_tensors(graph.shapes, made)
     calib = load_inputs(calibration, shape, normalize) if isinstance(calibration, str) else \
         synthetic(shape, calibration, CALIBRATION_SEED)
     tests = load_inputs(images, shape, normalize) if images else None

@@ -9,9 +9,11 @@ resolution of 100000) ends in one clear error instead of exhausting the host or 
   "CMA - Memory Management" notebook), a quarter of the board's 512 MB DDR3. The assembler,
   the bundle loader and the compiler refuse larger images; ``vdla serve`` takes it as its
   default frame-size limit.
-* ``MAX_TENSOR_BYTES``: the largest tensor of a network, as float32 for one image (the host
-  keeps a few of them per calibration image while quantizing): 128 MiB as well. For the
-  built-in ResNets this is the stem's output, 64 x R/2 x R/2 floats, so R <= 1440.
+* ``MAX_TENSOR_BYTES``: the largest tensor of a network, as float32 for one model input:
+  32 MiB, what one run (import, calibration, report, execution) makes within 512 MB and about
+  5 s (see "A run's tensors" below; 128 MiB before issue 45's third round, when a 140-byte
+  model expanding a 1 x 1 x 1 x 1 input to 128 MiB took 21 s and 1.7 GB). For the built-in
+  ResNets this is the stem's output, 64 x R/2 x R/2 floats, so R <= 704.
 * ``MAX_MODEL_BYTES``: the largest ONNX model file, and the most external data one model reads,
   1 GiB: about twice VGG-16's 528 MB of float32 weights (the largest network of torchvision's
   classification zoo; its first classifier weight alone is 411 MB, so weights are not bound by
@@ -77,7 +79,7 @@ from __future__ import annotations
 import math
 
 MAX_DRAM_BYTES = 128 << 20
-MAX_TENSOR_BYTES = 128 << 20
+MAX_TENSOR_BYTES = 32 << 20
 MAX_MODEL_BYTES = 1 << 30
 MAX_IMAGE_FILE_BYTES = 128 << 20
 DEFAULT_MAX_CYCLES = 1 << 29
@@ -108,16 +110,17 @@ RESNET_MAX_RESOLUTION = 2 * math.isqrt(MAX_TENSOR_BYTES // (64 * 4)) // 32 * 32
 
 
 def mib(nbytes: int) -> str:
-    """``nbytes`` for messages: '128 MiB', '3.2 GiB'."""
+    """``nbytes`` for messages: '128 MiB', '32.01 MiB', '3.2 GiB'."""
     if nbytes >= 1 << 30:
         return f"{nbytes / (1 << 30):.1f} GiB"
-    return f"{nbytes / (1 << 20):.0f} MiB" if nbytes % (1 << 20) == 0 else f"{nbytes / (1 << 20):.1f} MiB"
+    # two decimals off a whole MiB: a value just past a limit must not print as the limit itself
+    return f"{nbytes / (1 << 20):.0f} MiB" if nbytes % (1 << 20) == 0 else f"{nbytes / (1 << 20):.2f} MiB"
 
 
 # --- CPU kernels (compiler/cpu_fallback): the work and memory of one kernel call ----------
 # ``MAX_CPU_KERNEL_OPS``: multiply-accumulates plus other element operations of one kernel call
 # (``KernelSpec.work()``), 2**33 (8.6 G). The largest kernel of the built-in networks at the
-# largest resolution MAX_TENSOR_BYTES admits (RESNET_MAX_RESOLUTION, 1440) is a ResNet stem or
+# resolution of 1440 (the largest MAX_TENSOR_BYTES admitted before it became 32 MiB) is a ResNet stem or
 # 3x3 conv of about 4.9 G MACs (ResNet's 115.6 M-MAC convs at 224, times (1440/224)**2); the
 # bound is 1.75 times that: 11 to 14 s at the 0.6 to 0.8 G MAC/s the TVM paper's Fig. 21 shows for
 # the Cortex-A9 (ResNet-18's convs, compiler/data/tvm_fig21_resnet18.csv). ``MAX_CPU_KERNEL_BYTES``:
@@ -140,7 +143,7 @@ MAX_CPU_KERNEL_BYTES = 2 * MAX_TENSOR_BYTES
 # ``MAX_KERNEL_BYTES``: the float32 weight the importer builds for a dilated conv (the taps with
 # zeros between them, trimmed to those that read the input), one tensor: MAX_TENSOR_BYTES.
 # ``MAX_RESIZE_MAP_BYTES``: a bilinear Resize's (H' x W', 4) int64 index map, one tensor:
-# MAX_TENSOR_BYTES, an output plane of 4 M pixels (2048 x 2048).
+# MAX_TENSOR_BYTES, an output plane of 1 M pixels (1024 x 1024).
 # ``WINDOW_TAP_OPS``: what one kernel tap of a conv or pooling costs the numpy references besides
 # its products (a Python step and a numpy call, a few microseconds), in operations: counted in
 # MAX_LAYER_MACS too, so a 100-byte MaxPool of a 5000 x 5000 window over a padded 1 x 1 input
@@ -150,7 +153,7 @@ WINDOW_TAP_OPS = 4096
 MAX_KERNEL_BYTES = MAX_TENSOR_BYTES
 MAX_RESIZE_MAP_BYTES = MAX_TENSOR_BYTES
 
-# --- A run's inputs (vdla run/deploy; issue 45): the synthetic inputs one run makes --------
+# --- A run's inputs and tensors (vdla run/deploy; issue 45) --------------------------------
 # A run makes its synthetic inputs one at a time as each stage reads them (calibration, the
 # quantization report, the executed input again: 4 + 4 + 1 by default) and holds none between
 # stages. Making one holds its float64 buffer and its float32 copy (3 times its float32 bytes);
@@ -159,13 +162,17 @@ MAX_RESIZE_MAP_BYTES = MAX_TENSOR_BYTES
 # numpy, onnx, the project's modules: 162 MB peak RSS for a 64 x 64 Relu), memory alone would
 # allow 96 MiB per input (160 + 3.5 x 100.7 MB = 512 MB; a 5016 x 5016 Relu made of 1 + 1
 # inputs peaked at 450 MB); time allows less: the stages pass over the whole tensor whatever
-# the number of inputs, and the 5016 x 5016 run took 5.3-6.4 s of CPU. ``RUN_MAX_INPUT_BYTES``
-# = 64 MiB: a 4096 x 4096 Relu of the fewest inputs (1 + 1 + 1) took 4.6 s and 354 MB.
+# the number of inputs, and the 5016 x 5016 run took 5.3-6.4 s of CPU. A tensor made inside the
+# network costs more than an input of its size: a data-movement op's index map (fold.index_maps)
+# is built at import, so a 1 x 1 x 1 x 1 input Expanded to 4096 x 4096 (64 MiB) peaked at 905 MB
+# in the import alone, to 2896 x 2896 (32 MiB) at 495 MB, and its whole run took 4.1 s and 496 MB
+# (load 1). ``RUN_MAX_INPUT_BYTES`` = MAX_TENSOR_BYTES = 32 MiB: an input is one of the tensors.
 # ``RUN_MAX_MADE_BYTES``: all the inputs one run makes, 288 MiB (nine 32 MiB inputs: the
 # 1 x 1 x 2896 x 2896 Relu's run with the default 4 + 4 took 4.0-4.2 s of CPU at load 4-5 on 2
 # cores and 268 MB, 1.5 s of it start-up; benchmarks/run_data_path.py). Figures are CPU
 # seconds of the run and its children at load 2-5 on 2 cores. Both are checked before any input
-# is made (vdla/inputs.py check_run_inputs); the 1 x 1 x 5792 x 5792 Relu (nine 128 MiB
-# inputs, 2.1 GB and 22.7 s before) is refused.
-RUN_MAX_INPUT_BYTES = 64 << 20
+# is made (vdla/inputs.py check_run_inputs), the second also on the largest tensor the network
+# makes of one input, which each input makes again (check_run_tensors); the 1 x 1 x 5792 x 5792
+# Relu (nine 128 MiB inputs, 2.1 GB and 22.7 s before) is refused.
+RUN_MAX_INPUT_BYTES = MAX_TENSOR_BYTES
 RUN_MAX_MADE_BYTES = 288 << 20

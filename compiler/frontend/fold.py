@@ -34,6 +34,9 @@ from vdla_hw.limits import MAX_TENSOR_BYTES, mib
 # Nodes evaluated when their inputs are constant, whatever the op; these never are (random).
 NEVER_FOLD = ("RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli")
 MAX_NUMBERED = 1 << 23  # numbered inputs stay exact in float32
+# Output elements index_maps classifies at once: its float64 temporaries stay a few MiB however
+# large the output (whole-output temporaries were 40 bytes per element, 1.3 GB for 32 M elements).
+MAP_CHUNK = 1 << 18
 
 
 def too_large(shape) -> int | None:
@@ -197,20 +200,37 @@ def index_maps(node, data: str, consts: dict, data_shape: tuple[int, ...], opset
     numbered = np.arange(1, size + 1, dtype=np.float32).reshape(data_shape)
     feeds = {name: consts[name] for name in node.input if name and name != data}
     try:
-        pluses = evaluate(node, {**feeds, data: numbered}, opset)
-        minuses = evaluate(node, {**feeds, data: -numbered}, opset)
+        pluses = list(evaluate(node, {**feeds, data: numbered}, opset))
+        minuses = list(evaluate(node, {**feeds, data: -numbered}, opset))
     except Exception as err:
         raise ModelError(where, f"cannot evaluate the node on numbered inputs: {type(err).__name__}: {err}",
                          node.name or node.output[0], node.op_type) from None
     maps = []
-    for plus, minus in zip(pluses, minuses):
-        plus, minus = np.asarray(plus, dtype=np.float64), np.asarray(minus, dtype=np.float64)
-        copy = (plus == -minus) & (plus != 0)
-        constant = plus == minus
-        if not np.all(copy | constant) or np.any(np.abs(plus[copy]) != np.rint(np.abs(plus[copy]))):
-            raise ModelError(where, "the node computes new values from its input (it is not a pure copy or "
-                             "selection); this op is not supported here", node.name or node.output[0], node.op_type)
-        index = np.where(copy, np.abs(plus) - 1, -1).astype(np.int64).reshape(-1)
-        fill = np.where(copy, 0.0, plus).astype(np.float32).reshape(-1)
-        maps.append((index, fill, tuple(int(d) for d in plus.shape)))
+    for k in range(len(pluses)):
+        plus, minus = np.asarray(pluses[k]), np.asarray(minuses[k])
+        pluses[k] = minuses[k] = None  # the pair is held only while its map is made
+        shape = tuple(int(d) for d in plus.shape)
+        index, fill = np.empty(plus.size, np.int64), np.empty(plus.size, np.float32)
+        plus, minus = plus.reshape(-1), minus.reshape(-1)
+        for start in range(0, plus.size, MAP_CHUNK):  # float64 temporaries of one chunk at a time
+            part = slice(start, start + MAP_CHUNK)
+            if not _classify(plus[part], minus[part], index[part], fill[part]):
+                raise ModelError(where, "the node computes new values from its input (it is not a pure copy or "
+                                 "selection); this op is not supported here", node.name or node.output[0], node.op_type)
+        del plus, minus
+        maps.append((index, fill, shape))
     return maps
+
+
+def _classify(plus: np.ndarray, minus: np.ndarray, index: np.ndarray, fill: np.ndarray) -> bool:
+    """Fill ``index`` (the numbered input element each output copies, -1 for none) and ``fill``
+    (the constant of the others, 0 for copies) from the outputs of the runs on ``+k`` and ``-k``;
+    False if an output is neither a copy of a whole numbered element nor a constant."""
+    plus, minus = plus.astype(np.float64), minus.astype(np.float64)
+    copy = (plus == -minus) & (plus != 0)
+    constant = plus == minus
+    if not np.all(copy | constant) or np.any(np.abs(plus[copy]) != np.rint(np.abs(plus[copy]))):
+        return False
+    index[:] = np.where(copy, np.abs(plus) - 1, -1)
+    fill[:] = np.where(copy, 0.0, plus)
+    return True

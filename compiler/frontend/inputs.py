@@ -62,7 +62,7 @@ def _images(count: int, resolution: int, seed: int, channels: int, width: int | 
         flat = image.reshape(-1)
         std = np.sqrt(_pairwise_sumsq(flat, _pairwise_sum(flat) / flat.size) / flat.size)
         image -= image.mean(axis=(1, 2), keepdims=True) * 0.5
-        image /= std
+        image /= std if std > 0 else 1.0  # a constant image (one pixel) stays finite
         if into is not None:
             into[k], out = image, None
         else:

@@ -132,12 +132,26 @@ def test_a_gigabyte_output_is_refused_by_the_tensor_limit(base_seconds, tmp_path
     refused(base_seconds, model, words=[f"{model.name}: node 'big'", "GiB as float32", "MAX_TENSOR_BYTES"])
 
 
+@pytest.mark.parametrize("op", ["Expand", "Tile", "Pad"])
+def test_a_tensor_just_past_what_a_run_makes_is_refused_at_import(base_seconds, tmp_path, op):
+    """A 1 x 1 x 1 x 1 input made into 2897 x 2897 (32.02 MiB): past MAX_TENSOR_BYTES, the most a
+    run makes of one tensor within the memory limit (a data-movement op's index map is built at
+    import). Under the 128 MiB limit before, 5792 x 5792 ran 21 s in 1.7 GB, and 2897 x 2897 ran
+    out of this memory limit in the executor."""
+    n = 2897
+    args = {"Expand": [_int64("s", [1, 1, n, n])], "Tile": [_int64("s", [1, 1, n, n])],
+            "Pad": [_int64("s", [0, 0, 0, 0, 0, 0, n - 1, n - 1])]}[op]
+    model = _save(tmp_path, op.lower(), [helper.make_node(op, ["x", "s"], ["y"], name="big")], [1, 1, 1, 1], args)
+    refused(base_seconds, model, words=[f"{model.name}: node 'big'", "(1, 1, 2897, 2897) needs 32.02 MiB as float32",
+                                        "more than the 32 MiB limit", "MAX_TENSOR_BYTES"])
+
+
 def test_a_linear_resize_index_map_is_bounded(base_seconds, tmp_path):
-    """2x2 -> 4096x4096: the output (64 MiB) is within the tensor limit; its (P, 4) index map
-    (512 MiB, and the float64 weights and temporaries: 6 GB) is not."""
+    """2x2 -> 2048x2048: the output (16 MiB) is within the tensor limit; its (P, 4) index map
+    (128 MiB, and the float64 weights and temporaries: 1.5 GB) is not."""
     node = helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear", name="big")
-    model = _save(tmp_path, "resize", [node], [1, 1, 2, 2], [_float("s", [1, 1, 2048, 2048])])
-    refused(base_seconds, model, words=["node 'big'", "4096x4096", "MAX_RESIZE_MAP_BYTES"])
+    model = _save(tmp_path, "resize", [node], [1, 1, 2, 2], [_float("s", [1, 1, 1024, 1024])])
+    refused(base_seconds, model, words=["node 'big'", "2048x2048", "MAX_RESIZE_MAP_BYTES"])
 
 
 def test_a_dilated_conv_is_sized_from_the_taps_that_read_its_input(base_seconds, tmp_path):
@@ -152,32 +166,33 @@ def test_a_dilated_conv_is_sized_from_the_taps_that_read_its_input(base_seconds,
 
 
 def test_a_dilated_conv_past_the_work_bound_is_refused(base_seconds, tmp_path):
-    """Dilation 40 on a 64 x 64 map: every tap reads the input, an 81 x 81 kernel (107 MB), 110 G
-    multiply-accumulates with the zero taps: refused before calibration spends minutes on it."""
-    model = _conv(tmp_path, "work", [1, 64, 64, 64], dilation=40, pad=40)
+    """Dilation 20 on a 128 x 128 map: every tap reads the input, a 41 x 41 kernel (27.5 MB, within
+    MAX_KERNEL_BYTES), 113 G multiply-accumulates with the zero taps: refused before calibration
+    spends minutes on it."""
+    model = _conv(tmp_path, "work", [1, 64, 128, 128], dilation=20, pad=20)
     refused(base_seconds, model, words=["node 'conv'", "G multiply-accumulates", "with its dilation zeros",
                                         "MAX_LAYER_MACS"])
 
 
 def test_a_dilated_kernel_past_the_tensor_limit_is_refused_before_it_is_built(base_seconds, tmp_path):
-    """Dilation 64 on a 256 x 256 map: a 129 x 129 kernel of 64 x 64 channels, 273 MB."""
-    model = _conv(tmp_path, "kernel", [1, 64, 256, 256], dilation=64, pad=64)
-    refused(base_seconds, model, words=["node 'conv'", "129x129", "MAX_KERNEL_BYTES"])
+    """Dilation 32 on a 128 x 128 map: a 65 x 65 kernel of 64 x 64 channels, 69 MB."""
+    model = _conv(tmp_path, "kernel", [1, 64, 128, 128], dilation=32, pad=32)
+    refused(base_seconds, model, words=["node 'conv'", "65x65", "MAX_KERNEL_BYTES"])
 
 
 def test_an_undilated_conv_past_the_work_bound_is_refused(base_seconds, tmp_path):
-    """A 147 kB 3x3 conv of 64 -> 64 channels at 512 x 512 (its input and output 64 MiB, within the
-    tensor limit): 9.7 G multiply-accumulates, minutes of the float reference per image."""
-    model = _conv(tmp_path, "wide", [1, 64, 512, 512], dilation=1, pad=1)
+    """A 1.2 MB 9x9 conv of 64 -> 64 channels at 256 x 256 (its input and output 16 MiB, within the
+    tensor limit): 21.7 G multiply-accumulates, minutes of the float reference per image."""
+    model = _conv(tmp_path, "wide", [1, 64, 256, 256], dilation=1, pad=4, weight=(64, 64, 9, 9))
     refused(base_seconds, model, words=["node 'conv'", "G multiply-accumulates", "MAX_LAYER_MACS"])
 
 
 @pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
 def test_a_pooling_window_past_the_work_bound_is_refused(base_seconds, tmp_path, op):
-    """A 512 x 512 window over a 16-channel 1024 x 1024 map: 1.1 T window steps (the references
+    """A 512 x 512 window over a 4-channel 1024 x 1024 map: 275 G window steps (the references
     loop over the 262,144 taps in Python)."""
     model = _save(tmp_path, op.lower(), [helper.make_node(op, ["x"], ["y"], kernel_shape=[512, 512], name="big")],
-                  [1, 16, 1024, 1024])
+                  [1, 4, 1024, 1024])
     refused(base_seconds, model, words=["node 'big'", "G window steps", "MAX_LAYER_MACS"])
 
 

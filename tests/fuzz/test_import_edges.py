@@ -367,10 +367,12 @@ def _measured_run(model) -> tuple[int, str, str, int, float]:
     return tuple(json.loads(done.stdout))
 
 
-@pytest.mark.parametrize("side, limit", [(5792, "RUN_MAX_INPUT_BYTES"), (2897, "RUN_MAX_MADE_BYTES")])
+@pytest.mark.parametrize("side, limit", [(5792, "MAX_TENSOR_BYTES"), (2897, "MAX_TENSOR_BYTES")])
 def test_a_relu_too_large_to_run_within_512_mb_and_5_s_is_refused_before_its_inputs(tmp_path, side, limit):
-    """5792 x 5792 (128 MiB inputs) and 2897 x 2897 (nine inputs of 32.01 MiB): one line, exit 2,
-    naming the limit and the figure, before any input is made (peak RSS: the start-up's)."""
+    """5792 x 5792 (128 MiB inputs) and 2897 x 2897 (32.02 MiB, just past the 32 MiB a run makes of
+    one tensor): one line, exit 2, naming the limit and the figure, at import, before any input
+    is made (peak RSS: the start-up's). RUN_MAX_MADE_BYTES (nine inputs of at most 32 MiB) is
+    checked by tests/vdla/test_synthetic_inputs.py."""
     path = tmp_path / "relu.onnx"
     onnx.save(_relu(side), str(path))
     code, _, err, peak, _ = _measured_run(path)
@@ -398,16 +400,17 @@ def test_a_relu_the_limits_admit_runs_bit_exact_within_512_mb(tmp_path, side):
 
 @pytest.mark.slow
 def test_the_largest_admitted_input_with_the_fewest_inputs_runs_within_512_mb(tmp_path):
-    """RUN_MAX_INPUT_BYTES (64 MiB: 4096 x 4096) with one calibration and one test input (the
-    API allows fewer than the CLI's 4 + 4): bit exact, every process of the run within 512 MB."""
+    """RUN_MAX_INPUT_BYTES (32 MiB: 2896 x 2896 is the largest square within it) with one
+    calibration and one test input (the API allows fewer than the CLI's 4 + 4): bit exact, every
+    process of the run within 512 MB."""
     import os
     import subprocess
     import sys
 
     from vdla_hw.limits import RUN_MAX_INPUT_BYTES
 
-    side = 4096
-    assert 4 * side * side == RUN_MAX_INPUT_BYTES
+    side = 2896
+    assert 4 * side * side <= RUN_MAX_INPUT_BYTES < 4 * (side + 1) ** 2
     path = tmp_path / "relu.onnx"
     onnx.save(_relu(side), str(path))
     run = ("import sys; from vdla.network import run_network; "

@@ -60,7 +60,7 @@ def usage_error(capsys, *argv, words):
     (["deploy", "resnet18", "--board", "127.0.0.1:9091", "--timeout", "-5"], "--timeout: -5 is outside"),
     (["deploy", "resnet18", "--board", "nohostport"], "is not HOST:PORT"),
     (["model", "resnet18", "--seed", "-1", "-o", "m.onnx"], "--seed: -1 is outside"),
-    (["run", "resnet18", "--resolution", "100000"], "--resolution: 100000 is outside the allowed range [32, 1440]"),
+    (["run", "resnet18", "--resolution", "100000"], "--resolution: 100000 is outside the allowed range [32, 704]"),
     (["sim", "x.npz", "--max-cycles", "-5"], "--max-cycles: -5 is outside"),
     (["rtl", "x.npz", "--max-cycles", "0"], "--max-cycles: 0 is outside"),
     (["compile", "conv2d", "--h", "x", "--w", "4", "--ic", "1", "--oc", "1", "--k", "1", "-o", "o.npz"],

@@ -42,7 +42,7 @@ def test_reading_one_input_at_a_time_holds_one_input():
 
 
 def test_the_run_bounds_admit_the_built_in_resnets_and_refuse_past_them():
-    """check_run_inputs: the built-in ResNets at RESNET_MAX_RESOLUTION (nine 23.7 MiB inputs) and
+    """check_run_inputs: the built-in ResNets at RESNET_MAX_RESOLUTION (nine 5.7 MiB inputs) and
     the default main job pass; one input past RUN_MAX_INPUT_BYTES, or nine past
     RUN_MAX_MADE_BYTES, are refused naming the limit (nothing is made: it counts shapes)."""
     import pytest
@@ -55,6 +55,34 @@ def test_the_run_bounds_admit_the_built_in_resnets_and_refuse_past_them():
     with pytest.raises(InputError, match="RUN_MAX_INPUT_BYTES"):
         check_run_inputs((1, RUN_MAX_INPUT_BYTES // 4 + 1), 1)
     check_run_inputs((1, RUN_MAX_INPUT_BYTES // 4), 2)
-    with pytest.raises(InputError, match=r"9 synthetic inputs .* RUN_MAX_MADE_BYTES"):
-        check_run_inputs((1, 1, 2897, 2897), 9)
+    with pytest.raises(InputError, match=r"19 synthetic inputs .* RUN_MAX_MADE_BYTES"):
+        check_run_inputs((1, 1, 2048, 2048), 19)
+    check_run_inputs((1, 1, 2048, 2048), 18)
     check_run_inputs((1, 1, 2896, 2896), 9)
+
+
+def test_a_one_pixel_image_is_finite():
+    """A model of 1 x 1 images: the synthetic image is one value per channel, whose standard
+    deviation is 0; it was divided by it, and every run ended in "calibration inputs contain
+    NaN or infinite values"."""
+    for shape in [(1, 3, 1, 1), (2, 1, 1, 1)]:
+        x = synthetic_inputs(2, shape, 1)
+        assert np.all(np.isfinite(x)), x
+    assert np.array_equal(synthetic_inputs(2, (1, 3, 8, 8), 1), synthetic_inputs(2, (1, 3, 8, 8), 1))
+
+
+def test_the_largest_tensor_made_once_per_input_is_bounded_like_an_input():
+    """check_run_tensors: the graph's largest tensor (here an inner one, larger than the input)
+    made by each synthetic input counts against RUN_MAX_MADE_BYTES as inputs do, and the
+    refusal names the tensor; the built-in ResNet-18 at 224 and the default nine inputs pass."""
+    import pytest
+
+    from vdla.inputs import InputError, check_run_tensors
+    from vdla.network import load_model
+
+    shapes = {"x": (1, 1, 1, 1), "big": (1, 1, 2048, 2048), "y": (1, 1, 2048, 2048)}
+    check_run_tensors(shapes, 18)
+    with pytest.raises(InputError, match=r"19 synthetic inputs make tensor big of shape \(1, 1, 2048, 2048\) 19 "
+                                         r"times, 304 MiB .* RUN_MAX_MADE_BYTES"):
+        check_run_tensors(shapes, 19)
+    check_run_tensors(load_model("resnet18", 224).shapes, 9)

@@ -122,7 +122,7 @@ def test_run_refuses_tensors_beyond_the_limit_before_quantizing(capsys, tmp_path
     weight = np.ones((4, 3, 3, 3), np.float32)
     node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1], name="c")
     graph = helper.make_graph([node], "g", [x], [y], [numpy_helper.from_array(weight, "w")])
-    one_line_error(capsys, "run", _save(graph, tmp_path / "big.onnx"), words="more than the 128 MiB limit")
+    one_line_error(capsys, "run", _save(graph, tmp_path / "big.onnx"), words="more than the 32 MiB limit")
 
 
 def test_run_plots_into_an_existing_file_fails_before_the_run(capsys, tmp_path):

@@ -130,7 +130,7 @@ def test_work_and_memory_limits_are_checked_before_the_first_call(monkeypatch):
     assert isinstance(info.value, LimitError)
     monkeypatch.setattr(kernel_spec, "MAX_CPU_KERNEL_OPS", 1 << 33)
     monkeypatch.setattr(kernel_spec, "MAX_CPU_KERNEL_BYTES", 150)
-    with pytest.raises(cf.KernelLimitError, match="its buffers take 0.0 MiB, more than the 0.0 MiB"):
+    with pytest.raises(cf.KernelLimitError, match="its buffers take 0.00 MiB, more than the 0.00 MiB"):
         kernel(np.zeros(100, np.int8))
 
 
