@@ -70,3 +70,30 @@ def test_a_row_of_equal_values_is_beta_whatever_epsilon():
         beta = np.clip(np.rint(graph.nodes[0].attrs["bias"] * 2.0 ** q.fracs[node.output]) + q.zps[node.output],
                        -128, 127)
         assert np.abs(out[0, 0].astype(np.int64) - beta).max() <= 1
+
+
+def test_equalization_factors_around_a_layernorm_keep_its_meaning():
+    """dense -> LayerNorm -> dense over tokens: the LayerNorm's input and output take free steps
+    (factors folded into the dense layers, ``equalize``), which its multiplier, offset and epsilon
+    absorb: the int8 LayerNorm, read back in the model's units, is within half a step (and the
+    method's 2**-8) of float LayerNorm of its int8 input read back the same way, where it does not
+    saturate."""
+    rng = np.random.default_rng(5)
+    c = 24
+    weight = lambda *shape: (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(np.float32)  # noqa: E731
+    attrs = {"scale": (1.0 + 0.3 * rng.standard_normal(c)).astype(np.float32),
+             "bias": (0.2 * rng.standard_normal(c)).astype(np.float32), "eps": 0.5}   # epsilon that matters
+    nodes = [Node("d1", "dense", ["x"], "h", {"weight": weight(c, 16), "bias": np.zeros(c, np.float32)}),
+             Node("ln", "layernorm", ["h"], "n", attrs),
+             Node("d2", "dense", ["n"], "y", {"weight": weight(8, c), "bias": np.zeros(8, np.float32)})]
+    graph = Graph("g", "x", ("y",), nodes, {"x": (40, 16), "h": (40, c), "n": (40, c), "y": (40, 8)})
+    q = quantize_graph(graph, rng.standard_normal((80, 16)).astype(np.float32))
+    assert q.scales["h"] != 1.0 and q.scales["n"] != 1.0
+    values = reference.run(q, rng.standard_normal((40, 16)).astype(np.float32))
+    want = float_ref.layernorm(q.dequantize("h", values["h"]).astype(np.float64), attrs["scale"], attrs["bias"],
+                               attrs["eps"])
+    step = 2.0 ** -q.fracs["n"] / q.scales["n"]
+    codes = want / step + q.zps["n"]
+    inside = (codes > -128) & (codes < 127)
+    assert inside.mean() > 0.95
+    assert np.abs(values["n"] - codes)[inside].max() <= 0.5 + 2 ** -8
