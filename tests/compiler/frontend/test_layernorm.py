@@ -113,3 +113,24 @@ def test_the_mean_and_inverse_deviation_outputs_are_refused():
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(ModelError, match="its Mean and InvStdDev outputs are not supported"):
         from_model(m, "stats")
+
+
+@pytest.mark.parametrize("form", ["opset17", "decomposed"])
+def test_a_layernorm_alone_runs_bit_exact_through_the_executor_on_the_cpu(form):
+    from compiler.network import execute, partition
+    from compiler.quantize import quantize_graph, reference
+    from driver import open_device
+
+    m = model([layernorm_node(epsilon=1e-5)], [("g", GAMMA), ("b", BETA)]) if form == "opset17" else decomposed()
+    graph = from_model(m, form)
+    rng = np.random.default_rng(2)
+    q = quantize_graph(graph, (rng.standard_normal([8] + SHAPE[1:]) * 3 + 1.5).astype(np.float32))
+    device = open_device("sim", "osdi18")
+    placements = partition(q, device.config)
+    [ln] = [n for n in q.nodes if n.op == "layernorm"]
+    assert placements[ln.name].target == "cpu" and "integer square root" in placements[ln.name].reason
+    x = (rng.standard_normal(SHAPE) * 3 + 1.5).astype(np.float32)
+    result = execute(q, x, placements, device)
+    np.testing.assert_array_equal(result.output, reference.forward(q, x))
+    want = float_ref.forward(graph, x)
+    assert np.sqrt(((q.dequantize_output(result.output) - want) ** 2).mean() / (want ** 2).mean()) < 0.05
