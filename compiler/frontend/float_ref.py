@@ -209,6 +209,15 @@ def softmax(x, axis):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def layernorm(x, scale, bias, eps):
+    """ONNX LayerNormalization over the last axis, in float64: (x - mean) / sqrt(var + eps) * scale
+    + bias, the variance the mean of squared deviations (ONNX's and torch's biased estimate)."""
+    x = np.asarray(x, np.float64)
+    centred = x - x.mean(axis=-1, keepdims=True)
+    var = (centred * centred).mean(axis=-1, keepdims=True)
+    return centred / np.sqrt(var + float(eps)) * np.asarray(scale, np.float64) + np.asarray(bias, np.float64)
+
+
 def avgpool_count(hw, kernel, stride, pad, ceil=(0, 0), count_pad=False) -> np.ndarray:
     """(OH, OW) divisor of each window: its real inputs, plus the zero padding when ``count_pad``
     (never the ceil-mode extra rows and columns, as in PyTorch and ONNX)."""
@@ -275,6 +284,7 @@ EVAL = {
     # the float64 product of two float32 values is exact (48 significant bits): one rounding, to float32
     "mul": lambda a, args: np.multiply(args[0], args[1], dtype=np.float64),
     "softmax": lambda a, args: softmax(args[0], a["axis"]),
+    "layernorm": lambda a, args: layernorm(args[0], a["scale"], a["bias"], a["eps"]),
     "maxpool": lambda a, args: maxpool(args[0], a["kernel"], a["stride"], a["pad"], a.get("ceil", (0, 0))),
     "avgpool": lambda a, args: args[0].mean(axis=(2, 3), keepdims=True, dtype=np.float64),
     "avgpool2d": lambda a, args: avgpool2d(args[0], a["kernel"], a["stride"], a["pad"], a.get("ceil", (0, 0)),

@@ -15,6 +15,8 @@ mul          --                                two inputs; the output has the sh
                                                all spatial axes at once (:func:`mul_extents`): SiLU
                                                x * sigmoid(x), a squeeze-excitation gate (N, C, 1, 1)
 softmax      axis
+layernorm    scale (C,), bias (C,), eps    normalisation over the last axis (C channels), ONNX's
+                                           LayerNormalization (compiler.frontend.float_ref.layernorm)
 maxpool      kernel (kh, kw), stride, pad (t, l, b, r), ceil (extra bottom, right rows of ceil mode)
 avgpool      --                                global mean over H x W, output (N, C, 1, 1)
 avgpool2d    kernel, stride, pad, ceil, count_pad (bool: padded zeros count in the divisor)
@@ -42,7 +44,7 @@ from vdla_hw.errors import VdlaError
 
 # Element-wise ops of one input (compiler.frontend.elementwise): in int8 a 256-entry table or a muladd.
 UNARY = NAMES
-OPS = ("conv", "dense", "add", "mul", "softmax", "maxpool", "avgpool", "avgpool2d", "concat", "reshape", "gather", "resize") + UNARY
+OPS = ("conv", "dense", "add", "mul", "softmax", "layernorm", "maxpool", "avgpool", "avgpool2d", "concat", "reshape", "gather", "resize") + UNARY
 
 
 class ModelError(VdlaError):

@@ -161,7 +161,7 @@ class _Importer:
                 raise ModelError(where, f"initializer {tensor.name!r} holds {int((~np.isfinite(value)).sum())} NaN or "
                                  "infinite values; the model cannot be quantized")
         self.consts, self.todo = folding.fold(model, self.inferred, self.opset, where)
-        self.todo = rewrite(self.todo, self.consts)
+        self.todo = rewrite(self.todo, self.consts, self.inferred)
         self.alias: dict[str, str] = {}
         self.refused_values: set[str] = set()  # outputs of refused nodes
         self.nodes: list[Node] = []
@@ -501,6 +501,26 @@ class _Importer:
     def op_Softmax(self, node, a):
         x = self.tensor(node, node.input[0])
         self.emit(node, "softmax", [x], axis=axis_in(node, a.get("axis", -1), len(self.shapes[x]), self.fail))
+
+    def op_LayerNormalization(self, node, a):
+        """Normalisation over the last axis only, with a constant Scale and optional constant B
+        (each of C values, or one broadcast); the Mean and InvStdDev outputs must be unused."""
+        x = self.tensor(node, node.input[0])
+        shape = self.shapes[x]
+        axis = axis_in(node, a.get("axis", -1), len(shape), self.fail)
+        if axis != len(shape) - 1:
+            raise self.fail(node, f"only normalisation over the last axis is supported (axis {a.get('axis', -1)} "
+                                  f"of a {len(shape)}-D input)")
+        if any(node.output[1:]):
+            raise self.fail(node, "its Mean and InvStdDev outputs are not supported")
+        eps = float(a.get("epsilon", 1e-5))
+        if not (np.isfinite(eps) and eps >= 0):
+            raise self.fail(node, f"epsilon {eps} is not a finite non-negative number")
+        channels = (shape[-1],)
+        scale = np.broadcast_to(self.const(node, node.input[1], " (Scale)").astype(np.float32).reshape(-1), channels)
+        bias = self.weight(node, 2)
+        bias = np.zeros(channels, np.float32) if bias is None else np.broadcast_to(bias.reshape(-1), channels)
+        self.emit(node, "layernorm", [x], scale=scale.copy(), bias=bias.copy(), eps=eps)
 
     def op_Gemm(self, node, a):
         x = self.tensor(node, node.input[0])

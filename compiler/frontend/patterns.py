@@ -11,6 +11,13 @@ Recognised from the graph's structure (never from node names), on the folded nod
   0.5)``, ``Mul(Mul(x, 0.5), e)``, any operand order): ``Gelu(x)``. The constants must be those
   (sqrt 2 to float32 precision), else the nodes are left as they are.
 
+- torch's ``nn.LayerNorm`` as exported before ONNX's LayerNormalization (opset 17):
+  ``ReduceMean(x)``, ``d = Sub(x, mean)``, ``Pow(d, 2)`` (or ``Mul(d, d)``), ``ReduceMean``, ``Add``
+  a constant epsilon, ``Sqrt``, ``Div(d, std)``, then optionally ``Mul`` by a constant gamma and
+  ``Add`` of a constant beta (either operand order): ``LayerNormalization(x, gamma, beta)`` over
+  the last axis. Both means must be over the same one axis, the last (-1, or its positive index
+  where ``shapes`` gives the rank), keeping dimensions; ``d`` read by the square and the Div only.
+
 The inner nodes go only when nothing else reads them. Any other Where, Greater, Abs or Div is
 left as it is (and refused or mapped by the importer as before).
 """
@@ -32,8 +39,9 @@ def _scalar(consts: dict, name: str) -> float | None:
     return float(np.asarray(value).reshape(-1)[0])
 
 
-def rewrite(nodes: list, consts: dict) -> list:
-    """``nodes`` (onnx NodeProtos, topological) with the patterns above replaced."""
+def rewrite(nodes: list, consts: dict, shapes: dict | None = None) -> list:
+    """``nodes`` (onnx NodeProtos, topological) with the patterns above replaced (``shapes``: value
+    name -> static shape, where known; a LayerNorm's gamma of one made for it goes into ``consts``)."""
     import onnx
 
     producer = {out: n for n in nodes for out in n.output}
@@ -73,6 +81,16 @@ def rewrite(nodes: list, consts: dict) -> list:
                 inner, last, x = found
                 drop.update(id(n) for n in inner)
                 replace[id(last)] = onnx.helper.make_node("Gelu", [x], list(last.output), name=last.name)
+        if node.op_type == "Sqrt" and len(node.input) == 1:
+            found = _layernorm(node, producer, consumers, consts, shapes or {})
+            if found is not None:
+                inner, last, x, gamma, beta, eps = found
+                drop.update(id(n) for n in inner)
+                if gamma is None:
+                    gamma = _fresh(f"{last.output[0]}.gamma", consts, producer)
+                    consts[gamma] = np.ones(1, np.float32)
+                replace[id(last)] = onnx.helper.make_node("LayerNormalization", [x, gamma] + ([beta] if beta else []),
+                                                          list(last.output), name=last.name, axis=-1, epsilon=eps)
     return [replace.get(id(n), n) for n in nodes if id(n) not in drop]
 
 
@@ -115,3 +133,79 @@ def _gelu(erf, producer: dict, consumers: dict, consts: dict):
             or not _close(_scalar(consts, other(halved, x) or ""), 0.5):
         return None
     return [scaled, erf, plus, halved], times, x
+
+
+def _fresh(name: str, consts: dict, producer: dict) -> str:
+    while name in consts or name in producer:
+        name += "_"
+    return name
+
+
+def _mean_axis(node, consts: dict, shapes: dict) -> bool | None:
+    """Whether ReduceMean ``node`` is a mean over the last axis of its input, keeping dimensions."""
+    if node.op_type != "ReduceMean" or not node.input:
+        return False
+    attrs = {a.name: a for a in node.attribute}
+    if "keepdims" in attrs and attrs["keepdims"].i == 0:
+        return False
+    if "axes" in attrs:
+        axes = list(attrs["axes"].ints)
+    elif len(node.input) > 1 and node.input[1] in consts:
+        axes = np.asarray(consts[node.input[1]]).reshape(-1).tolist()
+    else:
+        return False
+    rank = len(shapes[node.input[0]]) if node.input[0] in shapes else None
+    return len(axes) == 1 and (axes[0] == -1 or (rank is not None and axes[0] == rank - 1))
+
+
+def _layernorm(sqrt, producer: dict, consumers: dict, consts: dict, shapes: dict):
+    """(inner nodes, last node, x, gamma or None, beta or None, epsilon) of a decomposed
+    LayerNorm around ``sqrt``, or None."""
+    def only(name):   # the one node reading ``name``, when nothing else does
+        users = consumers.get(name, [])
+        return users[0] if len(users) == 1 else None
+
+    def const_other(node, name):   # the constant operand beside ``name``, one value or one per last-axis entry
+        rest = [i for i in node.input if i != name]
+        if len(node.input) != 2 or len(rest) != 1 or rest[0] not in consts:
+            return None
+        return rest[0] if all(d == 1 for d in np.shape(consts[rest[0]])[:-1]) else None
+
+    plus = producer.get(sqrt.input[0])
+    if plus is None or plus.op_type != "Add" or only(plus.output[0]) is None:
+        return None
+    var = next((producer.get(i) for i in plus.input if i not in consts), None)
+    eps_name = const_other(plus, var.output[0]) if var is not None else None
+    eps = _scalar(consts, eps_name) if eps_name else None
+    if eps is None or not (math.isfinite(eps) and eps >= 0) or not _mean_axis(var, consts, shapes) \
+            or only(var.output[0]) is None:
+        return None
+    square = producer.get(var.input[0])
+    if square is None or only(square.output[0]) is None or len(square.input) != 2:
+        return None
+    if square.op_type == "Pow" and _scalar(consts, square.input[1]) == 2.0:
+        sub = producer.get(square.input[0])
+    elif square.op_type == "Mul" and square.input[0] == square.input[1]:
+        sub = producer.get(square.input[0])
+    else:
+        return None
+    if sub is None or sub.op_type != "Sub" or len(sub.input) != 2:
+        return None
+    x, mean = sub.input[0], producer.get(sub.input[1])
+    if mean is None or mean.input[0] != x or not _mean_axis(mean, consts, shapes) or only(mean.output[0]) is None:
+        return None
+    div = only(sqrt.output[0])
+    readers = consumers.get(sub.output[0], [])
+    if div is None or div.op_type != "Div" or list(div.input) != [sub.output[0], sqrt.output[0]] \
+            or {id(n) for n in readers} != {id(square), id(div)}:
+        return None
+    inner, last, gamma, beta = [mean, sub, square, var, plus, sqrt], div, None, None
+    times = only(div.output[0])
+    if times is not None and times.op_type == "Mul" and const_other(times, div.output[0]):
+        inner.append(last)
+        last, gamma = times, const_other(times, div.output[0])
+    shifted = only(last.output[0])
+    if shifted is not None and shifted.op_type == "Add" and const_other(shifted, last.output[0]):
+        inner.append(last)
+        last, beta = shifted, const_other(shifted, last.output[0])
+    return inner, last, x, gamma, beta, eps

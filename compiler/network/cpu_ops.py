@@ -23,6 +23,7 @@ import numpy as np
 from compiler.cpu_fallback import (AddSpec, AvgPool2dSpec, ConcatSpec, Conv2dSpec, DenseSpec, GatherSpec,
                                    GlobalAvgPoolSpec, LutSpec, MaxPool2dSpec, MulAddSpec, MulSpec, QuantizeSpec, ReluSpec,
                                    ResizeSpec, SoftmaxSpec)
+from compiler.cpu_fallback.layernorm import LayerNormSpec
 from compiler.cpu_fallback.errors import KernelError, KernelValueError
 from compiler.cpu_fallback.product import collapse
 from compiler.frontend.graph import mul_extents, out_extents
@@ -270,13 +271,27 @@ def _plan_softmax(node: QNode, shapes: list[tuple]):
     return spec, [_array(node, "table", None, -2**31, 2**31 - 1, cast="int32")], x
 
 
+def _plan_layernorm(node: QNode, shapes: list[tuple]):
+    """Over the last axis: (rows, channels) with a multiplier (int32) and an offset (int64) per channel."""
+    x = shapes[0]
+    if len(x) < 1:
+        raise NodeError(node, "input", f"shape {x} has no axis to normalise")
+    spec = LayerNormSpec(rows=_size(x[:-1]), channels=int(x[-1]), eps=_int(node, "eps"), shift=_int(node, "shift"))
+    consts = [_array(node, "mul", None, -2**31, 2**31 - 1, cast="int32"),
+              _array(node, "add", None, -2**63, 2**63 - 1, cast="int64")]
+    for key, array in zip(("mul", "add"), consts):
+        if array.shape != (spec.channels,):
+            raise NodeError(node, key, f"shape {array.shape} is not ({spec.channels},)")
+    return spec, consts, x
+
+
 # quantized op -> its planner: (spec, constant inputs, output shape) from the node and its inputs'
 # shapes (the output shape the numpy reference gives); the kernel's inputs are the activations
 # (reshaped to the spec's first arguments), then these constants. RESHAPES have no kernel.
 PLANS = {"quantize": _plan_quantize, "conv": _plan_gemm, "dense": _plan_gemm, "add": _plan_add, "mul": _plan_mul, "lut": _plan_lut,
          "muladd": _plan_muladd, "relu": _plan_relu, "maxpool": _plan_maxpool, "avgpool": _plan_avgpool,
          "avgpool2d": _plan_avgpool2d, "concat": _plan_concat, "gather": _plan_gather, "resize": _plan_resize,
-         "softmax": _plan_softmax}
+         "softmax": _plan_softmax, "layernorm": _plan_layernorm}
 
 
 def _plan(node: QNode, shapes: list[tuple]):

@@ -139,6 +139,7 @@ REASONS = {
     "resize": "bilinear resize: a weighted gather of four pixels each; the accelerator's loads move whole "
               "blocks, not pixels, so it runs on the CPU",
     "softmax": "softmax: exponentials and a division, on the CPU",
+    "layernorm": "LayerNorm: each row's mean, variance and integer square root (divisions), on the CPU",
 }
 
 

@@ -19,7 +19,10 @@ take part the same way, in every mode: a table is computed at any input and outp
 entry the function of its code's real value, rounded once to the output's step), and a muladd's
 or a product's integer multiplier holds the factors (``rules._unary``, ``rules._mul``). So a
 conv before a hard-swish, the hard-swish after it, a squeeze-excitation gate and its product get
-free steps too, where each had a power-of-two step with a clipped MSE window before.
+free steps too, where each had a power-of-two step with a clipped MSE window before. A LayerNorm
+(``rules._layernorm``) absorbs its output's factor into its per-channel multiplier and offset, and
+its input's does not change it (a normalisation), but for epsilon, which it carries in the input's
+units.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from compiler.quantize.rules import fuse_activations
 from compiler.quantize.scales import sample, value_range
 
 TRANSPARENT = ("maxpool", "avgpool", "avgpool2d", "reshape", "resize")  # commute with a positive factor
-ABSORBING = ("mul",) + UNARY  # producers and consumers whose int8 form holds any factor (no weights to fold it into)
+ABSORBING = ("mul", "layernorm") + UNARY  # producers and consumers whose int8 form holds any factor (no weights to fold it into)
 FREE_WINDOW = {"mse": "minmax", "minmax": "minmax", "percentile": "percentile"}  # window of a free step
 
 

@@ -44,6 +44,9 @@ resize      index int32 (P, 4), weight int32 (P, 4) (each row sums to 2**frac), 
             + 2**(frac-1)) >> frac, -128, 127): bilinear interpolation at the input's scale
 softmax     axis, table (int32, 256 entries: 2**16 exp(-d 2**-frac) for d = 255..0):
             e = table[x - max + 255]; out = min((e * 128 + s // 2) // s, 127), s = sum e; frac 7
+layernorm   mul int32 (C,), add int64 (C,), eps (int, < 2**50), shift (0..46): over the last axis,
+            z = normalised value (16 fractional bits, I-BERT's integer square root);
+            out = clip((z * mul + add) >> shift, -128, 127)  (``reference.layernorm``)
 ==========  =================================================================================
 
 A graph is defined for its input's batch (usually 1); larger batches run in chunks of it.

@@ -210,6 +210,58 @@ def softmax(x, axis: int, table) -> np.ndarray:
     return np.minimum((e * 128 + s // 2) // s, 127).astype(np.int8)
 
 
+# int8 LayerNorm (compiler.cpu_fallback.layernorm, the kernel; rules._layernorm, the constants)
+LN_ROOT_BITS = 52     # the square root's argument is scaled by 4**k to just below 2**52
+LN_RECIP_BITS = 48    # r = floor(2**48 / st): the reciprocal of the row's scaled deviation
+LN_Z_FRAC = 16        # the normalised value z has 16 fractional bits
+LN_MIN_ROOT = 1 << 25  # st is at least this but for v = 0 (every d 0): r fits int32
+LN_SQRT_STEPS = 8     # Newton steps of the integer square root (exact below 2**52 from the start below)
+
+
+def bit_length(n) -> np.ndarray:
+    """The number of bits of each non-negative int64 (0 for 0)."""
+    n = np.asarray(n, np.int64)
+    bits = np.zeros(n.shape, np.int64)
+    for k in range(63):
+        bits += (n >> k) > 0
+    return bits
+
+
+def isqrt_newton(n) -> np.ndarray:
+    """max(floor(sqrt(n)), 1) of int64 ``n`` in [0, 2**52), by Newton's iteration as I-BERT's
+    Algorithm 4 (Kim et al., ICML 2021): from ``x = 2**ceil(bits(n) / 2)`` (>= sqrt n),
+    ``x <- max(min(x, (x + n // x) // 2), 1)``, a fixed :data:`LN_SQRT_STEPS` times (the kernel's loop)."""
+    n = np.asarray(n, np.int64)
+    x = np.left_shift(np.int64(1), (bit_length(n) + 1) >> 1)
+    for _ in range(LN_SQRT_STEPS):
+        x = np.maximum(np.minimum(x, (x + n // x) >> 1), 1)
+    return x
+
+
+def layernorm(x, mul, add, eps: int, shift: int) -> np.ndarray:
+    """int8 LayerNorm over the last axis (C entries), integer only::
+
+        s = sum q,  d = C q - s              (C times the deviation from the mean: no division)
+        v = C sum q**2 - s**2 + eps         (C**2 times the variance, plus epsilon)
+        k = (52 - bits(v)) // 2,  st = max(isqrt_newton(v << 2k), 2**25)   (2**k sqrt v)
+        r = 2**48 // st,  z = (d r) >> (32 - k)                   (d / sqrt v, 16 fractional bits)
+        out = clip((z mul + add) >> shift, -128, 127)   (gamma and beta, the output's scale and
+                                                         zero point folded in, per channel)
+
+    ``eps`` is ONNX's epsilon in units of C**2 input codes**2; ``mul`` int32 and ``add`` int64 per
+    channel (``rules._layernorm``). The input's zero point cancels in ``d`` and in ``v``."""
+    q = np.asarray(x, np.int64)
+    c = q.shape[-1]
+    s = q.sum(axis=-1, keepdims=True)
+    d = c * q - s
+    v = c * (q * q).sum(axis=-1, keepdims=True) - s * s + int(eps)
+    k = (LN_ROOT_BITS - bit_length(v)) >> 1
+    st = np.maximum(isqrt_newton(v << (2 * k)), LN_MIN_ROOT)
+    z = (d * ((1 << LN_RECIP_BITS) // st)) >> (LN_RECIP_BITS - LN_Z_FRAC - k)
+    acc = z * np.asarray(mul, np.int64) + np.asarray(add, np.int64)
+    return np.clip(acc >> int(shift), -128, 127).astype(np.int8)
+
+
 def _global_avg_pool(a, x) -> np.ndarray:
     n, c = x.shape[:2]
     return global_avg_pool(x, a["up"], a["add"], a["lo"], a["hi"], a["wide"]).reshape(n, c, 1, 1)
@@ -239,6 +291,7 @@ EVAL = {
     "gather": lambda a, args: gather(args[0], a["index"], a["fill"], a["shape"]),
     "resize": lambda a, args: resize(args[0], a["index"], a["weight"], a["frac"], a["shape"]),
     "softmax": lambda a, args: softmax(args[0], a["axis"], a["table"]),
+    "layernorm": lambda a, args: layernorm(args[0], a["mul"], a["add"], a["eps"], a["shift"]),
 }
 
 

@@ -17,7 +17,7 @@ from compiler.frontend import float_ref
 from compiler.frontend.elementwise import BY_NAME, SCALAR
 from compiler.frontend.graph import UNARY, Graph, ModelError, Node
 from compiler.quantize.exact import ceil_log2
-from compiler.quantize.reference import INT32_MAX, INT32_MIN
+from compiler.quantize.reference import INT32_MAX, INT32_MIN, LN_Z_FRAC
 from compiler.quantize.scales import choose_scale, weight_fracs
 
 MAX_SHIFT, MAX_ADD_SHIFT, MAX_UP = 31, 16, 8
@@ -272,6 +272,37 @@ def _softmax(ctx: Context, node: Node, act, out, inputs, wide):
     return {"axis": node.attrs["axis"], "table": table}, 7, 0
 
 
+LN_MUL_BITS = 15          # a LayerNorm's largest |gamma multiplier| lies in (2**14, 2**15]
+LN_MUL_SHIFT = (-16, 30)  # its exponent m: the output shift 16 + m stays in [0, 46]
+LN_MAX_EPS = 1 << 50      # epsilon's term, in C**2 codes**2: the kernel's variance stays below 2**52
+
+
+def _layernorm(ctx: Context, node: Node, act, out, inputs, wide):
+    """LayerNorm over the last axis (``reference.layernorm``, I-BERT's integer method): the
+    normalised value ``z`` (16 fractional bits) times ``mul = round(gamma 2**fy s_y 2**m)`` plus
+    ``add = round(beta 2**fy s_y 2**(16 + m)) + (zy << (16 + m))`` and half a step, shifted by
+    ``16 + m``: gamma, beta, the output's scale (its frac from calibration) and zero point in one
+    per-channel fixed-point multiplier and offset (Jacob et al. 2018, as the other requantizations).
+    Epsilon is carried in the kernel's variance units, ``C**2 eps 4**fx s_x**2`` (the variance of
+    the codes, which a factor folded into the input scales). ``add`` is kept within
+    ``2**(shift + 8) + 2**40``: beyond that the output saturates either way."""
+    fx = ctx.fracs[inputs[0]]
+    fy, zy = ctx.best[out]
+    sx, sy = ((ctx.scales or {}).get(name, 1.0) for name in (node.inputs[0], node.output))
+    a = node.attrs
+    c = int(ctx.graph.shapes[node.inputs[0]][-1])
+    eps = float(np.clip(np.rint(c * c * float(a["eps"]) * 4.0 ** fx * sx * sx), 0, LN_MAX_EPS))
+    real = np.asarray(a["scale"], np.float64) * 2.0 ** fy * sy
+    peak = float(np.abs(real).max())
+    m = int(np.clip(LN_MUL_BITS - ceil_log2(peak), *LN_MUL_SHIFT)) if peak > 0 else LN_MUL_SHIFT[1]
+    shift = LN_Z_FRAC + m
+    mul = np.clip(np.rint(real * 2.0 ** m), -(1 << LN_MUL_BITS), 1 << LN_MUL_BITS).astype(np.int32)
+    add = np.rint(np.asarray(a["bias"], np.float64) * 2.0 ** (fy + shift) * sy) + zy * 2.0 ** shift + \
+        ((1 << shift) >> 1)
+    bound = 2.0 ** (shift + 8) + 2.0 ** 40
+    return {"mul": mul, "add": np.clip(add, -bound, bound).astype(np.int64), "eps": int(eps), "shift": shift}, fy, zy
+
+
 RESIZE_FRAC = 14  # resize weights' fixed point: 4 * 2**14 * 128 stays far inside int32
 
 
@@ -306,6 +337,7 @@ def _copy(ctx: Context, node: Node, act, out, inputs, wide):
 
 
 RULES = {"conv": _gemm, "dense": _gemm, "add": _add, "mul": _mul, "avgpool": _pool, "avgpool2d": _pool, "softmax": _softmax,
+         "layernorm": _layernorm,
          "maxpool": _copy, "reshape": _copy, "gather": _copy, "resize": _resize, "concat": _copy, **{op: _unary for op in UNARY}}
 
 

@@ -1,6 +1,6 @@
 """Fuzzing the CPU kernels through deployment packages (issue 22, item 2): a valid tiny graph for
 every CPU kernel family (quantize, conv, dense, add, mul, lut, muladd, relu, maxpool, global and
-windowed average pool, concat, gather, softmax, reshape), then hostile changes to its attributes
+windowed average pool, concat, gather, softmax, layernorm, reshape), then hostile changes to its attributes
 (indices past the input, zero divisors, huge or negative sizes, strides and pads, wrong dtypes
 and shapes, non-integers) and to the declared shapes. The package runs the server's path
 (``run_files`` on a sim device, host JIT) and ends in a clean VdlaError or in exactly the numpy
@@ -133,6 +133,10 @@ def valid_graph(draw, op):
     elif op == "softmax":
         d = np.arange(256, dtype=np.float64) - 255
         attrs = {"axis": _small(draw, 1, 3), "table": np.rint(np.exp(d / 16.0) * 65536).astype(np.int32)}
+    elif op == "layernorm":  # over the last axis (W)
+        shift = draw(st.integers(0, 30))
+        attrs = {"mul": (np.arange(w, dtype=np.int32) * 9973) % (1 << 16) - (1 << 15),
+                 "add": (np.arange(w, dtype=np.int64) - 2) << shift, "eps": draw(st.integers(0, 5000)), "shift": shift}
     elif op == "reshape":
         attrs = {"shape": (1, c * h * w)}
     elif op == "relu":
@@ -207,7 +211,7 @@ def fuzz_one(device, data, op):
 
 
 OPS = ["quantize", "conv", "dense", "add", "mul", "lut", "muladd", "maxpool", "avgpool", "avgpool2d", "concat",
-       "gather", "softmax", "reshape"]
+       "gather", "softmax", "layernorm", "reshape"]
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -246,7 +250,7 @@ def _base_specs():
 
 BASES = _base_specs()
 INDEX_LIKE = {("gather", "index"), ("avgpool2d", "count"), ("avgpool2d", "add"), ("softmax", "table"),
-              ("conv2d", "shift"), ("dense", "shift")}
+              ("conv2d", "shift"), ("dense", "shift"), ("layernorm", "mul"), ("layernorm", "add")}
 RUN_BYTES = 1 << 20  # specs this small are also run
 
 

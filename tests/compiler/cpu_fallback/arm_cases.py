@@ -60,7 +60,7 @@ def _generated(seed=1234, count=4):
 def _network_kernels(seed=99):
     """The kernels the general network executor adds: grouped/depthwise convs with zero-point
     padding, per-channel shifts and int32 outputs, tables, multiply-adds, windowed average pools,
-    concatenation, gathers, softmax (MobileNet-, SqueezeNet- and VGG-like shapes, and small ones)."""
+    concatenation, gathers, softmax, LayerNorm (MobileNet-, SqueezeNet- and VGG-like shapes, and small ones)."""
     rng = np.random.default_rng(seed)
     return [
         cf.Conv2dSpec(n=1, c=32, h=14, w=14, oc=32, kh=3, kw=3, pad=1, groups=32, pad_value=-128, shift=0,
@@ -96,6 +96,11 @@ def _network_kernels(seed=99):
         cf.MulSpec(n=2, c=5, inner=7, a_ext=(1, 5, 1), a_zp=-128, b_zp=0, mul=9000, shift=16, zp=-128),
         cf.MulSpec(n=1, c=3, inner=10, a_ext=(1, 1, 1), a_zp=0, b_zp=5, mul=1, shift=0, zp=7),
         cf.MulSpec(n=1, c=4, inner=33, b_ext=(1, 4, 1), a_zp=127, b_zp=127, mul=1 << 14, shift=31, zp=-128),
+        # LayerNorm over the last axis (quantize.rules._layernorm): tokens of a small transformer, one
+        # channel (a zero variance), and the bounds (2**14 channels, epsilon 2**50, shift 46)
+        cf.LayerNormSpec(rows=5, channels=48, eps=2304, shift=26),
+        cf.LayerNormSpec(rows=3, channels=1, eps=0, shift=0),
+        cf.LayerNormSpec(rows=2, channels=1 << 14, eps=1 << 50, shift=46),
     ]
 
 

@@ -23,6 +23,15 @@ def unpack(blocked, n, c):
     return full[:n, :c].copy()
 
 
+def _layernorm_add(spec, arg, rng):
+    """Offsets within a few output steps (``2**shift``), and the kernel's limits at both ends."""
+    from compiler.cpu_fallback.layernorm import add_limit
+
+    add = rng.integers(-(1 << (spec.shift + 7)), (1 << (spec.shift + 7)) + 1, arg.shape, dtype=np.int64)
+    add.reshape(-1)[:2] = [add_limit(spec.shift), -add_limit(spec.shift)][:add.size]
+    return add
+
+
 def random_inputs(spec, rng, int32_range=(-50_000, 50_000), float_scale=60.0):
     """Random input arrays for ``spec`` (all non-output args, in order); buffers with a meaning
     (indices, divisors, shifts, tables) get values in their valid range."""
@@ -33,6 +42,8 @@ def random_inputs(spec, rng, int32_range=(-50_000, 50_000), float_scale=60.0):
         ("avgpool2d", "count"): lambda a: rng.integers(1, spec.kh * spec.kw + 1, a.shape).astype(np.int32),
         ("avgpool2d", "add"): lambda a: rng.integers(-2000, 2000, a.shape).astype(np.int32),
         ("softmax", "table"): lambda a: np.rint(np.exp((np.arange(256) - 255) / 16.0) * 65536).astype(np.int32),
+        ("layernorm", "mul"): lambda a: rng.integers(-(1 << 15), (1 << 15) + 1, a.shape).astype(np.int32),
+        ("layernorm", "add"): lambda a: _layernorm_add(spec, a, rng),
         ("muladd", "mul"): lambda a: rng.integers(-30_000, 30_000, a.shape).astype(np.int32),
         ("conv2d", "shift"): lambda a: rng.integers(0, 16, a.shape).astype(np.int32),
         ("dense", "shift"): lambda a: rng.integers(0, 16, a.shape).astype(np.int32),

@@ -49,6 +49,8 @@ def reference_of(spec, inputs):
         return ref.resize(planes, inputs[1], inputs[2], spec.frac, (spec.planes, spec.size_out))
     if f == "softmax":
         return ref.softmax(inputs[0], 1, inputs[1])
+    if f == "layernorm":
+        return ref.layernorm(inputs[0], inputs[1], inputs[2], spec.eps, spec.shift)
     if f == "relu":
         return ref.relu(inputs[0])
     if f == "quantize":

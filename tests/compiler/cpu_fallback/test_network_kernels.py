@@ -1,6 +1,6 @@
 """The kernels the network executor adds (grouped and depthwise convs with zero-point padding,
 per-channel shifts, int32 outputs, tables, multiply-adds, windowed average pools, concatenation,
-gathers, softmax): host JIT against the numpy reference, on fixed network shapes and generated
+gathers, softmax, LayerNorm): host JIT against the numpy reference, on fixed network shapes and generated
 ones."""
 
 import numpy as np
@@ -57,3 +57,17 @@ def test_average_pool_of_the_graph_jit_vs_numpy(k, s, h, w, ceil, count_pad, up,
     x = np.random.default_rng(1).integers(-128, 128, (1, 2, h, w), dtype=np.int8)
     got = cf.host_jit().kernel(spec)(x, count.astype(np.int32), add.astype(np.int32))
     np.testing.assert_array_equal(got, ref.avg_pool2d(x, (k, k), (s, s), pads, extra, count, add, up, zp))
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 6), channels=st.sampled_from([1, 2, 3, 7, 16, 33, 768, 1 << 14]),
+       eps=st.sampled_from([0, 1, 2304, 1 << 40, 1 << 50]), shift=st.integers(0, 46), spread=st.integers(0, 127),
+       seed=st.integers(0, 2**31))
+def test_layernorm_of_any_rows_jit_vs_numpy(rows, channels, eps, shift, spread, seed):
+    """Rows of any spread (0: every value equal, a zero variance), any epsilon and shift the kernel takes."""
+    spec = cf.LayerNormSpec(rows=rows, channels=channels, eps=eps, shift=shift)
+    rng = np.random.default_rng(seed)
+    inputs = numpy_ref.random_inputs(spec, rng)
+    centre = int(rng.integers(-128 + spread, 128 - spread)) if spread < 128 else 0
+    inputs[0] = rng.integers(centre - spread, centre + spread + 1, (rows, channels)).astype(np.int8)
+    np.testing.assert_array_equal(cf.host_jit().kernel(spec)(*inputs), reference_of(spec, inputs))

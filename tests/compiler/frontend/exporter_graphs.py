@@ -187,6 +187,51 @@ def channels_last_mlp_like(seed: int = 6, shape=(1, 8, 6, 6)):
     return b.model(shape, out, [shape[0], 16, shape[2], shape[3]])
 
 
+def layernorm_decomposed(b: Builder, x: str, channels: int) -> str:
+    """torch's nn.LayerNorm exported before opset 17: ReduceMean, Sub, Pow 2, ReduceMean, Add eps,
+    Sqrt, Div, Mul gamma, Add beta (the means over axis -1, axes as an input from opset 18)."""
+    axes = b.init(f"ln_axes_{b.count}", np.array([-1], np.int64))
+    mean = b.op("ReduceMean", [x, axes])
+    d = b.op("Sub", [x, mean])
+    var = b.op("ReduceMean", [b.op("Pow", [d, b.init(f"two_{b.count}", np.array(2.0, np.float32))]), axes])
+    std = b.op("Sqrt", [b.op("Add", [var, b.init(f"eps_{b.count}", np.array(1e-5, np.float32))])])
+    gamma = b.init(f"ln{b.count}.weight", (1.0 + 0.2 * b.rng.standard_normal(channels)).astype(np.float32))
+    beta = b.w(f"ln{b.count}.bias", (channels,), 0.1)
+    return b.op("Add", [b.op("Mul", [b.op("Div", [d, std]), gamma]), beta])
+
+
+def layernorm(b: Builder, x: str, channels: int) -> str:
+    """ONNX LayerNormalization (opset 17) over the last axis, as torch exports nn.LayerNorm."""
+    gamma = b.init(f"ln{b.count}.weight", (1.0 + 0.2 * b.rng.standard_normal(channels)).astype(np.float32))
+    return b.op("LayerNormalization", [x, gamma, b.w(f"ln{b.count}.bias", (channels,), 0.1)], axis=-1,
+                epsilon=1e-5)
+
+
+def prenorm_transformer_like(seed: int = 8, shape=(1, 20, 16), decomposed: bool = False):
+    """A pre-norm transformer block's feed-forward part: LayerNorm, Linear, GELU, Linear, residual
+    Add (the input offset per channel, as token embeddings are)."""
+    b = Builder(seed)
+    x = b.op("Add", ["input", b.w("offset", (shape[-1],), 2.0)])
+    norm = (layernorm_decomposed if decomposed else layernorm)(b, x, shape[-1])
+    y = linear(b, gelu_decomposed(b, linear(b, norm, 16, 48)), 48, 16)
+    out = b.op("Add", [x, y])
+    return b.model(shape, out, [shape[0], shape[1], 16])
+
+
+def convnext_block_like(seed: int = 9, shape=(1, 8, 6, 6)):
+    """A ConvNeXt block: depthwise conv, Transpose to N x H x W x C, LayerNorm over channels (the
+    last axis), Linear, GELU, Linear, Transpose back, residual Add."""
+    b = Builder(seed)
+    x = b.conv("input", 8, 8, 7, group=8)
+    y = layernorm(b, b.op("Transpose", [x], perm=[0, 2, 3, 1]), 8)
+    y = linear(b, gelu_decomposed(b, linear(b, y, 8, 32)), 32, 8)
+    out = b.op("Add", ["input", b.op("Transpose", [y], perm=[0, 3, 1, 2])])
+    return b.model(shape, out, [shape[0], 8, shape[2], shape[3]])
+
+
 MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeezenet_like": squeezenet_like,
           "elementwise_like": elementwise_like, "mlp_like": mlp_like, "token_mlp_like": token_mlp_like,
-          "channels_last_mlp_like": channels_last_mlp_like, "transformer_ffn_like": transformer_ffn_like}
+          "channels_last_mlp_like": channels_last_mlp_like, "transformer_ffn_like": transformer_ffn_like,
+          "prenorm_transformer_like": prenorm_transformer_like,
+          "prenorm_decomposed_like": lambda: prenorm_transformer_like(decomposed=True),
+          "convnext_block_like": convnext_block_like}
