@@ -49,6 +49,9 @@ def reference_of(spec, inputs):
         return ref.resize(planes, inputs[1], inputs[2], spec.frac, (spec.planes, spec.size_out))
     if f == "softmax":
         return ref.softmax(inputs[0], 1, inputs[1])
+    if f == "matmul":
+        a, b = inputs[0].reshape(spec.g, spec.n, spec.k), inputs[1].reshape(spec.g, spec.k, spec.m)
+        return ref.matmul(a, b, spec.add, spec.shift, spec.lo, spec.hi)
     if f == "relu":
         return ref.relu(inputs[0])
     if f == "quantize":
