@@ -154,3 +154,17 @@ def test_a_deployment_package_holds_one_program_per_product_and_runs_bit_exact()
     assert all(f"bundles/{name}.npz" in files for name in products)
     _, blobs = run_files(files, device)
     np.testing.assert_array_equal(np.load(io.BytesIO(blobs["output.npy"])), reference.forward(q, x))
+
+
+def test_the_per_head_split_is_one_copy_per_operand():
+    """torch's Reshape/Unsqueeze/Transpose/Squeeze of the in-projection and the Gather and
+    Reshape/Transpose of each of Q, K and V compose into one gather per operand, each reading the
+    in-projection's output (the shared split copy is gone), and one gather brings the heads back."""
+    graph = from_model(MODELS["4-head-d64-seq32"](), "mha")
+    gathers = [n for n in graph.nodes if n.op == "gather"]
+    projection = next(n for n in graph.nodes if n.op == "dense")
+    products = [n for n in graph.nodes if n.op == "matmul"]
+    assert len(gathers) == 4
+    assert {g.output for g in gathers[:3]} == {products[0].inputs[0], products[0].inputs[1], products[1].inputs[1]}
+    assert all(g.inputs == [projection.output] for g in gathers[:3])
+    assert gathers[3].inputs == [products[1].output]
