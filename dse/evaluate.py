@@ -83,7 +83,7 @@ def _layer_of(part: Part):
 def programs_of(node: QNode, q: QGraph) -> list[Part | None]:
     """The accelerator programs of op ``node``: None for an ALU add, else one part per GEMM layer
     (one per group of a grouped conv)."""
-    return [None] if node.op == "add" else vdla_parts(node, q.shapes[node.inputs[0]])
+    return [None] if node.op == "add" else vdla_parts(node, q.shapes[node.inputs[0]], q.shapes[node.output])
 
 
 def _random_int8(shape, seed: int) -> np.ndarray:

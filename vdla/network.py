@@ -227,8 +227,8 @@ def offloaded_convs(q: QGraph, placements: dict) -> dict:
     (its first part: ``compiler.network.vdla_ops.vdla_parts``, as ``record.extra["layer"]``)."""
     from compiler.network.vdla_ops import vdla_parts
 
-    return {node.name: vdla_parts(node, q.shapes[node.inputs[0]])[0].layer for node in q.nodes
-            if node.op == "conv" and node.name in placements and placements[node.name].target == "vdla"}
+    return {node.name: vdla_parts(node, q.shapes[node.inputs[0]], q.shapes[node.output])[0].layer
+            for node in q.nodes if node.op == "conv" and node.name in placements and placements[node.name].target == "vdla"}
 
 
 def one_thread_timing(layers: dict, config) -> dict:

@@ -5,7 +5,7 @@ Operators (numpy in, numpy out, compiled on first use and cached by shape)::
     conv2d, max_pool2d, global_avg_pool, add, relu, dense, quantize, dequantize, pack, unpack
 
 and the kernel specs the network executor uses for the rest of the graph: ``LutSpec``,
-``MulAddSpec``, ``MulSpec``, ``AvgPool2dSpec``, ``ConcatSpec``, ``GatherSpec``, ``ResizeSpec``, ``SoftmaxSpec``, ``LayerNormSpec``.
+``MulAddSpec``, ``MulSpec``, ``AvgPool2dSpec``, ``ConcatSpec``, ``GatherSpec``, ``ResizeSpec``, ``SoftmaxSpec``, ``LayerNormSpec``, ``MatMulSpec``.
 
 Lower level: kernel specs (``Conv2dSpec``, ...), ``HostJit``/``host_jit`` (host MCJIT),
 ``arm.build_arm_library`` (Cortex-A9 shared library), ``call.load_library`` (ctypes loader for
@@ -27,6 +27,7 @@ from .errors import (KernelDtypeError, KernelError, KernelLimitError, KernelPara
 from .layernorm import LayerNormSpec
 from .layout import PackSpec, UnpackSpec
 from .lut import LutSpec, MulAddSpec
+from .matmul import MatMulSpec
 from .movement import ConcatSpec, GatherSpec
 from .ops import (add, conv2d, dense, dequantize, global_avg_pool, max_pool2d, pack, quantize,
                   relu, unpack)
@@ -39,11 +40,11 @@ from .spec import ArgSpec, KernelSpec, Work
 # Every kernel family, by its ``family`` name (a deployment rebuilds specs from this).
 FAMILIES = {cls.family: cls for cls in (
     AddSpec, AvgPool2dSpec, ConcatSpec, Conv2dSpec, DenseSpec, DequantizeSpec, GatherSpec, GlobalAvgPoolSpec,
-    LayerNormSpec, LutSpec, MaxPool2dSpec, MulAddSpec, MulSpec, PackSpec, QuantizeSpec, ReluSpec, ResizeSpec, SoftmaxSpec, UnpackSpec)}
+    LayerNormSpec, LutSpec, MatMulSpec, MaxPool2dSpec, MulAddSpec, MulSpec, PackSpec, QuantizeSpec, ReluSpec, ResizeSpec, SoftmaxSpec, UnpackSpec)}
 
 __all__ = [
     "AddSpec", "ArgSpec", "AvgPool2dSpec", "CompiledKernel", "ConcatSpec", "Conv2dSpec", "DenseSpec",
-    "DequantizeSpec", "FAMILIES", "GatherSpec", "LayerNormSpec", "LutSpec", "MulAddSpec", "MulSpec", "ResizeSpec", "SoftmaxSpec",
+    "DequantizeSpec", "FAMILIES", "GatherSpec", "LayerNormSpec", "LutSpec", "MatMulSpec", "MulAddSpec", "MulSpec", "ResizeSpec", "SoftmaxSpec",
     "GlobalAvgPoolSpec", "HostJit", "KernelDtypeError", "KernelError", "KernelLimitError", "KernelParamError",
     "KernelShapeError", "KernelSpec", "KernelValueError", "MaxPool2dSpec", "PackSpec", "QuantizeSpec", "ReluSpec",
     "ToolchainError", "UnpackSpec", "Work", "add", "conv2d", "dense", "dequantize",

@@ -183,6 +183,16 @@ def exact_dense(x, weight) -> np.ndarray:
     return (xi @ wi.T) * np.ldexp(1.0, -(ex[:, None] + ew[None, :]))
 
 
+def matmul(a, b, alpha) -> np.ndarray:
+    """float32 (..., N, M): ``alpha`` times the product of (..., N, K) ``a`` and (..., K, M) ``b``
+    for each index of their (equal) leading axes, each product summed exactly
+    (:func:`exact_dense`), scaled and rounded to float32 once."""
+    lead, (n, k), m = a.shape[:-2], a.shape[-2:], b.shape[-1]
+    left, right = a.reshape(-1, n, k), b.reshape(-1, k, m)
+    out = np.stack([exact_dense(x, np.ascontiguousarray(w.T)) for x, w in zip(left, right)])
+    return (out * float(alpha)).astype(np.float32).reshape(lead + (n, m))
+
+
 def dense(x, weight, bias) -> np.ndarray:
     """float32 (N, M) dense layer: ``exact_dense`` plus the bias, rounded to float32 once."""
     return (exact_dense(x, weight) + np.asarray(bias, np.float64)).astype(np.float32)
@@ -285,6 +295,7 @@ EVAL = {
     "mul": lambda a, args: np.multiply(args[0], args[1], dtype=np.float64),
     "softmax": lambda a, args: softmax(args[0], a["axis"]),
     "layernorm": lambda a, args: layernorm(args[0], a["scale"], a["bias"], a["eps"]),
+    "matmul": lambda a, args: matmul(args[0], args[1], a["alpha"]),
     "maxpool": lambda a, args: maxpool(args[0], a["kernel"], a["stride"], a["pad"], a.get("ceil", (0, 0))),
     "avgpool": lambda a, args: args[0].mean(axis=(2, 3), keepdims=True, dtype=np.float64),
     "avgpool2d": lambda a, args: avgpool2d(args[0], a["kernel"], a["stride"], a["pad"], a.get("ceil", (0, 0)),

@@ -17,6 +17,10 @@ mul          --                                two inputs; the output has the sh
 softmax      axis
 layernorm    scale (C,), bias (C,), eps    normalisation over the last axis (C channels), ONNX's
                                            LayerNormalization (compiler.frontend.float_ref.layernorm)
+matmul       alpha (float)                     two computed inputs (..., N, K) and (..., K, M) with equal
+                                               leading (batch) axes: alpha times one matrix product per
+                                               batch index, (..., N, M) (attention's Q.K^T and P.V, their
+                                               scale folded into alpha: compiler.frontend.attention)
 maxpool      kernel (kh, kw), stride, pad (t, l, b, r), ceil (extra bottom, right rows of ceil mode)
 avgpool      --                                global mean over H x W, output (N, C, 1, 1)
 avgpool2d    kernel, stride, pad, ceil, count_pad (bool: padded zeros count in the divisor)
@@ -44,7 +48,7 @@ from vdla_hw.errors import VdlaError
 
 # Element-wise ops of one input (compiler.frontend.elementwise): in int8 a 256-entry table or a muladd.
 UNARY = NAMES
-OPS = ("conv", "dense", "add", "mul", "softmax", "layernorm", "maxpool", "avgpool", "avgpool2d", "concat", "reshape", "gather", "resize") + UNARY
+OPS = ("conv", "dense", "add", "mul", "softmax", "layernorm", "matmul", "maxpool", "avgpool", "avgpool2d", "concat", "reshape", "gather", "resize") + UNARY
 
 
 class ModelError(VdlaError):

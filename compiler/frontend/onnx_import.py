@@ -535,11 +535,26 @@ class _Importer:
     def op_MatMul(self, node, a):
         x = self.tensor(node, node.input[0])
         if len(node.input) > 1 and node.input[1] not in self.consts:
-            raise self.fail(node, "MatMul of two computed tensors is not supported (only by a constant matrix)")
+            self._matmul(node, x, self.tensor(node, node.input[1]))
+            return
         w = self.weight(node, 1)
         if w is None or w.ndim != 2:
             raise self.fail(node, "only MatMul by a constant 2-D matrix is supported")
         self._dense(node, x, w.T, np.zeros(w.shape[1], np.float32))
+
+    def _matmul(self, node, a: str, b: str) -> None:
+        """MatMul of two computed tensors (attention's Q.K^T and P.V): (..., N, K) x (..., K, M)
+        with the same leading (batch, head) axes, one product per index of them."""
+        sa, sb = self.shapes[a], self.shapes[b]
+        if len(sa) < 2 or len(sb) < 2:
+            raise self.fail(node, f"MatMul of two computed tensors of shapes {sa} and {sb}: each needs at least "
+                            "two axes")
+        if sa[:-2] != sb[:-2]:
+            raise self.fail(node, f"MatMul of two computed tensors of shapes {sa} and {sb}: their batch axes "
+                            f"{sa[:-2]} and {sb[:-2]} differ (broadcasting them is not supported)")
+        if sa[-1] != sb[-2]:
+            raise self.fail(node, f"MatMul of shapes {sa} and {sb}: inner sizes {sa[-1]} and {sb[-2]} differ")
+        self.emit(node, "matmul", [a, b], alpha=1.0)
 
     def _dense(self, node, x, w, bias):
         """A dense layer over the last axis of ``x``. An input of more than two axes (tokens x

@@ -4,8 +4,10 @@
   constant) whose input is a conv or dense used by nothing else is folded into its weights
   and bias (a linear layer over tokens' bias ``Add`` too, once the reshape below moved);
 - two ``affine`` nodes in a row become one;
-- a ``gather`` whose input is a ``gather`` or ``reshape`` used by nothing else takes that
-  node's input directly (index maps composed), so a chain of data-movement ops is one copy;
+- a ``gather`` whose input is a ``gather`` or ``reshape`` used by nothing else, or only by
+  other gathers, takes that node's input directly (index maps composed), so a chain of
+  data-movement ops is one copy, and a copy split into parts (attention's Q, K and V per
+  head) is one copy per part;
 - a per-channel ``affine`` (and the ReLU/Clip after it) whose input is a channel ``concat``
   used by nothing else is applied to each of the concat's inputs (DenseNet's BatchNorm-ReLU
   after each concat): int8 then rounds each input once, at the concat's scale, instead of
@@ -16,6 +18,8 @@
 - two reshapes in a row become one, a reshape of a ``gather`` (a Transpose before a dense over
   channels-last pixels) is that gather with the new shape, and a reshape to its input's own
   shape goes;
+- a scalar scale on a ``matmul``'s operand or product goes into its ``alpha``
+  (``compiler.frontend.attention``);
 - nodes whose outputs do not reach the graph output are dropped.
 """
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from compiler.frontend.attention import fold_matmul_scales
 from compiler.frontend.graph import Graph, Node, fresh_name
 
 
@@ -197,17 +202,31 @@ def simplify(graph: Graph) -> Graph:
     producing its first input (when nothing else reads that), and never changes how often any
     other value is read, so one pass in topological order reaches what repeating the passes
     would: time linear in the number of nodes (a 40 k-node chain was quadratic, 28 s)."""
+    graph = Graph(graph.name, graph.input, graph.outputs, fold_matmul_scales(graph), graph.shapes)
     nodes = _sink_token_reshapes(graph)
     by_output = {n.output: n for n in nodes}
     uses: dict[str, int] = {}
+    readers: dict[str, list[Node]] = {}
     for n in nodes:
         for i in n.inputs:
             uses[i] = uses.get(i, 0) + 1
+            readers.setdefault(i, []).append(n)
     gone = set()  # ids of the nodes merged away
     for node in nodes:
         while node.inputs:  # a gather reading a new producer may compose again
             producer = by_output.get(node.inputs[0])
-            if producer is None or uses.get(producer.output, 0) != 1 or producer.output in graph.outputs:
+            if producer is None or producer.output in graph.outputs:
+                break
+            if uses.get(producer.output, 0) > 1 and node.op == "gather" and producer.op in ("gather", "reshape") \
+                    and all(r.op == "gather" for r in readers[producer.output]):
+                # a copy read only by copies (attention's split into Q, K and V): each reader composes
+                # it; the last one takes its place below, and nothing reads it any more
+                _compose(node, producer, graph.shapes[producer.inputs[0]])
+                uses[producer.output] -= 1
+                uses[producer.inputs[0]] = uses.get(producer.inputs[0], 0) + 1
+                readers.setdefault(producer.inputs[0], []).append(node)
+                continue
+            if uses.get(producer.output, 0) != 1:
                 break
             if node.op == "gather" and producer.op in ("gather", "reshape"):
                 _compose(node, producer, graph.shapes[producer.inputs[0]])

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.cpu_fallback import (AddSpec, AvgPool2dSpec, ConcatSpec, Conv2dSpec, DenseSpec, GatherSpec,
-                                   GlobalAvgPoolSpec, LutSpec, MaxPool2dSpec, MulAddSpec, MulSpec, QuantizeSpec, ReluSpec,
+                                   GlobalAvgPoolSpec, LutSpec, MatMulSpec, MaxPool2dSpec, MulAddSpec, MulSpec, QuantizeSpec, ReluSpec,
                                    ResizeSpec, SoftmaxSpec)
 from compiler.cpu_fallback.layernorm import LayerNormSpec
 from compiler.cpu_fallback.errors import KernelError, KernelValueError
@@ -33,7 +33,7 @@ from vdla_hw.files import printable
 
 RESHAPES = ("reshape",)
 # inputs each op takes (concat: any number, at least one)
-ARITY = {"add": 2, "mul": 2, "concat": None}
+ARITY = {"add": 2, "mul": 2, "matmul": 2, "concat": None}
 
 
 class NodeError(VdlaError):
@@ -183,6 +183,17 @@ def _plan_mul(node: QNode, shapes: list[tuple]):
     return spec, [], out
 
 
+def _plan_matmul(node: QNode, shapes: list[tuple]):
+    """(..., N, K) x (..., K, M) with equal leading axes: one product per index of them."""
+    a, b = shapes
+    if len(a) < 2 or len(a) != len(b) or a[:-2] != b[:-2] or a[-1] != b[-2]:
+        raise NodeError(node, "inputs", f"shapes {a} and {b} are not (..., N, K) and (..., K, M) with equal "
+                        "leading axes")
+    spec = MatMulSpec(g=_size(a[:-2]), n=a[-2], k=a[-1], m=b[-1], add=_int(node, "add"), shift=_int(node, "shift"),
+                      lo=_int(node, "lo"), hi=_int(node, "hi"))
+    return spec, [], a[:-1] + (b[-1],)
+
+
 def _plan_lut(node: QNode, shapes: list[tuple]):
     return LutSpec(size=_size(shapes[0])), [_array(node, "table", "int8")], shapes[0]
 
@@ -288,7 +299,8 @@ def _plan_layernorm(node: QNode, shapes: list[tuple]):
 # quantized op -> its planner: (spec, constant inputs, output shape) from the node and its inputs'
 # shapes (the output shape the numpy reference gives); the kernel's inputs are the activations
 # (reshaped to the spec's first arguments), then these constants. RESHAPES have no kernel.
-PLANS = {"quantize": _plan_quantize, "conv": _plan_gemm, "dense": _plan_gemm, "add": _plan_add, "mul": _plan_mul, "lut": _plan_lut,
+PLANS = {"quantize": _plan_quantize, "conv": _plan_gemm, "dense": _plan_gemm, "add": _plan_add, "mul": _plan_mul,
+         "matmul": _plan_matmul, "lut": _plan_lut,
          "muladd": _plan_muladd, "relu": _plan_relu, "maxpool": _plan_maxpool, "avgpool": _plan_avgpool,
          "avgpool2d": _plan_avgpool2d, "concat": _plan_concat, "gather": _plan_gather, "resize": _plan_resize,
          "softmax": _plan_softmax, "layernorm": _plan_layernorm}

@@ -260,14 +260,19 @@ class Executor:
             key = bundle_key(node.name)
             return [(key, self.bundle(key, lambda: compile_vdla_add(node, args, self.config)), None, inputs, writes)]
         out = []
-        for part in vdla_parts(node, self.q.shapes[node.inputs[0]]):
-            tensors = part_tensors(node, part, args[0])
+        for part in vdla_parts(node, self.q.shapes[node.inputs[0]], self.q.shapes[node.output]):
+            tensors = part_tensors(node, part, *args)
             inputs = [(tensors["input"].shape, "int8")]
             conv = as_conv_tensors(part.layer, tensors)
             packed = layout.pack_activations(conv["input"], self.config.batch, self.config.block_in)
+            writes = {"inp": packed}
+            if node.op == "matmul":  # the second operand: this run's weights (the program has zeros)
+                inputs.append((tensors["weight"].shape, "int8"))
+                writes["wgt"] = layout.pack_weights(conv["weight"], self.config.block_out, self.config.block_in)
+                tensors = part_tensors(node, part, args[0])
             bundle = self.bundle(part.key, lambda: compile_layer(part.layer, self.config, tensors=tensors,
                                                                  vthreads=self.vthreads))
-            out.append((part.key, bundle, part.layer, inputs, {"inp": packed}))
+            out.append((part.key, bundle, part.layer, inputs, writes))
         return out
 
     def bundle(self, key: str, compile_now) -> Bundle:
@@ -331,7 +336,10 @@ class Executor:
         self.compile_wall += compiled - start
         self.sim_wall += record.extra["device_wall"]
         self.count_activity(record, counts)
-        out = outputs[0] if len(outputs) == 1 else np.concatenate(outputs, axis=1)
+        if node.op == "matmul":   # one (N, M) product per batch index
+            out = np.stack(outputs)
+        else:
+            out = outputs[0] if len(outputs) == 1 else np.concatenate(outputs, axis=1)
         return out.reshape(self.q.shapes[node.output])
 
     def count_activity(self, record: LayerRecord, counts: list[tuple]) -> None:
@@ -408,7 +416,10 @@ class Executor:
             specs += [kernel[0]] if kernel else []
             if self.placements[node.name].target == "vdla":
                 packed = "int32" if node.op == "add" else "int8"
-                specs += layout_specs(self.config, [(a.shape, packed) for a in args], PackSpec)
+                shapes = [a.shape for a in args]
+                if node.op == "matmul":  # each product's rows and its weights
+                    shapes = [(a.shape[-2], a.shape[-1]) for a in args[:1]] + [(args[1].shape[-1], args[1].shape[-2])]
+                specs += layout_specs(self.config, [(shape, packed) for shape in shapes], PackSpec)
                 specs += layout_specs(self.config, [(self.q.shapes[node.output], "int8")], UnpackSpec)
         return specs
 

@@ -154,9 +154,11 @@ def compile_bundles(q: QGraph, placements: dict, config, vthreads=None, progress
         if node.op == "add":
             bundles = [(bundle_key(node.name), node.name, compile_vdla_add(node, args, config))]
         else:
+            # one program per key (a product's parts are one program, run once per batch index)
+            parts = {p.key: p for p in vdla_parts(node, q.shapes[node.inputs[0]], q.shapes[node.output])}
             bundles = [(part.key, part.layer.name, compile_layer(part.layer, config, vthreads=vthreads,
                                                                  tensors=part_tensors(node, part, args[0])))
-                       for part in vdla_parts(node, q.shapes[node.inputs[0]])]
+                       for part in parts.values()]
         for key, label, bundle in bundles:
             files[f"bundles/{key}.npz"] = bundle.to_bytes()
             say(f"compiled {label} ({node.op}): {bundle.insn_count} instructions, {bundle.dram.size} bytes")
@@ -172,7 +174,7 @@ def bundle_keys(q: QGraph, placements: dict) -> list[str]:
     for node in q.nodes:
         if placements[node.name].target == "vdla":
             keys += [bundle_key(node.name)] if node.op == "add" else \
-                [p.key for p in vdla_parts(node, q.shapes[node.inputs[0]])]
+                list(dict.fromkeys(p.key for p in vdla_parts(node, q.shapes[node.inputs[0]], q.shapes[node.output])))
     return keys
 
 

@@ -46,8 +46,8 @@ class Placement:
 
 def _parts_or_reason(node: QNode, q: QGraph, config: Config):
     try:
-        parts = vdla_parts(node, q.shapes[node.inputs[0]])
-        for part in parts:
+        parts = vdla_parts(node, q.shapes[node.inputs[0]], q.shapes[node.output])
+        for part in {id(p.layer): p for p in parts}.values():  # a product's parts share one layer
             part.layer.check(config)
     except LayerError as err:
         return None, err.why if err.field == "wide" else str(err)
@@ -108,6 +108,18 @@ def _place_dense(node: QNode, q: QGraph, config: Config, options: PartitionOptio
     return Placement("vdla", "classifier as a GEMM" if classifier else f"linear layer over {rows} rows as a GEMM")
 
 
+def _place_matmul(node: QNode, q: QGraph, config: Config) -> Placement:
+    """A product of two computed tensors (attention's Q.K^T and P.V) is a matrix product like a
+    dense layer's, offloaded by rule: one GEMM per batch index, the second operand packed as its
+    weights at run time (``vdla_ops.product_parts``)."""
+    parts, problem = _parts_or_reason(node, q, config)
+    if parts is None:
+        return Placement("cpu", f"not on the accelerator: {problem}")
+    layer = parts[0].layer
+    return Placement("vdla", f"product of two computed tensors as {len(parts)} GEMM(s) of {layer.n}x{layer.ic} by "
+                     f"{layer.ic}x{layer.oc}, the second operand packed as weights per run")
+
+
 def _place_add(node: QNode, config: Config, options: PartitionOptions) -> Placement:
     if not options.add_on_vdla:
         return Placement("cpu", "residual add: element-wise, memory bound (paper: CPU); --add-on-vdla moves it to the ALU")
@@ -150,6 +162,8 @@ def place(node: QNode, q: QGraph, config: Config, options: PartitionOptions) -> 
         return _place_dense(node, q, config, options)
     if node.op == "add":
         return _place_add(node, config, options)
+    if node.op == "matmul":
+        return _place_matmul(node, q, config)
     return Placement("cpu", REASONS.get(node.op, f"{node.op} has no accelerator lowering"))
 
 

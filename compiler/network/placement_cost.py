@@ -57,6 +57,7 @@ class PartEstimate:
 
     seconds: float
     input: tuple          # (shape, dtype) the host packs for it
+    weights: tuple | None = None  # (shape, dtype) of weights packed per run (a product's second operand)
 
 
 @dataclass(frozen=True)
@@ -103,19 +104,20 @@ def estimate_op(node: QNode, q: QGraph, config: Config, cpu_model, vthreads: int
         parts = (_add_estimate(node, q, config),)
         basis = "ALU instructions in series (timing contract)"
     else:
-        parts = tuple(_gemm_estimate(part.layer, config, vthreads)
-                      for part in vdla_parts(node, q.shapes[node.inputs[0]]))
+        parts = tuple(_gemm_estimate(part.layer, config, vthreads, node.op == "matmul")
+                      for part in vdla_parts(node, q.shapes[node.inputs[0]], q.shapes[node.output]))
         basis = "schedule search's pipeline estimate"
     return OpEstimate(sum(p.seconds for p in parts), cpu_s, parts, f"{basis} at {config.clock_hz / 1e6:g} MHz")
 
 
-def _gemm_estimate(layer, config: Config, vthreads: int | None) -> PartEstimate:
+def _gemm_estimate(layer, config: Config, vthreads: int | None, runtime_weights: bool = False) -> PartEstimate:
     from compiler.accel import searched_layer
 
     # the search's own estimate of the plan it chose (the plan the compiler then builds, from the
     # same memoised search: one search per layer shape)
     cycles = searched_layer(dataclasses.replace(layer.as_conv2d(), name="conv2d"), config, vthreads).cycles
-    return PartEstimate(cycles / config.clock_hz, (layer.input_shape, "int8"))
+    return PartEstimate(cycles / config.clock_hz, (layer.input_shape, "int8"),
+                        (layer.weight_shape, "int8") if runtime_weights else None)
 
 
 def _add_estimate(node: QNode, q: QGraph, config: Config) -> PartEstimate:
@@ -140,7 +142,10 @@ def kernel_specs(q: QGraph, candidates: list[str], config: Config) -> list:
         specs += [plan[0]] if plan is not None else []
         if node.name in candidates:
             packed = "int32" if node.op == "add" else "int8"
-            specs += layout_specs(config, [(q.shapes[name], packed) for name in node.inputs], PackSpec)
+            shapes = [q.shapes[name] for name in node.inputs]
+            if node.op == "matmul":  # each product's rows and its weights
+                shapes = [shapes[0][-2:], (shapes[1][-1], shapes[1][-2])]
+            specs += layout_specs(config, [(shape, packed) for shape in shapes], PackSpec)
             specs += layout_specs(config, [(q.shapes[node.output], "int8")], UnpackSpec)
     return specs
 
@@ -168,6 +173,7 @@ class CostModel:
                     [(self.q.shapes[i], "int32") for i, p in zip(node.inputs, packed) if p]
                 if node.op != "add" and not packed[0]:
                     inputs = []
+                inputs += [part.weights] if part.weights is not None else []  # packed every run
                 unpack = self.q.shapes[node.output] if last and unpacked else None
                 total += host_cost(self.cpu_model, self.runtime, self.config,
                                    packs=inputs, unpack=unpack, accelerator_s=part.seconds).seconds

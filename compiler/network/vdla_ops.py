@@ -1,4 +1,4 @@
-"""How a quantized conv or dense becomes accelerator layers: ``vdla_parts(node, shape)``.
+"""How a quantized conv, dense or matmul becomes accelerator layers: ``vdla_parts(node, shape)``.
 
 A conv whose padding must hold its input's zero point (not 0), or whose padding is not the
 same on all four sides, runs on an explicitly padded input (the border holds the zero point;
@@ -44,6 +44,7 @@ class Part:
     in_channels: slice
     out_channels: slice
     pad: tuple | None        # explicit (t, l, b, r) padding with the zero point, or None
+    index: int | None = None  # a product's part (matmul): its batch index; every index runs the one program
 
 
 def _check_int8(node: QNode) -> None:
@@ -52,10 +53,13 @@ def _check_int8(node: QNode) -> None:
         raise LayerError(node.name, "wide", "the network's last op keeps int32 results; the accelerator stores int8")
 
 
-def vdla_parts(node: QNode, shape: tuple[int, ...]) -> list[Part]:
-    """The accelerator layers of a conv or dense node on an input of ``shape``; LayerError if none."""
+def vdla_parts(node: QNode, shape: tuple[int, ...], out_shape: tuple[int, ...] | None = None) -> list[Part]:
+    """The accelerator layers of a conv, dense or matmul node on an input of ``shape`` (a matmul
+    also needs its ``out_shape``); LayerError if none."""
     _check_int8(node)
     a = node.attrs
+    if node.op == "matmul":
+        return product_parts(node, shape, out_shape)
     per_channel = bool(np.ndim(a["shift"]))
     clip = dict(shift=0 if per_channel else int(a["shift"]), per_channel_shift=per_channel, clip_lo=int(a["lo"]),
                 clip_hi=int(a["hi"]))
@@ -87,6 +91,21 @@ def vdla_parts(node: QNode, shape: tuple[int, ...]) -> list[Part]:
     return parts
 
 
+def product_parts(node: QNode, shape: tuple[int, ...], out_shape: tuple[int, ...] | None) -> list[Part]:
+    """A product of two computed tensors (``matmul``: (..., N, K) x (..., K, M)) as one dense layer
+    (N, K) x (M, K)^T per batch index, all of them the one program ``bundle_key(node.name)``, run
+    once per index with that index's rows written as its input and the second operand's (K, M)
+    matrix, transposed, written as its weights (packed at run time: :func:`part_tensors`). The
+    bias is the requantization's constant ``add`` on every column."""
+    if out_shape is None or len(shape) < 2 or tuple(out_shape[:-1]) != tuple(shape[:-1]):
+        raise LayerError(node.name, "shape", f"a product of input {shape} needs its output shape (got {out_shape})")
+    n, k, m = int(shape[-2]), int(shape[-1]), int(out_shape[-1])
+    layer = Dense(name=node.name, n=n, ic=k, oc=m, shift=int(node.attrs["shift"]), clip_lo=int(node.attrs["lo"]),
+                  clip_hi=int(node.attrs["hi"]))
+    count = int(np.prod(shape[:-2], dtype=np.int64))
+    return [Part(bundle_key(node.name), layer, slice(0, k), slice(0, m), None, g) for g in range(count)]
+
+
 def square_weight(weight: np.ndarray) -> np.ndarray:
     """An OIHW kernel of kh x kw (inception's 1x7 and 7x1) as the k x k kernel, k = max(kh, kw),
     with zero taps below and right: with the input padded by k - kh more rows at the bottom and
@@ -99,9 +118,17 @@ def square_weight(weight: np.ndarray) -> np.ndarray:
     return np.pad(weight, ((0, 0), (0, 0), (0, k - kh), (0, k - kw)))
 
 
-def part_tensors(node: QNode, part: Part, x: np.ndarray) -> dict[str, np.ndarray]:
-    """The input, weight and bias (and per-channel shift) of one part, for input ``x`` of the node."""
+def part_tensors(node: QNode, part: Part, x: np.ndarray, y: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The input, weight and bias (and per-channel shift) of one part, for input ``x`` of the node
+    (a product's part: its batch index of ``x`` and, as the weights, of the second input ``y``
+    transposed; zeros without ``y``, as when its program is compiled ahead)."""
     a = node.attrs
+    if node.op == "matmul":
+        layer = part.layer
+        rows = x.reshape(-1, layer.n, layer.ic)[part.index]
+        weight = np.zeros((layer.oc, layer.ic), np.int8) if y is None else y.reshape(-1, layer.ic, layer.oc)[part.index].T
+        return {"input": np.ascontiguousarray(rows), "weight": np.ascontiguousarray(weight),
+                "bias": np.full(layer.oc, int(a["add"]), np.int32)}
     shift = {"shift": np.ascontiguousarray(np.asarray(a["shift"], np.int32)[part.out_channels])} \
         if np.ndim(a["shift"]) else {}
     if node.op == "dense":

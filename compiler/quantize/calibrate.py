@@ -131,6 +131,7 @@ def quantize_graph(graph: Graph, calibration: np.ndarray, *, method: str = "mse"
     # step needs no trade between clipping and resolution
     best = {name: choose_scale(v, FREE_WINDOW[method] if name in scales else method) for name, v in values.items()}
     rules.share_concat_scales(graph, pairs, out_of, best)
+    rules.symmetric_operands(graph, out_of, best, values, method)
     # the input's quantize node and value: names no node or value of the graph has (a node may be
     # called 'x.quantize', a value 'x_q')
     q_input = fresh_name(f"{graph.input}_q", graph.shapes)

@@ -26,6 +26,9 @@ add         a_shift, b_shift, offset, shift, lo, hi, a_mul and b_mul (default 1)
 mul         a_zp, b_zp, mul (0..2**14), shift (0..31), zp, lo, hi; inputs broadcast (numpy rules) as
             ``compiler.frontend.graph.mul_extents`` allows:
             clip((((a - a_zp) * (b - b_zp) * mul + 2**(shift-1)) >> shift) + zp, lo, hi)
+matmul      add, shift, lo, hi, macs: per index of the equal leading axes of its two inputs (zero
+            points 0), clip(wrap32(a @ b + add) >> shift, lo, hi) (attention's products, on the GEMM
+            core with ``b`` as the weights: ``compiler.network.attention``)
 lut         table int8 (256,):  out = table[x + 128]   (an element-wise op of
             compiler.frontend.elementwise, a scalar affine, any change of scale)
 muladd      mul int32, add int32 (each shaped like one sample), shift, lo, hi:

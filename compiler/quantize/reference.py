@@ -130,6 +130,13 @@ def mul(a, b, a_zp: int, b_zp: int, mul_: int, shift: int, zp: int, lo: int = -1
     return np.clip((total >> shift) + int(zp), lo, hi).astype(np.int8)
 
 
+def matmul(a, b, add: int, shift: int, lo: int = -128, hi: int = 127) -> np.ndarray:
+    """int8 (..., N, K) x (..., K, M), one product per index of the equal leading axes, each
+    clip(wrap32(sum of int8 products + add) >> shift, lo, hi) (symmetric operands: no zero points)."""
+    acc = np.matmul(np.asarray(a, np.int64), np.asarray(b, np.int64))
+    return requantize(wrap32(acc + int(add)), int(shift), lo=lo, hi=hi)
+
+
 def relu(x) -> np.ndarray:
     """int8 ReLU (the CPU kernel's definition; in graphs a ReLU is fused or a ``lut``)."""
     return np.maximum(x, 0).astype(np.int8)
@@ -279,6 +286,7 @@ EVAL = {
                                lo=a["lo"], hi=a["hi"], a_mul=a.get("a_mul", 1), b_mul=a.get("b_mul", 1)),
     "mul": lambda a, args: mul(args[0], args[1], a["a_zp"], a["b_zp"], a["mul"], a["shift"], a["zp"], a["lo"],
                                a["hi"]),
+    "matmul": lambda a, args: matmul(args[0], args[1], a["add"], a["shift"], a["lo"], a["hi"]),
     "relu": lambda a, args: relu(args[0]),
     "lut": lambda a, args: lut(args[0], a["table"]),
     "muladd": lambda a, args: muladd(args[0], a["mul"], a["add"], a["shift"], a["lo"], a["hi"]),

@@ -18,14 +18,14 @@ from compiler.frontend.elementwise import BY_NAME, SCALAR
 from compiler.frontend.graph import UNARY, Graph, ModelError, Node
 from compiler.quantize.exact import ceil_log2
 from compiler.quantize.reference import INT32_MAX, INT32_MIN, LN_Z_FRAC
-from compiler.quantize.scales import choose_scale, weight_fracs
+from compiler.quantize.scales import choose_frac, choose_scale, weight_fracs
 
 MAX_SHIFT, MAX_ADD_SHIFT, MAX_UP = 31, 16, 8
 ZP_MAX_SHIFT = 23  # the bias holds zero_point << shift (|zero point| <= 128), which must fit int32
 WIDE_UP = 8  # extra bits of a wide (int32) global average pool
 MULADD_BITS = 15  # |mul| of a muladd below 2**15
 BIAS_SAMPLES = 2  # calibration inputs used to measure the bias correction
-REQUANTIZING = ("conv", "dense", "add", "mul", "avgpool", "avgpool2d") + UNARY
+REQUANTIZING = ("conv", "dense", "add", "mul", "matmul", "avgpool", "avgpool2d") + UNARY
 
 
 @dataclass
@@ -266,9 +266,12 @@ def _unary(ctx: Context, node: Node, act, out, inputs, wide):
 
 
 def _softmax(ctx: Context, node: Node, act, out, inputs, wide):
+    """The exponential's table at the input's step ``2**-fx / s_x`` (``s_x``: a factor a product's
+    scale left on its output, :func:`_matmul`; 1 otherwise)."""
     fx = ctx.fracs[inputs[0]]
+    sx = (ctx.scales or {}).get(node.inputs[0], 1.0)
     d = np.arange(256, dtype=np.float64) - 255
-    table = np.rint(SCALAR.exp(d * 2.0 ** -fx) * 65536.0).astype(np.int32)
+    table = np.rint(SCALAR.exp(d * 2.0 ** -fx / sx) * 65536.0).astype(np.int32)
     return {"axis": node.attrs["axis"], "table": table}, 7, 0
 
 
@@ -301,6 +304,71 @@ def _layernorm(ctx: Context, node: Node, act, out, inputs, wide):
         ((1 << shift) >> 1)
     bound = 2.0 ** (shift + 8) + 2.0 ** 40
     return {"mul": mul, "add": np.clip(add, -bound, bound).astype(np.int64), "eps": int(eps), "shift": shift}, fy, zy
+
+
+SCALE_ABSORBERS = ("softmax",)  # readers whose int8 form takes any input step (a table of the real values)
+UNIT_SCALE = 2.0 ** -20  # a product scale within this of a power of two is that power (far below int8's 2**-8)
+
+
+def symmetric_operands(graph: Graph, out_of: dict, best: dict, values: dict, method: str) -> None:
+    """Give every value a ``matmul`` reads, and each value it is copied from (through gathers and
+    reshapes, which keep their input's codes), zero point 0: the GEMM core sums ``a * b`` of the
+    codes, and a zero point on either side would add a term per row (``zb * sum a``) that its
+    per-output-column bias cannot hold. The frac is the symmetric one of ``method``."""
+    by_output = {out_of.get(n.output, n.output): n for n in graph.nodes}
+    for node in graph.nodes:
+        if node.op != "matmul":
+            continue
+        for value in node.inputs:
+            while True:
+                best[value] = (choose_frac(values[value], method), 0)
+                producer = by_output.get(value)
+                if producer is None or producer.op not in ("gather", "reshape"):
+                    break
+                value = producer.inputs[0]
+
+
+def _matmul(ctx: Context, node: Node, act, out, inputs, wide):
+    """A product of two computed int8 tensors (per batch index ``a @ b``, zero points 0, see
+    :func:`symmetric_operands`): the int32 sums ``acc`` have step ``2**-(fa + fb)`` and the real
+    product is ``alpha`` times that. With ``alpha = m * 2**e`` (``m`` in [1/2, 1)) the
+    requantization is a shift, as the GEMM core's::
+
+        y = clip((acc + add) >> shift, -128, 127),  shift = fa + fb - fy - e + 1,
+        add = 2**(shift-1) + (zy << shift)
+
+    and the output's codes mean ``alpha * product * s`` on the step ``2**-fy``, ``s = 1 / (2 m)``
+    in (1/2, 1]: 1 when ``alpha`` is a power of two (``1/sqrt(d)`` for d = 4, 16, 64, 256),
+    else a factor recorded in ``ctx.scales`` that the product's readers must take, as a softmax's
+    table does (:data:`SCALE_ABSORBERS`; any other reader is refused)."""
+    (fa, fb), (za, zb) = (ctx.fracs[i] for i in inputs), (ctx.zps[i] for i in inputs)
+    if za or zb:
+        raise ModelError(ctx.graph.name, f"its operands' zero points are {za} and {zb}, not 0: the GEMM core's "
+                         "product needs symmetric int8 operands", node.name, "MatMul")
+    alpha = float(node.attrs["alpha"])
+    if not alpha > 0:
+        raise ModelError(ctx.graph.name, f"its scale {alpha:.6g} is not positive (a product scaled by a negative "
+                         "or zero constant is not supported)", node.name, "MatMul")
+    mant, e = np.frexp(alpha)
+    s = float(1.0 / (2.0 * mant))
+    if abs(s - 1.0) <= UNIT_SCALE or abs(s - 0.5) <= UNIT_SCALE:
+        e, s = (e + 1, 1.0) if s < 0.75 else (e, 1.0)
+    if s != 1.0:
+        readers = ctx.graph.consumers(node.output)
+        other = next((n.op for n in readers if n.op not in SCALE_ABSORBERS), None)
+        if other or not readers or out in ctx.graph.outputs:
+            raise ModelError(ctx.graph.name, f"its scale {alpha:.6g} is not a power of two and its product is read "
+                             f"by {other or 'the network output'}; the GEMM core's requantization only shifts "
+                             "(only a softmax reading the product can take the rest)", node.name, "MatMul")
+        ctx.scales[out] = s
+    top = fa + fb - int(e) + 1
+    fy = int(np.clip(ctx.best[out][0], top - ZP_MAX_SHIFT, top))
+    zy = ctx.zp(out, fy)
+    shift = top - fy
+    add = ((1 << (shift - 1)) if shift else 0) + (zy << shift)
+    a_shape, b_shape = ctx.graph.shapes[node.inputs[0]], ctx.graph.shapes[node.inputs[1]]
+    macs = int(np.prod(a_shape)) * int(b_shape[-1])
+    return {"shift": int(shift), "add": int(add), "lo": -128, "hi": 127, "macs": macs}, fy, zy
 
 
 RESIZE_FRAC = 14  # resize weights' fixed point: 4 * 2**14 * 128 stays far inside int32
@@ -336,7 +404,7 @@ def _copy(ctx: Context, node: Node, act, out, inputs, wide):
             "zps": tuple(ctx.zps[i] for i in inputs), "zp": zy}, fy, zy
 
 
-RULES = {"conv": _gemm, "dense": _gemm, "add": _add, "mul": _mul, "avgpool": _pool, "avgpool2d": _pool, "softmax": _softmax,
+RULES = {"conv": _gemm, "dense": _gemm, "add": _add, "mul": _mul, "matmul": _matmul, "avgpool": _pool, "avgpool2d": _pool, "softmax": _softmax,
          "layernorm": _layernorm,
          "maxpool": _copy, "reshape": _copy, "gather": _copy, "resize": _resize, "concat": _copy, **{op: _unary for op in UNARY}}
 

@@ -51,6 +51,9 @@ def reference_of(spec, inputs):
         return ref.softmax(inputs[0], 1, inputs[1])
     if f == "layernorm":
         return ref.layernorm(inputs[0], inputs[1], inputs[2], spec.eps, spec.shift)
+    if f == "matmul":
+        a, b = inputs[0].reshape(spec.g, spec.n, spec.k), inputs[1].reshape(spec.g, spec.k, spec.m)
+        return ref.matmul(a, b, spec.add, spec.shift, spec.lo, spec.hi)
     if f == "relu":
         return ref.relu(inputs[0])
     if f == "quantize":

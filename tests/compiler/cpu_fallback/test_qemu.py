@@ -61,14 +61,14 @@ def test_layout_arm_qemu_vs_host(arm_build, spec):
     _check_arm_vs_host(arm_build, spec)
 
 
-@_by_family("lut", "muladd", "mul", "avgpool2d", "concat", "gather", "resize", "softmax", "layernorm")
+@_by_family("lut", "muladd", "mul", "avgpool2d", "concat", "gather", "resize", "softmax", "layernorm", "matmul")
 def test_network_kernels_arm_qemu_vs_host(arm_build, spec):
     _check_arm_vs_host(arm_build, spec)
 
 
 @pytest.mark.parametrize("spec", [s for s in SPECS if s.family in ("conv2d", "dense", "lut", "muladd", "avgpool2d",
                                                                    "concat", "gather", "resize", "softmax", "mul",
-                                                                   "layernorm")][-22:],
+                                                                   "layernorm", "matmul")][-24:],
                          ids=case_id)
 def test_network_kernels_arm_qemu_vs_numpy_reference(arm_build, spec):
     """The Cortex-A9 build of the network executor's kernels equals the project's numpy reference."""

@@ -30,7 +30,7 @@ from tests.compiler.frontend.exporter_graphs import Builder
 
 ROOT = Path(__file__).resolve().parents[3]
 SHAPE = (1, 4, 5, 6)
-ACCELERATED = {"conv", "dense", "add"}  # placed by their own rules in partition.place
+ACCELERATED = {"conv", "dense", "add", "matmul"}  # placed by their own rules in partition.place
 
 
 def test_every_graph_op_has_a_float_meaning_and_a_quantization_rule():

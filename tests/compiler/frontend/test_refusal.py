@@ -40,8 +40,9 @@ class Net:
 
 
 def fcn_and_attention():
-    """A dilated pooling, an LpNormalization, a bicubic Resize, an attention MatMul (after a
-    Transpose) and an Erf: each refused for its own reason, none hidden behind the first."""
+    """A dilated pooling, an LpNormalization, a bicubic Resize, an attention MatMul whose batch
+    axes broadcast (by a Transpose and a Slice to one channel of its input) and an Erf: each
+    refused for its own reason, none hidden behind the first."""
     n = Net()
     x = n.conv("x", "conv1")
     x = n.dilated_pool(x, "aspp")
@@ -49,6 +50,7 @@ def fcn_and_attention():
     x = n.op("Resize", [x, "", n.init("scales", [1, 1, 2, 2])], "up", mode="cubic")
     x = n.dilated_pool(x, "head")
     k = n.op("Transpose", [x], "keys", perm=[0, 1, 3, 2])
+    k = n.op("Slice", [k] + [n.init(f"one_head.{i}", [v], np.int64) for i, v in enumerate((0, 1, 1))], "one_head")
     x = n.op("MatMul", [x, k], "scores")
     return n.model(n.op("Erf", [x], "erf"))
 
@@ -70,7 +72,8 @@ def test_every_unsupported_node_is_named_with_its_reason():
         "unsupported op Erf (1 node: 'erf')")
     reasons = {r.node: r.reason for r in err.refused}
     assert reasons["aspp"] == "dilation [2, 2] is not supported"
-    assert reasons["scores"] == "MatMul of two computed tensors is not supported (only by a constant matrix)"
+    assert reasons["scores"] == ("MatMul of two computed tensors of shapes (1, 8, 16, 16) and (1, 1, 16, 16): their "
+                                 "batch axes (1, 8) and (1, 1) differ (broadcasting them is not supported)")
 
 
 def test_a_two_hundred_node_refusal_stays_readable():
@@ -134,9 +137,12 @@ def test_patterns_need_the_structure():
 
 def test_a_single_refusal_reads_as_before():
     n = Net()
-    model = n.model(n.op("MatMul", ["x", n.op("Relu", ["x"], "r")], "attn"))
+    r = n.op("Slice", [n.op("Relu", ["x"], "r")] + [n.init(f"s{i}", [v], np.int64) for i, v in enumerate((0, 1, 1))],
+             "head")
+    model = n.model(n.op("MatMul", ["x", r], "attn"))
     with pytest.raises(ModelError, match=r"^m.onnx: node 'attn' \(MatMul\): attention: MatMul of two computed "
-                                         r"tensors: MatMul of two computed tensors is not supported"):
+                                         r"tensors: MatMul of two computed tensors of shapes \(1, 8, 8, 8\) and "
+                                         r"\(1, 1, 8, 8\): their batch axes"):
         from_model(model, "m.onnx")
 
 
