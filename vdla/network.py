@@ -30,7 +30,7 @@ from vdla_hw.cache import cached
 from vdla_hw.config import load_config
 from vdla_hw.errors import VdlaError
 from vdla_hw.files import open_checked, read_checked
-from vdla_hw.limits import MAX_MODEL_BYTES, MAX_TENSOR_BYTES, RESNET_MAX_RESOLUTION, mib
+from vdla_hw.limits import MAX_GRAPH_OPS, MAX_MODEL_BYTES, MAX_TENSOR_BYTES, RESNET_MAX_RESOLUTION, mib
 
 BUILTIN = {"resnet18": 18, "resnet34": 34}
 DEFAULT_CPU = "cortex-a9"
@@ -448,6 +448,9 @@ def prepare(model: str = "resnet18", *, config=None, resolution: int = 224,
         (0 if images or isinstance(calibration, str) else test_inputs + 1)
     check_run_inputs(shape, made)
     check_run_tensors(graph.shapes, made)
+    if len(graph.nodes) > MAX_GRAPH_OPS:  # each stage costs about a millisecond per op
+        raise ModelError(model, f"{len(graph.nodes)} ops after import, more than the {MAX_GRAPH_OPS} a run takes "
+                         "(vdla_hw/limits.py MAX_GRAPH_OPS)")
     calib = load_inputs(calibration, shape, normalize) if isinstance(calibration, str) else \
         synthetic(shape, calibration, CALIBRATION_SEED)
     tests = load_inputs(images, shape, normalize) if images else None

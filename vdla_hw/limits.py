@@ -175,4 +175,16 @@ MAX_RESIZE_MAP_BYTES = MAX_TENSOR_BYTES
 # makes of one input, which each input makes again (check_run_tensors); the 1 x 1 x 5792 x 5792
 # Relu (nine 128 MiB inputs, 2.1 GB and 22.7 s before) is refused.
 RUN_MAX_INPUT_BYTES = MAX_TENSOR_BYTES
+
+# --- A model's nodes (issue 45) -------------------------------------------------------------
+# Every stage of a run (calibration, the quantization report, placement, execution, the
+# reference) costs about a millisecond per op however small its tensors: a chain of 4,000
+# element-wise ops on a 1 x 3 x 8 x 8 input ran in 5.4 CPU s and 190 MB (load 3), one of 100,000
+# (a 2.6 MB file) ran 42 s and out of 512 MB. ``MAX_GRAPH_OPS``: the ops of an imported network,
+# 4,096, checked before calibration (vdla/network.py). The ONNX
+# file's own nodes may be more (the exporters' shape arithmetic folds away): ``MAX_MODEL_NODES``,
+# 16,384, checked as the file is parsed (compiler/frontend/onnx_read.py); importing a chain of
+# 16,384 nodes took 1.9 CPU s and 95 MB.
+MAX_GRAPH_OPS = 4096
+MAX_MODEL_NODES = 16384
 RUN_MAX_MADE_BYTES = 288 << 20

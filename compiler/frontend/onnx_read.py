@@ -31,7 +31,7 @@ from pathlib import Path
 from compiler.frontend.graph import ModelError
 from vdla_hw.errors import FileRefused
 from vdla_hw.files import read_checked
-from vdla_hw.limits import MAX_MODEL_BYTES, mib
+from vdla_hw.limits import MAX_MODEL_BYTES, MAX_MODEL_NODES, mib
 
 OPSET_MIN, OPSET_MAX = 13, 21
 
@@ -51,6 +51,9 @@ def read_model(path: str | Path):
         raise ModelError(where, f"not an ONNX model file ({type(err).__name__})") from None
     if not model.graph.node:
         raise ModelError(where, "not an ONNX model file (no graph nodes)")
+    if len(model.graph.node) > MAX_MODEL_NODES:
+        raise ModelError(where, f"{len(model.graph.node)} nodes, more than the {MAX_MODEL_NODES} a model may have "
+                         "(vdla_hw/limits.py MAX_MODEL_NODES)")
     load_external(model, where, Path(path).resolve().parent)
     return model
 

@@ -202,3 +202,25 @@ def test_a_window_of_many_taps_over_padding_is_refused(base_seconds, tmp_path):
     node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[5000, 5000], pads=[2500] * 4, name="big")
     model = _save(tmp_path, "taps", [node], [1, 1, 1, 1])
     refused(base_seconds, model, words=["node 'big'", "5000x5000 kernel", "MAX_LAYER_MACS"])
+
+
+def _relu_chain(folder: Path, length: int) -> Path:
+    """``length`` Relus in a row on a 1 x 3 x 8 x 8 input: each op is cheap, their number is not."""
+    nodes = [helper.make_node("Relu", ["x" if i == 0 else f"t{i - 1}"], ["y" if i == length - 1 else f"t{i}"])
+             for i in range(length)]
+    return _save(folder, f"chain{length}", nodes, [1, 3, 8, 8])
+
+
+@pytest.mark.parametrize("length, words", [(4097, ["4097 ops after import", "MAX_GRAPH_OPS"]),
+                                           (20_000, ["20000 nodes, more than the 16384", "MAX_MODEL_NODES"])])
+def test_a_model_of_too_many_ops_is_refused_before_calibration(base_seconds, tmp_path, length, words):
+    """Before: a run cost about a millisecond per op in every stage, so 20,000 Relus (a 0.5 MB
+    file) ran about 26 s, and 100,000 ran 42 s and out of 512 MB. The import's own bound on the
+    file's nodes (MAX_MODEL_NODES) and the run's on the imported ops (MAX_GRAPH_OPS) refuse them."""
+    refused(base_seconds, _relu_chain(tmp_path, length), words=words)
+
+
+def test_a_chain_within_the_op_bound_runs(tmp_path):
+    """1,000 Relus (a quarter of MAX_GRAPH_OPS): bit exact within the memory limit."""
+    code, out, err, _ = vdla_run(_relu_chain(tmp_path, 1000))
+    assert code == 0 and "bit exact vs the quantized numpy reference: True" in out, err[-2000:]
