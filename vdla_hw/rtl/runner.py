@@ -23,6 +23,7 @@ from vdla_hw.rtl import buildlock, srchash
 
 SIMULATORS = ("icarus", "verilator")
 TOPS = {"core": "vdla_top", "axi": "vdla_axi_top"}
+HIER = "-hier"    # after a top ("core-hier"): its hierarchical Verilog, same ports (vdla_hw.rtl.hier)
 RTL_DIR = Path(__file__).resolve().parent
 REPO = RTL_DIR.parent.parent
 # not part of the Verilog: the build tools and the clock estimate's modules
@@ -65,12 +66,19 @@ def source_hash() -> str:
 
 
 def top_name(top: str) -> str:
-    """Module name of ``top`` ("core"/"axi", or the module name itself)."""
+    """Module name of ``top`` ("core"/"axi", or the module name itself; with :data:`HIER` after it,
+    its hierarchical Verilog, :mod:`vdla_hw.rtl.hier`)."""
+    top = top.removesuffix(HIER)
     if top in TOPS:
         return TOPS[top]
     if top in TOPS.values():
         return top
     raise VdlaError(f"unknown top {top!r} (known: {', '.join(TOPS)})")
+
+
+def build_tag(top: str) -> str:
+    """The build folder's name part for ``top``: its module, and ``-hier`` for the hierarchical form."""
+    return top_name(top) + (HIER if top.endswith(HIER) else "")
 
 
 def tool_env() -> dict:
@@ -107,12 +115,12 @@ def sources(config: Config | str, top: str = "core", build_root: Path | None = N
 
     config = load_config(config)
     module = top_name(top)
-    tag = ("-vcd" if waves else "") + "-" + module
+    tag = ("-vcd" if waves else "") + "-" + build_tag(top)
     src = Path(build_root or default_build_root()) / f"{config.fingerprint}-{source_hash()}{tag}" / "src"
     if not (src / f"{HARNESS}.v").exists():     # convert into a temporary folder renamed into place, so
         src.parent.mkdir(parents=True, exist_ok=True)  # concurrent conversions never mix their files
         tmp = Path(tempfile.mkdtemp(prefix=".src-", dir=src.parent))
-        harness_verilog(config, to_verilog(config, tmp, top=module), tmp)
+        harness_verilog(config, to_verilog(config, tmp, top=module, hierarchical=top.endswith(HIER)), tmp)
         os.chmod(tmp, 0o755)
         if src.exists() and not (src / f"{HARNESS}.v").exists():
             shutil.rmtree(src, ignore_errors=True)    # left half-written by an interrupted conversion
@@ -132,7 +140,7 @@ def build(config: Config | str, sim: str, build_root: Path | None = None, waves:
     config = load_config(config)
     module = top_name(top)
     root = Path(build_root or default_build_root())
-    tag = ("-vcd" if waves else "") + "-" + module
+    tag = ("-vcd" if waves else "") + "-" + build_tag(top)
     bdir = root / f"{config.fingerprint}-{source_hash()}{tag}" / sim
     src = sources(config, top, build_root, waves)
     stamp = bdir / ".built"
