@@ -60,6 +60,8 @@ def test_tiny_core_per_block_and_totals(capsys):
     assert res["dsp"] == flat["dsp"] and res["lut"] >= flat["lut"] and res["ff"] >= flat["ff"]
     assert {k: res[k] for k in DOC_TINY["hier"]} == DOC_TINY["hier"]
     assert {k: flat[k] for k in DOC_TINY["flat"]} == DOC_TINY["flat"]
+    largest = sorted(res["blocks"], key=lambda name: -res["blocks"][name]["lut"])[:2]
+    assert set(largest) == {"compute", "memport"}
     assert main(["hw", "synth", "--config", "tiny", "--hierarchical"]) == 0
     text = capsys.readouterr().out
     assert "compute" in text and "total" in text and "no clock estimate" in text

@@ -62,7 +62,7 @@ def _parts():
         "memport": (memport,),                   # the AXI master and its arbiter
         "srams": (srams,),
         "fetch": (fetch,),
-        "load": (dma_read, wire),                # wire: load's start strobe
+        "load": (dma_read, wire),                # wire: load's start strobe (the top's only wire block)
         "compute": (compute,),
         "store": (store,),
         "status": (retire_trace, error_merge, counter_incs),   # retire trace, ERROR merge, counters
@@ -113,6 +113,13 @@ def block_leaves(blk: _Block) -> dict:
     return out
 
 
+def port_signals(blk: _Block) -> list:
+    """(name, signal) of ``blk``'s arguments that are signals, in parameter order: a top's ports."""
+    values = dict(zip(inspect.signature(blk.func).parameters, blk.args))
+    values.update(blk.kwargs)
+    return [(n, v) for n, v in values.items() if isinstance(v, _Signal)]
+
+
 def local_names(blk: _Block) -> dict:
     """id -> name of every signal reachable from the locals of ``blk``'s function (its parameters
     first: the ports keep their names), for the wires of the top written here."""
@@ -125,11 +132,9 @@ def local_names(blk: _Block) -> dict:
     return {k: path for k, (path, _) in out.items()}
 
 
-def _unique(name: str, sig, taken: dict, prefix: str) -> str:
-    if name in taken and taken[name] is not sig:
-        name = f"{prefix}_{name}"
-    n = 0
-    base = name
+def _unique(name: str, sig, taken: dict) -> str:
+    """``name`` for ``sig``, or ``name_1``, ``name_2``... if ``taken`` (name -> signal) gives it to another."""
+    n, base = 0, name
     while name in taken and taken[name] is not sig:
         n += 1
         name = f"{base}_{n}"
@@ -234,10 +239,7 @@ def _range(width: int) -> str:
 def write_top(name: str, top: _Block, instances: list) -> Module:
     """The structural module ``name`` with the ports of ``top`` (its parameters' signals, in order)
     and ``instances`` [(instance name, Module)] connected by wires named from ``top``'s locals."""
-    params = [n for n in inspect.signature(top.func).parameters][1:]   # p first
-    values = dict(zip(inspect.signature(top.func).parameters, top.args))
-    values.update(top.kwargs)
-    port_sigs = [(n, values[n]) for n in params if isinstance(values.get(n), _Signal)]
+    port_sigs = port_signals(top)
     port_ids = {id(s): n for n, s in port_sigs}
     net = _net_names(top, [(f"{inst}_{pname}", sig) for inst, mod in instances for pname, sig in mod.ports])
     wires, drivers = {}, {}
@@ -283,15 +285,12 @@ def _ids(sigs) -> set:
 def _net_names(top: _Block, shared: list) -> dict:
     """id -> wire name of each signal in ``shared`` [(fallback name, signal)]: the top's port name,
     else its path among the top function's locals, else the fallback; unique."""
-    params = list(inspect.signature(top.func).parameters)
-    values = dict(zip(params, top.args))
-    values.update(top.kwargs)
-    taken = {n: v for n, v in values.items() if isinstance(v, _Signal)}
+    taken = dict(port_signals(top))
     out = {id(v): n for n, v in taken.items()}
     local = local_names(top)
     for fallback, sig in shared:
         if id(sig) not in out:
-            out[id(sig)] = _unique(local.get(id(sig), fallback), sig, taken, "w")
+            out[id(sig)] = _unique(local.get(id(sig), fallback), sig, taken)
     return out
 
 
@@ -301,9 +300,7 @@ def core_modules(core: _Block) -> list[Module]:
         raise VdlaError("hierarchical Verilog: vdla_top has logic outside its blocks (put it in a block)")
     parts = _match(core.subs)
     leaf = {part: {k: v for _, b in blks for k, v in block_leaves(b).items()} for part, blks in parts.items()}
-    values = dict(zip(inspect.signature(core.func).parameters, core.args))
-    values.update(core.kwargs)
-    top_ids = _ids(v for v in values.values() if isinstance(v, _Signal))
+    top_ids = _ids(v for _, v in port_signals(core))
     shared = []
     for part in parts:
         others = set().union(*(ids.keys() for p, ids in leaf.items() if p != part))
@@ -328,9 +325,7 @@ def hierarchical_verilog(inst: _Block, top: str) -> str:
             raise VdlaError("hierarchical Verilog: vdla_axi_top must hold exactly one block, the core")
         mods = core_modules(cores[0])
         core_top = mods[-1]
-        values = dict(zip(inspect.signature(inst.func).parameters, inst.args))
-        values.update(inst.kwargs)
-        shared = _ids(v for v in values.values() if isinstance(v, _Signal)) | _ids(s for _, s in core_top.ports)
+        shared = _ids(v for _, v in port_signals(inst)) | _ids(s for _, s in core_top.ports)
         glue = convert_glue(MODULE_PREFIX + GLUE, gens, shared)
         mods += [glue, write_top(top, inst, [("core", core_top), (GLUE, glue)])]
     else:
