@@ -4,6 +4,7 @@ simulation (cycles, counters, retire trace, final image) on programs of the RTL 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,8 +42,6 @@ def test_hierarchical_top_keeps_the_flat_ports(verilog, top):
 
 @pytest.mark.parametrize("top", ["vdla_top", "vdla_axi_top"])
 def test_one_module_per_block(verilog, top):
-    import re
-
     text = verilog[top, True].read_text()
     modules = re.findall(r"^module (\w+) \(", text, re.M)
     expected = [f"vdla_{p}" for p in PARTS] + ["vdla_top"] + (["vdla_axi3", "vdla_axi_top"] if top == "vdla_axi_top" else [])
@@ -51,6 +50,23 @@ def test_one_module_per_block(verilog, top):
     assert "always" not in top_text    # structural: every piece of logic is in a block's module
     flat = verilog[top, False].read_text()
     assert len(re.findall(r"^module ", flat, re.M)) == 1
+
+
+def _declared(text: str) -> set:
+    ports = set(re.findall(r"^(?:input|output)\s+(?:signed\s+)?(?:\[[^\]]+\]\s+)?(\w+);", text, re.M))
+    return set(re.findall(r"^(?:reg|wire)\s+(?:signed\s+)?(?:\[[^\]]+\]\s+)?(\w+)", text, re.M)) - ports
+
+
+def test_parts_keep_the_flat_names(verilog):
+    """Every signal inside a block's module has its name in the flat module (``fetch0_bcnt``,
+    ``compute0_dma_read1_...``), so paths read the same in per-block and flat reports."""
+    flat_core = _declared(verilog["vdla_top", False].read_text())
+    flat_axi = _declared(verilog["vdla_axi_top", False].read_text())
+    modules = {m.split()[0]: m for m in re.split(r"^module ", verilog["vdla_axi_top", True].read_text(), flags=re.M)[1:]}
+    for part in PARTS:
+        inner = _declared(modules[f"vdla_{part}"])
+        assert inner and inner <= flat_core, (part, sorted(inner - flat_core)[:5])
+    assert _declared(modules["vdla_axi3"]) <= flat_axi
 
 
 def test_conversion_is_deterministic(verilog):

@@ -29,7 +29,7 @@ def test_a_block_in_no_part_is_named():
     def debug_tap():
         pass
     with pytest.raises(VdlaError, match="vdla_top's block debug_tap is in no part of vdla_hw.rtl.hier"):
-        _match([SimpleNamespace(func=debug_tap)])
+        _match([SimpleNamespace(func=debug_tap, subs=[])])
 
 
 @pytest.mark.parametrize("args", [["hw", "verilog", "--hierarchical", "--top", "checker"],

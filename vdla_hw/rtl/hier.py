@@ -145,6 +145,39 @@ def _unique(name: str, sig, taken: dict) -> str:
 _PORT = re.compile(r"^(input|output|inout)\s+(?:signed\s+)?(?:\[(\d+):0\]\s+)?(\w+);", re.M)
 
 
+def _count_calls(blk: _Block, counts: dict) -> None:
+    """Add ``blk`` and every block under it to ``counts`` (block function -> calls), in the order
+    MyHDL elaborated them (a block is counted before the blocks it calls)."""
+    counts[blk.func] = counts.get(blk.func, 0) + 1
+    for sub in blk.subs:
+        if isinstance(sub, _Block):
+            _count_calls(sub, counts)
+
+
+def calls_before(blocks: list) -> list[dict]:
+    """For each of ``blocks`` (a top's sub-blocks, in order), the calls of every block function
+    made before it in the flat elaboration: MyHDL names an instance by its function and that count
+    (``dma_read1``: the second ``dma_read``), so a block re-made with these counts gets the flat
+    module's names, nested blocks included."""
+    out, counts = [], {}
+    for blk in blocks:
+        out.append(dict(counts))
+        _count_calls(blk, counts)
+    return out
+
+
+def _prime(counts: dict) -> None:
+    """Set MyHDL's per-function call counts to ``counts`` (0 for the others) and forget the names it
+    handed out, so the next block is named as in the flat elaboration (see :func:`calls_before`)."""
+    import myhdl._block
+    import myhdl._simulator
+
+    myhdl._block._name_set.clear()
+    for deco in myhdl._simulator._blocks:
+        if hasattr(deco, "func"):
+            deco.calls = counts.get(deco.func, 0)
+
+
 def _convert_wrapper(module: str, source: str, namespace: dict, args: list) -> str:
     """Convert the block ``module`` defined by ``source`` (a generated wrapper) with the globals
     ``namespace``, called with the signals ``args``; returns its Verilog without date/file lines."""
@@ -174,22 +207,24 @@ def _finish(mod: Module) -> Module:
 
 
 def convert_blocks(module: str, blocks: list, nets: dict) -> Module:
-    """The module ``module`` holding ``blocks`` [(decorator, elaborated _Block)], re-made from their
-    decorators and arguments inside a wrapper; its ports are its leaf signals named in ``nets``
-    (id -> the top's name for it), in the order the blocks' arguments reach them."""
+    """The module ``module`` holding ``blocks`` [(decorator, elaborated _Block, calls before it)],
+    re-made from their decorators and arguments inside a wrapper, each named as in the flat module
+    (:func:`calls_before`); its ports are its leaf signals named in ``nets`` (id -> the top's name
+    for it), in the order the blocks' arguments reach them."""
     ports, seen = [], set()
-    for _, blk in blocks:
+    for _, blk, _ in blocks:
         for key, (_, sig) in block_leaves(blk).items():
             if key in nets and key not in seen:
                 seen.add(key)
                 ports.append((nets[key], sig))
-    namespace, calls = {"block": block}, []
-    for i, (deco, blk) in enumerate(blocks):
-        namespace[f"_deco{i}"] = deco
+    namespace, body = {"block": block, "_prime": _prime}, []
+    for i, (deco, blk, before) in enumerate(blocks):
+        namespace[f"_deco{i}"], namespace[f"_before{i}"] = deco, before
         namespace[f"_args{i}"], namespace[f"_kwargs{i}"] = blk.args, blk.kwargs
-        calls.append(f"_deco{i}(*_args{i}, **_kwargs{i})")
-    source = (f"@block\ndef {module}({', '.join(name for name, _ in ports)}):\n"
-              f"    return [{', '.join(calls)}]\n")
+        # the calls stay in the wrapper's own body: MyHDL takes a block's context from its caller's frame
+        body += [f"    _prime(_before{i})\n", f"    b{i} = _deco{i}(*_args{i}, **_kwargs{i})\n"]
+    source = (f"@block\ndef {module}({', '.join(name for name, _ in ports)}):\n" + "".join(body)
+              + f"    return [{', '.join(f'b{i}' for i in range(len(blocks)))}]\n")
     text = _convert_wrapper(module, source, namespace, [sig for _, sig in ports])
     return _finish(Module(module, ports, text=text))
 
@@ -265,16 +300,17 @@ def write_top(name: str, top: _Block, instances: list) -> Module:
 
 
 def _match(blocks: list) -> dict:
-    """Part name -> [(decorator, block)] of the core's blocks in it; every block in exactly one part."""
+    """Part name -> [(decorator, block, calls before it)] of the core's blocks in it; every block in
+    exactly one part."""
     parts = _parts()
     by_func = {deco.func: (part, deco) for part, decos in parts.items() for deco in decos}
     out = {part: [] for part in parts}
-    for blk in blocks:
+    for blk, before in zip(blocks, calls_before(blocks)):
         part, deco = by_func.get(blk.func, (None, None))
         if part is None:
             raise VdlaError(f"hierarchical Verilog: vdla_top's block {blk.func.__name__} is in no part of "
                             "vdla_hw.rtl.hier (add it to one)")
-        out[part].append((deco, blk))
+        out[part].append((deco, blk, before))
     return {part: blks for part, blks in out.items() if blks}
 
 
@@ -299,7 +335,7 @@ def core_modules(core: _Block) -> list[Module]:
     if any(not isinstance(s, _Block) for s in core.subs):
         raise VdlaError("hierarchical Verilog: vdla_top has logic outside its blocks (put it in a block)")
     parts = _match(core.subs)
-    leaf = {part: {k: v for _, b in blks for k, v in block_leaves(b).items()} for part, blks in parts.items()}
+    leaf = {part: {k: v for _, b, _ in blks for k, v in block_leaves(b).items()} for part, blks in parts.items()}
     top_ids = _ids(v for _, v in port_signals(core))
     shared = []
     for part in parts:
