@@ -11,7 +11,9 @@ another part or with the top's ports; the rest stay inside it. The top module (t
 instances and the wires between them) is written here from the same signal lists: a wire takes
 its name from the top function's locals (``ctl_load_cmd_start``), is driven by the one part whose
 converted module declares it ``output``, and a wire no part drives is the constant of its initial
-value (what MyHDL writes for an undriven signal in the flat module).
+value (what MyHDL writes for an undriven signal in the flat module). Each block is re-made with
+MyHDL's instance counts of the flat elaboration (:func:`calls_before`), so the signals inside a
+part have the flat core's names (``fetch0_bcnt``).
 
 The FPGA top ``vdla_axi_top`` is the hierarchical core (module ``vdla_top``, the same ports as the
 flat core's) and its own AXI3 adapter ``vdla_axi3`` (the top's ``always_comb`` generators). Both
