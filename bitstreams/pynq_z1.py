@@ -4,7 +4,8 @@ verilog`` into ``vdla.bit`` + ``vdla.hwh`` for pynq, and the manifest the driver
 ``write_project(config, out_dir)`` writes::
 
     out_dir/rtl/vdla_axi_top.v  the FPGA top: the accelerator with the port's AXI3 master (vdla_hw.rtl.axi_top),
-                             every port with Vivado's interface attributes (vdla_hw.rtl.ip_attrs)
+                             every port with Vivado's interface attributes (vdla_hw.rtl.ip_attrs);
+                             with ``hierarchical``, one module per block before it (vdla_hw.rtl.hier)
     out_dir/build.tcl        Vivado batch script: block design, synthesis, implementation, timing gate
     out_dir/constraints.xdc  user constraints: none (the clock is the PS7's own, see below)
     out_dir/vdla.json        the manifest (copied next to the bitstream as out/vdla.json)
@@ -83,8 +84,9 @@ def vivado_command() -> str:
     return "vivado -mode batch -source build.tcl -log build.log -journal build.jou"
 
 
-def manifest(config: Config, verilog: Path, top: str) -> dict:
-    """What the driver checks before it trusts a bitstream (driver.pynq_device.load_manifest)."""
+def manifest(config: Config, verilog: Path, top: str, hierarchical: bool = False) -> dict:
+    """What the driver checks before it trusts a bitstream (driver.pynq_device.load_manifest);
+    ``hierarchical``: the Verilog keeps one module per block (vdla_hw.rtl.hier)."""
     from vdla_hw.rtl.axi_top import port_attributes
 
     attrs = port_attributes(config)
@@ -107,6 +109,7 @@ def manifest(config: Config, verilog: Path, top: str) -> dict:
                         "axuser": attrs["user"], "data_bits": 8 * config.MEM_BYTES_PER_BEAT, "protocol": "AXI3"},
         "registers": {r.name: r.offset for r in regmap.REGISTERS},
         "verilog_sha256": hashlib.sha256(verilog.read_bytes()).hexdigest(),
+        "verilog_hierarchical": hierarchical,
     }
 
 
@@ -125,7 +128,7 @@ connect_bd_net [get_bd_pins [lindex [get_bd_cells -filter {{VLNV =~ "*proc_sys_r
 """
 
 
-def _tcl(config: Config, top: str, ila: bool = False) -> str:
+def _tcl(config: Config, top: str, ila: bool = False, hierarchical: bool = False) -> str:
     c = config
     from vdla_hw.rtl.axi_top import port_attributes
 
@@ -198,7 +201,7 @@ foreach seg [get_bd_addr_segs ps7/{slave}/*] {{
 validate_bd_design
 save_bd_design
 
-{implementation_tcl(c, "vdla", debug_probes=ila)}file copy -force $here/vdla.json $here/out/vdla.json
+{implementation_tcl(c, "vdla", debug_probes=ila, per_block=hierarchical)}file copy -force $here/vdla.json $here/out/vdla.json
 puts "built out/vdla.bit, out/vdla.hwh, out/vdla.json ({c.fingerprint}); copy out/ to the board"
 """
 
@@ -213,18 +216,22 @@ def top_module(verilog_dir: Path) -> tuple[str, list[str]]:
                      "reference until vdla_hw.rtl provides that wrapper"]
 
 
-def write_scripts(config: Config, out: Path, top: str = AXI_TOP, ila: bool = False) -> None:
+def write_scripts(config: Config, out: Path, top: str = AXI_TOP, ila: bool = False, hierarchical: bool = False) -> None:
     """The project's Vivado scripts alone: ``build.tcl`` and ``constraints.xdc`` (they depend on
-    the configuration, not on the Verilog's text, which build.tcl reads from ``rtl/``)."""
-    (out / "build.tcl").write_text(_tcl(config, top, ila=ila))
+    the configuration, not on the Verilog's text, which build.tcl reads from ``rtl/``; with
+    ``hierarchical``, build.tcl also writes the per-block reports)."""
+    (out / "build.tcl").write_text(_tcl(config, top, ila=ila, hierarchical=hierarchical))
     (out / CONSTRAINTS).write_text(constraints_xdc(config, GENERATOR))
 
 
-def write_project(config: Config | str | None, out_dir: str | Path, port: str | None = None, ila: bool = False) -> str:
+def write_project(config: Config | str | None, out_dir: str | Path, port: str | None = None, ila: bool = False,
+                  hierarchical: bool = False) -> str:
     """Write the Vivado project folder for ``config`` into ``out_dir``; returns the command to run
     in it. ``port`` ("acp" | "hp") builds for that PS port instead of the configuration's MEM_PORT
     (:func:`vdla_hw.config.with_port`: the port's timing parameters too, so the fingerprint in the
     manifest is that configuration's). ``ila``: add a System ILA on both buses (:func:`ila_tcl`).
+    ``hierarchical``: the Verilog with one module per block (:mod:`vdla_hw.rtl.hier`, same top
+    and ports), so Vivado's utilisation and timing reports can be read per block.
     :func:`missing_for_build` says what the RTL still lacks."""
     from vdla_hw.rtl.convert import to_verilog
 
@@ -233,15 +240,18 @@ def write_project(config: Config | str | None, out_dir: str | Path, port: str | 
         config = with_port(config, port)
     out = Path(out_dir)
     (out / "rtl").mkdir(parents=True, exist_ok=True)
-    verilog = to_verilog(config, out / "rtl", top=AXI_TOP, ip_attributes=True)
+    verilog = to_verilog(config, out / "rtl", top=AXI_TOP, ip_attributes=True, hierarchical=hierarchical)
     top, pending = top_module(out / "rtl")
-    write_scripts(config, out, top, ila=ila)
-    (out / "vdla.json").write_text(json.dumps(manifest(config, verilog, top), indent=2) + "\n")
+    write_scripts(config, out, top, ila=ila, hierarchical=hierarchical)
+    (out / "vdla.json").write_text(json.dumps(manifest(config, verilog, top, hierarchical), indent=2) + "\n")
     (out / "README.txt").write_text(
         f"Generated by {GENERATOR} for {config.name} ({config.fingerprint}).\n"
         f"Run here: {vivado_command()}\n"
         "Needs Vivado with Digilent's PYNQ-Z1 board files (vivado-boards); the build stops without them.\n"
-        f"Result: out/vdla.bit, out/vdla.hwh, out/vdla.json{' (and out/vdla.ltx, the ILA probes)' if ila else ''}"
+        + ("The Verilog is hierarchical (one module per block): the build also writes the utilisation per\n"
+           "block (out_utilization_blocks.rpt) and each block's worst path (out_timing_blocks.rpt).\n"
+           if hierarchical else "")
+        + f"Result: out/vdla.bit, out/vdla.hwh, out/vdla.json{' (and out/vdla.ltx, the ILA probes)' if ila else ''}"
         " -> copy out/ to the board as\n"
         f"/home/xilinx/vdla/bitstreams/{config.fingerprint}/ (see docs/board.md).\n"
         + "".join(f"NOT READY: {p}\n" for p in pending))

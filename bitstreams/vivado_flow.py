@@ -60,11 +60,20 @@ if {{abs($fclk - {mhz:g}) > {CLOCK_TOLERANCE * mhz:.4f}}} {{
 """
 
 
-def implementation_tcl(config: Config, bd: str, here: str = "$here", debug_probes: bool = False) -> str:
+def implementation_tcl(config: Config, bd: str, here: str = "$here", debug_probes: bool = False,
+                       per_block: bool = False) -> str:
     """Wrapper, constraints, implementation to route_design, the timing gate, then bitstream + hwh
     (+ the ILA's probes file ``out/vdla.ltx`` with ``debug_probes``). Needs ``$fclk``, the PS's
-    achieved FCLK_CLK0 in MHz (:func:`fclk_check_tcl`): the period timed must be its period."""
+    achieved FCLK_CLK0 in MHz (:func:`fclk_check_tcl`): the period timed must be its period.
+    ``per_block`` (hierarchical Verilog): also the utilisation per block of the design's hierarchy
+    (``out_utilization_blocks.rpt``) and each block's worst path (``out_timing_blocks.rpt``)."""
     probes = f"write_debug_probes -force {here}/out/vdla.ltx\n" if debug_probes else ""
+    blocks = (f"report_utilization -hierarchical -hierarchical_depth 6 -file {here}/out_utilization_blocks.rpt\n"
+              f"# each block's worst setup path ending in it (the instances of vdla_hw.rtl.hier's modules)\n"
+              f"foreach cell [get_cells -hierarchical -quiet -filter {{ORIG_REF_NAME =~ vdla_* || REF_NAME =~ vdla_*}}] {{\n"
+              f"    report_timing -quiet -to [get_cells -quiet -hierarchical -filter \"NAME =~ $cell/* && IS_SEQUENTIAL\"] "
+              f"-max_paths 1 -name $cell -append -file {here}/out_timing_blocks.rpt\n"
+              f"}}\n") if per_block else ""
     return f"""# the HDL wrapper wherever this Vivado version writes it (.srcs/ in 2020.1, .gen/ from 2020.2)
 add_files -norecurse [make_wrapper -files [get_files {bd}.bd] -top]
 set_property top {bd}_wrapper [current_fileset]
@@ -79,7 +88,7 @@ if {{![string match "*Complete*" [get_property STATUS [get_runs impl_1]]]}} {{
 open_run impl_1
 report_utilization -file {here}/out_utilization.rpt
 report_timing_summary -max_paths 20 -file {here}/out_timing.rpt
-check_timing -file {here}/out_check_timing.rpt
+{blocks}check_timing -file {here}/out_check_timing.rpt
 
 # the timing gate: the clock timed is the PS's FCLK_CLK0 (its period, with the PS7 IP's input
 # jitter), and every check is met -- otherwise no bitstream

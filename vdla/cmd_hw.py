@@ -15,6 +15,8 @@ from vdla_hw.limits import RTL_CYCLES_PER_S, RTL_MAX_CYCLES
 
 
 TOPS = ("core", "axi")
+HIER_HELP = ("one Verilog module per block (control, queues, memport, srams, fetch, load, compute, store, "
+             "status; the FPGA top's AXI3 adapter) under a top with the flat one's ports, all in <top>.v")
 # Where each key of `vdla rtl --json` comes from, the report's "measured_by": the RTL run, the
 # simulator's run of the same bundle beforehand (the bench counts no bytes and no token or queue
 # events), the program's instructions over the RTL's cycles, or nothing (None).
@@ -39,11 +41,12 @@ def cmd_hw_verilog(args) -> int:
     dest = Path(args.output) / f"{top}.v"
     check_writable([dest])
     with Outputs() as outputs:  # converted in a staging folder beside it, then renamed onto DIR/<top>.v
-        staged = to_verilog(config, outputs.path(dest).parent, top=top)
+        staged = to_verilog(config, outputs.path(dest).parent, top=top, hierarchical=args.hierarchical)
         if staged.name != dest.name:
             raise VdlaError(f"the Verilog converter wrote {staged.name}, not {dest.name} (a bug)")
         path, = outputs.commit()
-    print(f"wrote {path} ({config.name}, {config.fingerprint})", file=sys.stderr)
+    print(f"wrote {path} ({config.name}, {config.fingerprint}{', hierarchical' if args.hierarchical else ''})",
+          file=sys.stderr)
     return 0
 
 
@@ -54,6 +57,8 @@ def cmd_hw_synth(args) -> int:
     from vdla_hw.rtl.fmax import describe, estimate_fmax
 
     config = load_config(args.config)
+    if args.hierarchical:
+        return _synth_hierarchical(config, args)
     # a synthesis takes 3 to 27 minutes: its stage and the time elapsed every minute (a cache hit: nothing)
     with Heartbeat("vdla hw synth", first=30.0, every=60.0) as beat:
         res = estimate_fmax(config, args.top, keep=args.keep, use_cache=not args.no_cache, progress=beat.say)
@@ -71,11 +76,30 @@ def cmd_hw_synth(args) -> int:
     return 0
 
 
+def _synth_hierarchical(config, args) -> int:
+    """`vdla hw synth --hierarchical`: resources per block of the hierarchical Verilog, no clock."""
+    from vdla.progress import Heartbeat
+    from vdla_hw.files import json_text
+    from vdla_hw.rtl.synth_hier import describe, synthesize_hierarchical
+
+    with Heartbeat("vdla hw synth", first=30.0, every=60.0) as beat:
+        res = synthesize_hierarchical(config, args.top, keep=args.keep, use_cache=not args.no_cache, progress=beat.say)
+    if args.json:
+        print(json_text(res, indent=2))
+        return 0
+    print(f"synthesis per block of {config.name} ({config.fingerprint}, hierarchical {res['module']}) for the "
+          f"{res['device']} (yosys synth_xilinx without -flatten: no optimisation across blocks)")
+    print(describe(res))
+    print(f"  latches  {res['latches']:>9}   (level-sensitive cells; the design has one clock and none)")
+    print("  no clock estimate: run `vdla hw synth` without --hierarchical for the flat design's")
+    return 0
+
+
 def cmd_bitstream(args) -> int:
     from bitstreams.pynq_z1 import missing_for_build, write_project
     from vdla.cmd_run import warn_clock_of
 
-    command = write_project(args.config, args.output, port=args.port, ila=args.ila)
+    command = write_project(args.config, args.output, port=args.port, ila=args.ila, hierarchical=args.hierarchical)
     warn_clock_of(args.config)  # after the project is written: a user error stays the only stderr line
     for problem in missing_for_build(args.output):
         print(f"vdla: warning: {problem}", file=sys.stderr)
@@ -184,6 +208,8 @@ def _add_bitstream(sub) -> None:
                         "configuration's MEM_PORT. Another port also takes that port's timing parameters")
     p.add_argument("--ila", action="store_true",
                    help="add a System ILA on the control (s_axil) and memory (m_axi) buses; its probes go to out/vdla.ltx")
+    p.add_argument("--hierarchical", action="store_true", help=HIER_HELP + "; the build also writes per-block "
+                   "utilisation and worst-path reports")
     p.add_argument("-o", "--output", type=output_dir, required=True, metavar="DIR", help="project folder to write")
     p.set_defaults(func=cmd_bitstream)
 
@@ -196,6 +222,7 @@ def add_parser(sub) -> None:
     ver.add_argument("--config", default=None, help="preset or JSON file (default osdi18)")
     ver.add_argument("--top", choices=TOPS, default="core",
                      help="core: vdla_top (the tests' top); axi: vdla_axi_top, the FPGA top with HP0's AXI3 master")
+    ver.add_argument("--hierarchical", action="store_true", help=HIER_HELP)
     ver.add_argument("-o", "--output", type=output_dir, required=True, metavar="DIR",
                      help="directory to write <top>.v into")
     ver.set_defaults(func=cmd_hw_verilog)
@@ -205,6 +232,9 @@ def add_parser(sub) -> None:
                      help="core: vdla_top; axi: vdla_axi_top, the FPGA top the bitstream builds")
     syn.add_argument("--json", action="store_true",
                      help="machine-readable output (lut, ff, dsp, bram36, latches, fits, fmax_mhz, critical_path, ...)")
+    syn.add_argument("--hierarchical", action="store_true",
+                     help="synthesise the hierarchical Verilog (" + HIER_HELP.split(" (")[0] + ") without flattening: "
+                     "LUT/FF/DSP/BRAM per block and their totals, no clock estimate")
     syn.add_argument("--keep", type=output_dir, metavar="DIR", help="keep the synthesis work directory (bypasses the cache)")
     syn.add_argument("--no-cache", action="store_true", help="synthesise even if a cached result exists")
     syn.set_defaults(func=cmd_hw_synth)

@@ -101,3 +101,27 @@ def test_the_fpga_top_carries_every_interface_attribute(project):
     out, _, _ = project
     check_attributes(out / "rtl" / f"{pynq_z1.AXI_TOP}.v", load_config("tiny"))
 
+
+
+@pytest.mark.slow
+def test_hierarchical_project_keeps_the_ip_and_its_attributes(tmp_path):
+    """--hierarchical: the same FPGA top (ports and every interface attribute, read back by yosys),
+    its blocks' modules before it without attributes, and the manifest says which Verilog it is."""
+    import re
+
+    from tests.driver.test_ip_attributes import check_attributes
+
+    out = tmp_path / "hier"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+        assert main(["hw", "bitstream", "--config", "tiny", "--hierarchical", "-o", str(out)]) == 0
+    assert "warning" not in err.getvalue() and pynq_z1.missing_for_build(out) == []
+    verilog = out / "rtl" / f"{pynq_z1.AXI_TOP}.v"
+    check_attributes(verilog, load_config("tiny"))
+    text = verilog.read_text()
+    modules = re.findall(r"^module (\w+) \(", text, re.M)
+    assert modules[-1] == pynq_z1.AXI_TOP and "vdla_compute" in modules and "vdla_top" in modules
+    assert "X_INTERFACE" not in text[:text.rindex(f"module {pynq_z1.AXI_TOP} (")]
+    manifest = load_manifest(out / "vdla.bit", load_config("tiny"))
+    assert manifest["verilog_hierarchical"] is True
+    assert "out_utilization_blocks.rpt" in (out / "build.tcl").read_text()
+    assert "hierarchical" in (out / "README.txt").read_text()

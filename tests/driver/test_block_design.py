@@ -120,3 +120,24 @@ def test_ila_watches_both_buses_only_when_asked(projects, tmp_path):
     plain = run_project(projects["tiny"], tmp_path)
     assert "write_debug_probes" not in plain.commands()
     assert not [c for c in plain.named("create_bd_cell") if "xilinx.com:ip:system_ila" in c]
+
+
+def test_hierarchical_build_writes_the_per_block_reports(projects, tmp_path):
+    """--hierarchical: the same flow, plus the utilisation per block of the hierarchy and each
+    block's worst path, after the whole design's reports and before the timing gate."""
+    folder = tmp_path / "hier"
+    (folder / "rtl").mkdir(parents=True)
+    (folder / "rtl" / f"{pynq_z1.AXI_TOP}.v").write_text(f"module {pynq_z1.AXI_TOP}; endmodule\n")
+    (folder / "vdla.json").write_text("{}")
+    pynq_z1.write_scripts(load_config("tiny"), folder, hierarchical=True)
+    r = run_project(folder, tmp_path)
+    assert r.error is None, r.error
+    [blocks] = [c for c in r.named("report_utilization") if "-hierarchical" in c]
+    assert blocks[-1].endswith("/out_utilization_blocks.rpt")
+    cmds = r.commands()
+    assert cmds.index("report_timing_summary") < cmds.index("report_utilization", cmds.index("report_timing_summary")) \
+        < cmds.index("write_bitstream")
+    plain = run_project(projects["tiny"], tmp_path)
+    assert not [c for c in plain.named("report_utilization") if "-hierarchical" in c]
+    extra = [c for c in r.calls if "-hierarchical" in c and c[0] in ("report_utilization", "get_cells")]
+    assert len(extra) == 2 and [c[0] for c in r.calls if c not in extra] == plain.commands()

@@ -133,7 +133,7 @@ def build(config: Config | str, top: str = "core", build_root: Path | None = Non
     config = load_config(config)
     module = runner.top_name(top)
     root = Path(build_root or runner.default_build_root())
-    final = root / f"{config.fingerprint}-{runner.source_hash()}-{module}" / f"compiled-{build_hash()}"
+    final = root / f"{config.fingerprint}-{runner.source_hash()}-{runner.build_tag(top)}" / f"compiled-{build_hash()}"
     if (final / LIBRARY).exists():
         return final / LIBRARY
     check_toolchain()

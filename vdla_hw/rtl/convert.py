@@ -27,6 +27,7 @@ from vdla_hw.rtl.params import rtl_params
 TOP = "vdla_top"
 MODULES = ("vdla_top", "vdla_axi_top", "axi_checker")
 IP_TOP = "vdla_axi_top"   # the module Vivado instantiates (bitstreams.pynq_z1)
+HIER_MODULES = ("vdla_top", "vdla_axi_top")   # the tops with a hierarchical form (vdla_hw.rtl.hier)
 
 
 def header(config: Config) -> str:
@@ -40,31 +41,38 @@ def header(config: Config) -> str:
             "/* verilator lint_off UNUSEDSIGNAL */\n")
 
 
-def to_verilog(config: Config | str, out_dir: str | Path, top: str = TOP, ip_attributes: bool = False) -> Path:
+def to_verilog(config: Config | str, out_dir: str | Path, top: str = TOP, ip_attributes: bool = False,
+               hierarchical: bool = False) -> Path:
     """Write ``<top>.v`` for ``config`` into ``out_dir``; returns its path. ``top``: one of
     :data:`MODULES`. ``ip_attributes`` (FPGA top only): with Vivado's interface attributes on
-    every port (:mod:`vdla_hw.rtl.ip_attrs`, attribute lines only: the simulated text plus them)."""
+    every port (:mod:`vdla_hw.rtl.ip_attrs`, attribute lines only: the simulated text plus them).
+    ``hierarchical`` (``vdla_top`` and ``vdla_axi_top``): one module per block of the core and a
+    structural top with the flat top's ports (:mod:`vdla_hw.rtl.hier`), all in ``<top>.v``."""
     config = load_config(config)
     if top not in MODULES:
         raise VdlaError(f"unknown RTL module {top!r} (known: {', '.join(MODULES)})")
     if ip_attributes and top != IP_TOP:
         raise VdlaError(f"interface attributes are for the FPGA top {IP_TOP}, not {top}")
+    if hierarchical and top not in HIER_MODULES:
+        raise VdlaError(f"hierarchical Verilog is for {' and '.join(HIER_MODULES)}, not {top}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / (top + ".v")
     if sys.flags.hash_randomization:
         with tempfile.TemporaryDirectory() as tmp:
-            done = subprocess.run([sys.executable, "-m", "vdla_hw.rtl.convert", config.to_json(), top, tmp],
+            done = subprocess.run([sys.executable, "-m", "vdla_hw.rtl.convert", config.to_json(), top, tmp]
+                                  + (["hierarchical"] if hierarchical else []),
                                   env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True)
             if done.returncode != 0:
                 last = (done.stderr.strip().splitlines() or ["no output"])[-1]
                 raise VdlaError(f"Verilog conversion of {top} ({config.name}) failed: {last}")
             body = Path(tmp, top + ".v").read_text()
     else:
-        body = _convert(config, top)
+        body = _convert(config, top, hierarchical)
     if ip_attributes:
         from vdla_hw.rtl.ip_attrs import add_attributes
-        body = add_attributes(config, body)
+        cut = body.rindex(f"module {top} (") if hierarchical else 0   # the top's ports only, not its parts'
+        body = body[:cut] + add_attributes(config, body[cut:])
     path.write_text(header(config) + body + "\n")
     return path
 
@@ -85,9 +93,12 @@ def _block(config: Config, top: str):
     return vdla_top(p, **top_ports(p))
 
 
-def _convert(config: Config, top: str) -> str:
+def _convert(config: Config, top: str, hierarchical: bool = False) -> str:
     """The converter's Verilog of ``top`` without its date and temporary-file lines."""
     inst = _block(config, top)
+    if hierarchical:
+        from vdla_hw.rtl.hier import hierarchical_verilog
+        return hierarchical_verilog(inst, top)
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         inst.convert(hdl="Verilog", path=tmp, name=top, testbench=False, timescale="1ns/1ps")
@@ -95,5 +106,6 @@ def _convert(config: Config, top: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.startswith(("// Date:", "// File:")))
 
 
-if __name__ == "__main__":  # the child process of to_verilog: CONFIG_JSON TOP DIR
-    Path(sys.argv[3], sys.argv[2] + ".v").write_text(_convert(load_config(sys.argv[1]), sys.argv[2]))
+if __name__ == "__main__":  # the child process of to_verilog: CONFIG_JSON TOP DIR [hierarchical]
+    Path(sys.argv[3], sys.argv[2] + ".v").write_text(_convert(load_config(sys.argv[1]), sys.argv[2],
+                                                              sys.argv[4:] == ["hierarchical"]))

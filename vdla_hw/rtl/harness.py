@@ -27,8 +27,11 @@ CHECK_OUTPUTS = tuple(("chk_" + name, width) for name, width in CHECKER_OUTPUTS)
 
 
 def ports_of(verilog: Path) -> list[tuple[str, str, int]]:
-    """(direction, name, width) of every port of the module in ``verilog``, in order."""
-    decls = re.findall(r"^\s*(input|output)\s*(?:\[(\d+):0\])?\s*(\w+);", verilog.read_text(), re.M)
+    """(direction, name, width) of every port of the module named like ``verilog`` (``vdla_top.v``:
+    ``vdla_top``; a hierarchical file holds its parts' modules before it), in order."""
+    text = verilog.read_text()
+    text = text[text.rfind(f"module {verilog.stem} ("):]
+    decls = re.findall(r"^\s*(input|output)\s*(?:\[(\d+):0\])?\s*(\w+);", text, re.M)
     return [(d, name, int(hi) + 1 if hi else 1) for d, hi, name in decls]
 
 
