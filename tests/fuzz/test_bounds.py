@@ -175,9 +175,9 @@ def test_a_dilated_conv_past_the_work_bound_is_refused(base_seconds, tmp_path):
 
 
 def test_a_dilated_kernel_past_the_tensor_limit_is_refused_before_it_is_built(base_seconds, tmp_path):
-    """Dilation 32 on a 128 x 128 map: a 65 x 65 kernel of 64 x 64 channels, 69 MB."""
-    model = _conv(tmp_path, "kernel", [1, 64, 128, 128], dilation=32, pad=32)
-    refused(base_seconds, model, words=["node 'conv'", "65x65", "MAX_KERNEL_BYTES"])
+    """Dilation 64 on a 128 x 128 map: a 129 x 129 kernel of 64 x 64 channels, 273 MB."""
+    model = _conv(tmp_path, "kernel", [1, 64, 128, 128], dilation=64, pad=64)
+    refused(base_seconds, model, words=["node 'conv'", "129x129", "MAX_KERNEL_BYTES"])
 
 
 def test_an_undilated_conv_past_the_work_bound_is_refused(base_seconds, tmp_path):
