@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.frontend.graph import fresh_name
+from vdla_hw.limits import MAX_UNROLLED_STEPS, MAX_UNROLLED_WEIGHT_BYTES, mib
 
 GATES = {"LSTM": 4, "GRU": 3}
 ACTIVATIONS = {"LSTM": ("Sigmoid", "Tanh", "Tanh"), "GRU": ("Sigmoid", "Tanh")}  # ONNX's defaults, the only ones taken
@@ -57,11 +58,13 @@ class _Unroll:
         return int(x.shape[-1]) if isinstance(x, np.ndarray) else int(self.imp.shapes[x][-1])
 
     def lin(self, what: str, x, w: np.ndarray, b: np.ndarray):
-        """x.w^T + b: a recurrent ``dense`` on a computed x, a constant on a constant one."""
+        """x.w^T + b: a recurrent ``dense`` on a computed x (``w`` a contiguous float32 array, shared
+        by every step's node: passes replace a node's weight, never write into it), a constant on a
+        constant one."""
         if isinstance(x, np.ndarray):
             return w.astype(np.float64) @ x + b
         return self._emit(what, "dense", [x], (self.batch, w.shape[0]),
-                          {"weight": np.ascontiguousarray(w, np.float32), "bias": np.asarray(b, np.float32),
+                          {"weight": w, "bias": np.asarray(b, np.float32),
                            "recurrent": True})
 
     def _affine(self, what: str, x: str, scale, offset) -> str:
@@ -176,12 +179,21 @@ def unroll(imp, node, a: dict) -> None:
     reverse = DIRECTIONS[_text(a.get("direction", "forward"))]
     dirs, hidden = len(reverse), int(a["hidden_size"])
     rows = GATES[kind] * hidden
-    w, r = imp.weight(node, 1).astype(np.float64), imp.weight(node, 2).astype(np.float64)
+    w, r = imp.weight(node, 1).astype(np.float64), imp.weight(node, 2)  # r float32: every step's dense shares it
     b = imp.weight(node, 3)
     b = np.zeros((dirs, 2 * rows)) if b is None else b.astype(np.float64)
     if w.shape != (dirs, rows, shape[2]) or r.shape != (dirs, rows, hidden) or b.shape != (dirs, 2 * rows):
         raise imp.fail(node, f"weights W {w.shape}, R {r.shape}, B {b.shape} do not match {dirs} direction(s), "
                        f"hidden_size {hidden} and input size {shape[2]}")
+    if seq * dirs > MAX_UNROLLED_STEPS:
+        raise imp.fail(node, f"{seq} steps x {dirs} direction(s) unroll into {seq * dirs} steps, more than the "
+                       f"{MAX_UNROLLED_STEPS} limit (vdla_hw/limits.py MAX_UNROLLED_STEPS)")
+    nbytes = (seq - 1) * dirs * r[0].size * 4
+    if nbytes > MAX_UNROLLED_WEIGHT_BYTES:
+        raise imp.fail(node, f"its recurrent weights copied for each of {seq - 1} steps x {dirs} direction(s) take "
+                       f"{mib(nbytes)}, more than the {mib(MAX_UNROLLED_WEIGHT_BYTES)} limit "
+                       "(vdla_hw/limits.py MAX_UNROLLED_WEIGHT_BYTES)")
+    r.setflags(write=False)  # shared by every step's dense: a pass that wrote into one would change all
     lbr = kind == "GRU" and bool(a.get("linear_before_reset", 0))
     wb, rb = b[:, :rows], b[:, rows:]
     inside = np.zeros_like(rb)  # the recurrent bias that stays in the recurrent product

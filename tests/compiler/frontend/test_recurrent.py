@@ -207,3 +207,16 @@ def test_full_sequence_lens_are_taken():
     graph = from_model(model, "rnn")
     x = np.random.default_rng(4).standard_normal(graph.shapes[graph.input]).astype(np.float32)
     np.testing.assert_allclose(float_ref.forward(graph, x), expected(model, x)[0], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(seq=513, inp=1, hidden=1, direction="bidirectional"),
+     r"513 steps x 2 direction\(s\) unroll into 1026 steps, more than the 1024 limit \(vdla_hw/limits.py "
+     r"MAX_UNROLLED_STEPS\)"),
+    (dict(seq=10, batch=1, inp=1, hidden=1024),
+     r"its recurrent weights copied for each of 9 steps x 1 direction\(s\) take 144 MiB, more than the 128 MiB "
+     r"limit \(vdla_hw/limits.py MAX_UNROLLED_WEIGHT_BYTES\)"),
+])
+def test_a_layer_too_long_to_unroll_is_refused_before_it_is_unrolled(kw, message):
+    with pytest.raises(ModelError, match=r"^rnn: node 'Y' \(LSTM\): " + message + SEE_DOCS):
+        from_model(rg.recurrent("LSTM", outputs=("Y",), **kw), "rnn")
