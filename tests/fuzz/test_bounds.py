@@ -202,3 +202,18 @@ def test_a_window_of_many_taps_over_padding_is_refused(base_seconds, tmp_path):
     node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[5000, 5000], pads=[2500] * 4, name="big")
     model = _save(tmp_path, "taps", [node], [1, 1, 1, 1])
     refused(base_seconds, model, words=["node 'big'", "5000x5000 kernel", "MAX_LAYER_MACS"])
+
+
+@pytest.mark.parametrize("seq, hidden, words", [
+    (1 << 20, 1, ["1048576 steps x 1 direction(s)", "MAX_UNROLLED_STEPS"]),
+    (64, 1024, ["recurrent weights copied for each of 63 steps", "1008 MiB", "MAX_UNROLLED_WEIGHT_BYTES"]),
+])
+def test_an_lstm_is_bounded_before_it_is_unrolled(base_seconds, tmp_path, seq, hidden, words):
+    """An LSTM unrolls into nodes per step, each step with the recurrent weights: a million steps
+    of one feature (a 4 MiB input) would be millions of nodes, 64 steps of a 1024-hidden layer
+    (16 MiB of R, given as a ConstantOfShape) a GiB of weights; both are refused before unrolling."""
+    shapes = [_int64("ws", [1, 4 * hidden, 1]), _int64("rs", [1, 4 * hidden, hidden])]
+    nodes = [helper.make_node("ConstantOfShape", ["ws"], ["W"]), helper.make_node("ConstantOfShape", ["rs"], ["R"]),
+             helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=hidden, name="big")]
+    model = _save(tmp_path, "lstm", nodes, [seq, 1, 1], shapes)
+    refused(base_seconds, model, words=["node 'big'", *words])
