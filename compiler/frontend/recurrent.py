@@ -47,7 +47,7 @@ class _Unroll:
         self.imp, self.node, self.batch = imp, node, batch
         self.base = node.name or node.output[0]
 
-    def _emit(self, what: str, op: str, inputs: list[str], shape, attrs: dict | None = None,
+    def emit(self, what: str, op: str, inputs: list[str], shape, attrs: dict | None = None,
               output: str | None = None) -> str:
         out = output or fresh_name(f"{self.node.output[0]}.{what}", self.imp.value_names)
         self.imp.value_names.add(out)
@@ -63,13 +63,13 @@ class _Unroll:
         constant one."""
         if isinstance(x, np.ndarray):
             return w.astype(np.float64) @ x + b
-        return self._emit(what, "dense", [x], (self.batch, w.shape[0]),
+        return self.emit(what, "dense", [x], (self.batch, w.shape[0]),
                           {"weight": w, "bias": np.asarray(b, np.float32),
                            "recurrent": True})
 
     def _affine(self, what: str, x: str, scale, offset) -> str:
         scale, offset = (np.asarray(v, np.float64).reshape(1, -1) for v in (scale, offset))
-        return self._emit(what, "affine", [x], self.imp.shapes[x], {"scale": scale, "offset": offset})
+        return self.emit(what, "affine", [x], self.imp.shapes[x], {"scale": scale, "offset": offset})
 
     def add(self, what: str, a, b):
         if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
@@ -78,7 +78,7 @@ class _Unroll:
             a, b = b, a
         if isinstance(b, np.ndarray):
             return a if not b.any() else self._affine(what, a, np.ones(1), b)
-        return self._emit(what, "add", [a, b], self.imp.shapes[a])
+        return self.emit(what, "add", [a, b], self.imp.shapes[a])
 
     def mul(self, what: str, a, b):
         if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
@@ -87,7 +87,7 @@ class _Unroll:
             a, b = b, a
         if isinstance(b, np.ndarray):
             return np.zeros(self.width(a)) if not b.any() else self._affine(what, a, b, np.zeros(1))
-        return self._emit(what, "mul", [a, b], self.imp.shapes[a])
+        return self.emit(what, "mul", [a, b], self.imp.shapes[a])
 
     def one_minus(self, what: str, x):
         return 1.0 - x if isinstance(x, np.ndarray) else self._affine(what, x, -np.ones(1), np.ones(1))
@@ -95,7 +95,7 @@ class _Unroll:
     def act(self, what: str, fn: str, x):
         if isinstance(x, np.ndarray):
             return FUNCTIONS[fn](x)
-        return self._emit(what, fn, [x], self.imp.shapes[x])
+        return self.emit(what, fn, [x], self.imp.shapes[x])
 
     def cols(self, what: str, x, lo: int, hi: int):
         """Columns lo..hi of a (B, K) value: a gather copy (a constant's slice)."""
@@ -108,15 +108,15 @@ class _Unroll:
     def gather(self, what: str, x: str, index: np.ndarray, shape, output: str | None = None) -> str:
         index = np.asarray(index, np.int64).reshape(-1)
         if index.size == int(np.prod(self.imp.shapes[x])) and np.array_equal(index, np.arange(index.size)):
-            return self._emit(what, "reshape", [x], shape, {"shape": tuple(shape)}, output)
-        return self._emit(what, "gather", [x], shape, {"index": index, "fill": np.zeros(index.size, np.float32),
+            return self.emit(what, "reshape", [x], shape, {"shape": tuple(shape)}, output)
+        return self.emit(what, "gather", [x], shape, {"index": index, "fill": np.zeros(index.size, np.float32),
                                                       "shape": tuple(shape)}, output)
 
     def stack(self, what: str, parts: list[str], order: tuple[int, ...], split: tuple[int, ...], output: str):
         """``parts`` (each (B, H)) side by side as (B, K, H), K = prod(split), viewed as
         (B, *split, H) and transposed by ``order`` into ``output``."""
         hidden = self.width(parts[0])
-        joined = parts[0] if len(parts) == 1 else self._emit(
+        joined = parts[0] if len(parts) == 1 else self.emit(
             f"{what}.concat", "concat", parts, (self.batch, len(parts) * hidden), {"axis": 1})
         index = np.arange(self.batch * len(parts) * hidden).reshape((self.batch, *split, hidden)).transpose(order)
         self.gather(what, joined, index, index.shape, output)
@@ -200,8 +200,8 @@ def unroll(imp, node, a: dict) -> None:
     if lbr:
         inside[:, 2 * hidden:] = rb[:, 2 * hidden:]
     u = _Unroll(imp, node, batch)
-    flat = u._emit("rows", "reshape", [x], (seq * batch, shape[2]), {"shape": (seq * batch, shape[2])})
-    xw = u._emit("input_product", "dense", [flat], (seq * batch, dirs * rows),
+    flat = u.emit("rows", "reshape", [x], (seq * batch, shape[2]), {"shape": (seq * batch, shape[2])})
+    xw = u.emit("input_product", "dense", [flat], (seq * batch, dirs * rows),
                  {"weight": w.reshape(dirs * rows, -1).astype(np.float32),
                   "bias": (wb + rb - inside).reshape(-1).astype(np.float32), "recurrent": True})
     h0 = _const_state(imp, node, 5, dirs, batch, hidden, layout)
@@ -218,7 +218,7 @@ def unroll(imp, node, a: dict) -> None:
                 pre = u.add(f"{p}.gates", xs, u.lin(f"{p}.recurrent", h, r[d], np.zeros(rows)))
                 i, o, f = (u.act(f"{p}.{g}", "sigmoid", u.cols(f"{p}.{g}.pre", pre, k * hidden, (k + 1) * hidden))
                            for k, g in enumerate("iof"))
-                g = u.act(f"{p}.c~", "tanh", u.cols(f"{p}.c~.pre", pre, 3 * hidden, rows))
+                g = u.act(f"{p}.g", "tanh", u.cols(f"{p}.g.pre", pre, 3 * hidden, rows))
                 c = u.add(f"{p}.c", u.mul(f"{p}.fc", f, c), u.mul(f"{p}.ig", i, g))
                 h = u.mul(f"{p}.h", o, u.act(f"{p}.tanh_c", "tanh", c))
             else:
@@ -232,8 +232,8 @@ def unroll(imp, node, a: dict) -> None:
                     hr = u.mul(f"{p}.r_rh", rg, u.cols(f"{p}.rh", rec, 2 * hidden, rows))
                 else:
                     hr = u.lin(f"{p}.recurrent_h", u.mul(f"{p}.r_h", rg, h), r[d, 2 * hidden:], np.zeros(hidden))
-                hh = u.act(f"{p}.h~", "tanh", u.add(f"{p}.h~.pre", u.cols(f"{p}.h~.x", xs, 2 * hidden, rows), hr))
-                h = u.add(f"{p}.h", u.mul(f"{p}.zh~", u.one_minus(f"{p}.1-z", z), hh), u.mul(f"{p}.zh", z, h))
+                hh = u.act(f"{p}.hh", "tanh", u.add(f"{p}.hh.pre", u.cols(f"{p}.hh.x", xs, 2 * hidden, rows), hr))
+                h = u.add(f"{p}.h", u.mul(f"{p}.zhh", u.one_minus(f"{p}.one_minus_z", z), hh), u.mul(f"{p}.zh", z, h))
             by_time[t] = h
         ys += by_time
         last_h.append(h)
