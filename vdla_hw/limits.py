@@ -155,6 +155,18 @@ WINDOW_TAP_OPS = 4096
 MAX_KERNEL_BYTES = 128 << 20
 MAX_RESIZE_MAP_BYTES = MAX_TENSOR_BYTES
 
+# --- Unrolled recurrent layers (compiler/frontend/recurrent.py) ----------------------------
+# An LSTM/GRU node becomes about 17 graph nodes and one recurrent product per step and direction,
+# each product with its own copy of the recurrent weights (4H x H for an LSTM). torch's 2-layer
+# nn.LSTM(64, 256) at sequence 16 (32 steps, 32 MiB of recurrent weights counted per step) took 22 s of CPU for a
+# whole cold `vdla run` (4 s warm), so about 0.7 s per step: ``MAX_UNROLLED_STEPS`` (sequence x
+# directions of one node) 1024 keeps one node's run within minutes. ``MAX_UNROLLED_WEIGHT_BYTES``:
+# one node's recurrent weights as float32, counted once per step after the first and direction
+# (the quantizer gives each step's product its own int8 copy, and equalization its own scaled
+# float copy): MAX_DRAM_BYTES, so a 1024-hidden LSTM unrolls at most 9 steps.
+MAX_UNROLLED_STEPS = 1024
+MAX_UNROLLED_WEIGHT_BYTES = MAX_DRAM_BYTES
+
 # --- A run's inputs and tensors (vdla run/deploy; issue 45) --------------------------------
 # A run makes its synthetic inputs one at a time as each stage reads them (calibration, the
 # quantization report, the executed input again: 4 + 4 + 1 by default) and holds none between

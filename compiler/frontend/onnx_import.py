@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler.frontend import fold as folding
-from compiler.frontend import resize
+from compiler.frontend import recurrent, resize
 from compiler.frontend.elementwise import BY_ONNX
 from compiler.frontend.graph import (Graph, ModelError, Node, ceil_extra, conv_out, fresh_name, mul_extents,
                                      unique_names)
@@ -656,6 +656,12 @@ class _Importer:
             if out:
                 self.add_node(node, f"{node.name or node.output[0]}.{k}", "gather", [x], out, shape,
                               {"index": index, "fill": fill, "shape": shape})
+
+    def op_recurrent(self, node, a):
+        """LSTM and GRU unrolled over their static sequence (``compiler.frontend.recurrent``)."""
+        recurrent.unroll(self, node, a)
+
+    op_LSTM = op_GRU = op_recurrent
 
     # --- driver ---------------------------------------------------------------------------
     def supported(self, node) -> bool:

@@ -97,8 +97,18 @@ def _place_dense(node: QNode, q: QGraph, config: Config, options: PartitionOptio
     the CPU unless ``fc_on_vdla`` (the paper's rule: each weight is used once per image, so it is
     weight-load bound); a dense over more rows than images (a linear layer over tokens or
     channels-last pixels, each weight used once per row) is a matrix product like a conv's and is
-    offloaded by rule."""
+    offloaded by rule. An LSTM/GRU's products (``recurrent``: the input product over every step's
+    rows, each step's recurrent product over the batch's) are offloaded by rule too, however few
+    their rows: they are the layer's only matrix products, run once per step with the same
+    weights, so the GEMM core is their place (issue 28: every matrix product on the
+    accelerator); the cost placement still weighs each against the CPU."""
     rows, images = int(q.shapes[node.inputs[0]][0]), int(q.shapes[q.input][0])
+    if node.attrs.get("recurrent"):
+        parts, problem = _parts_or_reason(node, q, config)
+        if parts is None:
+            return Placement("cpu", f"not on the accelerator: {problem}")
+        return Placement("vdla", f"LSTM/GRU product over {rows} rows as a GEMM (offloaded by rule however few "
+                         "its rows: a recurrent layer's matrix products)")
     classifier = rows <= images
     if classifier and not options.fc_on_vdla:
         return Placement("cpu", "classifier: one row of GEMM work, weight-load bound (paper: CPU); --fc-on-vdla moves it")

@@ -143,6 +143,8 @@ def _gemm(ctx: Context, node: Node, act, out, inputs, wide):
     if node.op == "conv":
         attrs.update(stride=tuple(a["stride"]), pad=tuple(a["pad"]), groups=int(a.get("groups", 1)), pad_value=zx)
     attrs["macs"] = int(np.prod(ctx.graph.shapes[node.output])) * int(np.prod(wq.shape[1:]))
+    if a.get("recurrent"):  # an LSTM/GRU product (compiler.frontend.recurrent): the partition offloads it by rule
+        attrs["recurrent"] = True
     return attrs, fy, zy
 
 

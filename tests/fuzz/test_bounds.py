@@ -224,3 +224,18 @@ def test_a_chain_within_the_op_bound_runs(tmp_path):
     """1,000 Relus (a quarter of MAX_GRAPH_OPS): bit exact within the memory limit."""
     code, out, err, _ = vdla_run(_relu_chain(tmp_path, 1000))
     assert code == 0 and "bit exact vs the quantized numpy reference: True" in out, err[-2000:]
+
+
+@pytest.mark.parametrize("seq, hidden, words", [
+    (1 << 20, 1, ["1048576 steps x 1 direction(s)", "MAX_UNROLLED_STEPS"]),
+    (64, 1024, ["recurrent weights copied for each of 63 steps", "1008 MiB", "MAX_UNROLLED_WEIGHT_BYTES"]),
+])
+def test_an_lstm_is_bounded_before_it_is_unrolled(base_seconds, tmp_path, seq, hidden, words):
+    """An LSTM unrolls into nodes per step, each step with the recurrent weights: a million steps
+    of one feature (a 4 MiB input) would be millions of nodes, 64 steps of a 1024-hidden layer
+    (16 MiB of R, given as a ConstantOfShape) a GiB of weights; both are refused before unrolling."""
+    shapes = [_int64("ws", [1, 4 * hidden, 1]), _int64("rs", [1, 4 * hidden, hidden])]
+    nodes = [helper.make_node("ConstantOfShape", ["ws"], ["W"]), helper.make_node("ConstantOfShape", ["rs"], ["R"]),
+             helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=hidden, name="big")]
+    model = _save(tmp_path, "lstm", nodes, [seq, 1, 1], shapes)
+    refused(base_seconds, model, words=["node 'big'", *words])
