@@ -163,7 +163,8 @@ MAX_RESIZE_MAP_BYTES = MAX_TENSOR_BYTES
 # directions of one node) 1024 keeps one node's run within minutes. ``MAX_UNROLLED_WEIGHT_BYTES``:
 # one node's recurrent weights as float32, counted once per step after the first and direction
 # (the quantizer gives each step's product its own int8 copy, and equalization its own scaled
-# float copy): MAX_DRAM_BYTES, so a 1024-hidden LSTM unrolls at most 9 steps.
+# float copy): MAX_DRAM_BYTES, so a 1024-hidden LSTM unrolls at most 9 steps. In a run the
+# network's op count binds first: MAX_GRAPH_OPS (below) is about 240 unrolled steps in all.
 MAX_UNROLLED_STEPS = 1024
 MAX_UNROLLED_WEIGHT_BYTES = MAX_DRAM_BYTES
 
