@@ -218,14 +218,21 @@ def prenorm_transformer_like(seed: int = 8, shape=(1, 20, 16), decomposed: bool 
     return b.model(shape, out, [shape[0], shape[1], 16])
 
 
-def convnext_block_like(seed: int = 9, shape=(1, 8, 6, 6)):
+def convnext_block_like(seed: int = 9, shape=(1, 8, 6, 6), layer_scale: float | None = None):
     """A ConvNeXt block: depthwise conv, Transpose to N x H x W x C, LayerNorm over channels (the
-    last axis), Linear, GELU, Linear, Transpose back, residual Add."""
+    last axis), Linear, GELU, Linear, Transpose back, residual Add. With ``layer_scale``, torchvision's
+    block as torch.onnx.export writes it: the branch times a per-channel (C, 1, 1) constant
+    (torchvision initialises it to 1e-6), then ``Add(branch, input)``."""
     b = Builder(seed)
     x = b.conv("input", 8, 8, 7, group=8)
     y = layernorm(b, b.op("Transpose", [x], perm=[0, 2, 3, 1]), 8)
     y = linear(b, gelu_decomposed(b, linear(b, y, 8, 32)), 32, 8)
-    out = b.op("Add", ["input", b.op("Transpose", [y], perm=[0, 3, 1, 2])])
+    y = b.op("Transpose", [y], perm=[0, 3, 1, 2])
+    if layer_scale is None:
+        out = b.op("Add", ["input", y])
+    else:
+        scale = b.init("layer_scale", np.full((8, 1, 1), layer_scale, np.float32))
+        out = b.op("Add", [b.op("Mul", [scale, y]), "input"])
     return b.model(shape, out, [shape[0], 8, shape[2], shape[3]])
 
 
@@ -234,4 +241,5 @@ MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeeze
           "channels_last_mlp_like": channels_last_mlp_like, "transformer_ffn_like": transformer_ffn_like,
           "prenorm_transformer_like": prenorm_transformer_like,
           "prenorm_decomposed_like": lambda: prenorm_transformer_like(decomposed=True),
-          "convnext_block_like": convnext_block_like}
+          "convnext_block_like": convnext_block_like,
+          "convnext_layer_scale_like": lambda: convnext_block_like(layer_scale=1e-6)}
