@@ -12,7 +12,8 @@ dynamo=False, opset_version=17)`` with the input named ``x``:
 
 - ``OUT_DIR/encoder4.onnx``: ``nn.TransformerEncoder`` of 4 ``nn.TransformerEncoderLayer(d_model=256,
   nhead=4, batch_first=True)``, input (1, 64, 256);
-- ``OUT_DIR/convnext_tiny.onnx`` and ``OUT_DIR/vit_b_16.onnx``: torchvision's, input (1, 3, 224, 224).
+- ``OUT_DIR/convnext_tiny.onnx`` and ``OUT_DIR/vit_b_16.onnx``: torchvision's, input (1, 3, 224, 224)
+  (ViT's head, which torchvision initialises to zeros, with nn.Linear's default random initialisation).
 
 The encoder is exported with gradients enabled and ``is_causal`` passed as a Python value, the two
 workarounds scripts/export_attention.py describes (torch's fused fast path has no ONNX export; a
@@ -46,7 +47,12 @@ def models(seq: int) -> dict:
         def make():
             import torchvision
 
-            return getattr(torchvision.models, name)(weights=None)
+            model = getattr(torchvision.models, name)(weights=None)
+            if name.startswith("vit"):
+                # torchvision initialises ViT's head to zeros (all logits 0); a Linear's default
+                # random initialisation instead, so the logits measure the network
+                model.heads.head.reset_parameters()
+            return model
         return make
 
     return {"encoder4": (lambda: encoder(4, 256, 4), (1, seq, 256)),
