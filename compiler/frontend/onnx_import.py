@@ -491,7 +491,13 @@ class _Importer:
     op_Reshape = op_Flatten = op_Squeeze = op_Unsqueeze = op_reshape
 
     def op_Concat(self, node, a):
-        inputs = [self.tensor(node, n) for n in node.input if n]
+        """Concatenation of computed tensors; one computed tensor with constants (ViT's class token
+        before its patches) is a copy with the constants as its fill (a ``gather``)."""
+        names = [n for n in node.input if n]
+        if any(n in self.consts for n in names) and sum(n not in self.consts for n in names) == 1:
+            self.op_movement(node, a)
+            return
+        inputs = [self.tensor(node, n) for n in names]
         rank = len(self.shapes[inputs[0]])
         axis = axis_in(node, a["axis"], rank, self.fail)
         if axis == 0:

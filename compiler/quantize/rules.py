@@ -165,7 +165,9 @@ def _add(ctx: Context, node: Node, act, out, inputs, wide):
 
 
 ADD_MUL_BITS = 15  # an add's larger multiplier lies in (2**14, 2**15]
-ADD_MUL_RANGE = (-6, 1)  # output frac relative to the finer input's (keeps the shift <= 22, the offset in int32)
+# output frac: at least the coarser input's - 6 (keeps the shift <= 22, the offset in int32), at most
+# the finer input's + 1
+ADD_MUL_RANGE = (-6, 1)
 
 
 def _add_mul(ctx: Context, node: Node, act, out, inputs):
@@ -175,8 +177,10 @@ def _add_mul(ctx: Context, node: Node, act, out, inputs):
     rounding, as with shifts."""
     sa, sb, sy = (ctx.scales.get(name, 1.0) for name in (node.inputs[0], node.inputs[1], node.output))
     (fa, fb), (za, zb) = (ctx.fracs[i] for i in inputs), (ctx.zps[i] for i in inputs)
-    fm = max(fa, fb)
-    fy = int(np.clip(ctx.best[out][0], fm + ADD_MUL_RANGE[0], fm + ADD_MUL_RANGE[1]))
+    # bounded by the coarser input below, not the finer: an input far finer than the sum (ConvNeXt's
+    # branch times its layer scale, 1e-6 at initialisation) must not force the sum's step down to
+    # its own and clip the sum; its multiplier then has fewer bits (or is 0: under half an output step)
+    fy = int(np.clip(ctx.best[out][0], min(fa, fb) + ADD_MUL_RANGE[0], max(fa, fb) + ADD_MUL_RANGE[1]))
     zy = ctx.zp(out, fy)
     real = (2.0 ** (fy - fa) * sy / sa, 2.0 ** (fy - fb) * sy / sb)
     shift = int(ADD_MUL_BITS - ceil_log2(max(real)))

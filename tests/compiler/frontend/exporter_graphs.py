@@ -218,15 +218,39 @@ def prenorm_transformer_like(seed: int = 8, shape=(1, 20, 16), decomposed: bool 
     return b.model(shape, out, [shape[0], shape[1], 16])
 
 
-def convnext_block_like(seed: int = 9, shape=(1, 8, 6, 6)):
+def convnext_block_like(seed: int = 9, shape=(1, 8, 6, 6), layer_scale: float | None = None):
     """A ConvNeXt block: depthwise conv, Transpose to N x H x W x C, LayerNorm over channels (the
-    last axis), Linear, GELU, Linear, Transpose back, residual Add."""
+    last axis), Linear, GELU, Linear, Transpose back, residual Add. With ``layer_scale``, torchvision's
+    block as torch.onnx.export writes it: the branch times a per-channel (C, 1, 1) constant
+    (torchvision initialises it to 1e-6), then ``Add(branch, input)``."""
     b = Builder(seed)
     x = b.conv("input", 8, 8, 7, group=8)
     y = layernorm(b, b.op("Transpose", [x], perm=[0, 2, 3, 1]), 8)
     y = linear(b, gelu_decomposed(b, linear(b, y, 8, 32)), 32, 8)
-    out = b.op("Add", ["input", b.op("Transpose", [y], perm=[0, 3, 1, 2])])
+    y = b.op("Transpose", [y], perm=[0, 3, 1, 2])
+    if layer_scale is None:
+        out = b.op("Add", ["input", y])
+    else:
+        scale = b.init("layer_scale", np.full((8, 1, 1), layer_scale, np.float32))
+        out = b.op("Add", [b.op("Mul", [scale, y]), "input"])
     return b.model(shape, out, [shape[0], 8, shape[2], shape[3]])
+
+
+def vit_embedding_like(seed: int = 10, shape=(1, 3, 16, 16), patch: int = 4, hidden: int = 16):
+    """torchvision ViT's input as torch.onnx.export (opset 17) writes it: the patch embedding (a
+    conv of stride = kernel), Reshape to (N, C, patches), Transpose to tokens, the class token (a
+    constant (1, 1, C), Expand-ed to the batch) concatenated before the patches, the position
+    table added, then a Linear over the tokens."""
+    b = Builder(seed)
+    x = b.op("Conv", ["input", b.w("patch.weight", (hidden, shape[1], patch, patch)), b.w("patch.bias", (hidden,), 0.1)],
+             kernel_shape=[patch, patch], strides=[patch, patch])
+    patches = (shape[2] // patch) * (shape[3] // patch)
+    x = b.op("Reshape", [x, b.init("patch_shape", np.array([shape[0], hidden, patches], np.int64))])
+    x = b.op("Transpose", [x], perm=[0, 2, 1])
+    token = b.op("Expand", [b.w("class_token", (1, 1, hidden), 0.5), b.init("batch", np.array([shape[0], 1, 1], np.int64))])
+    x = b.op("Concat", [token, x], axis=1)
+    x = b.op("Add", [x, b.w("pos_embedding", (1, patches + 1, hidden), 0.1)])
+    return b.model(shape, linear(b, x, hidden, hidden), [shape[0], patches + 1, hidden], opset=17)
 
 
 MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeezenet_like": squeezenet_like,
@@ -234,4 +258,6 @@ MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeeze
           "channels_last_mlp_like": channels_last_mlp_like, "transformer_ffn_like": transformer_ffn_like,
           "prenorm_transformer_like": prenorm_transformer_like,
           "prenorm_decomposed_like": lambda: prenorm_transformer_like(decomposed=True),
-          "convnext_block_like": convnext_block_like}
+          "convnext_block_like": convnext_block_like,
+          "convnext_layer_scale_like": lambda: convnext_block_like(layer_scale=1e-6),
+          "vit_embedding_like": vit_embedding_like}

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Export the transformer networks of issue 28's "Done when" with random weights (issue 28).
+
+An optional helper: torch and torchvision are not dependencies of the project or its tests (the
+tests build the exporters' op patterns with onnx.helper, tests/compiler/frontend/). Run it in a
+scratch venv outside the repository that has torch, torchvision and onnx::
+
+    python scripts/export_transformers.py OUT_DIR [--only encoder4 convnext_tiny vit_b_16]
+
+writes, each in eval mode with its seeded random initialisation, ``torch.onnx.export(...,
+dynamo=False, opset_version=17)`` with the input named ``x``:
+
+- ``OUT_DIR/encoder4.onnx``: ``nn.TransformerEncoder`` of 4 ``nn.TransformerEncoderLayer(d_model=256,
+  nhead=4, batch_first=True)``, input (1, 64, 256);
+- ``OUT_DIR/convnext_tiny.onnx`` and ``OUT_DIR/vit_b_16.onnx``: torchvision's, input (1, 3, 224, 224)
+  (ViT's head, which torchvision initialises to zeros, with nn.Linear's default random initialisation).
+
+The encoder is exported with gradients enabled and ``is_causal`` passed as a Python value, the two
+workarounds scripts/export_attention.py describes (torch's fused fast path has no ONNX export; a
+traced ``is_causal`` becomes a tensor that ``scaled_dot_product_attention`` refuses).
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def encoder(layers: int, d_model: int, heads: int):
+    import torch
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            layer = torch.nn.TransformerEncoderLayer(d_model=d_model, nhead=heads, batch_first=True)
+            # enable_nested_tensor=False: no fast-path conversion to try under tracing
+            self.encoder = torch.nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False)
+
+        def forward(self, x):
+            return self.encoder(x, is_causal=False)
+
+    return Encoder()
+
+
+def models(seq: int) -> dict:
+    """name -> (module factory, example input shape)."""
+    def torchvision_model(name):
+        def make():
+            import torchvision
+
+            model = getattr(torchvision.models, name)(weights=None)
+            if name.startswith("vit"):
+                # torchvision initialises ViT's head to zeros (all logits 0); a Linear's default
+                # random initialisation instead, so the logits measure the network
+                model.heads.head.reset_parameters()
+            return model
+        return make
+
+    return {"encoder4": (lambda: encoder(4, 256, 4), (1, seq, 256)),
+            "convnext_tiny": (torchvision_model("convnext_tiny"), (1, 3, 224, 224)),
+            "vit_b_16": (torchvision_model("vit_b_16"), (1, 3, 224, 224))}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--only", nargs="*", default=None, help="model names (default: all)")
+    parser.add_argument("--seq", type=int, default=64, help="the encoder's sequence length")
+    args = parser.parse_args(argv)
+    import onnx
+    import torch
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, (make, shape) in models(args.seq).items():
+        if args.only and name not in args.only:
+            continue
+        torch.manual_seed(0)
+        module = make().eval()
+        path = args.out / f"{name}.onnx"
+        torch.onnx.export(module, (torch.randn(*shape),), str(path), dynamo=False, opset_version=17,
+                          input_names=["x"], output_names=["y"])
+        ops = [node.op_type for node in onnx.load(str(path)).graph.node]
+        print(f"{path}: {len(ops)} ops: " + ", ".join(f"{op} {ops.count(op)}" for op in sorted(set(ops))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
