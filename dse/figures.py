@@ -64,9 +64,10 @@ def _step(ax, front: list[dict], x: str, y: str, scale_x: float = 1.0):
     ax.plot(xs, ys, "o", mfc="none", mec="black", ms=9, label="Pareto front")
 
 
-def about(model: str, resolution: tuple[int, int] | None) -> str:
-    """A figure's subject: the model and, when known, its input size."""
-    return f"{model} at {resolution[0]}x{resolution[1]}" if resolution else model
+def about(model: str, resolution: tuple[int, ...] | None) -> str:
+    """A figure's subject: the model and, when known, its input size (an image's H x W, or
+    another input's whole shape, e.g. a transformer's 1 x tokens x channels)."""
+    return f"{model} at {'x'.join(str(n) for n in resolution)}" if resolution else model
 
 
 def pareto_figure(rows, model: str, out_dir: Path, part: str, resolution=None) -> Path:

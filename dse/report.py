@@ -77,6 +77,12 @@ def over_clock(rows: list[dict], part: str) -> dict:
     return out
 
 
+def input_size(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """What a figure's title gives of a model's input: an image's (H, W) of (N, C, H, W), else the
+    whole shape (a transformer's (1, tokens, channels))."""
+    return tuple(shape[2:4]) if len(shape) == 4 else tuple(shape)
+
+
 def finish(space, out_dir: Path, models, options, store, progress, seconds: float, resources: dict) -> dict:
     from dse import figures
 
@@ -88,7 +94,7 @@ def finish(space, out_dir: Path, models, options, store, progress, seconds: floa
     outputs = [str(store.path), str(out_dir / "pareto.csv")]
     dims = [d.name for d in space.dimensions]
     if options.figures:
-        sizes = {m.name: tuple(m.q.shapes[m.q.input][2:4]) for m in models}  # (N, C, H, W) inputs
+        sizes = {m.name: input_size(m.q.shapes[m.q.input]) for m in models}
         outputs += [str(p) for p in figures.draw_all(rows, dims, out_dir, options.part, objectives, sizes)]
     counts = dict(progress.counts)
     computed = counts["ok"] + counts["invalid"] + counts["failed"]

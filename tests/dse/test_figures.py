@@ -23,6 +23,16 @@ def test_every_sweep_figure_title_names_the_resolution(monkeypatch, tmp_path):
     assert figures.about("m.onnx", None) == "m.onnx"
 
 
+def test_a_transformer_input_is_named_by_its_whole_shape():
+    """A token input (1, tokens, channels) has no H x W: the title gives its shape (an encoder
+    block's sweep once failed here with an IndexError)."""
+    from dse.report import input_size
+
+    assert input_size((1, 3, 224, 224)) == (224, 224)
+    assert input_size((1, 128, 768)) == (1, 128, 768)
+    assert figures.about("block.onnx", input_size((1, 128, 768))) == "block.onnx at 1x128x768"
+
+
 def test_the_sweep_folder_readme_says_what_each_file_is():
     from dse.report import sweep_readme
 
