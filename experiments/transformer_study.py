@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 from experiments import study
+from vdla_hw.errors import VdlaError
 
 NAME = "transformer_study"
 SPACE = Path(__file__).resolve().parent.parent / "examples" / "sweep_encoder.json"
@@ -55,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
     from experiments.encoder_block import ACTIVATIONS, BlockShape
 
     d = BlockShape()
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m experiments.transformer_study", description=__doc__.splitlines()[0])
     p.add_argument("--out", type=output_dir, default="results", help="output folder (default results)")
     p.add_argument("--d-model", type=positive, default=d.d_model, help=f"channels (default {d.d_model}, BERT-base)")
     p.add_argument("--heads", type=positive, default=d.heads, help=f"attention heads (default {d.heads})")
@@ -70,12 +71,12 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+class ShapeError(VdlaError):
+    """The block's sizes do not go together (heads not dividing d_model)."""
+
+
 def block_shape(args):
     from experiments.encoder_block import BlockShape
-    from vdla_hw.errors import VdlaError
-
-    class ShapeError(VdlaError):
-        pass
 
     try:
         return BlockShape(d_model=args.d_model, heads=args.heads, ffn=args.ffn, seq=args.seq,
@@ -157,12 +158,13 @@ def figure(rows: list[dict], shape):
         xs = [2 ** r["LOG_BLOCK"] for r in points]
         left.plot(xs, [r["latency_s"] * 1e3 for r in points], marker="o", label=label)
         right.plot(xs, [r["gemm_utilization"] * 100 for r in points], marker="o", label=label)
-    for ax, what in ((left, "latency per inference (ms)"), (right, "GEMM utilisation (%)")):
+    blocks = sorted({2 ** r["LOG_BLOCK"] for r in rows if r["status"] == "ok"})
+    for ax, what in ((left, "latency per inference, accelerator + CPU (ms)"), (right, "GEMM utilisation (%)")):
         ax.set_xscale("log", base=2)
+        ax.set_xticks(blocks, [f"{b}x{b}" for b in blocks])
         ax.set_xlabel("GEMM array (BLOCK x BLOCK)")
         ax.set_ylabel(what)
         ax.grid(alpha=0.3)
-    left.set_yscale("log")
     right.legend(fontsize=7)
     fig.suptitle(f"encoder block ({shape.describe()}): latency and GEMM utilisation per array and buffer size",
                  fontsize=9)
