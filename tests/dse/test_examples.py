@@ -28,3 +28,19 @@ def test_the_grid_example_has_144_points():
 def test_the_nsga2_example_is_a_60_trial_search():
     space = load_space(ROOT / "examples/sweep_nsga2.json")
     assert space.search.method == "nsga2" and space.search.trials == 60
+
+
+def test_the_encoder_example_sweeps_three_arrays_each_with_a_valid_point():
+    """examples/sweep_encoder.json (experiments/transformer_study.py, docs/onnx.md): LOG_BLOCK 3, 4, 5
+    x two weight, input and accumulator buffers; every array size has configurations that exist."""
+    space = load_space(ROOT / "examples/sweep_encoder.json")
+    grid = space.grid()
+    assert space.search.method == "grid" and len(grid) == 24 and space.models == ("encoder_block.onnx",)
+    valid = set()
+    for values in grid:
+        try:
+            point_config(space.base, Point.of(values, "encoder_block.onnx"))
+            valid.add(values["LOG_BLOCK"])
+        except ConfigError as err:
+            assert "\n" not in str(err)
+    assert valid == {3, 4, 5}

@@ -65,7 +65,7 @@ def test_tiny_block_end_to_end(tmp_path, read_rows):
     space = tmp_path / "space.json"
     space.write_text(json.dumps({"base": "osdi18", "parameters": {"LOG_BLOCK": [3, 4], "LOG_ACC_BUFF_SIZE": [15]},
                                  "search": {"method": "grid"}}))
-    out = tmp_path / "out"
+    out = tmp_path / "results/transformer"  # docs/onnx.md's command, on a tiny block and space
     result = run("--out", str(out), *TINY, "--space", str(space))
     assert result.returncode == 0, result.stderr
     assert "bit exact vs the quantized numpy reference: True" in result.stdout
