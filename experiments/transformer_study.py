@@ -103,11 +103,13 @@ def resident_ops(records, top: int = RESIDENT_TOP) -> list[dict]:
     return [{**e, "share": e["seconds"] / total if total else 0.0} for e in rows[:top]]
 
 
-def sweep_rows(out: Path) -> list[dict]:
-    """The sweep's points (``points.csv``) with the study's columns, by array and buffer sizes."""
+def sweep_rows(out: Path, model_hash: str) -> list[dict]:
+    """The sweep's points (``points.csv``) of the model ``model_hash`` (an earlier study in the same
+    folder may have left another block's) with the study's columns, by array and buffer sizes."""
     from dse.store import read_rows
 
     _, rows = read_rows(out / "points.csv")  # cells parsed (numbers as numbers, empty as None)
+    rows = [row for row in rows if row.get("model_hash") == model_hash]
     table = [{key: row.get(key) for key in SWEEP_FIELDS} for row in rows]
     for entry, row in zip(table, rows):  # a buffer the space does not sweep: the point's own size
         config = json.loads(row["config_json"]) if row.get("config_json") else {}
@@ -210,7 +212,7 @@ def sweep(space_path: str, model: Path, out: Path) -> list[dict]:
     space = load_space(space_path)
     models = prepare_models([str(model)], space.resolution, int8_logits=True in knob_values(space, "fc_on_vdla"))
     run_sweep(replace(space, models=(str(model),)), out / "sweep", models, SweepOptions(executor="local"))
-    return sweep_rows(out / "sweep")
+    return sweep_rows(out / "sweep", models[0].hash)
 
 
 def run(args) -> int:
