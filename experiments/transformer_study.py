@@ -14,7 +14,8 @@
 3. Sweeps the space file (default ``examples/sweep_encoder.json``: LOG_BLOCK 3, 4, 5 x two weight
    and two input buffer sizes) over the block through :mod:`dse` in this process
    (``--executor local``) into ``OUT/sweep/``, and tabulates latency, GEMM utilisation and part
-   use per point (``OUT/transformer_study.csv``, figure ``OUT/transformer_study.png``/``.pdf``).
+   use per point (``OUT/transformer_study.csv``, figure ``OUT/transformer_study.png``/``.pdf``);
+   every model parameter behind the numbers with its source in ``OUT/transformer_study_parameters.csv``.
    The shape is compared with SCALE-Sim 3's ViT result (larger arrays faster, smaller ones more
    efficient): the verdict is computed from the points, per array size at its best buffers.
 
@@ -38,6 +39,7 @@ BUFFERS = ("LOG_WGT_BUFF_SIZE", "LOG_INP_BUFF_SIZE", "LOG_ACC_BUFF_SIZE")
 SWEEP_FIELDS = ("LOG_BLOCK", *BUFFERS, "status", "latency_s", "accelerator_cycles",
                 "gemm_utilization", "gops", "part_use", "speedup", "amdahl_bound", "fits_xc7z020", "error")
 RESIDENT_TOP = 5  # CPU-resident op kinds listed
+COMPARED = r"scale-?sim"  # a parameter source citing the compared study is flagged (study.parameters)
 
 
 def positive(text: str) -> int:
@@ -228,7 +230,8 @@ def run(args) -> int:
     load_config(args.config)  # a bad configuration is refused before any work
     out = Path(args.out)
     model = out / "encoder_block.onnx"
-    tables = [out / f"{NAME}.csv", out / f"{NAME}_resident.csv", *(out / f"{NAME}.{e}" for e in study.FORMATS)]
+    tables = [out / f"{NAME}.csv", out / f"{NAME}_resident.csv", out / f"{NAME}_parameters.csv",
+              *(out / f"{NAME}.{e}" for e in study.FORMATS)]
     check_writable([model, *tables])
     if not args.no_sweep:
         from dse.space import load_space
@@ -252,13 +255,15 @@ def run(args) -> int:
         print(f"  {e['op']:<22} {e['count']:>3} op(s) {e['seconds'] * 1e3:9.2f} ms  {e['share'] * 100:5.1f} %")
     rows = [] if args.no_sweep else sweep(args.space, model, out)
     with Outputs() as outputs:
+        outputs.write(tables[2], csv_text(study.network_parameters(args.config, report, COMPARED),
+                                          list(study.PARAMETER_FIELDS)))
         outputs.write(tables[1], csv_text([{**e, "seconds": round(e["seconds"], 6), "share": round(e["share"], 4)}
                                            for e in resident], ["op", "count", "seconds", "share"]))
         if rows:
             outputs.write(tables[0], csv_text(rows, list(SWEEP_FIELDS)))
             fig = figure(rows, shape)
             try:
-                for ext, path in zip(study.FORMATS, tables[2:]):
+                for ext, path in zip(study.FORMATS, tables[3:]):
                     outputs.write(path, lambda fh, ext=ext: fig.savefig(fh, format=ext, dpi=150, bbox_inches="tight"))
                 written = outputs.commit()
             finally:
@@ -270,6 +275,8 @@ def run(args) -> int:
         print(format_sweep(rows))
         print("\nSCALE-Sim 3's ViT shape: " + shape_verdict(best_per_block(rows)))
     print(f"\ntime basis: {t['time_basis']}")
+    print(f"model parameters and their sources (the configuration's, the CPU model's, the board runtime's): "
+          f"{tables[2]}")
     print("\n".join(f"wrote {path}" for path in [model, out / "run", *written]))
     return 0
 

@@ -83,6 +83,8 @@ def test_tiny_block_end_to_end(tmp_path, read_rows):
     # a second study of another block into the same folder tabulates its own points only
     assert run("--out", str(out), *TINY[:-2], "--activation", "gelu", "--space", str(space)).returncode == 0
     assert len(read_rows(out / "sweep" / "points.csv")) == 4 and len(read_rows(out / "transformer_study.csv")) == 2
+    parameters = read_rows(out / "transformer_study_parameters.csv")
+    assert any(r["parameter"] == "LOG_BLOCK" and r["source"] for r in parameters)
     shares = [float(r["share"]) for r in resident]  # of the CPU-resident time, largest first
     assert shares and shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 1 + 1e-6
     assert (out / "transformer_study.png").stat().st_size > 0 and (out / "encoder_block.onnx").stat().st_size > 0
