@@ -139,7 +139,8 @@ def encoder_block(shape: BlockShape = BlockShape(), seed: int = 0) -> ModelProto
     y = g.linear(y, "linear2", shape.ffn, shape.d_model)
     out = g.layernorm(g.op("Add", [x, y]), "norm2", shape.d_model)
     dims = [1, shape.seq, shape.d_model]
-    graph = helper.make_graph(g.nodes, "encoder_block", [helper.make_tensor_value_info("input", TensorProto.FLOAT, dims)],
+    graph = helper.make_graph(g.nodes, "encoder_block",
+                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, dims)],
                               [helper.make_tensor_value_info(out, TensorProto.FLOAT, dims)], g.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8

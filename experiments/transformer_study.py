@@ -125,8 +125,9 @@ def best_per_block(rows: list[dict]) -> list[dict]:
     """Per array size (LOG_BLOCK), its fastest valid point."""
     best: dict[int, dict] = {}
     for row in rows:
-        if row["status"] == "ok" and (row["LOG_BLOCK"] not in best or row["latency_s"] < best[row["LOG_BLOCK"]]["latency_s"]):
-            best[row["LOG_BLOCK"]] = row
+        block = row["LOG_BLOCK"]
+        if row["status"] == "ok" and (block not in best or row["latency_s"] < best[block]["latency_s"]):
+            best[block] = row
     return [best[k] for k in sorted(best)]
 
 
@@ -177,7 +178,8 @@ def figure(rows: list[dict], shape):
 
 
 def format_sweep(rows: list[dict]) -> str:
-    lines = [f"{'array':>7} {'wgt kB':>6} {'inp kB':>6} {'acc kB':>6} {'status':>8} {'latency ms':>10} {'acc cycles':>11} "
+    lines = [f"{'array':>7} {'wgt kB':>6} {'inp kB':>6} {'acc kB':>6} {'status':>8} {'latency ms':>10} "
+             f"{'acc cycles':>11} "
              f"{'GEMM util':>9} {'part use':>8} {'speedup':>8}"]
     for r in rows:
         block = 2 ** r["LOG_BLOCK"]
