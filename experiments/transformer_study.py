@@ -220,8 +220,6 @@ def sweep(space_path: str, model: Path, out: Path) -> list[dict]:
 
 
 def run(args) -> int:
-    import onnx
-
     from compiler.network.report import table
     from experiments.encoder_block import encoder_block
     from vdla.cmd_run import csv_text
@@ -257,6 +255,7 @@ def run(args) -> int:
         print(f"  {e['op']:<22} {e['count']:>3} op(s) {e['seconds'] * 1e3:9.2f} ms  {e['share'] * 100:5.1f} %")
     rows = [] if args.no_sweep else sweep(args.space, model, out)
     with Outputs() as outputs:
+        outputs.supersede(tables)  # --no-sweep leaves no earlier sweep's table and figure behind
         outputs.write(tables[2], csv_text(study.network_parameters(args.config, report, COMPARED),
                                           list(study.PARAMETER_FIELDS)))
         outputs.write(tables[1], csv_text([{**e, "seconds": round(e["seconds"], 6), "share": round(e["share"], 4)}
