@@ -56,10 +56,14 @@ class BlockShape:
                 f"{self.activation}")
 
 
-class _Graph:
-    """Appends nodes and initializers (seeded random weights)."""
+class GraphBuilder:
+    """Appends nodes and initializers (seeded random weights); node ``k`` of op ``Op`` is named
+    ``NODE_PREFIX + "Op_k"`` (tests/compiler/frontend/exporter_graphs.Builder, the dynamo
+    exporter's ``node_`` names, builds on this class)."""
 
-    def __init__(self, seed: int):
+    NODE_PREFIX = ""
+
+    def __init__(self, seed: int = 0):
         self.rng = np.random.default_rng(seed)
         self.nodes, self.inits = [], []
         self.count = 0
@@ -78,7 +82,8 @@ class _Graph:
     def op(self, op_type: str, inputs: list[str], **attrs) -> str:
         self.count += 1
         out = f"{op_type.lower()}_{self.count}"
-        self.nodes.append(helper.make_node(op_type, inputs, [out], name=f"{op_type}_{self.count}", **attrs))
+        self.nodes.append(helper.make_node(op_type, inputs, [out], name=f"{self.NODE_PREFIX}{op_type}_{self.count}",
+                                           **attrs))
         return out
 
     def linear(self, x: str, name: str, ic: int, oc: int) -> str:
@@ -98,9 +103,9 @@ class _Graph:
         return self.op("Mul", [self.op("Mul", [x, e]), self.init(f"half_{self.count}", np.float32(0.5))])
 
 
-def _self_attention(g: _Graph, x: str, s: BlockShape) -> str:
-    """nn.MultiheadAttention(d, heads, batch_first=True)(x, x, x) as exported (see the module)."""
-    d, t, h = s.d_model, s.seq, s.heads
+def self_attention(g: GraphBuilder, x: str, t: int, d: int, h: int) -> str:
+    """nn.MultiheadAttention(d, h, batch_first=True)(x, x, x) over ``t`` tokens as exported (see the
+    module); tests/compiler/frontend/attention_graphs.py builds its attention graphs with it."""
     dh = d // h
     tokens = g.op("Transpose", [x], perm=[1, 0, 2])                                        # (T, 1, D)
     qkv = g.op("Add", [g.weight("in_proj_bias", (3 * d,), 0.1),
@@ -132,8 +137,9 @@ def _self_attention(g: _Graph, x: str, s: BlockShape) -> str:
 
 def encoder_block(shape: BlockShape = BlockShape(), seed: int = 0) -> ModelProto:
     """The post-norm encoder block of ``shape`` (input and output ``(1, seq, d_model)``, float)."""
-    g = _Graph(seed)
-    x = g.layernorm(g.op("Add", ["input", _self_attention(g, "input", shape)]), "norm1", shape.d_model)
+    g = GraphBuilder(seed)
+    x = g.layernorm(g.op("Add", ["input", self_attention(g, "input", shape.seq, shape.d_model, shape.heads)]),
+                    "norm1", shape.d_model)
     y = g.linear(x, "linear1", shape.d_model, shape.ffn)
     y = g.op("Relu", [y]) if shape.activation == "relu" else g.gelu(y)
     y = g.linear(y, "linear2", shape.ffn, shape.d_model)

@@ -4,33 +4,23 @@
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
+
+from experiments.encoder_block import GraphBuilder
 
 OPSET = 18
 
 
-class Builder:
-    """Appends nodes and initializers; ``w(name, shape)`` makes a seeded random weight."""
+class Builder(GraphBuilder):
+    """experiments.encoder_block.GraphBuilder with the dynamo exporter's node names (``node_Op_k``);
+    ``w(name, shape)`` makes a seeded random weight (He-scaled by default)."""
 
-    def __init__(self, seed: int = 0):
-        self.rng = np.random.default_rng(seed)
-        self.nodes, self.inits = [], []
-        self.count = 0
-
-    def init(self, name: str, value) -> str:
-        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
+    NODE_PREFIX = "node_"
 
     def w(self, name: str, shape, scale: float | None = None) -> str:
         fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
         value = self.rng.standard_normal(shape) * (scale if scale is not None else np.sqrt(2.0 / fan_in))
         return self.init(name, value.astype(np.float32))
-
-    def op(self, op_type: str, inputs: list[str], **attrs) -> str:
-        self.count += 1
-        out = f"{op_type.lower()}_{self.count}"
-        self.nodes.append(helper.make_node(op_type, inputs, [out], name=f"node_{op_type}_{self.count}", **attrs))
-        return out
 
     def conv(self, x: str, ic: int, oc: int, k: int, *, stride=1, pads=None, group=1, bias=True) -> str:
         pads = [k // 2] * 4 if pads is None else pads
