@@ -24,7 +24,6 @@ tests/experiments/test_board_calibration.py checks the two agree.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
@@ -105,7 +104,9 @@ def calibrate(progress=None) -> dict:
 
 
 def main(argv=None) -> int:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    from vdla.argtypes import ArgumentParser
+
+    ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     from experiments import study   # a user error one line, a closed stdout quiet (status 141)
 
     return study.guarded("board_calibration", run)

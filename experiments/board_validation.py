@@ -235,9 +235,9 @@ def verdict(rows: list[dict], table: list[dict]) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    from vdla.argtypes import output_dir
+    from vdla.argtypes import ArgumentParser, output_dir
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=output_dir, default="results", help="output folder (default results)")
     p.add_argument("--targets", default=",".join(TARGETS), help=f"comma-separated, of {', '.join(TARGETS)}")
     p.add_argument("--records", default=None, help="comma-separated record ids (default: every record)")

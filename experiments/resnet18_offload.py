@@ -15,7 +15,6 @@ ACP, 256 kB weights); ``osdi18-200`` is the paper's text (200 MHz, HP0).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -85,7 +84,9 @@ def comparison(reports: dict) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from vdla.argtypes import ArgumentParser
+
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="results", help="output folder")
     parser.add_argument("--resolution", type=int, default=224)
     parser.add_argument("--presets", nargs="+", default=["vta-pynq", "osdi18"])

@@ -46,10 +46,10 @@ def parser(doc: str, default_config_help: str) -> argparse.ArgumentParser:
     """The arguments every study takes: ``--out``, ``--resolution`` (checked as ``vdla run``
     checks it) and ``--config`` (instead of the study's own)."""
     from compiler.paper import PAPER_RESOLUTION
-    from vdla.argtypes import output_dir
+    from vdla.argtypes import ArgumentParser, output_dir
     from vdla.cmd_run import resolution_arg
 
-    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p = ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--out", type=output_dir, default="results", help="output folder (default results)")
     p.add_argument("--resolution", type=resolution_arg(), default=PAPER_RESOLUTION,
                    help=f"input size (the papers': {PAPER_RESOLUTION}; smaller runs fast, with no comparison)")

@@ -53,12 +53,12 @@ def positive(text: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    from vdla.argtypes import output_dir
+    from vdla.argtypes import ArgumentParser, output_dir
 
     from experiments.encoder_block import ACTIVATIONS, BlockShape
 
     d = BlockShape()
-    p = argparse.ArgumentParser(prog="python -m experiments.transformer_study", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m experiments.transformer_study", description=__doc__.splitlines()[0])
     p.add_argument("--out", type=output_dir, default="results", help="output folder (default results)")
     p.add_argument("--d-model", type=positive, default=d.d_model, help=f"channels (default {d.d_model}, BERT-base)")
     p.add_argument("--heads", type=positive, default=d.heads, help=f"attention heads (default {d.heads})")
