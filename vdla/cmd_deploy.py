@@ -46,7 +46,7 @@ def cmd_deploy(args) -> int:
 
     key = auth.load_key(args.key_file or auth.default_key_file())  # before minutes of compiling
     options = PartitionOptions(stem_on_vdla=args.stem_on_vdla, add_on_vdla=args.add_on_vdla,
-                               fc_on_vdla=args.fc_on_vdla)
+                               fc_on_vdla=args.fc_on_vdla, depthwise_on_vdla=args.depthwise_on_vdla)
     # its stages (compile, package, send, wait for the board) repeated with the time elapsed
     with Heartbeat("vdla deploy", first=30.0, every=30.0) as beat:
         report = deploy(args.model, args.board, key=key, config=args.config, resolution=args.resolution,
@@ -117,6 +117,7 @@ def add_parser(sub) -> None:
     d.add_argument("--stem-on-vdla", action="store_true")
     d.add_argument("--add-on-vdla", action="store_true")
     d.add_argument("--fc-on-vdla", action="store_true")
+    d.add_argument("--depthwise-on-vdla", action="store_true")
     d.add_argument("--no-arm-library", action="store_true", help="do not build the Cortex-A9 library (the "
                    "server then uses its host JIT)")
     d.add_argument("--timeout", type=float_range(0.0, low_open=True), default=3600.0,

@@ -178,7 +178,7 @@ def cmd_run(args) -> int:
     plot_dir = Path(args.plots) if args.plots else None
     check_writable([*(study_files(plot_dir) if plot_dir else ()), *((args.output,) if args.output else ())])
     options = PartitionOptions(stem_on_vdla=args.stem_on_vdla, add_on_vdla=args.add_on_vdla,
-                               fc_on_vdla=args.fc_on_vdla)
+                               fc_on_vdla=args.fc_on_vdla, depthwise_on_vdla=args.depthwise_on_vdla)
     calibration = args.calibration if args.calibration is not None else 4
     with contextlib.ExitStack() as stack:
         # the figures' process, started now: matplotlib's set-up overlaps the run (vdla.figure_worker)
@@ -310,6 +310,9 @@ def add_parser(sub) -> None:
     run.add_argument("--add-on-vdla", action="store_true", help="run residual adds on the ALU")
     run.add_argument("--fc-on-vdla", action="store_true",
                      help="run the classifiers as GEMMs (the last layer then keeps int8 instead of int32 logits)")
+    run.add_argument("--depthwise-on-vdla", action="store_true",
+                     help="let depthwise convs (and grouped ones of fewer input channels per group than a GEMM "
+                          "block) run on VDLA as block-diagonal GEMMs of 16 channels")
     run.add_argument("--cpu", default="cortex-a9", choices=cpu_names(),
                      help="CPU whose modelled times the report gives (default cortex-a9, the PYNQ-Z1's)")
     run.add_argument("--cpu-baseline", default="int8", choices=baseline_names(),

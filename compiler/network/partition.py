@@ -6,8 +6,9 @@ than a GEMM block stays on the CPU too, named by its kind: pointwise, 3x3, ...);
 residual adds, the classifier and input quantization on the CPU.
 Grouped convolutions with at least a GEMM block of input channels per group run on VDLA as
 one GEMM per group; depthwise ones (one channel per group) and every element-wise op stay on
-the CPU. Options move the stem (channels padded to a whole block), the residual adds (ALU)
-and the classifiers (GEMM) to the accelerator, so users can study the trade-off.
+the CPU. Options move the stem (channels padded to a whole block), the residual adds (ALU),
+the classifiers (GEMM) and the depthwise and narrow grouped convs (block-diagonal GEMMs,
+``compiler.network.vdla_ops.block_diagonal``) to the accelerator, so users can study the trade-off.
 
 Two placements (``placement=``): ``"all"`` puts every op the rules allow on the accelerator;
 ``"cost"`` (``vdla run``'s default) then keeps on the CPU each of those that does not make the
@@ -32,6 +33,7 @@ class PartitionOptions:
     stem_on_vdla: bool = False
     add_on_vdla: bool = False
     fc_on_vdla: bool = False
+    depthwise_on_vdla: bool = False
 
 
 PLACEMENTS = ("cost", "all")
@@ -73,8 +75,16 @@ def _place_conv(node: QNode, q: QGraph, config: Config, options: PartitionOption
     groups, per_group = int(node.attrs["groups"]), node.attrs["weight"].shape[1]
     if groups > 1 and per_group < config.block_in:
         kind = "depthwise" if per_group == 1 else "grouped"
-        return Placement("cpu", f"{kind} convolution: {per_group} input channel(s) per group would fill {per_group} "
-                         f"of {config.block_in} GEMM input lanes; the CPU kernel does it directly")
+        if not options.depthwise_on_vdla:
+            return Placement("cpu", f"{kind} convolution: {per_group} input channel(s) per group would fill {per_group} "
+                             f"of {config.block_in} GEMM input lanes; the CPU kernel does it directly "
+                             "(--depthwise-on-vdla: block-diagonal GEMMs)")
+        parts, problem = _parts_or_reason(node, q, config)
+        if parts is None:
+            return Placement("cpu", f"not on the accelerator: {problem}")
+        layer, diagonal = parts[0].layer, " block-diagonal" if parts[0].groups > 1 else ""
+        return Placement("vdla", f"{kind} convolution as {len(parts)}{diagonal} GEMM(s) of {layer.ic} channels "
+                         f"({per_group} useful input lane(s) in {layer.ic} per row)")
     parts, problem = _parts_or_reason(node, q, config)
     if parts is None:
         return Placement("cpu", f"not on the accelerator: {problem}")

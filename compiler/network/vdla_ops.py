@@ -4,7 +4,8 @@ A conv whose padding must hold its input's zero point (not 0), or whose padding 
 same on all four sides, runs on an explicitly padded input (the border holds the zero point;
 on a device the producer stores into the interior of such a buffer, whose border is written
 once) with the layer's own padding 0. A grouped conv runs as one GEMM layer per group, on its
-slice of input and output channels. ``part_tensors`` cuts a run's input for each part.
+slice of input and output channels; groups of fewer than :data:`PACK_LANES` input channels (a
+depthwise conv's one) are taken several to a layer, with a block-diagonal kernel. ``part_tensors`` cuts a run's input for each part.
 
 Every accelerator program has a key (:func:`bundle_key`): its name in a loaded model and its
 file ``bundles/<key>.npz`` in a deployment package. Node names come from the model, so the key
@@ -21,6 +22,10 @@ import numpy as np
 from compiler.layers import Conv2D, Dense, LayerError
 from compiler.quantize.qgraph import QNode
 
+# A depthwise conv (one input channel per group) on the GEMM core: groups are taken together
+# until they fill this many input lanes, as one block-diagonal layer (the paper's BLOCK_IN of 16:
+# each GEMM row then does one useful product in 16; a core of other blocks pads or repeats it).
+PACK_LANES = 16
 
 _ESCAPED = re.compile(r"^\.|[^A-Za-z0-9_.-]")
 
@@ -45,6 +50,7 @@ class Part:
     out_channels: slice
     pad: tuple | None        # explicit (t, l, b, r) padding with the zero point, or None
     index: int | None = None  # a product's part (matmul): its batch index; every index runs the one program
+    groups: int = 1          # a grouped conv's groups in this part: more than one runs as one block-diagonal layer
 
 
 def _check_int8(node: QNode) -> None:
@@ -81,14 +87,36 @@ def vdla_parts(node: QNode, shape: tuple[int, ...], out_shape: tuple[int, ...] |
     else:
         pad = pads[0]
     og = o // groups
+    pack = groups_per_part(groups, cg)
     parts = []
-    for g in range(groups):
+    for g, first in enumerate(range(0, groups, pack)):
+        count = min(pack, groups - first)
         key = bundle_key(node.name, None if groups == 1 else g)
-        layer = Conv2D(name=node.name if groups == 1 else f"{node.name} (group {g})", n=n, h=h, w=w, ic=cg, oc=og,
-                       k=kh, stride=sh, pad=pad, **clip)
-        parts.append(Part(key, layer, slice(g * cg, (g + 1) * cg), slice(g * og, (g + 1) * og),
-                          pads if explicit else None))
+        layer = Conv2D(name=node.name if groups == 1 else f"{node.name} (group {g})", n=n, h=h, w=w, ic=count * cg,
+                       oc=count * og, k=kh, stride=sh, pad=pad, **clip)
+        parts.append(Part(key, layer, slice(first * cg, (first + count) * cg), slice(first * og, (first + count) * og),
+                          pads if explicit else None, groups=count if pack > 1 else 1))
     return parts
+
+
+def groups_per_part(groups: int, per_group: int) -> int:
+    """How many groups of a grouped conv one GEMM layer takes: one, unless a group has fewer than
+    :data:`PACK_LANES` input channels (a depthwise conv has one), when as many as fill that many
+    lanes run as one block-diagonal layer (:func:`block_diagonal`)."""
+    return max(1, min(groups, PACK_LANES // per_group)) if groups > 1 else 1
+
+
+def block_diagonal(weight: np.ndarray, groups: int) -> np.ndarray:
+    """The (G*og, G*cg, kh, kw) kernel of ``groups`` consecutive groups of an OIHW grouped kernel
+    (G*og, cg, kh, kw): group j's taps on the diagonal block (rows j*og.., columns j*cg..), zeros
+    elsewhere, so one conv over the groups' channels sums exactly each group's products."""
+    if groups == 1:
+        return weight
+    og, cg = weight.shape[0] // groups, weight.shape[1]
+    out = np.zeros((weight.shape[0], groups * cg) + weight.shape[2:], weight.dtype)
+    for j in range(groups):
+        out[j * og:(j + 1) * og, j * cg:(j + 1) * cg] = weight[j * og:(j + 1) * og]
+    return out
 
 
 def product_parts(node: QNode, shape: tuple[int, ...], out_shape: tuple[int, ...] | None) -> list[Part]:
@@ -137,6 +165,6 @@ def part_tensors(node: QNode, part: Part, x: np.ndarray, y: np.ndarray | None = 
     if part.pad is not None:
         t, left, b, r = part.pad
         x = np.pad(x, ((0, 0), (0, 0), (t, b), (left, r)), constant_values=int(a["pad_value"]))
-    weight = square_weight(a["weight"][part.out_channels])
+    weight = square_weight(block_diagonal(a["weight"][part.out_channels], part.groups))
     return {"input": np.ascontiguousarray(x), "weight": np.ascontiguousarray(weight),
             "bias": np.ascontiguousarray(a["bias"][part.out_channels]), **shift}

@@ -3,8 +3,8 @@
 The accelerator and the CPU kernels requantize by shifting, so every activation's step is a
 power of two; the step whose 256 codes span a value's window (e.g. 6/255 for a ReLU6 output)
 usually is not. Where a conv or dense layer's output (after its fused ReLU/Clip) reaches only
-other conv or dense layers (directly or through max/average pooling and reshapes, which commute
-with a positive factor), the output is multiplied by ``s`` in (1/2, 1] and the consumers' weights
+other conv or dense layers (directly or through max/average pooling, reshapes and data movement
+such as a Transpose, which commute with a positive factor), the output is multiplied by ``s`` in (1/2, 1] and the consumers' weights
 by ``1/s``. Residual adds on the CPU requantize with integer multipliers (``rules._add_mul``),
 so they take part too: as producers (their output's ``s`` goes into their multipliers) and as
 consumers (their multipliers undo their inputs' ``s``; the rewritten float graph then equals the
@@ -35,6 +35,15 @@ from compiler.quantize.rules import fuse_activations
 from compiler.quantize.scales import sample, value_range
 
 TRANSPARENT = ("maxpool", "avgpool", "avgpool2d", "reshape", "resize")  # commute with a positive factor
+
+
+def _transparent(node: Node) -> bool:
+    """Whether ``node`` commutes with a positive factor: pooling, reshapes, and a ``gather`` (a
+    Transpose, Slice, ...) unless it fills positions with a nonzero constant (a Pad of 1.0)."""
+    if node.op == "gather":
+        a = node.attrs
+        return not np.any(a["fill"]) or not np.any(np.asarray(a["index"]) < 0)
+    return node.op in TRANSPARENT
 ABSORBING = ("mul", "layernorm") + UNARY  # producers and consumers whose int8 form holds any factor (no weights to fold it into)
 FREE_WINDOW = {"mse": "minmax", "minmax": "minmax", "percentile": "percentile"}  # window of a free step
 
@@ -53,7 +62,7 @@ def _reach(graph: Graph, value: str, layer_ops: tuple[str, ...]):
     scaled, layers, todo = [value], [], [value]
     while todo:
         for user in graph.consumers(todo.pop()):
-            if user.op in TRANSPARENT and user.output not in graph.outputs:
+            if _transparent(user) and user.output not in graph.outputs:
                 scaled.append(user.output)
                 todo.append(user.output)
             elif user.op in layer_ops:

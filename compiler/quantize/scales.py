@@ -115,6 +115,19 @@ def _zp_high(high: float, frac: int) -> int:
     return int(np.clip(np.rint(127 - high * 2.0 ** frac), -128, 127))
 
 
+def _zp_shared(low: float, high: float, frac: int) -> int:
+    """The zero point of a window of 256 codes at ``frac`` over [low, high] (low <= 0 <= high):
+    where the window is wider than the range, the spare codes are shared between its two sides in
+    proportion to the range's extent on each (a never-negative value keeps its lowest code at 0;
+    a value about 0 gets equal margins), so values a little beyond the calibration's on either
+    side are not clipped. A range wider than the window keeps its low end (the high end clips)."""
+    spare = 255 * 2.0 ** -frac - (high - low)
+    if spare <= 0 or high - low <= 0:
+        zp = _zp_low(low, frac)
+        return zp if (127 - zp) * 2.0 ** -frac >= high else _zp_high(high, frac)
+    return _zp_low(low - spare * (-low) / (high - low), frac)
+
+
 def value_range(v: np.ndarray, method: str) -> tuple[float, float]:
     """(low <= 0, high >= 0): the window's ends by ``minmax`` (the whole range) or ``percentile``
     (the 0.01 %..99.99 % range) of the (non-empty) values ``v``."""
@@ -140,8 +153,7 @@ def choose_scale(values: np.ndarray, method: str = "mse", frac: int | None = Non
     if method in ("minmax", "percentile"):
         low, high = value_range(v, method)
         f = frac_for(high - low, 255) if frac is None else frac
-        zp = _zp_low(low, f)
-        return f, zp if (127 - zp) * 2.0 ** -f >= high else _zp_high(high, f)
+        return f, _zp_shared(low, high, f)
     first = frac_for(high - low, 255)
     fracs = range(first, min(first + SEARCH_BITS, FRAC_MAX) + 1) if frac is None else (frac,)
     lows = [low] + [min(float(q), 0.0) for q in np.quantile(v, QUANTILES)]

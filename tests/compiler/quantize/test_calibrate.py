@@ -259,3 +259,23 @@ def test_affine_after_concat_is_applied_per_input_with_its_relu_fused():
     muladds = [n for n in q.nodes if n.op == "muladd"]
     assert len(muladds) == 2 and not any(n.op in ("relu", "lut") for n in q.nodes)
     assert all(n.attrs["lo"] == q.zps[q.output] for n in muladds)
+
+
+@pytest.mark.parametrize("low, high", [(-1.25, 1.47), (-0.2, 5.0), (-3.0, 0.5)])
+def test_a_minmax_window_wider_than_its_range_shares_its_spare_codes(low, high):
+    """ConvNeXt's pooled features: a power-of-two window of 3.34 over a calibration range of
+    2.72 put all 0.62 of spare above it, and a test image 0.6 below the range clipped. The spare
+    is now shared in proportion to each side's extent."""
+    values = np.array([low, 0.0, high], np.float32)
+    frac, zp = scales.choose_scale(values, "minmax")
+    step = 2.0 ** -frac
+    below, above = low - (-128 - zp) * step, (127 - zp) * step - high  # margins beyond the range
+    spare = 255 * step - (high - low)
+    assert below >= -step / 2 and above >= -step / 2
+    assert below == pytest.approx(spare * -low / (high - low), abs=step)
+    assert above == pytest.approx(spare * high / (high - low), abs=step)
+
+
+def test_a_never_negative_minmax_window_starts_at_zero():
+    assert scales.choose_scale(np.linspace(0, 3, 100), "minmax")[1] == -128
+    assert scales.choose_scale(np.linspace(-3, 0, 100), "minmax")[1] == 127
