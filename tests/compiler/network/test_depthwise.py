@@ -35,7 +35,7 @@ def test_groups_fill_the_lanes_and_a_wide_group_stays_alone():
     assert groups_per_part(2, 16) == groups_per_part(4, 32) == groups_per_part(1, 1) == 1
 
 
-def depthwise_net(channels: int = 40, k: int = 7, stride: int = 1):
+def _depthwise_model(channels: int = 40, k: int = 7, stride: int = 1):
     """pointwise 16 -> ``channels``, depthwise k x k (ConvNeXt's 7x7 by default), pointwise back to 16."""
     rng = np.random.default_rng(3)
     layers = [("expand", 16, channels, 1, 1, 1), ("dw", 1, channels, k, channels, stride),
@@ -50,8 +50,12 @@ def depthwise_net(channels: int = 40, k: int = 7, stride: int = 1):
         x = name
     graph = helper.make_graph(nodes, "dw", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 16, 10, 12])],
                               [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    return quantize_graph(from_model(model, "dw"), rng.standard_normal((2, 16, 10, 12)).astype(np.float32))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def depthwise_net(channels: int = 40, k: int = 7, stride: int = 1):
+    calibration = np.random.default_rng(4).standard_normal((2, 16, 10, 12)).astype(np.float32)
+    return quantize_graph(from_model(_depthwise_model(channels, k, stride), "dw"), calibration)
 
 
 @pytest.mark.parametrize("k, stride", [(7, 1), (3, 2)])
@@ -82,3 +86,20 @@ def test_without_the_option_a_depthwise_conv_stays_on_the_cpu_and_says_how_to_mo
     cost = partition(q, config, PartitionOptions(depthwise_on_vdla=True), placement="cost", cpu_model=CpuModel(),
                      runtime=board_runtime())["dw"]
     assert cost.cost is not None  # the cost placement weighs the block-diagonal GEMMs against the CPU kernel
+
+
+def test_a_deployment_package_runs_the_block_diagonal_programs_exact(tmp_path):
+    """``vdla deploy --depthwise-on-vdla``'s package: one bundle per block-diagonal layer, each
+    run by the board's executor on a sim device, the output the quantized reference's."""
+    import onnx
+
+    from tests.fuzz.test_names_and_values import assert_package_runs_exact
+    from vdla.deploy import build_package
+    from vdla.network import prepare
+
+    path = tmp_path / "dw.onnx"
+    onnx.save(_depthwise_model(), str(path))
+    p = prepare(str(path), options=PartitionOptions(depthwise_on_vdla=True), input_shape=(1, 16, 10, 12))
+    files = build_package(p, model="dw", arm_library=False, progress=lambda m: None)
+    assert sorted(n for n in files if n.startswith("bundles/dw")) == [f"bundles/dw/g{g}.npz" for g in range(3)]
+    assert_package_runs_exact(files, p)
