@@ -1,7 +1,8 @@
 """What every fuzz test asserts about one input: it ends, within a time limit, in a clean error
 (a VdlaError: one line for people) or a result, without allocating more than a bound.
 
-``outcome(fn, ...)`` runs ``fn`` under SIGALRM (a hang fails the test with the input that hung)
+``outcome(fn, ...)`` runs ``fn`` under a CPU-time limit (SIGPROF: a hang, which spins, fails the
+test with the input that hung; the machine's load does not count, as a wall-clock limit's did)
 and tracemalloc (numpy reports its buffers to it), and returns ("ok", value) or ("error",
 message); any other exception fails the test, as a traceback of the CLI would.
 """
@@ -29,21 +30,24 @@ class Hang(Exception):
 
 
 @contextlib.contextmanager
-def time_limit(seconds: float):
+def time_limit(seconds: float, cpu: bool = False):
+    """Raise Hang after ``seconds`` of wall time, or with ``cpu`` of the process's CPU time (user
+    + sys: work that spins, whatever else the machine runs)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def expire(signum, frame):
-        raise Hang(f"no result within {seconds} s")
+        raise Hang(f"no result within {seconds} {'CPU ' if cpu else ''}s")
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    sig, timer = (signal.SIGPROF, signal.ITIMER_PROF) if cpu else (signal.SIGALRM, signal.ITIMER_REAL)
+    previous = signal.signal(sig, expire)
+    signal.setitimer(timer, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(timer, 0)
+        signal.signal(sig, previous)
 
 
 def outcome(fn, *args, seconds: float = 10.0, memory: int = MEMORY_BOUND, errors=(VdlaError,), **kwargs):
@@ -51,7 +55,7 @@ def outcome(fn, *args, seconds: float = 10.0, memory: int = MEMORY_BOUND, errors
     peak allocation above ``memory`` bytes."""
     tracemalloc.start()
     try:
-        with time_limit(seconds):
+        with time_limit(seconds, cpu=True):
             try:
                 value = fn(*args, **kwargs)
                 result = ("ok", value)
