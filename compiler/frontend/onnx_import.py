@@ -595,6 +595,11 @@ class _Importer:
         data = [n for n in node.input if n and n not in self.consts]
         if len(data) != 1:
             raise self.fail(node, f"{node.op_type} of {len(data)} computed tensors is not supported")
+        if node.op_type.startswith("Gather") and len(node.input) > 1 and data[0] == node.input[1]:
+            raise self.fail(node, f"the computed tensor {data[0]!r} is used as indices into the constant "
+                            f"{node.input[0]!r} (an embedding lookup of token ids): lookups by computed indices are "
+                            "not supported; export the model from its embeddings (a float input, e.g. a Hugging Face "
+                            "model's inputs_embeds)")
         x = self.tensor(node, data[0])
         self.out_shape(node)  # inferred (and bounded) before the node is run on numbered inputs
         index, fill, shape = folding.index_map(node, data[0], self.consts, self.shapes[x], self.opset, self.where)

@@ -6,7 +6,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from compiler.frontend import ModelError, float_ref, load_onnx
+from compiler.frontend import ModelError, float_ref, from_model, load_onnx
 from compiler.frontend.inputs import synthetic_images
 from compiler.frontend.resnet import build_resnet
 
@@ -75,6 +75,19 @@ def test_unsupported_op_names_the_node(tmp_path):
                     "unsupported op Sign (1 node: 'gate'); unsupported op Erf (1 node: 't')")
     with pytest.raises(ModelError, match="m.onnx: node 'gate' \\(Sign\\): unsupported op Sign; see docs/onnx.md for what is supported$"):
         load_onnx(save(tmp_path, model_with(nodes[:1], {}, out_shape=[1, 4, 8, 8])))
+
+
+def test_token_ids_indexing_an_embedding_are_refused_with_the_way_out():
+    """A BERT-style export's input_ids index its word-embedding table: one line that says so and
+    names the float input to export from, not 'computes new values'."""
+    table = numpy_helper.from_array(np.zeros((100, 16), np.float32), "table")
+    graph = helper.make_graph([helper.make_node("Gather", ["table", "ids"], ["e"], name="embed")], "ids",
+                              [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 8])],
+                              [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)], [table])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ModelError, match=r"node 'embed' \(Gather\): the computed tensor 'ids' is used as indices into "
+                       r"the constant 'table' \(an embedding lookup of token ids\).*inputs_embeds"):
+        from_model(model, "m.onnx")
 
 
 @pytest.mark.parametrize("attrs,words", [({"group": 3}, r"weight \(3, 1, 3, 3\) with group=3 does not match 4 input channels"),
