@@ -129,6 +129,24 @@ def test_a_scale_that_is_no_power_of_two_needs_a_softmax_after_the_product():
         quantized(graph)
 
 
+@pytest.mark.parametrize("masked", [float("-inf"), float(np.finfo(np.float32).min)])
+def test_an_additive_causal_mask_is_refused_in_one_line(masked):
+    """torch's causal attention adds a (seq, seq) mask to the scores before the softmax: -inf above
+    the diagonal (TorchScript) or torch.finfo(float32).min (dynamo). int8 cannot hold it, and
+    calibrating it as a value range would silently ruin every score: refused, naming the node."""
+    b = ag.Builder(5)
+    q_, k, v = (ag.linear(b, "input", 8, 8) for _ in range(3))
+    scores = b.op("MatMul", [q_, b.op("Transpose", [k], perm=[0, 2, 1])])
+    mask = b.init("mask", np.triu(np.full((6, 6), masked, np.float32), 1))
+    p = b.op("Softmax", [b.op("Add", [scores, mask])], axis=-1)
+    model = b.model((1, 6, 8), b.op("MatMul", [p, v]), [1, 6, 8], opset=ag.OPSET)
+    words = (r"^causal: initializer 'mask' holds 15 NaN or infinite values" if np.isinf(masked) else
+             r"^causal: node 'node_Add_\d+' \(Add\): constant 'mask' holds float32's largest magnitude \(3.403e\+38, "
+             r"torch's stand-in for -inf, as in an attention mask\); additive masks are not supported")
+    with pytest.raises(ModelError, match=words):
+        from_model(model, "causal")
+
+
 def test_a_product_whose_batch_axes_broadcast_is_refused():
     b = ag.Builder(4)
     q_ = ag.linear(b, "input", 8, 8)
