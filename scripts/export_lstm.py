@@ -9,8 +9,12 @@ scratch venv outside the repository that has torch and onnx::
 
 writes ``OUT_DIR/lstm2.onnx`` (``nn.LSTM(input, hidden, num_layers=2)``, sequence-first, batch 1,
 eval mode, the TorchScript exporter: ``dynamo=False, opset_version=17``) and
-``OUT_DIR/lstm2_dynamo.onnx`` (the same module through ``dynamo=True``), and prints their op
-sequences without the Constant nodes.
+``OUT_DIR/lstm2_dynamo.onnx`` (the same module through ``dynamo=True``), and, TorchScript
+exports of the same sizes, the sequence models a reviewer might hold out: ``gru2.onnx``
+(``nn.GRU(input, hidden, num_layers=2)``), ``bilstm.onnx`` (one bidirectional ``nn.LSTM``
+layer, output (seq, 1, 2 hidden)) and ``lstm_head.onnx`` (one ``nn.LSTM`` layer and an
+``nn.Linear(hidden, 10)`` classifier of its last step); prints each op sequence without the
+Constant nodes.
 """
 
 import argparse
@@ -33,18 +37,25 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    class TwoLayer(torch.nn.Module):
-        def __init__(self):
+    class Recurrent(torch.nn.Module):
+        def __init__(self, kind: str, head: bool = False, **options):
             super().__init__()
-            self.lstm = torch.nn.LSTM(args.input, args.hidden, num_layers=2)
+            self.rnn = getattr(torch.nn, kind)(args.input, args.hidden, **options)
+            self.head = torch.nn.Linear(args.hidden, 10) if head else None
 
         def forward(self, x):
-            return self.lstm(x)[0]
+            y = self.rnn(x)[0]
+            return y if self.head is None else self.head(y[-1])
 
-    torch.manual_seed(0)
     args.out.mkdir(parents=True, exist_ok=True)
-    module, example = TwoLayer().eval(), torch.randn(args.seq, 1, args.input)
-    for name, dynamo in (("lstm2", False), ("lstm2_dynamo", True)):
+    example = torch.randn(args.seq, 1, args.input)
+    for name, dynamo, kind, options in (("lstm2", False, "LSTM", {"num_layers": 2}),
+                                        ("lstm2_dynamo", True, "LSTM", {"num_layers": 2}),
+                                        ("gru2", False, "GRU", {"num_layers": 2}),
+                                        ("bilstm", False, "LSTM", {"bidirectional": True}),
+                                        ("lstm_head", False, "LSTM", {"head": True})):
+        torch.manual_seed(0)
+        module = Recurrent(kind, **options).eval()
         path = args.out / f"{name}.onnx"
         torch.onnx.export(module, (example,), str(path), dynamo=dynamo, opset_version=17, input_names=["input"],
                           output_names=["output"])

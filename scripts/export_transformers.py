@@ -8,12 +8,22 @@ scratch venv outside the repository that has torch, torchvision and onnx::
     python scripts/export_transformers.py OUT_DIR [--only encoder4 convnext_tiny vit_b_16]
 
 writes, each in eval mode with its seeded random initialisation, ``torch.onnx.export(...,
-dynamo=False, opset_version=17)`` with the input named ``x``:
+dynamo=False, opset_version=17)`` with the input named ``x`` (the ``_dynamo`` ones with today's
+default exporter, ``torch.onnx.export(module, args, f, dynamo=True)``, opset 18):
 
 - ``OUT_DIR/encoder4.onnx``: ``nn.TransformerEncoder`` of 4 ``nn.TransformerEncoderLayer(d_model=256,
   nhead=4, batch_first=True)``, input (1, 64, 256);
 - ``OUT_DIR/convnext_tiny.onnx`` and ``OUT_DIR/vit_b_16.onnx``: torchvision's, input (1, 3, 224, 224)
-  (ViT's head, which torchvision initialises to zeros, with nn.Linear's default random initialisation).
+  (ViT's head, which torchvision initialises to zeros, with nn.Linear's default random initialisation);
+- the sequence models a reviewer might hold out (docs/onnx.md, "Held-out sequence models"):
+  ``encoder4_dynamo`` (encoder4 through dynamo=True), ``encoder4_norm_first``, ``encoder4_gelu``,
+  ``encoder4_seq_first`` (``batch_first=False``, input (64, 1, 256)), ``encoder4_final_norm``
+  (norm_first and a final LayerNorm), ``encoder2_d512`` (2 layers, d_model 512, 8 heads, sequence
+  128), ``encoder6`` (6 layers), ``mha`` (``nn.MultiheadAttention(256, 4, batch_first=True)``
+  alone, need_weights=False), and, if HF ``transformers`` is installed, ``bert4`` and
+  ``bert4_dynamo``: ``BertModel(BertConfig(hidden 256, 4 layers, 4 heads, intermediate 1024,
+  eager attention), add_pooling_layer=False)`` fed ``inputs_embeds`` (1, 64, 256), no mask,
+  its ``last_hidden_state`` the output.
 
 The encoder is exported with gradients enabled and ``is_causal`` passed as a Python value, the two
 workarounds scripts/export_attention.py describes (torch's fused fast path has no ONNX export; a
@@ -25,20 +35,57 @@ import sys
 from pathlib import Path
 
 
-def encoder(layers: int, d_model: int, heads: int):
+def encoder(layers: int, d_model: int, heads: int, final_norm: bool = False, **options):
+    """``options``: nn.TransformerEncoderLayer's (batch_first True unless given)."""
     import torch
 
     class Encoder(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            layer = torch.nn.TransformerEncoderLayer(d_model=d_model, nhead=heads, batch_first=True)
+            layer = torch.nn.TransformerEncoderLayer(d_model=d_model, nhead=heads,
+                                                     **{"batch_first": True, **options})
             # enable_nested_tensor=False: no fast-path conversion to try under tracing
-            self.encoder = torch.nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False)
+            self.encoder = torch.nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False,
+                                                       norm=torch.nn.LayerNorm(d_model) if final_norm else None)
 
         def forward(self, x):
             return self.encoder(x, is_causal=False)
 
     return Encoder()
+
+
+def attention(d_model: int, heads: int):
+    import torch
+
+    class Attention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attention = torch.nn.MultiheadAttention(d_model, heads, batch_first=True)
+
+        def forward(self, x):
+            return self.attention(x, x, x, need_weights=False)[0]
+
+    return Attention()
+
+
+def bert(layers: int, d_model: int, heads: int):
+    import torch
+    from transformers import BertConfig, BertModel
+
+    class Bert(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            config = BertConfig(hidden_size=d_model, num_hidden_layers=layers, num_attention_heads=heads,
+                                intermediate_size=4 * d_model, attn_implementation="eager")
+            self.bert = BertModel(config, add_pooling_layer=False)
+
+        def forward(self, x):
+            return self.bert(inputs_embeds=x).last_hidden_state
+
+    return Bert()
+
+
+DYNAMO = ("encoder4_dynamo", "bert4_dynamo")  # exported by torch.onnx.export's default (dynamo=True)
 
 
 def models(seq: int) -> dict:
@@ -57,7 +104,17 @@ def models(seq: int) -> dict:
 
     return {"encoder4": (lambda: encoder(4, 256, 4), (1, seq, 256)),
             "convnext_tiny": (torchvision_model("convnext_tiny"), (1, 3, 224, 224)),
-            "vit_b_16": (torchvision_model("vit_b_16"), (1, 3, 224, 224))}
+            "vit_b_16": (torchvision_model("vit_b_16"), (1, 3, 224, 224)),
+            "encoder4_dynamo": (lambda: encoder(4, 256, 4), (1, seq, 256)),
+            "encoder4_norm_first": (lambda: encoder(4, 256, 4, norm_first=True), (1, seq, 256)),
+            "encoder4_gelu": (lambda: encoder(4, 256, 4, activation="gelu"), (1, seq, 256)),
+            "encoder4_seq_first": (lambda: encoder(4, 256, 4, batch_first=False), (seq, 1, 256)),
+            "encoder4_final_norm": (lambda: encoder(4, 256, 4, final_norm=True, norm_first=True), (1, seq, 256)),
+            "encoder2_d512": (lambda: encoder(2, 512, 8), (1, 2 * seq, 512)),
+            "encoder6": (lambda: encoder(6, 256, 4), (1, seq, 256)),
+            "mha": (lambda: attention(256, 4), (1, seq, 256)),
+            "bert4": (lambda: bert(4, 256, 4), (1, seq, 256)),
+            "bert4_dynamo": (lambda: bert(4, 256, 4), (1, seq, 256))}
 
 
 def main(argv=None) -> int:
@@ -73,11 +130,17 @@ def main(argv=None) -> int:
     for name, (make, shape) in models(args.seq).items():
         if args.only and name not in args.only:
             continue
+        if name.startswith("bert"):
+            try:
+                import transformers  # noqa: F401
+            except ImportError:
+                print(f"{name}: skipped (HF transformers is not installed)")
+                continue
         torch.manual_seed(0)
         module = make().eval()
         path = args.out / f"{name}.onnx"
-        torch.onnx.export(module, (torch.randn(*shape),), str(path), dynamo=False, opset_version=17,
-                          input_names=["x"], output_names=["y"])
+        how = {"dynamo": True} if name in DYNAMO else {"dynamo": False, "opset_version": 17}
+        torch.onnx.export(module, (torch.randn(*shape),), str(path), input_names=["x"], output_names=["y"], **how)
         ops = [node.op_type for node in onnx.load(str(path)).graph.node]
         print(f"{path}: {len(ops)} ops: " + ", ".join(f"{op} {ops.count(op)}" for op in sorted(set(ops))))
     return 0

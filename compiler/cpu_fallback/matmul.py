@@ -1,11 +1,12 @@
 """int8 product of two computed tensors, one per batch index (attention's Q.K^T and P.V;
 ``compiler.quantize.reference.matmul``)::
 
-    acc[g, r, o] = add + sum_k a[g, r, k] * b[g, k, o]          (int32, wrapping)
+    acc[g, r, o] = add + sum_k (a[g, r, k] - a_zp) * b[g, k, o]          (int32, wrapping)
     out[g, r, o] = clip(acc >> shift, lo, hi)
 
-``a`` is (g, n, k), ``b`` (g, k, m), both int8 with zero point 0 (the quantizer makes them
-symmetric: ``compiler.quantize.rules.symmetric_operands``). Loop nest: for g, r, o: an int32
+``a`` is (g, n, k), ``b`` (g, k, m), both int8; ``b``'s zero point is 0 (the quantizer makes it
+symmetric: ``compiler.quantize.rules.symmetric_operands``), ``a``'s is ``a_zp`` (a softmax's
+probabilities: -128). Loop nest: for g, r, o: an int32
 reduction over k (``b`` read with the stride m). On the accelerator the same product is one
 dense layer per batch index, ``b[g]`` packed as its weights (``compiler.network.attention``);
 this kernel is its CPU side (the CPU-only baseline, and the fallback when the product stays).
@@ -27,9 +28,11 @@ class MatMulSpec(KernelSpec):
     shift: int = 0
     lo: int = None
     hi: int = None
+    a_zp: int = 0
 
     def __post_init__(self):
         check_positive(self.family, g=self.g, n=self.n, k=self.k, m=self.m)
+        check_range(self.family, "a_zp", self.a_zp, -128, 127)
         check_range(self.family, "shift", self.shift, 0, 31)
         check_range(self.family, "add", self.add, -2**31, 2**31 - 1)
         check_clip(self, False)
@@ -55,6 +58,8 @@ class MatMulSpec(KernelSpec):
             b_col = L.madd(b, (g, self.k * self.m), o)
             with L.loop(b, 0, self.k, "k") as k:
                 av = b.sext(L.load(b, a, L.madd(b, a_row, k), L.I8), L.I32)
+                if self.a_zp:
+                    av = b.sub(av, L.const(self.a_zp))
                 bv = b.sext(L.load(b, w, L.madd(b, b_col, (k, self.m)), L.I8), L.I32)
                 b.store(b.add(b.load(acc, typ=L.I32), b.mul(av, bv)), acc)
             index = L.madd(b, (L.madd(b, (g, self.n), r), self.m), o)

@@ -2,9 +2,10 @@
 
     e[k] = table[x[k] - max_k x + 255]            table: int32 (256,), 2**16 exp(-d * 2**-frac)
     out[k] = min((e[k] * 128 + s // 2) // s, 127),   s = sum_k e[k]        (frac 7, zero point 0)
+    out[k] = min((e[k] * 256 + s // 2) // s, 255) - 128                    (zp -128: frac 8)
 
 The tensor is (outer, axis, inner). The division is done in double precision (exact here: the
-dividend is below 2**24 and the quotient below 128, far from double's rounding), since the
+dividend is below 2**25 and the quotient at most 256, far from double's rounding), since the
 Cortex-A9 has no integer divider.
 
 The table's entries must be in [0, 2**16] and its last (``d = 0``, the maximum's) at least 1:
@@ -14,7 +15,7 @@ index ``x - max + 255`` is in [0, 255] for any int8 input.
 
 import dataclasses
 
-from .errors import KernelValueError
+from .errors import KernelParamError, KernelValueError
 from .spec import ArgSpec, KernelSpec, Work, check_positive, check_range, check_values_in
 
 # exp(0) in the table: entries are at most this (the int32 sum of `axis` of them cannot overflow)
@@ -27,10 +28,13 @@ class SoftmaxSpec(KernelSpec):
     outer: int
     axis: int
     inner: int = 1
+    zp: int = 0  # 0: codes 0..127 on the step 2**-7; -128: codes -128..127 on 2**-8
 
     def __post_init__(self):
         check_positive(self.family, outer=self.outer, axis=self.axis, inner=self.inner)
         check_range(self.family, "axis", self.axis, 1, 32767)  # the int32 sum of 2**16-entries
+        if self.zp not in (0, -128):
+            raise KernelParamError(f"{self.family}: parameter zp={self.zp!r} is neither 0 nor -128")
         super().__post_init__()
 
     def check_values(self, arrays):
@@ -78,6 +82,7 @@ class SoftmaxSpec(KernelSpec):
                 at = L.madd(b, base, (a, stride))
                 v = b.sext(L.load(b, inp, at, L.I8), L.I32)
                 e = L.load(b, table, b.add(b.sub(v, top), L.const(255)), L.I32)
-                num = b.add(b.mul(e, L.const(128)), half)
+                num = b.add(b.mul(e, L.const(256 if self.zp else 128)), half)
                 q = b.fptosi(b.fdiv(b.sitofp(num, f64), sf), L.I32)
-                L.store(b, b.trunc(L.smin(b, q, L.const(127)), L.I8), out, at, L.I8)
+                q = b.add(L.smin(b, q, L.const(127 - self.zp)), L.const(self.zp))
+                L.store(b, b.trunc(q, L.I8), out, at, L.I8)

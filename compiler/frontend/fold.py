@@ -83,6 +83,22 @@ def check_outputs(node, shapes: dict, consts: dict, where: str, opset: int | Non
             raise ModelError(where, tensor_limit(name, shape, nbytes), node.name or name, node.op_type)
 
 
+def _opset_of_op(op_type: str, opset: int) -> int:
+    """``opset``, or ``op_type``'s first opset where the op is newer than it: a node the importer
+    made from an exporter's pattern (``patterns.rewrite``: torch's decomposed GELU is a Gelu,
+    opset 20, in a model of opset 17) is inferred at its own op's version."""
+    import onnx
+
+    try:
+        onnx.defs.get_schema(op_type, opset)
+        return opset
+    except onnx.defs.SchemaError:
+        try:
+            return max(opset, onnx.defs.get_schema(op_type).since_version)
+        except onnx.defs.SchemaError:
+            return opset
+
+
 SMALL_CONST = 1 << 12  # constants given to :func:`node_shapes` by value (pads, scales, sizes, shapes); larger ones by shape
 
 
@@ -112,7 +128,7 @@ def node_shapes(node, shapes: dict, consts: dict, opset: int) -> dict[str, tuple
         inputs.append(helper.make_tensor_value_info(name, kind, [int(d) for d in shape]))
     outputs = [helper.make_value_info(name, onnx.TypeProto()) for name in node.output if name]
     model = helper.make_model(helper.make_graph([node], "node", inputs, outputs, inits),
-                              opset_imports=[helper.make_opsetid("", opset)])
+                              opset_imports=[helper.make_opsetid("", _opset_of_op(node.op_type, opset))])
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError):
@@ -147,7 +163,24 @@ def _generated_shape(node, consts: dict) -> tuple[int, ...] | None:
     return None
 
 
+def gather_elements(node, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """ONNX GatherElements, ``out[i][j] = data[index[i][j]][j]`` (axis 0; likewise for any axis),
+    with numpy: onnx's reference evaluator fails on an axis of more than 32 entries whose index
+    is shorter than the data (``np.choose``'s limit; BERT's position ids, 64 of 512, hit it)."""
+    data, index = (np.asarray(feeds[name]) for name in node.input[:2])
+    axis = next((a.i for a in node.attribute if a.name == "axis"), 0) % data.ndim
+    index = np.where(index < 0, index + data.shape[axis], index)
+    # the index may be shorter than the data on the other axes too: those positions are read as is
+    data = data[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(index.shape))]
+    return [np.take_along_axis(data, index, axis)]
+
+
+NUMPY_EVAL = {"GatherElements": gather_elements}  # ops whose onnx reference implementation is wrong
+
+
 def evaluate(node, feeds: dict[str, np.ndarray], opset: int) -> list[np.ndarray]:
+    if node.op_type in NUMPY_EVAL:
+        return NUMPY_EVAL[node.op_type](node, feeds)
     from onnx.reference import ReferenceEvaluator
 
     return ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)

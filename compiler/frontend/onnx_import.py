@@ -28,6 +28,8 @@ from compiler.frontend.refusal import Refusals
 from compiler.frontend.simplify import simplify
 from vdla_hw.limits import MAX_KERNEL_BYTES, MAX_LAYER_MACS, MAX_RESIZE_MAP_BYTES, WINDOW_TAP_OPS, mib
 
+LARGEST_FLOAT32 = float(np.finfo(np.float32).max)  # torch.finfo(torch.float32).min is its negative
+
 ALIASES = ("Identity", "Dropout")
 RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 MOVEMENT = ("Transpose", "Gather", "GatherND", "GatherElements", "Slice", "Where", "Pad", "Expand", "Tile",
@@ -188,6 +190,12 @@ class _Importer:
         value = self.consts[name]
         if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
             raise self.fail(node, f"constant {name!r} holds NaN or infinite values")
+        if value.dtype.kind == "f" and value.size and np.abs(value).max() >= LARGEST_FLOAT32:
+            # torch writes -inf so in attention masks (torch.finfo.min): added to scores, such a
+            # constant would be calibrated as a value range, and int8 cannot hold it
+            raise self.fail(node, f"constant {name!r} holds float32's largest magnitude "
+                            f"({float(np.abs(value).max()):.4g}, torch's stand-in for -inf, as in an attention "
+                            "mask); additive masks are not supported")
         return value
 
     def weight(self, node, index: int) -> np.ndarray | None:

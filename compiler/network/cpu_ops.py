@@ -190,7 +190,7 @@ def _plan_matmul(node: QNode, shapes: list[tuple]):
         raise NodeError(node, "inputs", f"shapes {a} and {b} are not (..., N, K) and (..., K, M) with equal "
                         "leading axes")
     spec = MatMulSpec(g=_size(a[:-2]), n=a[-2], k=a[-1], m=b[-1], add=_int(node, "add"), shift=_int(node, "shift"),
-                      lo=_int(node, "lo"), hi=_int(node, "hi"))
+                      lo=_int(node, "lo"), hi=_int(node, "hi"), a_zp=_int(node, "a_zp", 0))
     return spec, [], a[:-1] + (b[-1],)
 
 
@@ -278,7 +278,7 @@ def _plan_resize(node: QNode, shapes: list[tuple]):
 def _plan_softmax(node: QNode, shapes: list[tuple]):
     x = shapes[0]
     axis = _axis(node, x)
-    spec = SoftmaxSpec(outer=_size(x[:axis]), axis=x[axis], inner=_size(x[axis + 1:]))
+    spec = SoftmaxSpec(outer=_size(x[:axis]), axis=x[axis], inner=_size(x[axis + 1:]), zp=_int(node, "zp", 0))
     return spec, [_array(node, "table", None, -2**31, 2**31 - 1, cast="int32")], x
 
 

@@ -269,6 +269,9 @@ class Executor:
             if node.op == "matmul":  # the second operand: this run's weights (the program has zeros)
                 inputs.append((tensors["weight"].shape, "int8"))
                 writes["wgt"] = layout.pack_weights(conv["weight"], self.config.block_out, self.config.block_in)
+                if node.attrs.get("a_zp"):  # the first operand's zero point times b's column sums
+                    inputs.append(((1, tensors["bias"].shape[0]), "int32"))
+                    writes["bias"] = layout.pack_bias(tensors["bias"], self.config.batch, self.config.block_out)
                 tensors = part_tensors(node, part, args[0])
             bundle = self.bundle(part.key, lambda: compile_layer(part.layer, self.config, tensors=tensors,
                                                                  vthreads=self.vthreads))
@@ -419,6 +422,8 @@ class Executor:
                 shapes = [a.shape for a in args]
                 if node.op == "matmul":  # each product's rows and its weights
                     shapes = [(a.shape[-2], a.shape[-1]) for a in args[:1]] + [(args[1].shape[-1], args[1].shape[-2])]
+                    if node.attrs.get("a_zp"):  # and its bias (run_parts)
+                        specs += layout_specs(self.config, [((1, args[1].shape[-1]), "int32")], PackSpec)
                 specs += layout_specs(self.config, [(shape, packed) for shape in shapes], PackSpec)
                 specs += layout_specs(self.config, [(self.q.shapes[node.output], "int8")], UnpackSpec)
         return specs

@@ -102,8 +102,16 @@ def _place_conv(node: QNode, q: QGraph, config: Config, options: PartitionOption
     return Placement("vdla", f"convolution {how}{' (' + extra.strip() + ')' if extra else ''}")
 
 
+def samples(shape: tuple) -> int:
+    """The most samples an input of ``shape`` can hold: its first axis, but for tokens (3 axes)
+    the smaller of the first two, since (batch, sequence, channels) and torch's sequence-first
+    (sequence, batch, channels) look alike; a dense over at most this many rows is one row per
+    sample in either reading (a classifier), one over more is a linear layer over tokens."""
+    return int(min(shape[:2])) if len(shape) == 3 else int(shape[0])
+
+
 def _place_dense(node: QNode, q: QGraph, config: Config, options: PartitionOptions) -> Placement:
-    """A classifier (one row per image: the dense's rows are the network input's batch) stays on
+    """A classifier (one row per image: at most :func:`samples` rows) stays on
     the CPU unless ``fc_on_vdla`` (the paper's rule: each weight is used once per image, so it is
     weight-load bound); a dense over more rows than images (a linear layer over tokens or
     channels-last pixels, each weight used once per row) is a matrix product like a conv's and is
@@ -112,7 +120,7 @@ def _place_dense(node: QNode, q: QGraph, config: Config, options: PartitionOptio
     their rows: they are the layer's only matrix products, run once per step with the same
     weights, so the GEMM core is their place (issue 28: every matrix product on the
     accelerator); the cost placement still weighs each against the CPU."""
-    rows, images = int(q.shapes[node.inputs[0]][0]), int(q.shapes[q.input][0])
+    rows, images = int(q.shapes[node.inputs[0]][0]), samples(q.shapes[q.input])
     if node.attrs.get("recurrent"):
         parts, problem = _parts_or_reason(node, q, config)
         if parts is None:

@@ -21,6 +21,7 @@ import numpy as np
 
 from compiler.layers import Conv2D, Dense, LayerError
 from compiler.quantize.qgraph import QNode
+from compiler.quantize.reference import wrap32
 
 # A depthwise conv (one input channel per group) on the GEMM core: groups are taken together
 # until they fill this many input lanes, as one block-diagonal layer (the paper's BLOCK_IN of 16:
@@ -149,14 +150,17 @@ def square_weight(weight: np.ndarray) -> np.ndarray:
 def part_tensors(node: QNode, part: Part, x: np.ndarray, y: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The input, weight and bias (and per-channel shift) of one part, for input ``x`` of the node
     (a product's part: its batch index of ``x`` and, as the weights, of the second input ``y``
-    transposed; zeros without ``y``, as when its program is compiled ahead)."""
+    transposed; zeros without ``y``, as when its program is compiled ahead). A product's bias is
+    ``add - a_zp * sum_k b[k, o]`` per column (wrapping as the accumulator does): the first
+    operand's zero point folded, so with ``a_zp`` it changes with ``y`` and is written per run."""
     a = node.attrs
     if node.op == "matmul":
         layer = part.layer
         rows = x.reshape(-1, layer.n, layer.ic)[part.index]
         weight = np.zeros((layer.oc, layer.ic), np.int8) if y is None else y.reshape(-1, layer.ic, layer.oc)[part.index].T
+        bias = int(a["add"]) - int(a.get("a_zp", 0)) * weight.astype(np.int64).sum(axis=1)
         return {"input": np.ascontiguousarray(rows), "weight": np.ascontiguousarray(weight),
-                "bias": np.full(layer.oc, int(a["add"]), np.int32)}
+                "bias": wrap32(bias).astype(np.int32)}
     shift = {"shift": np.ascontiguousarray(np.asarray(a["shift"], np.int32)[part.out_channels])} \
         if np.ndim(a["shift"]) else {}
     if node.op == "dense":

@@ -26,9 +26,10 @@ add         a_shift, b_shift, offset, shift, lo, hi, a_mul and b_mul (default 1)
 mul         a_zp, b_zp, mul (0..2**14), shift (0..31), zp, lo, hi; inputs broadcast (numpy rules) as
             ``compiler.frontend.graph.mul_extents`` allows:
             clip((((a - a_zp) * (b - b_zp) * mul + 2**(shift-1)) >> shift) + zp, lo, hi)
-matmul      add, shift, lo, hi, macs: per index of the equal leading axes of its two inputs (zero
-            points 0), clip(wrap32(a @ b + add) >> shift, lo, hi) (attention's products, on the GEMM
-            core with ``b`` as the weights: ``compiler.network.attention``)
+matmul      add, shift, lo, hi, macs, a_zp (default 0): per index of the equal leading axes of its
+            two inputs (``b``'s zero point 0), clip(wrap32((a - a_zp) @ b + add) >> shift, lo, hi)
+            (attention's products, on the GEMM core with ``b`` as the weights and
+            ``add - a_zp * (column sums of b)`` as the bias: ``compiler.network.vdla_ops``)
 lut         table int8 (256,):  out = table[x + 128]   (an element-wise op of
             compiler.frontend.elementwise, a scalar affine, any change of scale)
 muladd      mul int32, add int32 (each shaped like one sample), shift, lo, hi:
@@ -46,7 +47,9 @@ resize      index int32 (P, 4), weight int32 (P, 4) (each row sums to 2**frac), 
             pixel of a plane is clip((sum of weight * x over four pixels of its input plane
             + 2**(frac-1)) >> frac, -128, 127): bilinear interpolation at the input's scale
 softmax     axis, table (int32, 256 entries: 2**16 exp(-d 2**-frac) for d = 255..0):
-            e = table[x - max + 255]; out = min((e * 128 + s // 2) // s, 127), s = sum e; frac 7
+            zp (0 or -128, default 0): e = table[x - max + 255], s = sum e;
+            zp 0: out = min((e * 128 + s // 2) // s, 127) (frac 7);
+            zp -128: out = min((e * 256 + s // 2) // s, 255) - 128 (frac 8)
 layernorm   mul int32 (C,), add int64 (C,), eps (int, < 2**50), shift (0..46): over the last axis,
             z = normalised value (16 fractional bits, I-BERT's integer square root);
             out = clip((z * mul + add) >> shift, -128, 127)  (``reference.layernorm``)

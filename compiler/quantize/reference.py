@@ -130,10 +130,10 @@ def mul(a, b, a_zp: int, b_zp: int, mul_: int, shift: int, zp: int, lo: int = -1
     return np.clip((total >> shift) + int(zp), lo, hi).astype(np.int8)
 
 
-def matmul(a, b, add: int, shift: int, lo: int = -128, hi: int = 127) -> np.ndarray:
+def matmul(a, b, add: int, shift: int, lo: int = -128, hi: int = 127, a_zp: int = 0) -> np.ndarray:
     """int8 (..., N, K) x (..., K, M), one product per index of the equal leading axes, each
-    clip(wrap32(sum of int8 products + add) >> shift, lo, hi) (symmetric operands: no zero points)."""
-    acc = np.matmul(np.asarray(a, np.int64), np.asarray(b, np.int64))
+    clip(wrap32(sum of (a - a_zp) * b + add) >> shift, lo, hi) (``b`` symmetric: no zero point)."""
+    acc = np.matmul(np.asarray(a, np.int64) - int(a_zp), np.asarray(b, np.int64))
     return requantize(wrap32(acc + int(add)), int(shift), lo=lo, hi=hi)
 
 
@@ -210,11 +210,14 @@ def resize(x, index, weight, frac: int, shape) -> np.ndarray:
     return np.clip(acc >> frac, -128, 127).astype(np.int8).reshape(shape)
 
 
-def softmax(x, axis: int, table) -> np.ndarray:
+def softmax(x, axis: int, table, zp: int = 0) -> np.ndarray:
+    """Probabilities on the step ``2**-7`` with zero point 0 (codes 0..127), or, with ``zp`` -128,
+    on ``2**-8`` (codes -128..127 for 0..255/256, TFLite's int8 softmax output)."""
     x = np.asarray(x, dtype=np.int64)
     e = np.asarray(table, dtype=np.int64)[x - x.max(axis=axis, keepdims=True) + 255]
     s = e.sum(axis=axis, keepdims=True)
-    return np.minimum((e * 128 + s // 2) // s, 127).astype(np.int8)
+    one = 256 if zp else 128
+    return (np.minimum((e * one + s // 2) // s, 127 - int(zp)) + int(zp)).astype(np.int8)
 
 
 # int8 LayerNorm (compiler.cpu_fallback.layernorm, the kernel; rules._layernorm, the constants)
@@ -286,7 +289,7 @@ EVAL = {
                                lo=a["lo"], hi=a["hi"], a_mul=a.get("a_mul", 1), b_mul=a.get("b_mul", 1)),
     "mul": lambda a, args: mul(args[0], args[1], a["a_zp"], a["b_zp"], a["mul"], a["shift"], a["zp"], a["lo"],
                                a["hi"]),
-    "matmul": lambda a, args: matmul(args[0], args[1], a["add"], a["shift"], a["lo"], a["hi"]),
+    "matmul": lambda a, args: matmul(args[0], args[1], a["add"], a["shift"], a["lo"], a["hi"], a.get("a_zp", 0)),
     "relu": lambda a, args: relu(args[0]),
     "lut": lambda a, args: lut(args[0], a["table"]),
     "muladd": lambda a, args: muladd(args[0], a["mul"], a["add"], a["shift"], a["lo"], a["hi"]),
@@ -298,7 +301,7 @@ EVAL = {
     "reshape": lambda a, args: args[0].reshape(a["shape"]),
     "gather": lambda a, args: gather(args[0], a["index"], a["fill"], a["shape"]),
     "resize": lambda a, args: resize(args[0], a["index"], a["weight"], a["frac"], a["shape"]),
-    "softmax": lambda a, args: softmax(args[0], a["axis"], a["table"]),
+    "softmax": lambda a, args: softmax(args[0], a["axis"], a["table"], a.get("zp", 0)),
     "layernorm": lambda a, args: layernorm(args[0], a["mul"], a["add"], a["eps"], a["shift"]),
 }
 

@@ -273,12 +273,28 @@ def _unary(ctx: Context, node: Node, act, out, inputs, wide):
 
 def _softmax(ctx: Context, node: Node, act, out, inputs, wide):
     """The exponential's table at the input's step ``2**-fx / s_x`` (``s_x``: a factor a product's
-    scale left on its output, :func:`_matmul`; 1 otherwise)."""
+    scale left on its output, :func:`_matmul`; 1 otherwise). The probabilities, in [0, 1], take
+    all 256 codes: step ``2**-8``, zero point -128 (TFLite's int8 softmax output; half the
+    rounding error of codes 0..127), unless a product reads them as its second operand, which
+    must be symmetric (:func:`symmetric_operands`): then step ``2**-7``, zero point 0."""
     fx = ctx.fracs[inputs[0]]
     sx = (ctx.scales or {}).get(node.inputs[0], 1.0)
     d = np.arange(256, dtype=np.float64) - 255
     table = np.rint(SCALAR.exp(d * 2.0 ** -fx / sx) * 65536.0).astype(np.int32)
-    return {"axis": node.attrs["axis"], "table": table}, 7, 0
+    if _read_as_weights(ctx.graph, out):
+        return {"axis": node.attrs["axis"], "table": table}, 7, 0
+    return {"axis": node.attrs["axis"], "table": table, "zp": -128}, 8, -128
+
+
+def _read_as_weights(graph: Graph, value: str) -> bool:
+    """Whether a ``matmul`` reads ``value`` (directly or through gathers and reshapes, which keep
+    its codes) as its second operand."""
+    for reader in graph.consumers(value):
+        if reader.op == "matmul" and reader.inputs[1] == value:
+            return True
+        if reader.op in ("gather", "reshape") and _read_as_weights(graph, reader.output):
+            return True
+    return False
 
 
 LN_MUL_BITS = 15          # a LayerNorm's largest |gamma multiplier| lies in (2**14, 2**15]
@@ -319,8 +335,10 @@ UNIT_SCALE = 2.0 ** -20  # a product scale within this of a power of two is that
 def symmetric_operands(graph: Graph, out_of: dict, best: dict, values: dict, method: str) -> None:
     """Give every value a ``matmul`` reads, and each value it is copied from (through gathers and
     reshapes, which keep their input's codes), zero point 0: the GEMM core sums ``a * b`` of the
-    codes, and a zero point on either side would add a term per row (``zb * sum a``) that its
-    per-output-column bias cannot hold. The frac is the symmetric one of ``method``."""
+    codes, and a zero point on the second operand would add a term per row (``zb * sum a``) that
+    its per-output-column bias cannot hold. (The first operand's would add ``za * sum b`` per
+    column, which the bias holds: :func:`_matmul` takes a softmax's probabilities with their
+    zero point, a rule that ignores this choice.) The frac is the symmetric one of ``method``."""
     by_output = {out_of.get(n.output, n.output): n for n in graph.nodes}
     for node in graph.nodes:
         if node.op != "matmul":
@@ -335,8 +353,10 @@ def symmetric_operands(graph: Graph, out_of: dict, best: dict, values: dict, met
 
 
 def _matmul(ctx: Context, node: Node, act, out, inputs, wide):
-    """A product of two computed int8 tensors (per batch index ``a @ b``, zero points 0, see
-    :func:`symmetric_operands`): the int32 sums ``acc`` have step ``2**-(fa + fb)`` and the real
+    """A product of two computed int8 tensors (per batch index ``(a - za) @ b``, ``b``'s zero point
+    0, see :func:`symmetric_operands`; ``za`` is a softmax's -128 or 0, kept as ``a_zp``, and on
+    the GEMM core ``-za * (column sums of b)`` joins each column's bias, computed per run as ``b``
+    is packed): the int32 sums ``acc`` have step ``2**-(fa + fb)`` and the real
     product is ``alpha`` times that. With ``alpha = m * 2**e`` (``m`` in [1/2, 1)) the
     requantization is a shift, as the GEMM core's::
 
@@ -348,9 +368,9 @@ def _matmul(ctx: Context, node: Node, act, out, inputs, wide):
     else a factor recorded in ``ctx.scales`` that the product's readers must take, as a softmax's
     table does (:data:`SCALE_ABSORBERS`; any other reader is refused)."""
     (fa, fb), (za, zb) = (ctx.fracs[i] for i in inputs), (ctx.zps[i] for i in inputs)
-    if za or zb:
-        raise ModelError(ctx.graph.name, f"its operands' zero points are {za} and {zb}, not 0: the GEMM core's "
-                         "product needs symmetric int8 operands", node.name, "MatMul")
+    if zb:
+        raise ModelError(ctx.graph.name, f"its second operand's zero point is {zb}, not 0: the GEMM core's "
+                         "weights must be symmetric int8", node.name, "MatMul")
     alpha = float(node.attrs["alpha"])
     if not alpha > 0:
         raise ModelError(ctx.graph.name, f"its scale {alpha:.6g} is not positive (a product scaled by a negative "
@@ -374,7 +394,7 @@ def _matmul(ctx: Context, node: Node, act, out, inputs, wide):
     add = ((1 << (shift - 1)) if shift else 0) + (zy << shift)
     a_shape, b_shape = ctx.graph.shapes[node.inputs[0]], ctx.graph.shapes[node.inputs[1]]
     macs = int(np.prod(a_shape)) * int(b_shape[-1])
-    return {"shift": int(shift), "add": int(add), "lo": -128, "hi": 127, "macs": macs}, fy, zy
+    return {"shift": int(shift), "add": int(add), "lo": -128, "hi": 127, "macs": macs, "a_zp": int(za)}, fy, zy
 
 
 RESIZE_FRAC = 14  # resize weights' fixed point: 4 * 2**14 * 128 stays far inside int32

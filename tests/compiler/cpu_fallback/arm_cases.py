@@ -88,9 +88,11 @@ def _network_kernels(seed=99):
         cf.ResizeSpec(planes=3, size_in=7 * 7, size_out=14 * 14, frac=14),
         cf.ResizeSpec(planes=1, size_in=5, size_out=1, frac=1),
         cf.SoftmaxSpec(outer=3, axis=17, inner=2),
+        cf.SoftmaxSpec(outer=2, axis=64, zp=-128),  # probabilities on all 256 codes (rules._softmax)
         # attention's products (quantize.rules._matmul): four heads of Q.K^T, and one of odd sizes
         cf.MatMulSpec(g=4, n=16, k=8, m=16, add=(1 << 6) - (3 << 7), shift=7),
         cf.MatMulSpec(g=1, n=5, k=13, m=3, add=-9, shift=0, lo=-100, hi=90),
+        cf.MatMulSpec(g=2, n=8, k=16, m=8, add=1 << 7, shift=8, a_zp=-128),  # P.V with the softmax's zero point
         # products (quantize.rules._mul): a squeeze-excitation gate (N*C rows of H*W, the gate once
         # per row), a SiLU (equal shapes, one flat loop), a per-channel factor over a batch of 2,
         # a scalar-like factor, and the bound of the int32 intermediate (mul 2**14, shift 31)

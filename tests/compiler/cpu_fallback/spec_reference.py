@@ -48,12 +48,12 @@ def reference_of(spec, inputs):
         planes = inputs[0].reshape(spec.planes, 1, spec.size_in, 1)
         return ref.resize(planes, inputs[1], inputs[2], spec.frac, (spec.planes, spec.size_out))
     if f == "softmax":
-        return ref.softmax(inputs[0], 1, inputs[1])
+        return ref.softmax(inputs[0], 1, inputs[1], spec.zp)
     if f == "layernorm":
         return ref.layernorm(inputs[0], inputs[1], inputs[2], spec.eps, spec.shift)
     if f == "matmul":
         a, b = inputs[0].reshape(spec.g, spec.n, spec.k), inputs[1].reshape(spec.g, spec.k, spec.m)
-        return ref.matmul(a, b, spec.add, spec.shift, spec.lo, spec.hi)
+        return ref.matmul(a, b, spec.add, spec.shift, spec.lo, spec.hi, spec.a_zp)
     if f == "relu":
         return ref.relu(inputs[0])
     if f == "quantize":

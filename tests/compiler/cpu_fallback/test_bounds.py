@@ -85,6 +85,19 @@ def test_softmax_refuses_a_table_whose_sum_can_be_zero():
         cf.host_jit().kernel(spec)(np.zeros((1, 4, 1), np.int8), np.zeros(256, np.int32))
 
 
+def test_softmax_on_all_256_codes_saturates_at_255_of_256_and_takes_no_other_zero_point():
+    """zp -128: a certain maximum's probability 1 is code 127 (255/256), the others code -128 (0),
+    equal halves 0 (128/256); a zero point other than 0 and -128 is refused."""
+    spec = cf.SoftmaxSpec(outer=2, axis=4, zp=-128)
+    table = np.zeros(256, np.int32)
+    table[-1], table[0] = 1 << 16, 1
+    x = np.array([[127, -128, -128, -128], [127, 127, -128, -128]], np.int8).reshape(2, 4, 1)
+    got = cf.host_jit().kernel(spec)(x, table).reshape(2, 4)
+    assert got.tolist() == [[127, -128, -128, -128], [0, 0, -128, -128]]
+    with pytest.raises(cf.KernelParamError, match="zp=5 is neither 0 nor -128"):
+        cf.SoftmaxSpec(outer=1, axis=4, zp=5)
+
+
 @pytest.mark.parametrize("make", [
     lambda: cf.Conv2dSpec(n=1, c=1, h=1, w=MAX_UNROLL + 1, oc=1, kh=1, kw=MAX_UNROLL + 1),
     lambda: cf.Conv2dSpec(n=1, c=1, h=1, w=200, oc=1, kh=1, kw=1, stride=MAX_UNROLL + 1),

@@ -18,10 +18,11 @@ def _run(spec, a, b):
 
 @settings(max_examples=25, deadline=None)
 @given(g=st.integers(1, 4), n=st.integers(1, 9), k=st.integers(1, 40), m=st.integers(1, 9),
-       shift=st.integers(0, 31), add=st.integers(-2**20, 2**20), data=st.data())
-def test_generated_products_jit_vs_numpy(g, n, k, m, shift, add, data):
+       shift=st.integers(0, 31), add=st.integers(-2**20, 2**20), a_zp=st.sampled_from([0, -128, 5]), data=st.data())
+def test_generated_products_jit_vs_numpy(g, n, k, m, shift, add, a_zp, data):
     lo = data.draw(st.integers(-128, 127))
-    spec = cf.MatMulSpec(g=g, n=n, k=k, m=m, add=add, shift=shift, lo=lo, hi=data.draw(st.integers(lo, 127)))
+    spec = cf.MatMulSpec(g=g, n=n, k=k, m=m, add=add, shift=shift, lo=lo, hi=data.draw(st.integers(lo, 127)),
+                         a_zp=a_zp)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
     a, b = (rng.integers(-128, 128, arg.shape, dtype=np.int8) for arg in spec.args()[:2])
     np.testing.assert_array_equal(_run(spec, a, b), reference_of(spec, [a, b]))
@@ -40,7 +41,8 @@ def test_the_largest_sums_of_either_sign():
 
 
 @pytest.mark.parametrize("params, field", [(dict(g=0, n=1, k=1, m=1), "g"), (dict(g=1, n=1, k=1, m=1, shift=32), "shift"),
-                                           (dict(g=1, n=1, k=1, m=1, add=2**31), "add")])
+                                           (dict(g=1, n=1, k=1, m=1, add=2**31), "add"),
+                                           (dict(g=1, n=1, k=1, m=1, a_zp=128), "a_zp")])
 def test_parameters_out_of_range_are_refused(params, field):
     with pytest.raises(KernelParamError, match=field):
         cf.MatMulSpec(**params)

@@ -243,6 +243,36 @@ def vit_embedding_like(seed: int = 10, shape=(1, 3, 16, 16), patch: int = 4, hid
     return b.model(shape, linear(b, x, hidden, hidden), [shape[0], patches + 1, hidden], opset=17)
 
 
+def torch_computed_shape(b: Builder, shape) -> str:
+    """A shape as torch.onnx.export (TorchScript, opset 17) computes an Expand's: Where(Equal(shape,
+    ConstantOfShape * -1), ConstantOfShape, shape), which onnx's data propagation does not follow,
+    so every value after the Expand has an unknown first axis until folding."""
+    ones = b.op("ConstantOfShape", [b.ints("rank", [len(shape)])],
+                value=helper.make_tensor("value", TensorProto.INT64, [1], [1]))
+    target = b.ints("shape", shape)
+    minus = b.op("Mul", [ones, b.init(f"minus_one_{b.count}", np.array(-1, np.int64))])
+    return b.op("Where", [b.op("Equal", [target, minus]), ones, target])
+
+
+def bert_embedding_like(seed: int = 13, shape=(1, 40, 16), positions: int = 48):
+    """HF transformers' BertModel fed ``inputs_embeds`` as torch.onnx.export (TorchScript, opset 17)
+    writes it: the token type ids, a zero buffer of ``positions`` (> 32) entries Expand-ed to a
+    computed shape, GatherElements of the first ``shape[1]`` by the position ids, Expand-ed again,
+    select rows of the token type table; added to the input, with the position table's rows, then
+    LayerNorm, Linear, GELU (decomposed: Gelu is opset 20) and Linear."""
+    b = Builder(seed)
+    seq = shape[1]
+    buffer = b.op("Expand", [b.init("token_type_ids", np.zeros((1, positions), np.int64)),
+                             torch_computed_shape(b, [1, positions])])
+    position_ids = b.init("position_ids", np.arange(seq, dtype=np.int64)[None])
+    ids = b.op("GatherElements", [buffer, position_ids], axis=1)
+    ids = b.op("Expand", [ids, torch_computed_shape(b, [1, seq])])
+    x = b.op("Add", ["input", b.op("Gather", [b.w("token_type_table", (2, shape[2]), 0.5), ids], axis=0)])
+    x = b.op("Add", [x, b.op("Gather", [b.w("position_table", (positions, shape[2]), 0.5), position_ids], axis=0)])
+    x = linear(b, gelu_decomposed(b, linear(b, layernorm(b, x, shape[2]), shape[2], 32)), 32, shape[2])
+    return b.model(shape, x, list(shape), opset=17)
+
+
 MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeezenet_like": squeezenet_like,
           "elementwise_like": elementwise_like, "mlp_like": mlp_like, "token_mlp_like": token_mlp_like,
           "channels_last_mlp_like": channels_last_mlp_like, "transformer_ffn_like": transformer_ffn_like,
@@ -250,4 +280,4 @@ MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeeze
           "prenorm_decomposed_like": lambda: prenorm_transformer_like(decomposed=True),
           "convnext_block_like": convnext_block_like,
           "convnext_layer_scale_like": lambda: convnext_block_like(layer_scale=1e-6),
-          "vit_embedding_like": vit_embedding_like}
+          "vit_embedding_like": vit_embedding_like, "bert_embedding_like": bert_embedding_like}

@@ -100,6 +100,27 @@ def test_linear_layers_over_tokens_and_channels_last_pixels_are_gemms_on_the_acc
     assert partition(q, device.config)["node_MatMul_1"].reason.startswith("classifier: one row of GEMM work")
 
 
+def test_a_sequence_first_token_input_has_linear_layers_not_classifiers():
+    """torch's ``batch_first=False`` layers read (sequence, batch, channels): the first axis is
+    the sequence, so a dense over its 24 rows is a linear layer over tokens (offloaded by rule),
+    not 24 images' classifier; a dense over one row per batch element stays a classifier."""
+    device = open_device("sim", "osdi18")
+    graph = from_model(MODELS["token_mlp_like"](shape=(24, 1, 16)), "seq_first")
+    q = quantize_graph(graph, np.random.default_rng(0).standard_normal((48, 1, 16)))
+    placements = partition(q, device.config)
+    dense = [n for n in q.nodes if n.op == "dense"]
+    assert len(dense) == 3
+    for node in dense:
+        assert placements[node.name].target == "vdla" and "linear layer over 24 rows" in placements[node.name].reason
+    b = Builder()
+    last = b.op("Gather", ["input", b.init("last", np.array(23, np.int64))], axis=0)
+    out = b.op("Gemm", [last, b.w("w", (6, 16)), b.w("b", (6,), 0.1)], transB=1)
+    head = from_model(b.model((24, 1, 16), out, [1, 6]), "head")
+    q = quantize_graph(head, np.random.default_rng(0).standard_normal((48, 1, 16)))
+    gemm = next(n for n in q.nodes if n.op == "dense")
+    assert partition(q, device.config)[gemm.name].reason.startswith("classifier: one row of GEMM work")
+
+
 def test_a_matmul_needs_rows_and_a_constant_matrix():
     """A dense layer is over the last axis of an input of two axes or more; a 1-D input (a vector
     times a matrix) and a stack of weight matrices are refused in one line each."""
