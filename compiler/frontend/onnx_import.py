@@ -672,6 +672,33 @@ class _Importer:
         locals()[f"op_{_op}"] = op_movement
     del _op
 
+    def op_Where(self, node, a):
+        """``Where(cond, scores, masked)`` (or with the sides swapped: ``masked_fill``) of a
+        constant condition, read only by Softmax nodes, whose constant side is at or below
+        MASK_FLOOR wherever it is taken: an attention mask (``self.masked``, as ``_mask_add``).
+        Any other Where with a constant condition is data movement."""
+        names = list(node.input)
+        computed = [i for i, n in enumerate(names) if n not in self.consts]
+        readers = [r.op_type for r in self.todo if node.output[0] in r.input]
+        if computed not in ([1], [2]) or not readers or any(r != "Softmax" for r in readers):
+            self.op_movement(node, a)
+            return
+        side = computed[0]
+        x = self.tensor(node, names[side])
+        shape = self.shapes[x]
+        cond, other = np.asarray(self.consts[names[0]]).astype(bool), np.asarray(self.consts[names[3 - side]])
+        if other.dtype.kind != "f" or np.isnan(other).any() or self.out_shape(node) != shape:
+            self.op_movement(node, a)
+            return
+        keep = cond if side == 1 else ~cond
+        keep = keep.reshape((1,) * (len(shape) - keep.ndim) + keep.shape)
+        full = np.broadcast_shapes(other.shape, keep.shape)  # within the output's: its shape is x's
+        taken = np.broadcast_to(other, full)[~np.broadcast_to(keep, full)]  # the constant where it is taken
+        if not taken.size or np.any(taken > MASK_FLOOR):
+            self.op_movement(node, a)
+            return
+        self.masked[node.output[0]] = (x, keep)
+
     def op_Resize(self, node, a):
         """Resize in ``nearest`` mode is a copy (every coordinate transformation and nearest_mode
         onnx defines, found by running it): a gather. ``linear`` mode over H and W (bilinear

@@ -167,6 +167,45 @@ def test_an_additive_causal_mask_becomes_the_softmax_mask(masked):
     assert (probabilities[0][np.triu(np.ones((6, 6), bool), 1)] == -128).all()
 
 
+@pytest.mark.parametrize("form", ["where", "masked_fill"])
+def test_a_where_of_the_scores_and_a_masked_constant_becomes_the_softmax_mask(form):
+    """``Where(causal, scores, -inf)`` and HF's ``scores.masked_fill(~causal, finfo.min)``
+    (``Where(~causal, finfo.min, scores)``) before a Softmax: the same masked softmax, bit exact
+    through the executor against the int8 reference, float against onnxruntime."""
+    b = ag.Builder(6)
+    q_, k, v = (ag.linear(b, "input", 8, 8) for _ in range(3))
+    scores = b.op("MatMul", [q_, b.op("Transpose", [k], perm=[0, 2, 1])])
+    causal = np.tril(np.ones((6, 6), bool))
+    if form == "where":
+        masked = b.op("Where", [b.init("causal", causal), scores, b.init("neg", np.float32(float("-inf")))])
+    else:
+        low = b.init("low", np.float32(np.finfo(np.float32).min))
+        masked = b.op("Where", [b.init("future", ~causal), low, scores])
+    p = b.op("Softmax", [masked], axis=-1)
+    model = b.model((1, 6, 8), b.op("MatMul", [p, v]), [1, 6, 8], opset=ag.OPSET)
+    graph = from_model(model, form)
+    (softmax,) = [n for n in graph.nodes if n.op == "softmax"]
+    assert [n.op for n in graph.nodes if n.output == softmax.inputs[0]] == ["matmul"]  # no copy between
+    np.testing.assert_array_equal(np.broadcast_to(softmax.attrs["mask"], (1, 6, 6))[0], causal)
+    x = np.random.default_rng(0).standard_normal((1, 6, 8)).astype(np.float32)
+    want = onnxruntime_forward(model, x)
+    np.testing.assert_allclose(float_ref.forward(graph, x), want, rtol=0, atol=1e-5 * float(np.abs(want).max()))
+    q, rng = quantized(graph)
+    device = open_device("sim", "osdi18")
+    result = execute(q, x, partition(q, device.config, PartitionOptions()), device)
+    np.testing.assert_array_equal(result.output, reference.forward(q, x))
+
+
+def test_a_where_read_by_other_than_a_softmax_stays_a_copy():
+    """A Where of a constant condition and a constant side read by anything else is data
+    movement, as before (a gather with the constant as its fill)."""
+    b = ag.Builder(7)
+    x = ag.linear(b, "input", 8, 8)
+    kept = b.op("Where", [b.init("cond", np.tril(np.ones((6, 8), bool))), x, b.init("low", np.float32(-1e9))])
+    model = b.model((1, 6, 8), b.op("Relu", [kept]), [1, 6, 8], opset=ag.OPSET)
+    assert "gather" in [n.op for n in from_model(model, "copy").nodes]
+
+
 def test_a_moderate_additive_constant_stays_an_affine_and_a_bias_with_a_mask_is_both():
     """Swin's -100 (a finite shifted-window mask, exp(-100) is no 0 in float64) stays an affine on
     the scores; a mask whose kept entries are not 0 (a bias) is an affine of them plus the mask."""
