@@ -39,6 +39,13 @@ def causal_mask(seq: int, masked: float = float("-inf")) -> np.ndarray:
     return np.triu(np.full((seq, seq), masked, np.float32), 1)
 
 
+def key_padding_mask(seq: int, padded: int, masked: float = -1e9) -> np.ndarray:
+    """The last ``padded`` keys masked for every query (a key padding mask as one (seq, seq) matrix)."""
+    mask = np.zeros((seq, seq), np.float32)
+    mask[:, seq - padded:] = masked
+    return mask
+
+
 def multi_head(seed: int = 11, seq: int = 32, d_model: int = 64, heads: int = 4, mask: np.ndarray | None = None):
     """A bare ``nn.MultiheadAttention`` as self-attention (``attn_mask=mask`` if given)."""
     b = Builder(seed)
