@@ -103,9 +103,11 @@ class GraphBuilder:
         return self.op("Mul", [self.op("Mul", [x, e]), self.init(f"half_{self.count}", np.float32(0.5))])
 
 
-def self_attention(g: GraphBuilder, x: str, t: int, d: int, h: int) -> str:
+def self_attention(g: GraphBuilder, x: str, t: int, d: int, h: int, mask: np.ndarray | None = None) -> str:
     """nn.MultiheadAttention(d, h, batch_first=True)(x, x, x) over ``t`` tokens as exported (see the
-    module); tests/compiler/frontend/attention_graphs.py builds its attention graphs with it."""
+    module); tests/compiler/frontend/attention_graphs.py builds its attention graphs with it. With
+    ``mask`` (float (t, t), ``attn_mask=``: 0 kept, -inf or torch.finfo.min masked), the scores
+    plus the mask unsqueezed to (1, 1, t, t), as torch's scaled_dot_product_attention exports it."""
     dh = d // h
     tokens = g.op("Transpose", [x], perm=[1, 0, 2])                                        # (T, 1, D)
     qkv = g.op("Add", [g.weight("in_proj_bias", (3 * d,), 0.1),
@@ -126,6 +128,9 @@ def self_attention(g: GraphBuilder, x: str, t: int, d: int, h: int) -> str:
     root = g.op("Sqrt", [g.op("Cast", [scale], to=1)])
     kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])
     scores = g.op("MatMul", [g.op("Mul", [q, root]), g.op("Mul", [kt, root])])
+    if mask is not None:
+        mask4 = g.op("Unsqueeze", [g.init("attn_mask", np.asarray(mask, np.float32)), g.ints("mask_axes", [0, 1])])
+        scores = g.op("Add", [scores, mask4])
     p = g.op("Softmax", [scores], axis=-1)
     o = g.op("Transpose", [g.op("MatMul", [p, v])], perm=[2, 0, 1, 3])                     # (T, 1, H, dh)
     o = g.op("Reshape", [o, g.ints("rows", [t, d])])

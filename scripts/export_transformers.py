@@ -23,7 +23,10 @@ default exporter, ``torch.onnx.export(module, args, f, dynamo=True)``, opset 18)
   alone, need_weights=False), and, if HF ``transformers`` is installed, ``bert4`` and
   ``bert4_dynamo``: ``BertModel(BertConfig(hidden 256, 4 layers, 4 heads, intermediate 1024,
   eager attention), add_pooling_layer=False)`` fed ``inputs_embeds`` (1, 64, 256), no mask,
-  its ``last_hidden_state`` the output.
+  its ``last_hidden_state`` the output;
+- ``encoder2_causal`` and ``encoder2_causal_dynamo`` (through dynamo=True): 2 layers, d_model 256,
+  4 heads, called with ``mask=nn.Transformer.generate_square_subsequent_mask(seq), is_causal=True``
+  (an additive causal mask: -inf, or torch.finfo(float32).min from dynamo).
 
 The encoder is exported with gradients enabled and ``is_causal`` passed as a Python value, the two
 workarounds scripts/export_attention.py describes (torch's fused fast path has no ONNX export; a
@@ -35,8 +38,9 @@ import sys
 from pathlib import Path
 
 
-def encoder(layers: int, d_model: int, heads: int, final_norm: bool = False, **options):
-    """``options``: nn.TransformerEncoderLayer's (batch_first True unless given)."""
+def encoder(layers: int, d_model: int, heads: int, final_norm: bool = False, causal: bool = False, **options):
+    """``options``: nn.TransformerEncoderLayer's (batch_first True unless given); ``causal``: called
+    with the square subsequent mask and is_causal=True."""
     import torch
 
     class Encoder(torch.nn.Module):
@@ -49,6 +53,10 @@ def encoder(layers: int, d_model: int, heads: int, final_norm: bool = False, **o
                                                        norm=torch.nn.LayerNorm(d_model) if final_norm else None)
 
         def forward(self, x):
+            if causal:
+                seq = x.shape[1] if options.get("batch_first", True) else x.shape[0]
+                mask = torch.nn.Transformer.generate_square_subsequent_mask(seq)
+                return self.encoder(x, mask=mask, is_causal=True)
             return self.encoder(x, is_causal=False)
 
     return Encoder()
@@ -85,7 +93,7 @@ def bert(layers: int, d_model: int, heads: int):
     return Bert()
 
 
-DYNAMO = ("encoder4_dynamo", "bert4_dynamo")  # exported by torch.onnx.export's default (dynamo=True)
+DYNAMO = ("encoder4_dynamo", "bert4_dynamo", "encoder2_causal_dynamo")  # exported by torch.onnx.export's default (dynamo=True)
 
 
 def models(seq: int) -> dict:
@@ -113,6 +121,8 @@ def models(seq: int) -> dict:
             "encoder2_d512": (lambda: encoder(2, 512, 8), (1, 2 * seq, 512)),
             "encoder6": (lambda: encoder(6, 256, 4), (1, seq, 256)),
             "mha": (lambda: attention(256, 4), (1, seq, 256)),
+            "encoder2_causal": (lambda: encoder(2, 256, 4, causal=True), (1, seq, 256)),
+            "encoder2_causal_dynamo": (lambda: encoder(2, 256, 4, causal=True), (1, seq, 256)),
             "bert4": (lambda: bert(4, 256, 4), (1, seq, 256)),
             "bert4_dynamo": (lambda: bert(4, 256, 4), (1, seq, 256))}
 

@@ -213,8 +213,12 @@ def maxpool(x, kernel, stride, pad, ceil_extra=(0, 0)):
     return out
 
 
-def softmax(x, axis):
+def softmax(x, axis, mask=None):
+    """Softmax along ``axis``; with ``mask`` (bool, broadcast to ``x``; True: kept) over the kept
+    positions only, the masked ones 0 (an additive attention mask of -inf)."""
     x = x.astype(np.float64)
+    if mask is not None:
+        x = np.where(np.broadcast_to(np.asarray(mask, bool), x.shape), x, -np.inf)
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 
@@ -293,7 +297,7 @@ EVAL = {
     "add": lambda a, args: args[0] + args[1],
     # the float64 product of two float32 values is exact (48 significant bits): one rounding, to float32
     "mul": lambda a, args: np.multiply(args[0], args[1], dtype=np.float64),
-    "softmax": lambda a, args: softmax(args[0], a["axis"]),
+    "softmax": lambda a, args: softmax(args[0], a["axis"], a.get("mask")),
     "layernorm": lambda a, args: layernorm(args[0], a["scale"], a["bias"], a["eps"]),
     "matmul": lambda a, args: matmul(args[0], args[1], a["alpha"]),
     "maxpool": lambda a, args: maxpool(args[0], a["kernel"], a["stride"], a["pad"], a.get("ceil", (0, 0))),

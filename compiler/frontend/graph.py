@@ -14,7 +14,9 @@ mul          --                                two inputs; the output has the sh
                                                the other broadcasts (numpy rules) by batch, channel or
                                                all spatial axes at once (:func:`mul_extents`): SiLU
                                                x * sigmoid(x), a squeeze-excitation gate (N, C, 1, 1)
-softmax      axis
+softmax      axis, mask (optional: bool of the input's rank, broadcast to it; True where kept): over
+             the kept positions only, 0 at the masked ones (an additive attention mask of -inf,
+             compiler.frontend.onnx_import)
 layernorm    scale (C,), bias (C,), eps    normalisation over the last axis (C channels), ONNX's
                                            LayerNormalization (compiler.frontend.float_ref.layernorm)
 matmul       alpha (float)                     two computed inputs (..., N, K) and (..., K, M) with equal

@@ -29,6 +29,9 @@ from compiler.frontend.simplify import simplify
 from vdla_hw.limits import MAX_KERNEL_BYTES, MAX_LAYER_MACS, MAX_RESIZE_MAP_BYTES, WINDOW_TAP_OPS, mib
 
 LARGEST_FLOAT32 = float(np.finfo(np.float32).max)  # torch.finfo(torch.float32).min is its negative
+# An added constant at or below this (torch's -inf, finfo.min, -1e9 or -1e4) masks its position for
+# the Softmax that reads the sum: exp(-1e4) underflows float32 (and float64) to exactly 0
+MASK_FLOOR = -1e4
 
 ALIASES = ("Identity", "Dropout")
 RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
@@ -159,13 +162,18 @@ class _Importer:
         self.inferred = static_shapes(inferred)
         for tensor in model.graph.initializer:
             value = numpy_helper.to_array(tensor)
-            if value.dtype.kind == "f" and not np.isfinite(value).all():
-                raise ModelError(where, f"initializer {tensor.name!r} holds {int((~np.isfinite(value)).sum())} NaN or "
-                                 "infinite values; the model cannot be quantized")
+            # -inf is let through for attention masks (``_mask_add``); every other use of a
+            # constant refuses it (``const``, ``nonfinite``)
+            if value.dtype.kind == "f" and (bad := np.isnan(value) | (value == np.inf)).any():
+                raise ModelError(where, f"initializer {tensor.name!r} holds {int(bad.sum())} NaN or infinite values "
+                                 "other than -inf (an attention mask's); the model cannot be quantized")
         self.consts, self.todo = folding.fold(model, self.inferred, self.opset, where)
         self.todo = rewrite(self.todo, self.consts, self.inferred)
         self.alias: dict[str, str] = {}
         self.refused_values: set[str] = set()  # outputs of refused nodes
+        # scores plus an attention mask (``_mask_add``): value -> (the scores' value, bool keep
+        # array of their rank, broadcastable); only a Softmax may read it
+        self.masked: dict[str, tuple[str, np.ndarray]] = {}
         self.nodes: list[Node] = []
         self.shapes: dict[str, tuple[int, ...]] = {self.input.name: shape}
         self.output_names = [value.name for value in model.graph.output]
@@ -205,6 +213,9 @@ class _Importer:
 
     def tensor(self, node, name: str) -> str:
         value = self.value(name)
+        if value in self.masked:
+            raise self.fail(node, f"input {name!r} is scores plus an attention mask (entries at or below "
+                            f"{MASK_FLOOR:g}); only a Softmax may read it")
         if value not in self.shapes:
             if value in self.refused_values:
                 raise _AfterRefused(value)
@@ -372,6 +383,8 @@ class _Importer:
     def op_arith(self, node, a):
         names = list(node.input)
         consts = [n in self.consts for n in names]
+        if node.op_type == "Add" and sum(consts) == 1 and self._mask_add(node, names, consts[0]):
+            return
         if not any(consts):
             if node.op_type == "Mul":
                 self._product(node, names)
@@ -409,6 +422,33 @@ class _Importer:
         self.emit(node, "affine", [x], scale=scale, offset=offset)
 
     op_Add = op_Sub = op_Mul = op_Div = op_arith
+
+    def _mask_add(self, node, names, const_first: bool) -> bool:
+        """An Add of computed scores and a constant holding entries at or below MASK_FLOOR (an
+        additive attention mask: torch's -inf, finfo.min, -1e9): recorded in ``self.masked`` for
+        the Softmax that reads it, which takes the kept positions as its ``mask``; the constant's
+        other (kept) entries, if any is not 0, become an ``affine`` offset on the scores. False
+        (nothing done) for any other Add."""
+        c = self.consts[names[0] if const_first else names[1]]
+        if c.dtype.kind != "f" or not c.size or np.isnan(c).any() or not (c <= MASK_FLOOR).any():
+            return False
+        x = self.tensor(node, names[1] if const_first else names[0])
+        shape = self.shapes[x]
+        if c.ndim > len(shape) or np.broadcast_shapes(c.shape, shape) != shape:
+            raise self.fail(node, f"attention mask of shape {c.shape} would broadcast the scores {shape}")
+        c = c.astype(np.float64).reshape((1,) * (len(shape) - c.ndim) + c.shape)
+        keep = c > MASK_FLOOR
+        offset = np.where(keep, c, 0.0)
+        if np.any(offset != 0):  # a bias on the kept positions (a relative position bias with the mask)
+            if not np.all(np.isfinite(offset)) or np.abs(offset).max() >= LARGEST_FLOAT32:
+                raise self.fail(node, "the attention mask's kept entries are not finite")
+            biased = fresh_name(node.output[0] + ".bias", self.value_names)
+            self.value_names.add(biased)
+            self.add_node(node, (node.name or node.output[0]) + ".bias", "affine", [x], biased, shape,
+                          {"scale": np.ones_like(offset), "offset": offset})
+            x = biased
+        self.masked[node.output[0]] = (x, keep)
+        return True
 
     def _product(self, node, names):
         """Mul of two computed tensors (SiLU's x * sigmoid(x), a squeeze-excitation gate): one side
@@ -513,8 +553,18 @@ class _Importer:
         self.emit(node, "concat", inputs, axis=axis)
 
     def op_Softmax(self, node, a):
-        x = self.tensor(node, node.input[0])
-        self.emit(node, "softmax", [x], axis=axis_in(node, a.get("axis", -1), len(self.shapes[x]), self.fail))
+        name = self.value(node.input[0])
+        if name not in self.masked:
+            x = self.tensor(node, node.input[0])
+            self.emit(node, "softmax", [x], axis=axis_in(node, a.get("axis", -1), len(self.shapes[x]), self.fail))
+            return
+        x, keep = self.masked[name]  # scores plus an attention mask (_mask_add)
+        axis = axis_in(node, a.get("axis", -1), len(self.shapes[x]), self.fail)
+        rows = np.broadcast_to(keep, self.shapes[x]).any(axis=axis)
+        if not rows.all():
+            raise self.fail(node, f"the attention mask masks every position of {int((~rows).sum())} row(s) along "
+                            f"axis {axis} (torch computes NaN there)")
+        self.emit(node, "softmax", [x], axis=axis, mask=keep)
 
     def op_LayerNormalization(self, node, a):
         """Normalisation over the last axis only, with a constant Scale and optional constant B
@@ -622,6 +672,33 @@ class _Importer:
         locals()[f"op_{_op}"] = op_movement
     del _op
 
+    def op_Where(self, node, a):
+        """``Where(cond, scores, masked)`` (or with the sides swapped: ``masked_fill``) of a
+        constant condition, read only by Softmax nodes, whose constant side is at or below
+        MASK_FLOOR wherever it is taken: an attention mask (``self.masked``, as ``_mask_add``).
+        Any other Where with a constant condition is data movement."""
+        names = list(node.input)
+        computed = [i for i, n in enumerate(names) if n not in self.consts]
+        readers = [r.op_type for r in self.todo if node.output[0] in r.input]
+        if computed not in ([1], [2]) or not readers or any(r != "Softmax" for r in readers):
+            self.op_movement(node, a)
+            return
+        side = computed[0]
+        x = self.tensor(node, names[side])
+        shape = self.shapes[x]
+        cond, other = np.asarray(self.consts[names[0]]).astype(bool), np.asarray(self.consts[names[3 - side]])
+        if other.dtype.kind != "f" or np.isnan(other).any() or self.out_shape(node) != shape:
+            self.op_movement(node, a)
+            return
+        keep = cond if side == 1 else ~cond
+        keep = keep.reshape((1,) * (len(shape) - keep.ndim) + keep.shape)
+        full = np.broadcast_shapes(other.shape, keep.shape)  # within the output's: its shape is x's
+        taken = np.broadcast_to(other, full)[~np.broadcast_to(keep, full)]  # the constant where it is taken
+        if not taken.size or np.any(taken > MASK_FLOOR):
+            self.op_movement(node, a)
+            return
+        self.masked[node.output[0]] = (x, keep)
+
     def op_Resize(self, node, a):
         """Resize in ``nearest`` mode is a copy (every coordinate transformation and nearest_mode
         onnx defines, found by running it): a gather. ``linear`` mode over H and W (bilinear
@@ -727,6 +804,9 @@ class _Importer:
         refusals.check(self.where)
         outputs = tuple(self.value(name) for name in self.output_names)
         for name, output in zip(self.output_names, outputs):
+            if output in self.masked:
+                raise ModelError(self.where, f"graph output {name!r} is scores plus an attention mask; only a "
+                                 "Softmax may read it")
             if output not in self.shapes:  # (the input itself is fine: a network of no layers)
                 why = "is a constant" if name in self.consts else "is not computed by any node"
                 raise ModelError(self.where, f"graph output {name!r} {why}; there is no network to run")

@@ -278,8 +278,20 @@ def _plan_resize(node: QNode, shapes: list[tuple]):
 def _plan_softmax(node: QNode, shapes: list[tuple]):
     x = shapes[0]
     axis = _axis(node, x)
-    spec = SoftmaxSpec(outer=_size(x[:axis]), axis=x[axis], inner=_size(x[axis + 1:]), zp=_int(node, "zp", 0))
-    return spec, [_array(node, "table", None, -2**31, 2**31 - 1, cast="int32")], x
+    outer, inner = _size(x[:axis]), _size(x[axis + 1:])
+    table = _array(node, "table", None, -2**31, 2**31 - 1, cast="int32")
+    mask = node.attrs.get("mask")
+    if mask is None:
+        return SoftmaxSpec(outer=outer, axis=x[axis], inner=inner, zp=_int(node, "zp", 0)), [table], x
+    try:
+        full = np.broadcast_to(np.asarray(mask), x).astype(np.int8).reshape(outer, x[axis], inner)
+    except ValueError:
+        raise NodeError(node, "mask", f"shape {np.shape(mask)} does not broadcast to the input's {x}") from None
+    # the fewest rows that repeat over the outer ones (a mask broadcast over batch and heads)
+    rows = next(p for p in (_size(x[k:axis]) for k in range(axis, -1, -1))
+                if np.array_equal(full, np.tile(full[:p], (outer // p, 1, 1))))
+    spec = SoftmaxSpec(outer=outer, axis=x[axis], inner=inner, zp=_int(node, "zp", 0), mask_rows=rows)
+    return spec, [table, np.ascontiguousarray(full[:rows])], x
 
 
 def _plan_layernorm(node: QNode, shapes: list[tuple]):

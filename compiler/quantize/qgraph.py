@@ -49,7 +49,9 @@ resize      index int32 (P, 4), weight int32 (P, 4) (each row sums to 2**frac), 
 softmax     axis, table (int32, 256 entries: 2**16 exp(-d 2**-frac) for d = 255..0):
             zp (0 or -128, default 0): e = table[x - max + 255], s = sum e;
             zp 0: out = min((e * 128 + s // 2) // s, 127) (frac 7);
-            zp -128: out = min((e * 256 + s // 2) // s, 255) - 128 (frac 8)
+            zp -128: out = min((e * 256 + s // 2) // s, 255) - 128 (frac 8);
+            mask (bool, optional, broadcast to the input: kept positions): max and sum over the
+            kept positions only, e = 0 (the lowest code) at the masked ones
 layernorm   mul int32 (C,), add int64 (C,), eps (int, < 2**50), shift (0..46): over the last axis,
             z = normalised value (16 fractional bits, I-BERT's integer square root);
             out = clip((z * mul + add) >> shift, -128, 127)  (``reference.layernorm``)

@@ -210,11 +210,15 @@ def resize(x, index, weight, frac: int, shape) -> np.ndarray:
     return np.clip(acc >> frac, -128, 127).astype(np.int8).reshape(shape)
 
 
-def softmax(x, axis: int, table, zp: int = 0) -> np.ndarray:
+def softmax(x, axis: int, table, zp: int = 0, mask=None) -> np.ndarray:
     """Probabilities on the step ``2**-7`` with zero point 0 (codes 0..127), or, with ``zp`` -128,
-    on ``2**-8`` (codes -128..127 for 0..255/256, TFLite's int8 softmax output)."""
+    on ``2**-8`` (codes -128..127 for 0..255/256, TFLite's int8 softmax output). ``mask`` (bool,
+    broadcast to ``x``; True: kept) restricts the maximum and the sum to the kept positions, and
+    the masked ones get the lowest code (their term is 0); every row keeps one at least."""
     x = np.asarray(x, dtype=np.int64)
-    e = np.asarray(table, dtype=np.int64)[x - x.max(axis=axis, keepdims=True) + 255]
+    keep = np.ones(x.shape, bool) if mask is None else np.broadcast_to(np.asarray(mask, bool), x.shape)
+    top = np.where(keep, x, -128).max(axis=axis, keepdims=True)
+    e = np.where(keep, np.asarray(table, dtype=np.int64)[np.where(keep, x - top + 255, 255)], 0)
     s = e.sum(axis=axis, keepdims=True)
     one = 256 if zp else 128
     return (np.minimum((e * one + s // 2) // s, 127 - int(zp)) + int(zp)).astype(np.int8)
@@ -301,7 +305,7 @@ EVAL = {
     "reshape": lambda a, args: args[0].reshape(a["shape"]),
     "gather": lambda a, args: gather(args[0], a["index"], a["fill"], a["shape"]),
     "resize": lambda a, args: resize(args[0], a["index"], a["weight"], a["frac"], a["shape"]),
-    "softmax": lambda a, args: softmax(args[0], a["axis"], a["table"], a.get("zp", 0)),
+    "softmax": lambda a, args: softmax(args[0], a["axis"], a["table"], a.get("zp", 0), a.get("mask")),
     "layernorm": lambda a, args: layernorm(args[0], a["mul"], a["add"], a["eps"], a["shift"]),
 }
 

@@ -276,14 +276,18 @@ def _softmax(ctx: Context, node: Node, act, out, inputs, wide):
     scale left on its output, :func:`_matmul`; 1 otherwise). The probabilities, in [0, 1], take
     all 256 codes: step ``2**-8``, zero point -128 (TFLite's int8 softmax output; half the
     rounding error of codes 0..127), unless a product reads them as its second operand, which
-    must be symmetric (:func:`symmetric_operands`): then step ``2**-7``, zero point 0."""
+    must be symmetric (:func:`symmetric_operands`): then step ``2**-7``, zero point 0. A ``mask``
+    (an attention mask's kept positions) passes on as it is."""
     fx = ctx.fracs[inputs[0]]
     sx = (ctx.scales or {}).get(node.inputs[0], 1.0)
     d = np.arange(256, dtype=np.float64) - 255
     table = np.rint(SCALAR.exp(d * 2.0 ** -fx / sx) * 65536.0).astype(np.int32)
+    attrs = {"axis": node.attrs["axis"], "table": table}
+    if node.attrs.get("mask") is not None:  # kept positions (an attention mask): the rest get the lowest code
+        attrs["mask"] = np.asarray(node.attrs["mask"], bool)
     if _read_as_weights(ctx.graph, out):
-        return {"axis": node.attrs["axis"], "table": table}, 7, 0
-    return {"axis": node.attrs["axis"], "table": table, "zp": -128}, 8, -128
+        return attrs, 7, 0
+    return {**attrs, "zp": -128}, 8, -128
 
 
 def _read_as_weights(graph: Graph, value: str) -> bool:

@@ -89,6 +89,9 @@ def _network_kernels(seed=99):
         cf.ResizeSpec(planes=1, size_in=5, size_out=1, frac=1),
         cf.SoftmaxSpec(outer=3, axis=17, inner=2),
         cf.SoftmaxSpec(outer=2, axis=64, zp=-128),  # probabilities on all 256 codes (rules._softmax)
+        # a masked softmax (an attention mask): 3 heads of a 6 x 6 mask's rows, and one along a middle axis
+        cf.SoftmaxSpec(outer=18, axis=6, zp=-128, mask_rows=6),
+        cf.SoftmaxSpec(outer=4, axis=5, inner=3, mask_rows=2),
         # attention's products (quantize.rules._matmul): four heads of Q.K^T, and one of odd sizes
         cf.MatMulSpec(g=4, n=16, k=8, m=16, add=(1 << 6) - (3 << 7), shift=7),
         cf.MatMulSpec(g=1, n=5, k=13, m=3, add=-9, shift=0, lo=-100, hi=90),

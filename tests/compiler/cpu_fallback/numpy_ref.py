@@ -32,6 +32,13 @@ def _layernorm_add(spec, arg, rng):
     return add
 
 
+def _softmax_mask(shape, rng):
+    """0s and 1s with one kept position (at least) in every row along axis 1."""
+    mask = rng.integers(0, 2, shape).astype(np.int8)
+    mask[:, 0, :] = 1
+    return mask
+
+
 def random_inputs(spec, rng, int32_range=(-50_000, 50_000), float_scale=60.0):
     """Random input arrays for ``spec`` (all non-output args, in order); buffers with a meaning
     (indices, divisors, shifts, tables) get values in their valid range."""
@@ -42,6 +49,7 @@ def random_inputs(spec, rng, int32_range=(-50_000, 50_000), float_scale=60.0):
         ("avgpool2d", "count"): lambda a: rng.integers(1, spec.kh * spec.kw + 1, a.shape).astype(np.int32),
         ("avgpool2d", "add"): lambda a: rng.integers(-2000, 2000, a.shape).astype(np.int32),
         ("softmax", "table"): lambda a: np.rint(np.exp((np.arange(256) - 255) / 16.0) * 65536).astype(np.int32),
+        ("softmax", "mask"): lambda a: _softmax_mask(a.shape, rng),
         ("layernorm", "mul"): lambda a: rng.integers(-(1 << 15), (1 << 15) + 1, a.shape).astype(np.int32),
         ("layernorm", "add"): lambda a: _layernorm_add(spec, a, rng),
         ("muladd", "mul"): lambda a: rng.integers(-30_000, 30_000, a.shape).astype(np.int32),

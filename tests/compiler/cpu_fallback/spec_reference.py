@@ -48,7 +48,11 @@ def reference_of(spec, inputs):
         planes = inputs[0].reshape(spec.planes, 1, spec.size_in, 1)
         return ref.resize(planes, inputs[1], inputs[2], spec.frac, (spec.planes, spec.size_out))
     if f == "softmax":
-        return ref.softmax(inputs[0], 1, inputs[1], spec.zp)
+        mask = None
+        if spec.mask_rows:  # the mask's rows repeat over the outer rows
+            mask = np.tile(inputs[2].reshape(spec.mask_rows, spec.axis, spec.inner),
+                           (spec.outer // spec.mask_rows, 1, 1)).astype(bool)
+        return ref.softmax(inputs[0].reshape(spec.outer, spec.axis, spec.inner), 1, inputs[1], spec.zp, mask)
     if f == "layernorm":
         return ref.layernorm(inputs[0], inputs[1], inputs[2], spec.eps, spec.shift)
     if f == "matmul":

@@ -165,3 +165,23 @@ def test_concat_parameters_must_be_ints():
     for parts in ((1.5, 2), (None,), "12"):
         with pytest.raises(cf.KernelParamError, match="parameter parts must be a tuple of ints"):
             cf.ConcatSpec(outer=1, inner=1, parts=parts)
+
+
+def test_a_masked_softmax_skips_masked_positions_and_refuses_a_mask_without_a_kept_one():
+    """The mask's rows repeat over the outer rows; a masked position, however large its score,
+    neither sets the maximum nor adds to the sum, and gets the lowest code. A mask value other
+    than 0 and 1, a row with none kept, or mask rows that do not divide the outer ones are refused."""
+    spec = cf.SoftmaxSpec(outer=4, axis=4, zp=-128, mask_rows=2)
+    table = np.zeros(256, np.int32)
+    table[-1], table[0] = 1 << 16, 1
+    mask = np.array([[1, 0, 0, 0], [1, 1, 0, 0]], np.int8).reshape(2, 4, 1)
+    x = np.array([[-5, 127, 127, 127], [-5, -5, 127, 127]] * 2, np.int8).reshape(4, 4, 1)
+    got = cf.host_jit().kernel(spec)(x, table, mask).reshape(4, 4)
+    assert got.tolist() == [[127, -128, -128, -128], [0, 0, -128, -128]] * 2
+    for bad, words in [(2, "buffer 'mask' holds 2 at element 0"), (0, "masks every position of a row")]:
+        wrong = mask.copy()
+        wrong[0, 0, 0] = bad
+        with pytest.raises(cf.KernelValueError, match=words):
+            cf.host_jit().kernel(spec)(x, table, wrong)
+    with pytest.raises(cf.KernelParamError, match="mask_rows=3 does not divide outer=4"):
+        cf.SoftmaxSpec(outer=4, axis=4, mask_rows=3)

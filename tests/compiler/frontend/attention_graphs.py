@@ -33,19 +33,33 @@ def single_head(seed: int = 10, seq: int = 16, d: int = 32, scale_on: str = "pro
     return b.model((1, seq, d), out, [1, seq, d], opset=OPSET)
 
 
-def multi_head(seed: int = 11, seq: int = 32, d_model: int = 64, heads: int = 4):
-    """A bare ``nn.MultiheadAttention`` as self-attention."""
+def causal_mask(seq: int, masked: float = float("-inf")) -> np.ndarray:
+    """``nn.Transformer.generate_square_subsequent_mask(seq)``: 0 on and below the diagonal,
+    ``masked`` above it (torch's -inf; dynamo writes torch.finfo(float32).min)."""
+    return np.triu(np.full((seq, seq), masked, np.float32), 1)
+
+
+def key_padding_mask(seq: int, padded: int, masked: float = -1e9) -> np.ndarray:
+    """The last ``padded`` keys masked for every query (a key padding mask as one (seq, seq) matrix)."""
+    mask = np.zeros((seq, seq), np.float32)
+    mask[:, seq - padded:] = masked
+    return mask
+
+
+def multi_head(seed: int = 11, seq: int = 32, d_model: int = 64, heads: int = 4, mask: np.ndarray | None = None):
+    """A bare ``nn.MultiheadAttention`` as self-attention (``attn_mask=mask`` if given)."""
     b = Builder(seed)
-    out = self_attention(b, "input", seq, d_model, heads)
+    out = self_attention(b, "input", seq, d_model, heads, mask)
     return b.model((1, seq, d_model), out, [1, seq, d_model], opset=OPSET)
 
 
-def encoder_layer(seed: int = 12, seq: int = 32, d_model: int = 64, heads: int = 4, ffn: int = 128):
+def encoder_layer(seed: int = 12, seq: int = 32, d_model: int = 64, heads: int = 4, ffn: int = 128,
+                  mask: np.ndarray | None = None):
     """``nn.TransformerEncoderLayer(d_model, heads, ffn, batch_first=True)`` without its two
     LayerNorms (post-norm; another change adds LayerNormalization): self-attention, residual Add,
     Linear, ReLU, Linear, residual Add."""
     b = Builder(seed)
-    x = b.op("Add", ["input", self_attention(b, "input", seq, d_model, heads)])
+    x = b.op("Add", ["input", self_attention(b, "input", seq, d_model, heads, mask)])
     y = linear(b, b.op("Relu", [linear(b, x, d_model, ffn)]), ffn, d_model)
     out = b.op("Add", [x, y])
     return b.model((1, seq, d_model), out, [1, seq, d_model], opset=OPSET)
