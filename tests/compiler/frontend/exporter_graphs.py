@@ -324,6 +324,17 @@ def swin_block_like(seed: int = 11, shape=(1, 3, 12, 12), window: int = 4, chann
     return b.model(shape, out, [1, h // 2, w // 2, 2 * channels], opset=17)
 
 
+def token_mean_like(seed: int = 12, shape=(1, 10, 16), keepdims: int = 0):
+    """timm's ViT/LeViT/BEiT pooling by the mean over the tokens (``x.mean(dim=1)``, ReduceMean
+    over axis 1 of (N, T, C)) before the classifier, after a Linear over the tokens."""
+    b = Builder(seed)
+    # 64 channels: the 4 calibration inputs of the tests give 256 pooled values, enough to see
+    # their range (with 24, a test input's pooled value fell 50 % outside it and was clipped)
+    x = b.op("ReduceMean", [linear(b, "input", shape[-1], 64), b.ints("axes", [1])], keepdims=keepdims)
+    out = linear(b, x, 64, 8)
+    return b.model(shape, out, [shape[0], 1, 8] if keepdims else [shape[0], 8], opset=18)
+
+
 MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeezenet_like": squeezenet_like,
           "elementwise_like": elementwise_like, "mlp_like": mlp_like, "token_mlp_like": token_mlp_like,
           "channels_last_mlp_like": channels_last_mlp_like, "transformer_ffn_like": transformer_ffn_like,
@@ -331,4 +342,5 @@ MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeeze
           "prenorm_decomposed_like": lambda: prenorm_transformer_like(decomposed=True),
           "convnext_block_like": convnext_block_like,
           "convnext_layer_scale_like": lambda: convnext_block_like(layer_scale=1e-6),
-          "vit_embedding_like": vit_embedding_like, "swin_block_like": swin_block_like}
+          "vit_embedding_like": vit_embedding_like, "swin_block_like": swin_block_like,
+          "token_mean_like": token_mean_like, "token_mean_keepdims_like": lambda: token_mean_like(keepdims=1)}
