@@ -3,7 +3,9 @@
 
 Steps: read the file and its external data, fix the input shape and run onnx's shape
 inference (``onnx_read``); fold constants and the exporter's shape arithmetic with onnx's
-reference evaluator (``fold``); map what is left, node by node, onto the IR ops; then
+reference evaluator (``fold``); rewrite exporter patterns (``patterns``; ``einsum``: an Einsum
+that is a batched matrix product as Transpose + MatMul); map what is left, node by node, onto
+the IR ops; then
 simplify (``simplify``: BatchNormalization and other per-channel affines folded into the Conv
 or Gemm before them, chains of data movement composed into one gather, dead nodes dropped).
 Shapes come from onnx's shape inference. Every node is tried; anything unsupported is one
@@ -17,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler.frontend import fold as folding
-from compiler.frontend import recurrent, resize
+from compiler.frontend import einsum, recurrent, resize
 from compiler.frontend.elementwise import BY_ONNX
 from compiler.frontend.graph import (Graph, ModelError, Node, ceil_extra, conv_out, fresh_name, mul_extents,
                                      unique_names)
@@ -170,6 +172,7 @@ class _Importer:
         # every value name of the model: a value the importer makes up takes a name none of them has
         self.value_names = {v.name for v in model.graph.input} | set(inits) | {
             out for node in model.graph.node for out in node.output}
+        self.todo = einsum.rewrite(self.todo, self.value_names)
         self.graph_name = model.graph.name if model.graph.name not in ("", "main_graph") else Path(where).stem
 
     # --- helpers ----------------------------------------------------------------------------

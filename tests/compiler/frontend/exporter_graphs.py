@@ -335,6 +335,26 @@ def token_mean_like(seed: int = 12, shape=(1, 10, 16), keepdims: int = 0):
     return b.model(shape, out, [shape[0], 1, 8] if keepdims else [shape[0], 8], opset=18)
 
 
+def maxvit_attention_like(seed: int = 13, shape=(1, 2, 16, 16), heads: int = 2):
+    """torchvision MaxViT's relative-position attention over (batch, groups, tokens, channels) as
+    torch.onnx.export (opset 17) writes it: Q, K, V Linears, heads split by Reshape + Transpose,
+    q times head_dim**-0.5, ``Einsum("bghid,bghjd->bghij", q, k)`` plus a relative position bias,
+    Softmax, ``Einsum("bghij,bghjd->bghid", p, v)``, heads merged, the output Linear."""
+    b = Builder(seed)
+    n, g, t, c = shape
+    hd = c // heads
+
+    def split(x):
+        return b.op("Transpose", [b.op("Reshape", [x, b.ints("heads", [n, g, t, heads, hd])])], perm=[0, 1, 3, 2, 4])
+    q, k, v = (split(linear(b, "input", c, c)) for _ in range(3))
+    q = b.op("Mul", [q, b.init("scale", np.float32(hd ** -0.5))])
+    scores = b.op("Einsum", [q, k], equation="bghid,bghjd->bghij")
+    scores = b.op("Add", [scores, b.w("relative_position_bias", (heads, t, t), 0.5)])
+    out = b.op("Einsum", [b.op("Softmax", [scores], axis=-1), v], equation="bghij,bghjd->bghid")
+    out = b.op("Reshape", [b.op("Transpose", [out], perm=[0, 1, 3, 2, 4]), b.ints("merged", [n, g, t, c])])
+    return b.model(shape, linear(b, out, c, c), list(shape), opset=17)
+
+
 MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeezenet_like": squeezenet_like,
           "elementwise_like": elementwise_like, "mlp_like": mlp_like, "token_mlp_like": token_mlp_like,
           "channels_last_mlp_like": channels_last_mlp_like, "transformer_ffn_like": transformer_ffn_like,
@@ -343,4 +363,5 @@ MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeeze
           "convnext_block_like": convnext_block_like,
           "convnext_layer_scale_like": lambda: convnext_block_like(layer_scale=1e-6),
           "vit_embedding_like": vit_embedding_like, "swin_block_like": swin_block_like,
-          "token_mean_like": token_mean_like, "token_mean_keepdims_like": lambda: token_mean_like(keepdims=1)}
+          "token_mean_like": token_mean_like, "token_mean_keepdims_like": lambda: token_mean_like(keepdims=1),
+          "maxvit_attention_like": maxvit_attention_like}

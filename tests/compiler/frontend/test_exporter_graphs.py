@@ -215,3 +215,23 @@ def test_a_mean_over_tokens_is_a_window_mean_and_other_means_are_refused():
                                                        f"axes after the batch axis (a mean over tokens), is supported "
                                                        f"(axes {axes} of {shape})")):
             from_model(model, "m")
+
+
+def test_an_einsum_that_is_a_batched_matrix_product_is_a_matmul():
+    """MaxViT's two Einsums (Q.K^T with K's last two axes swapped, and P.V) are products of two
+    computed tensors (before: refused, 'unsupported op Einsum'); an output in another order than
+    (batch, row, column) gets a Transpose after the product; an Einsum that sums a letter within
+    one operand, or has several contracted letters, is left to the importer and refused."""
+    from compiler.frontend import einsum
+
+    graph = from_model(MODELS["maxvit_attention_like"](), "maxvit_attention_like")
+    products = [n for n in graph.nodes if n.op == "matmul"]
+    assert [n.name for n in products] == ["node_Einsum_17", "node_Einsum_20"]
+    assert [graph.shapes[n.output] for n in products] == [(1, 2, 2, 16, 16), (1, 2, 2, 16, 8)]
+    assert einsum.operands("bij,bjk->bki") == ("bij", "bjk", "bki")
+    for equation in ("bii,bij->bij", "ij,jk", "bij,bjk->bk", "bijl,bjlk->bik", "...ij,...jk->...ik", "ij,jk,kl->il"):
+        assert einsum.operands(equation) is None, equation
+    b = Builder()
+    model = b.model((2, 3, 4), b.op("Einsum", ["input", "input"], equation="bij,bij->b"), [2], opset=17)
+    with pytest.raises(ModelError, match="unsupported op Einsum"):
+        from_model(model, "m")
