@@ -325,7 +325,7 @@ def swin_block_like(seed: int = 11, shape=(1, 3, 12, 12), window: int = 4, chann
 
 
 def token_mean_like(seed: int = 12, shape=(1, 10, 16), keepdims: int = 0):
-    """timm's ViT/LeViT/BEiT pooling by the mean over the tokens (``x.mean(dim=1)``, ReduceMean
+    """timm's LeViT pooling (and its ViTs' with global_pool="avg") by the mean over the tokens (``x.mean(dim=1)``, ReduceMean
     over axis 1 of (N, T, C)) before the classifier, after a Linear over the tokens."""
     b = Builder(seed)
     # 64 channels: the 4 calibration inputs of the tests give 256 pooled values, enough to see

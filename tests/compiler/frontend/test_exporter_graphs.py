@@ -201,8 +201,8 @@ def test_a_class_token_concatenated_before_the_patches_is_a_copy_with_the_token_
 
 
 def test_a_mean_over_tokens_is_a_window_mean_and_other_means_are_refused():
-    """ReduceMean over adjacent axes after the batch (timm's mean over the tokens, LeViT's and
-    BEiT's pooling) is an avgpool2d of a (tokens, 1) window on (N, 1, T, C) between reshapes
+    """ReduceMean over adjacent axes after the batch (timm's mean over the tokens, LeViT's
+    pooling) is an avgpool2d of a (tokens, 1) window on (N, 1, T, C) between reshapes
     (before: refused, 'only the mean over H and W'); over the batch axis or axes with a gap
     between them it is refused in one line."""
     graph = from_model(MODELS["token_mean_like"](), "token_mean_like")
