@@ -5,7 +5,7 @@ An optional helper: torch and torchvision are not dependencies of the project or
 tests build the exporters' op patterns with onnx.helper, tests/compiler/frontend/). Run it in a
 scratch venv outside the repository that has torch, torchvision and onnx::
 
-    python scripts/export_transformers.py OUT_DIR [--only encoder4 convnext_tiny vit_b_16]
+    python scripts/export_transformers.py OUT_DIR [--only NAME ...] [--dynamo]
 
 writes, each in eval mode with its seeded random initialisation, ``torch.onnx.export(...,
 dynamo=False, opset_version=17)`` with the input named ``x`` (the ``_dynamo`` ones with today's
@@ -27,6 +27,14 @@ default exporter, ``torch.onnx.export(module, args, f, dynamo=True)``, opset 18)
 - ``encoder2_causal`` and ``encoder2_causal_dynamo`` (through dynamo=True): 2 layers, d_model 256,
   4 heads, called with ``mask=nn.Transformer.generate_square_subsequent_mask(seq), is_causal=True``
   (an additive causal mask: -inf, or torch.finfo(float32).min from dynamo).
+- vision transformers a reviewer might hold out (docs/onnx.md, "Held-out vision transformers"):
+  torchvision's ``vit_b_32``, ``swin_t``, ``maxvit_t``, ``swin_v2_t`` and timm's (``pip install timm``)
+  ``vit_tiny_patch16_224``, ``deit_tiny_distilled_patch16_224``, ``convnext_atto``, ``levit_128s``,
+  ``pvt_v2_b0`` at 224x224, ``mobilevit_xxs`` at 256x256 (LeViT's BatchNorms with weight 1 and the
+  statistics of 16 random inputs: timm's initialisation makes its logits about 1e-5).
+
+``--dynamo`` exports with torch.onnx's default exporter instead (what a user gets today) into
+``OUT_DIR/NAME_dynamo.onnx``.
 
 The encoder is exported with gradients enabled and ``is_causal`` passed as a Python value, the two
 workarounds scripts/export_attention.py describes (torch's fused fast path has no ONNX export; a
@@ -110,9 +118,33 @@ def models(seq: int) -> dict:
             return model
         return make
 
+    def timm_model(name):
+        def make():
+            import timm
+
+            import torch
+
+            model = timm.create_model(name, pretrained=False)
+            if name.startswith("levit"):
+                # timm zero-initialises the BatchNorm ending each of LeViT's residual branches
+                # (bn_weight_init=0) and its Linears (std 0.02) shrink what passes them, against
+                # BatchNorm's initial statistics (mean 0, variance 1): the logits are about 1e-5.
+                # BatchNorm's default weight 1 instead, and its statistics those of 16 random inputs
+                for module in model.modules():
+                    if isinstance(module, torch.nn.BatchNorm1d | torch.nn.BatchNorm2d):
+                        if not module.weight.any():
+                            torch.nn.init.ones_(module.weight)
+                        module.reset_running_stats()
+                        module.momentum = None  # the cumulative average
+                with torch.no_grad():
+                    model.train()(torch.randn(16, 3, 224, 224))
+            return model
+        return make
+
+    image = (1, 3, 224, 224)
     return {"encoder4": (lambda: encoder(4, 256, 4), (1, seq, 256)),
-            "convnext_tiny": (torchvision_model("convnext_tiny"), (1, 3, 224, 224)),
-            "vit_b_16": (torchvision_model("vit_b_16"), (1, 3, 224, 224)),
+            "convnext_tiny": (torchvision_model("convnext_tiny"), image),
+            "vit_b_16": (torchvision_model("vit_b_16"), image),
             "encoder4_dynamo": (lambda: encoder(4, 256, 4), (1, seq, 256)),
             "encoder4_norm_first": (lambda: encoder(4, 256, 4, norm_first=True), (1, seq, 256)),
             "encoder4_gelu": (lambda: encoder(4, 256, 4, activation="gelu"), (1, seq, 256)),
@@ -124,7 +156,13 @@ def models(seq: int) -> dict:
             "encoder2_causal": (lambda: encoder(2, 256, 4, causal=True), (1, seq, 256)),
             "encoder2_causal_dynamo": (lambda: encoder(2, 256, 4, causal=True), (1, seq, 256)),
             "bert4": (lambda: bert(4, 256, 4), (1, seq, 256)),
-            "bert4_dynamo": (lambda: bert(4, 256, 4), (1, seq, 256))}
+            "bert4_dynamo": (lambda: bert(4, 256, 4), (1, seq, 256)),
+            # held-out candidates (vision transformers a reviewer would likely pick)
+            **{name: (torchvision_model(name), image) for name in ("vit_b_32", "swin_t", "maxvit_t", "swin_v2_t")},
+            # timm's deit_tiny_patch16_224 is vit_tiny_patch16_224's architecture: the same file
+            **{name: (timm_model(name), image) for name in ("vit_tiny_patch16_224", "deit_tiny_distilled_patch16_224",
+                                                            "convnext_atto", "levit_128s", "pvt_v2_b0")},
+            "mobilevit_xxs": (timm_model("mobilevit_xxs"), (1, 3, 256, 256))}
 
 
 def main(argv=None) -> int:
@@ -132,6 +170,8 @@ def main(argv=None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--only", nargs="*", default=None, help="model names (default: all)")
     parser.add_argument("--seq", type=int, default=64, help="the encoder's sequence length")
+    parser.add_argument("--dynamo", action="store_true",
+                        help="export with torch.onnx's default dynamo exporter (opset 18) into NAME_dynamo.onnx")
     args = parser.parse_args(argv)
     import onnx
     import torch
@@ -148,9 +188,14 @@ def main(argv=None) -> int:
                 continue
         torch.manual_seed(0)
         module = make().eval()
-        path = args.out / f"{name}.onnx"
-        how = {"dynamo": True} if name in DYNAMO else {"dynamo": False, "opset_version": 17}
-        torch.onnx.export(module, (torch.randn(*shape),), str(path), input_names=["x"], output_names=["y"], **how)
+        dynamo = args.dynamo or name in DYNAMO
+        path = args.out / (f"{name}_dynamo.onnx" if args.dynamo else f"{name}.onnx")
+        if dynamo:
+            torch.onnx.export(module, (torch.randn(*shape),), str(path), input_names=["x"],
+                              output_names=["y"], external_data=False)
+        else:
+            torch.onnx.export(module, (torch.randn(*shape),), str(path), dynamo=False, opset_version=17,
+                              input_names=["x"], output_names=["y"])
         ops = [node.op_type for node in onnx.load(str(path)).graph.node]
         print(f"{path}: {len(ops)} ops: " + ", ".join(f"{op} {ops.count(op)}" for op in sorted(set(ops))))
     return 0

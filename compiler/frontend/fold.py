@@ -217,7 +217,23 @@ def fold(model, shapes: dict[str, tuple[int, ...]], opset: int, where: str):
                     consts[name] = np.asarray(value)
             continue
         remaining.append(node)
+        if any(name and name not in shapes for name in node.output):
+            _infer_alone(node, shapes, consts, opset, where)
     return consts, remaining
+
+
+def _infer_alone(node, shapes: dict, consts: dict, opset: int, where: str) -> None:
+    """Add to ``shapes`` the output shapes of a node left to the importer that the whole model's
+    inference left open (a Pad by pads, a Reshape to a shape, computed by nodes onnx's data
+    propagation does not follow) and that inference of the node alone gives now that folding has
+    made those inputs constant (:func:`node_shapes`), so that a ``Shape`` of them folds in turn
+    (torchvision's Swin pads and partitions windows by sizes read back with ``Shape``). Checked
+    against MAX_TENSOR_BYTES like the whole model's shapes."""
+    for name, shape in node_shapes(node, shapes, consts, opset).items():
+        if name not in shapes:
+            if nbytes := too_large(shape):
+                raise ModelError(where, tensor_limit(name, shape, nbytes), node.name or name, node.op_type)
+            shapes[name] = shape
 
 
 def index_map(node, data: str, consts: dict, data_shape: tuple[int, ...], opset: int, where: str):

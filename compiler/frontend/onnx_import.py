@@ -3,7 +3,9 @@
 
 Steps: read the file and its external data, fix the input shape and run onnx's shape
 inference (``onnx_read``); fold constants and the exporter's shape arithmetic with onnx's
-reference evaluator (``fold``); map what is left, node by node, onto the IR ops; then
+reference evaluator (``fold``); rewrite exporter patterns (``patterns``; ``einsum``: an Einsum
+that is a batched matrix product as Transpose + MatMul); map what is left, node by node, onto
+the IR ops; then
 simplify (``simplify``: BatchNormalization and other per-channel affines folded into the Conv
 or Gemm before them, chains of data movement composed into one gather, dead nodes dropped).
 Shapes come from onnx's shape inference. Every node is tried; anything unsupported is one
@@ -17,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler.frontend import fold as folding
-from compiler.frontend import recurrent, resize
+from compiler.frontend import einsum, recurrent, resize
 from compiler.frontend.elementwise import BY_ONNX
 from compiler.frontend.graph import (Graph, ModelError, Node, ceil_extra, conv_out, fresh_name, mul_extents,
                                      unique_names)
@@ -180,6 +182,7 @@ class _Importer:
         # every value name of the model: a value the importer makes up takes a name none of them has
         self.value_names = {v.name for v in model.graph.input} | set(inits) | {
             out for node in model.graph.node for out in node.output}
+        self.todo = einsum.rewrite(self.todo, self.value_names)
         self.graph_name = model.graph.name if model.graph.name not in ("", "main_graph") else Path(where).stem
 
     # --- helpers ----------------------------------------------------------------------------
@@ -281,12 +284,12 @@ class _Importer:
                                 f"{shape[2]}x{shape[3]} with padding {[int(pt), int(pl), int(pb), int(pr)]}")
         return (int(sh), int(sw)), (int(pt), int(pl), int(pb), int(pr))
 
-    def work_bound(self, node, per_window: int, kernel, what: str, kernel_note: str = "") -> None:
+    def work_bound(self, node, per_window: int, kernel, what: str, kernel_note: str = "", out=None) -> None:
         """Refuse a window op (conv, pooling) whose work passes MAX_LAYER_MACS, before calibration
         starts it: per kernel tap, ``per_window`` (for a conv, input channels per group x output
         channels; for pooling, channels) per output pixel, plus WINDOW_TAP_OPS (the references
-        loop over the taps in Python)."""
-        n, _, oh, ow = self.out_shape(node)
+        loop over the taps in Python). ``out``: the window op's NCHW output shape, if not the node's."""
+        n, _, oh, ow = out or self.out_shape(node)
         ops = (n * per_window * oh * ow + WINDOW_TAP_OPS) * kernel[0] * kernel[1]
         if ops > MAX_LAYER_MACS:
             raise self.fail(node, f"{ops / 1e9:.1f} G {what} per run (a {kernel[0]}x{kernel[1]} kernel{kernel_note} "
@@ -514,15 +517,44 @@ class _Importer:
         if axes is None and len(node.input) > 1 and node.input[1]:
             axes = self.const(node, node.input[1]).reshape(-1).tolist()
         axes = sorted(axis_in(node, v, len(shape), self.fail, "axes entry") for v in (axes or []))
-        if len(shape) != 4 or axes != [2, 3]:
-            raise self.fail(node, f"only the mean over H and W of an NCHW tensor is supported (axes {axes} of {shape})")
-        if a.get("keepdims", 1):
-            self.emit(node, "avgpool", [x])
+        if len(shape) == 4 and axes == [2, 3]:
+            if a.get("keepdims", 1):
+                self.emit(node, "avgpool", [x])
+                return
+            pooled = self.made_value(node.output[0] + ".keepdims")
+            self.add_node(node, (node.name or node.output[0]) + ".mean", "avgpool", [x], pooled, shape[:2] + (1, 1))
+            self.emit(node, "reshape", [pooled], shape=self.out_shape(node))
             return
-        pooled = fresh_name(node.output[0] + ".keepdims", self.value_names)
-        self.value_names.add(pooled)
-        self.add_node(node, (node.name or node.output[0]) + ".mean", "avgpool", [x], pooled, shape[:2] + (1, 1))
+        if not axes or axes[0] == 0 or axes != list(range(axes[0], axes[-1] + 1)):
+            raise self.fail(node, f"only the mean over H and W of an NCHW tensor, or over adjacent axes after the "
+                            f"batch axis (a mean over tokens), is supported (axes {axes} of {shape})")
+        self._mean_of_adjacent_axes(node, x, shape, axes[0], axes[-1] + 1)
+
+    def _mean_of_adjacent_axes(self, node, x: str, shape: tuple, first: int, end: int) -> None:
+        """The mean over axes ``first:end`` (after the batch axis; timm's ``x.mean(dim=1)`` over the
+        tokens of (N, T, C)) as a window mean: ``x`` seen as (N, A, R, B) (A, R, B the products of
+        the axes before, in and after the range) averaged over R by an ``avgpool2d`` of window
+        (R, 1), a global ``avgpool`` when B is 1; reshapes on both sides cost nothing."""
+        n, size = shape[0], lambda axes: int(np.prod(axes, dtype=np.int64))
+        seen = (n, size(shape[1:first]), size(shape[first:end]), size(shape[end:]))
+        name = node.name or node.output[0]
+        rows = self.made_value(node.output[0] + ".rows")
+        self.add_node(node, name + ".rows", "reshape", [x], rows, seen, {"shape": seen})
+        pooled = self.made_value(node.output[0] + ".mean")
+        if seen[3] == 1:
+            self.add_node(node, name + ".mean", "avgpool", [rows], pooled, seen[:2] + (1, 1))
+        else:
+            window, out = (seen[2], 1), seen[:2] + (1, seen[3])
+            self.work_bound(node, seen[1], window, "window steps", out=out)
+            self.add_node(node, name + ".mean", "avgpool2d", [rows], pooled, out,
+                          {"kernel": window, "stride": (1, 1), "pad": (0, 0, 0, 0), "ceil": (0, 0), "count_pad": False})
         self.emit(node, "reshape", [pooled], shape=self.out_shape(node))
+
+    def made_value(self, base: str) -> str:
+        """A fresh value name from ``base`` that no value of the model has (for values the import makes up)."""
+        name = fresh_name(base, self.value_names)
+        self.value_names.add(name)
+        return name
 
     def op_reshape(self, node, a):
         x = self.tensor(node, node.input[0])

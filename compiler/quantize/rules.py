@@ -332,7 +332,16 @@ def _layernorm(ctx: Context, node: Node, act, out, inputs, wide):
     return {"mul": mul, "add": np.clip(add, -bound, bound).astype(np.int64), "eps": int(eps), "shift": shift}, fy, zy
 
 
-SCALE_ABSORBERS = ("softmax",)  # readers whose int8 form takes any input step (a table of the real values)
+# readers whose rule takes any input step 2**-fx / s_x (a table of the real values, or an integer
+# multiplier): softmax's exponential, an element-wise table or muladd (a constant added, as a
+# relative position bias or an attention mask), LayerNorm, a product; an add only when it
+# rescales its inputs by multipliers (Context.add_scales, :func:`_add_mul`)
+SCALE_ABSORBERS = ("softmax", "layernorm", "mul") + UNARY
+
+
+def absorbs_scale(ctx: "Context", node: Node) -> bool:
+    """Whether ``node``'s int8 rule takes an input whose codes carry a factor ``s_x`` (``ctx.scales``)."""
+    return node.op in SCALE_ABSORBERS or (node.op == "add" and bool(ctx.add_scales))
 UNIT_SCALE = 2.0 ** -20  # a product scale within this of a power of two is that power (far below int8's 2**-8)
 
 
@@ -370,7 +379,8 @@ def _matmul(ctx: Context, node: Node, act, out, inputs, wide):
     and the output's codes mean ``alpha * product * s`` on the step ``2**-fy``, ``s = 1 / (2 m)``
     in (1/2, 1]: 1 when ``alpha`` is a power of two (``1/sqrt(d)`` for d = 4, 16, 64, 256),
     else a factor recorded in ``ctx.scales`` that the product's readers must take, as a softmax's
-    table does (:data:`SCALE_ABSORBERS`; any other reader is refused)."""
+    table or a muladd adding a relative position bias does (:func:`absorbs_scale`; any other
+    reader is refused)."""
     (fa, fb), (za, zb) = (ctx.fracs[i] for i in inputs), (ctx.zps[i] for i in inputs)
     if zb:
         raise ModelError(ctx.graph.name, f"its second operand's zero point is {zb}, not 0: the GEMM core's "
@@ -385,11 +395,12 @@ def _matmul(ctx: Context, node: Node, act, out, inputs, wide):
         e, s = (e + 1, 1.0) if s < 0.75 else (e, 1.0)
     if s != 1.0:
         readers = ctx.graph.consumers(node.output)
-        other = next((n.op for n in readers if n.op not in SCALE_ABSORBERS), None)
+        other = next((n.op for n in readers if not absorbs_scale(ctx, n)), None)
         if other or not readers or out in ctx.graph.outputs:
             raise ModelError(ctx.graph.name, f"its scale {alpha:.6g} is not a power of two and its product is read "
                              f"by {other or 'the network output'}; the GEMM core's requantization only shifts "
-                             "(only a softmax reading the product can take the rest)", node.name, "MatMul")
+                             "(only a reader with a table or multiplier, such as a softmax, can take the rest)",
+                             node.name, "MatMul")
         ctx.scales[out] = s
     top = fa + fb - int(e) + 1
     fy = int(np.clip(ctx.best[out][0], top - ZP_MAX_SHIFT, top))

@@ -273,6 +273,118 @@ def bert_embedding_like(seed: int = 13, shape=(1, 40, 16), positions: int = 48):
     return b.model(shape, x, list(shape), opset=17)
 
 
+def roll(b: Builder, x: str, shift: int, axis: int, size: int) -> str:
+    """torch.roll of ``x`` by ``shift`` along ``axis`` of ``size`` as torch.onnx.export writes it:
+    two Slices and a Concat."""
+    cut = (-shift) % size
+    tail = b.op("Slice", [x, b.ints("start", [cut]), b.ints("end", [size]), b.ints("axis", [axis])])
+    head = b.op("Slice", [x, b.ints("start", [0]), b.ints("end", [cut]), b.ints("axis", [axis])])
+    return b.op("Concat", [tail, head], axis=axis)
+
+
+def window_pad(b: Builder, x: str, window: int, h: int, w: int) -> tuple[str, str, str]:
+    """torchvision Swin's padding to whole windows as torch.onnx.export (opset 17) writes it: the
+    pads computed from constants by Mod, Sub, Concat and Cast (nodes onnx's data propagation does
+    not follow, so the whole model's shape inference leaves the padded shape open), then the padded
+    height and width read back with Shape and Gather. Returns (padded, height, width), the last two
+    as 1-element int64 tensors."""
+    def pad_to_window(size: int) -> str:
+        rest = b.op("Mod", [b.ints("size", [size]), b.ints("window", [window])])
+        return b.op("Mod", [b.op("Sub", [b.ints("window", [window]), rest]), b.ints("window", [window])])
+    pads = b.op("Concat", [b.ints("zeros", [0, 0, 0, 0, 0]), pad_to_window(h), pad_to_window(w), b.ints("zero", [0])],
+                axis=0)
+    padded = b.op("Pad", [x, b.op("Cast", [pads], to=TensorProto.INT64)])
+    shape = b.op("Shape", [padded])
+    return padded, b.op("Gather", [shape, b.ints("one", [1])], axis=0), b.op("Gather", [shape, b.ints("two", [2])], axis=0)
+
+
+def swin_block_like(seed: int = 11, shape=(1, 3, 12, 12), window: int = 4, channels: int = 16, heads: int = 2,
+                    shift: int = 2):
+    """torchvision's ``swin_t`` in small, as torch.onnx.export (opset 17) writes it: a patch
+    embedding to channels last and its LayerNorm, then one shifted-window attention block (pads to
+    whole windows computed from constants, the padded size read back with Shape for the window
+    partition's Reshapes, the cyclic shift as Slice + Concat, q times head_dim**-0.5 (not a power of
+    two for 8 channels per head), Q.K^T plus a relative position bias (a constant per head) and the
+    shifted windows' mask (a constant per window, -100 between regions) through Reshapes, Softmax,
+    P.V, the projection, the windows merged back, the shift undone, the padding sliced off,
+    residual Add), then patch
+    merging: four strided Slices concatenated on channels, LayerNorm, a Linear without bias."""
+    b = Builder(seed)
+    patch = 2
+    x = b.op("Conv", ["input", b.w("patch.weight", (channels, shape[1], patch, patch)), b.w("patch.bias", (channels,), 0.1)],
+             kernel_shape=[patch, patch], strides=[patch, patch])
+    h, w = shape[2] // patch, shape[3] // patch
+    x = layernorm(b, b.op("Transpose", [x], perm=[0, 2, 3, 1]), channels)
+    y = layernorm(b, x, channels)
+    y, ph, pw = window_pad(b, y, window, h, w)
+    H, W = -(-h // window) * window, -(-w // window) * window  # the padded size
+    y = roll(b, roll(b, y, -shift, 1, H), -shift, 2, W)
+    wins, n, hd = (H // window) * (W // window), window * window, channels // heads
+    sizes = [b.op("Div", [size, b.ints("window", [window])]) for size in (ph, pw)]
+    y = b.op("Reshape", [y, b.op("Concat", [b.ints("batch", [1]), sizes[0], b.ints("window", [window]), sizes[1],
+                                            b.ints("window_c", [window, channels])], axis=0)])
+    y = b.op("Reshape", [b.op("Transpose", [y], perm=[0, 1, 3, 2, 4, 5]), b.ints("windows", [wins, n, channels])])
+    qkv = b.op("Reshape", [linear(b, y, channels, 3 * channels), b.ints("qkv", [wins, n, 3, heads, hd])])
+    qkv = b.op("Transpose", [qkv], perm=[2, 0, 3, 1, 4])
+    q, k, v = (b.op("Gather", [qkv, b.init(f"part{i}", np.array(i, np.int64))], axis=0) for i in range(3))
+    q = b.op("Mul", [q, b.init("head_scale", np.float32(hd ** -0.5))])
+    scores = b.op("MatMul", [q, b.op("Transpose", [k], perm=[0, 1, 3, 2])])
+    scores = b.op("Add", [scores, b.w("relative_position_bias", (1, heads, n, n), 0.5)])
+    region = np.zeros((H, W), np.int64)  # torchvision's attention mask: the shifted image's regions
+    for i, rows in enumerate((slice(0, -window), slice(-window, -shift), slice(-shift, None))):
+        for j, cols in enumerate((slice(0, -window), slice(-window, -shift), slice(-shift, None))):
+            region[rows, cols] = 3 * i + j
+    region = region.reshape(H // window, window, W // window, window).transpose(0, 2, 1, 3).reshape(wins, n)
+    mask = np.where(region[:, :, None] != region[:, None, :], -100.0, 0.0).astype(np.float32)
+    scores = b.op("Reshape", [scores, b.ints("per_window", [1, wins, heads, n, n])])
+    scores = b.op("Add", [scores, b.init("attn_mask", mask[None, :, None])])
+    scores = b.op("Reshape", [scores, b.ints("scores", [wins, heads, n, n])])
+    y = b.op("MatMul", [b.op("Softmax", [scores], axis=-1), v])
+    y = b.op("Reshape", [b.op("Transpose", [y], perm=[0, 2, 1, 3]), b.ints("tokens", [wins, n, channels])])
+    y = linear(b, y, channels, channels)
+    y = b.op("Reshape", [y, b.ints("grid", [1, H // window, W // window, window, window, channels])])
+    y = b.op("Reshape", [b.op("Transpose", [y], perm=[0, 1, 3, 2, 4, 5]), b.ints("image", [1, H, W, channels])])
+    y = roll(b, roll(b, y, shift, 1, H), shift, 2, W)
+    y = b.op("Slice", [y, b.ints("start", [0, 0]), b.ints("end", [h, w]), b.ints("axes", [1, 2])])  # unpadded
+    x = b.op("Add", [x, y])
+    parts = [b.op("Slice", [x, b.ints("start", [r, c]), b.ints("end", [h, w]), b.ints("axes", [1, 2]),
+                            b.ints("steps", [2, 2])]) for c in (0, 1) for r in (0, 1)]
+    x = layernorm(b, b.op("Concat", parts, axis=-1), 4 * channels)
+    out = b.op("MatMul", [x, b.w("reduction.weight", (4 * channels, 2 * channels))])
+    return b.model(shape, out, [1, h // 2, w // 2, 2 * channels], opset=17)
+
+
+def token_mean_like(seed: int = 12, shape=(1, 10, 16), keepdims: int = 0):
+    """timm's LeViT pooling (and its ViTs' with global_pool="avg") by the mean over the tokens (``x.mean(dim=1)``, ReduceMean
+    over axis 1 of (N, T, C)) before the classifier, after a Linear over the tokens."""
+    b = Builder(seed)
+    # 64 channels: the 4 calibration inputs of the tests give 256 pooled values, enough to see
+    # their range (with 24, a test input's pooled value fell 50 % outside it and was clipped)
+    x = b.op("ReduceMean", [linear(b, "input", shape[-1], 64), b.ints("axes", [1])], keepdims=keepdims)
+    out = linear(b, x, 64, 8)
+    return b.model(shape, out, [shape[0], 1, 8] if keepdims else [shape[0], 8], opset=18)
+
+
+def maxvit_attention_like(seed: int = 13, shape=(1, 2, 16, 16), heads: int = 2):
+    """torchvision MaxViT's relative-position attention over (batch, groups, tokens, channels) as
+    torch.onnx.export (opset 17) writes it: Q, K, V Linears, heads split by Reshape + Transpose,
+    q times head_dim**-0.5, ``Einsum("bghid,bghjd->bghij", q, k)`` plus a relative position bias,
+    Softmax, ``Einsum("bghij,bghjd->bghid", p, v)``, heads merged, the output Linear."""
+    b = Builder(seed)
+    n, g, t, c = shape
+    hd = c // heads
+
+    def split(x):
+        return b.op("Transpose", [b.op("Reshape", [x, b.ints("heads", [n, g, t, heads, hd])])], perm=[0, 1, 3, 2, 4])
+    q, k, v = (split(linear(b, "input", c, c)) for _ in range(3))
+    q = b.op("Mul", [q, b.init("scale", np.float32(hd ** -0.5))])
+    scores = b.op("Einsum", [q, k], equation="bghid,bghjd->bghij")
+    scores = b.op("Add", [scores, b.w("relative_position_bias", (heads, t, t), 0.5)])
+    out = b.op("Einsum", [b.op("Softmax", [scores], axis=-1), v], equation="bghij,bghjd->bghid")
+    out = b.op("Reshape", [b.op("Transpose", [out], perm=[0, 1, 3, 2, 4]), b.ints("merged", [n, g, t, c])])
+    return b.model(shape, linear(b, out, c, c), list(shape), opset=17)
+
+
 MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeezenet_like": squeezenet_like,
           "elementwise_like": elementwise_like, "mlp_like": mlp_like, "token_mlp_like": token_mlp_like,
           "channels_last_mlp_like": channels_last_mlp_like, "transformer_ffn_like": transformer_ffn_like,
@@ -280,4 +392,7 @@ MODELS = {"resnet_like": resnet_like, "mobilenet_like": mobilenet_like, "squeeze
           "prenorm_decomposed_like": lambda: prenorm_transformer_like(decomposed=True),
           "convnext_block_like": convnext_block_like,
           "convnext_layer_scale_like": lambda: convnext_block_like(layer_scale=1e-6),
-          "vit_embedding_like": vit_embedding_like, "bert_embedding_like": bert_embedding_like}
+          "vit_embedding_like": vit_embedding_like, "bert_embedding_like": bert_embedding_like,
+          "swin_block_like": swin_block_like,
+          "token_mean_like": token_mean_like, "token_mean_keepdims_like": lambda: token_mean_like(keepdims=1),
+          "maxvit_attention_like": maxvit_attention_like}

@@ -122,18 +122,27 @@ def test_int8_error_against_float(name):
     assert error < ERROR_BOUND[name]
 
 
-def test_a_scale_that_is_no_power_of_two_needs_a_softmax_after_the_product():
-    """1/sqrt(32) leaves a factor the GEMM core's shift cannot hold: a softmax's table takes it;
-    a product read by anything else is refused in one line at quantization."""
-    b = ag.Builder(3)
-    q_, k = (ag.linear(b, "input", 32, 32) for _ in range(2))
-    scores = b.op("Div", [b.op("MatMul", [q_, b.op("Transpose", [k], perm=[0, 2, 1])]),
-                          b.init("root", np.float32(np.sqrt(32)))])
-    graph = from_model(b.model((1, 8, 32), b.op("Relu", [scores]), [1, 8, 8], opset=ag.OPSET), "relu")
-    with pytest.raises(ModelError, match=r"^relu: node 'node_MatMul_\d+' \(MatMul\): its scale 0.176777 is not a power "
-                                         r"of two and its product is read by relu; the GEMM core's requantization only "
-                                         r"shifts \(only a softmax reading the product can take the rest\)$"):
-        quantized(graph)
+def test_a_scale_that_is_no_power_of_two_needs_a_reader_that_takes_it():
+    """1/sqrt(32) leaves a factor the GEMM core's shift cannot hold: a reader with a table or a
+    multiplier takes it (a softmax, an element-wise table such as a ReLU, a muladd adding a bias:
+    ``rules.absorbs_scale``); a product read by one that only shifts, such as a second product, is
+    refused in one line at quantization."""
+    def scores_read_by(op: str):
+        b = ag.Builder(3)
+        q_, k, v = (ag.linear(b, "input", 32, 32) for _ in range(3))
+        scores = b.op("Div", [b.op("MatMul", [q_, b.op("Transpose", [k], perm=[0, 2, 1])]),
+                              b.init("root", np.float32(np.sqrt(32)))])
+        out = b.op("Relu", [scores]) if op == "relu" else b.op("MatMul", [scores, v])
+        return from_model(b.model((1, 8, 32), out, [1, 8, 8 if op == "relu" else 32], opset=ag.OPSET), op)
+
+    q, _ = quantized(scores_read_by("relu"))
+    product = next(n for n in q.nodes if n.op == "matmul")
+    assert q.scales[product.output] == pytest.approx(np.sqrt(0.5))  # 1/sqrt(32) = 2**-3 / sqrt(1/2)
+    with pytest.raises(ModelError, match=r"^matmul: node 'node_MatMul_\d+' \(MatMul\): its scale 0.176777 is not a power "
+                                         r"of two and its product is read by matmul; the GEMM core's requantization only "
+                                         r"shifts \(only a reader with a table or multiplier, such as a softmax, can take "
+                                         r"the rest\)$"):
+        quantized(scores_read_by("matmul"))
 
 
 def masked_attention(masked=float("-inf"), mask=None, reader="Softmax"):

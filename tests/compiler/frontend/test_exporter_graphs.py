@@ -2,6 +2,8 @@
 onnxruntime, and the quantized network through the executor bit for bit against the numpy
 reference, with every op placed and its reason given."""
 
+import re
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -217,3 +219,40 @@ def test_a_class_token_concatenated_before_the_patches_is_a_copy_with_the_token_
     got = q.dequantize(concat.output, reference.run(q, x)[concat.output])[0, 0]
     step = 2.0 ** -q.fracs[concat.output] / q.scales.get(concat.output, 1.0)
     assert np.abs(got - token.reshape(-1)).max() <= step / 2 + 1e-9
+
+
+def test_a_mean_over_tokens_is_a_window_mean_and_other_means_are_refused():
+    """ReduceMean over adjacent axes after the batch (timm's mean over the tokens, LeViT's
+    pooling) is an avgpool2d of a (tokens, 1) window on (N, 1, T, C) between reshapes
+    (before: refused, 'only the mean over H and W'); over the batch axis or axes with a gap
+    between them it is refused in one line."""
+    graph = from_model(MODELS["token_mean_like"](), "token_mean_like")
+    pool = next(n for n in graph.nodes if n.op == "avgpool2d")
+    assert graph.shapes[pool.inputs[0]] == (1, 1, 10, 64) and pool.attrs["kernel"] == (10, 1)
+    for axes, shape in (([0], (2, 4, 6)), ([1, 3], (1, 2, 3, 4))):
+        b = Builder()
+        model = b.model(shape, b.op("ReduceMean", ["input", b.ints("axes", axes)], keepdims=1), opset=18)
+        with pytest.raises(ModelError, match=re.escape(f"only the mean over H and W of an NCHW tensor, or over adjacent "
+                                                       f"axes after the batch axis (a mean over tokens), is supported "
+                                                       f"(axes {axes} of {shape})")):
+            from_model(model, "m")
+
+
+def test_an_einsum_that_is_a_batched_matrix_product_is_a_matmul():
+    """MaxViT's two Einsums (Q.K^T with K's last two axes swapped, and P.V) are products of two
+    computed tensors (before: refused, 'unsupported op Einsum'); an output in another order than
+    (batch, row, column) gets a Transpose after the product; an Einsum that sums a letter within
+    one operand, or has several contracted letters, is left to the importer and refused."""
+    from compiler.frontend import einsum
+
+    graph = from_model(MODELS["maxvit_attention_like"](), "maxvit_attention_like")
+    products = [n for n in graph.nodes if n.op == "matmul"]
+    assert [n.name for n in products] == ["node_Einsum_17", "node_Einsum_20"]
+    assert [graph.shapes[n.output] for n in products] == [(1, 2, 2, 16, 16), (1, 2, 2, 16, 8)]
+    assert einsum.operands("bij,bjk->bki") == ("bij", "bjk", "bki")
+    for equation in ("bii,bij->bij", "ij,jk", "bij,bjk->bk", "bijl,bjlk->bik", "...ij,...jk->...ik", "ij,jk,kl->il"):
+        assert einsum.operands(equation) is None, equation
+    b = Builder()
+    model = b.model((2, 3, 4), b.op("Einsum", ["input", "input"], equation="bij,bij->b"), [2], opset=17)
+    with pytest.raises(ModelError, match="unsupported op Einsum"):
+        from_model(model, "m")
