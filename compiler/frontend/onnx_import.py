@@ -445,8 +445,7 @@ class _Importer:
         if np.any(offset != 0):  # a bias on the kept positions (a relative position bias with the mask)
             if not np.all(np.isfinite(offset)) or np.abs(offset).max() >= LARGEST_FLOAT32:
                 raise self.fail(node, "the attention mask's kept entries are not finite")
-            biased = fresh_name(node.output[0] + ".bias", self.value_names)
-            self.value_names.add(biased)
+            biased = self.made_value(node.output[0] + ".bias")
             self.add_node(node, (node.name or node.output[0]) + ".bias", "affine", [x], biased, shape,
                           {"scale": np.ones_like(offset), "offset": offset})
             x = biased
@@ -667,8 +666,7 @@ class _Importer:
             return
         name = node.name or node.output[0]
         rows = (int(np.prod(shape[:-1])), int(shape[-1]))
-        flat, product = (fresh_name(f"{node.output[0]}.{what}", self.value_names) for what in ("rows", "dense"))
-        self.value_names.update((flat, product))
+        flat, product = (self.made_value(f"{node.output[0]}.{what}") for what in ("rows", "dense"))
         self.add_node(node, f"{name}.rows", "reshape", [x], flat, rows, {"shape": rows})
         self.add_node(node, name, "dense", [flat], product, (rows[0], w.shape[0]), attrs)
         out_shape = self.out_shape(node)

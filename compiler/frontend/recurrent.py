@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.frontend.graph import fresh_name
 from vdla_hw.limits import MAX_UNROLLED_STEPS, MAX_UNROLLED_WEIGHT_BYTES, mib
 
 GATES = {"LSTM": 4, "GRU": 3}
@@ -49,8 +48,8 @@ class _Unroll:
 
     def emit(self, what: str, op: str, inputs: list[str], shape, attrs: dict | None = None,
               output: str | None = None) -> str:
-        out = output or fresh_name(f"{self.node.output[0]}.{what}", self.imp.value_names)
-        self.imp.value_names.add(out)
+        out = output or self.imp.made_value(f"{self.node.output[0]}.{what}")
+        self.imp.value_names.add(out)  # a given output's name too
         self.imp.add_node(self.node, f"{self.base}.{what}", op, inputs, out, shape, attrs)
         return out
 

@@ -342,6 +342,8 @@ SCALE_ABSORBERS = ("softmax", "layernorm", "mul") + UNARY
 def absorbs_scale(ctx: "Context", node: Node) -> bool:
     """Whether ``node``'s int8 rule takes an input whose codes carry a factor ``s_x`` (``ctx.scales``)."""
     return node.op in SCALE_ABSORBERS or (node.op == "add" and bool(ctx.add_scales))
+
+
 UNIT_SCALE = 2.0 ** -20  # a product scale within this of a power of two is that power (far below int8's 2**-8)
 
 
